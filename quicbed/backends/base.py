@@ -1,0 +1,228 @@
+"""What every backend offers: a realised network whose nodes run processes.
+
+A backend turns a Topology into a running ``Network``; ``network.node(name)`` gives a
+``NodeHandle`` that starts processes inside that node (a network namespace). Everything a
+network starts is stopped when the network stops, on any exit path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import IO, Any, Sequence
+
+from quicbed.errors import BackendError
+from quicbed.spec.topology import ResolvedTopology, Topology
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when quicbed dies, and lead a process group."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+class Process:
+    """A process started in a node; its output goes to files when a log folder is given."""
+
+    def __init__(self, node: str, name: str, argv: Sequence[str], popen: subprocess.Popen,
+                 stdout_path: Path | None, stderr_path: Path | None) -> None:
+        self.node = node
+        self.name = name
+        self.argv = list(argv)
+        self.popen = popen
+        self.stdout_path = stdout_path
+        self.stderr_path = stderr_path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise BackendError(f"{self.name} on {self.node} did not finish within {timeout:g} s "
+                               f"({' '.join(self.argv)})") from None
+
+    def stop(self, grace: float = 3.0) -> int:
+        """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+        if self.popen.poll() is None:
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.popen.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.popen.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        return self.popen.wait()
+
+    def output(self) -> str:
+        return self.stdout_path.read_text(errors="replace") if self.stdout_path else ""
+
+    def errors(self) -> str:
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path else ""
+
+    def __repr__(self) -> str:
+        return f"<Process {self.name} on {self.node} pid={self.pid} running={self.running}>"
+
+
+class NodeHandle(ABC):
+    """A node of a running network: runs processes in the node's network namespace."""
+
+    def __init__(self, network: "Network", name: str) -> None:
+        self.network = network
+        self.name = name
+
+    @abstractmethod
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` wrapped so that it executes inside this node."""
+
+    @property
+    def address(self) -> str:
+        """The node's first IP address."""
+        return self.network.resolved.address(self.name)
+
+    @property
+    def interfaces(self) -> list[str]:
+        return [i.name for i in self.network.resolved.interfaces_of(self.name)]
+
+    def start(self, argv: Sequence[str], name: str | None = None, log_dir: Path | None = None,
+              env: dict[str, str] | None = None, cwd: Path | None = None,
+              stdin: int | IO[Any] | None = subprocess.DEVNULL) -> Process:
+        """Start ``argv`` in the node. Output goes to LOG_DIR/NAME.out/.err (or is discarded)."""
+        name = name or Path(argv[0]).name
+        stdout_path = stderr_path = None
+        stdout: Any = subprocess.DEVNULL
+        stderr: Any = subprocess.DEVNULL
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            stdout_path, stderr_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
+            stdout, stderr = stdout_path.open("wb"), stderr_path.open("wb")
+        try:
+            popen = subprocess.Popen(self.command(argv), stdout=stdout, stderr=stderr, stdin=stdin,
+                                     env={**os.environ, **(env or {})}, cwd=cwd,
+                                     start_new_session=True, preexec_fn=_die_with_parent)
+        except FileNotFoundError as error:
+            raise BackendError(f"cannot start {argv[0]!r} on {self.name}: {error}") from None
+        finally:
+            for stream in (stdout, stderr):
+                if hasattr(stream, "close"):
+                    stream.close()
+        process = Process(self.name, name, argv, popen, stdout_path, stderr_path)
+        self.network.processes.append(process)
+        return process
+
+    def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = True,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` to completion in the node and return its output."""
+        try:
+            result = subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout,
+                                    input=input, preexec_fn=_die_with_parent)
+        except subprocess.TimeoutExpired:
+            raise BackendError(f"{' '.join(argv)} on {self.name} did not finish within {timeout:g} s") from None
+        if check and result.returncode != 0:
+            raise BackendError(f"{' '.join(argv)} on {self.name} failed ({result.returncode}): "
+                               f"{(result.stderr or result.stdout).strip()}")
+        return result
+
+
+class Network(ABC):
+    """A realised topology. Use as a context manager: leaving it stops everything."""
+
+    backend_name = "base"
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.resolved: ResolvedTopology = topology.resolve()
+        self.processes: list[Process] = []
+        self.started = False
+
+    @abstractmethod
+    def start(self) -> None:
+        """Build the network. On failure, leaves nothing behind."""
+
+    @abstractmethod
+    def _teardown(self) -> None:
+        """Remove everything ``start`` created."""
+
+    @abstractmethod
+    def node(self, name: str) -> NodeHandle: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the run metadata records about the realised network."""
+        return {"backend": self.backend_name}
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+        self._teardown()
+        self.started = False
+
+    def __enter__(self) -> "Network":
+        with deferred_signals():
+            try:
+                self.start()
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with deferred_signals():
+            self.stop()
+
+
+class deferred_signals:
+    """Hold SIGINT/SIGTERM while the network is built or torn down, then deliver them.
+
+    A Ctrl-C in the middle of creating namespaces would otherwise leave half of them.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __enter__(self) -> "deferred_signals":
+        self.pending: list[int] = []
+        self.previous = {}
+        try:
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, lambda s, _f: self.pending.append(s))
+        except ValueError:  # not the main thread: nothing to defer
+            self.previous = {}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        for sig in self.pending:
+            os.kill(os.getpid(), sig)
+            time.sleep(0)
+
+
+def install_termination_handlers() -> None:
+    """Turn SIGTERM and SIGHUP into SystemExit so that ``with`` blocks clean up as for Ctrl-C."""
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit)

@@ -1,0 +1,82 @@
+"""tc command lines for one direction of a wired link (pure functions, unit-tested).
+
+Layout on the egress interface:
+- only rate/queue limit:  root tbf (host kernels without netem can do this);
+- any netem feature:      root netem (delay line, loss, corruption, ...), and when a rate
+  is set, a tbf child that is the bottleneck queue. netem's own limit then only has to hold
+  packets in flight on the delay line, so it is large: the queue limit applies to tbf.
+"""
+
+from __future__ import annotations
+
+from quicbed.spec.link import Shape
+from quicbed.spec.loss import Bernoulli, GilbertElliott
+from quicbed.spec.units import format_rate, format_time
+
+MTU_FRAME = 1514
+DEFAULT_QUEUE_PACKETS = 1000  # the kernel's default txqueuelen
+NETEM_DELAY_LINE_LIMIT = 100_000
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.6g}%"
+
+
+def tbf_burst(rate: float) -> int:
+    """Bucket depth in bytes: about 1 ms of traffic, never below two full frames."""
+    return max(2 * MTU_FRAME, int(rate / 8 * 1e-3))
+
+
+def netem_args(shape: Shape) -> list[str]:
+    args = ["limit", str(NETEM_DELAY_LINE_LIMIT)]
+    if shape.delay or shape.jitter:
+        args += ["delay", format_time(shape.delay)]
+        if shape.jitter:
+            args += [format_time(shape.jitter)]
+            if shape.jitter_distribution != "uniform":
+                args += ["distribution", shape.jitter_distribution]
+    if isinstance(shape.loss, Bernoulli):
+        args += ["loss", "random", _pct(shape.loss.probability)]
+    elif isinstance(shape.loss, GilbertElliott):
+        ge = shape.loss
+        args += ["loss", "gemodel", _pct(ge.p), _pct(ge.r), _pct(ge.loss_bad), _pct(ge.loss_good)]
+    if shape.corrupt:
+        args += ["corrupt", _pct(shape.corrupt)]
+    if shape.duplicate:
+        args += ["duplicate", _pct(shape.duplicate)]
+    if shape.reorder:
+        args += ["reorder", _pct(shape.reorder)]
+        if shape.reorder_gap:
+            args += ["gap", str(shape.reorder_gap)]
+    if shape.slot:
+        args += ["slot", format_time(shape.slot.min_delay), format_time(shape.slot.max_delay)]
+        if shape.slot.packets:
+            args += ["packets", str(shape.slot.packets)]
+        if shape.slot.bytes:
+            args += ["bytes", str(shape.slot.bytes)]
+    return args
+
+
+def tbf_args(shape: Shape) -> list[str]:
+    assert shape.rate is not None
+    packets = shape.queue_limit or DEFAULT_QUEUE_PACKETS
+    return ["rate", format_rate(shape.rate), "burst", str(tbf_burst(shape.rate)),
+            "limit", str(packets * MTU_FRAME)]
+
+
+def qdisc_commands(device: str, shape: Shape) -> list[list[str]]:
+    """``tc`` argument lists (without the leading 'tc') that give ``device`` this shape."""
+    if shape.is_ideal():
+        return []
+    commands: list[list[str]] = []
+    if shape.needs_netem():
+        commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "netem", *netem_args(shape)])
+        if shape.rate:
+            commands.append(["qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "tbf",
+                             *tbf_args(shape)])
+    elif shape.rate:
+        commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "tbf", *tbf_args(shape)])
+    elif shape.queue_limit:
+        commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "pfifo",
+                         "limit", str(shape.queue_limit)])
+    return commands

@@ -1,0 +1,227 @@
+"""Links: wired (netem/tbf impairments per direction) and wireless (802.11 parameters)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from quicbed.errors import SpecError
+from quicbed.spec.loss import LossModel, parse_loss
+from quicbed.spec.units import parse_percent, parse_rate, parse_size, parse_time
+
+JITTER_DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """netem ``slot``: packets leave in bursts at slot boundaries (a crude bursty-MAC model)."""
+
+    min_delay: float
+    max_delay: float
+    packets: int | None = None
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one direction of a wired link does to packets. SI units; fractions for probabilities."""
+
+    rate: float | None = None
+    delay: float = 0.0
+    jitter: float = 0.0
+    jitter_distribution: str = "uniform"
+    loss: LossModel | None = None
+    corrupt: float = 0.0
+    reorder: float = 0.0
+    reorder_gap: int | None = None
+    duplicate: float = 0.0
+    queue_limit: int | None = None
+    slot: Slot | None = None
+
+    def needs_netem(self) -> bool:
+        """Whether this direction needs the netem qdisc (rate and queue alone need only tbf)."""
+        return any((self.delay, self.jitter, self.loss, self.corrupt, self.reorder,
+                    self.duplicate, self.slot))
+
+    def is_ideal(self) -> bool:
+        return self == Shape()
+
+
+SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
+
+
+def parse_shape(params: dict[str, Any], where: str, base: Shape | None = None) -> Shape:
+    """Build a Shape from user parameters (strings with units, percentages), over ``base``."""
+    values: dict[str, Any] = {}
+    for key, raw in params.items():
+        name = f"{where}.{key}"
+        if raw is None:
+            values[key] = getattr(Shape(), key) if key in SHAPE_FIELDS else None
+            continue
+        if key == "rate":
+            values[key] = parse_rate(raw, name)
+        elif key in ("delay", "jitter"):
+            values[key] = parse_time(raw, name)
+        elif key == "jitter_distribution":
+            if raw not in JITTER_DISTRIBUTIONS:
+                raise SpecError(f"unknown jitter distribution {raw!r}", field=name,
+                                fix=f"use one of {', '.join(JITTER_DISTRIBUTIONS)}")
+            values[key] = raw
+        elif key == "loss":
+            values[key] = parse_loss(raw, name)
+        elif key in ("corrupt", "reorder", "duplicate"):
+            values[key] = parse_percent(raw, name)
+        elif key == "reorder_gap":
+            values[key] = _positive_int(raw, name)
+        elif key == "queue_limit":
+            values[key] = _positive_int(raw, name)
+        elif key == "slot":
+            values[key] = _parse_slot(raw, name)
+        else:
+            raise SpecError(f"unknown link parameter {key!r}", field=name,
+                            fix=f"wired links take {', '.join(SHAPE_FIELDS)}")
+    shape = replace(base or Shape(), **values)
+    if shape.reorder and not shape.delay:
+        raise SpecError("reordering needs a delay (netem reorders by sending some packets at once)",
+                        field=f"{where}.reorder", fix="give the link a delay, e.g. delay='10ms'")
+    if shape.jitter and shape.jitter > shape.delay and shape.jitter_distribution != "uniform":
+        raise SpecError("jitter larger than the delay would need negative delays",
+                        field=f"{where}.jitter", fix="keep jitter <= delay")
+    return shape
+
+
+def _positive_int(raw: Any, name: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise SpecError(f"expected a positive whole number, got {raw!r}", field=name)
+    return raw
+
+
+def _parse_slot(raw: Any, name: str) -> Slot:
+    if isinstance(raw, Slot):
+        return raw
+    if isinstance(raw, str):
+        raw = {"min_delay": raw}
+    if not isinstance(raw, dict) or "min_delay" not in raw:
+        raise SpecError(f"cannot read slot {raw!r}", field=name,
+                        fix="write slot={'min_delay': '1ms', 'max_delay': '4ms', 'packets': 32}")
+    unknown = set(raw) - {"min_delay", "max_delay", "packets", "bytes"}
+    if unknown:
+        raise SpecError(f"unknown slot option(s) {sorted(unknown)}", field=name,
+                        fix="use min_delay, max_delay, packets, bytes")
+    low = parse_time(raw["min_delay"], f"{name}.min_delay", allow_zero=False)
+    high = parse_time(raw.get("max_delay", raw["min_delay"]), f"{name}.max_delay", allow_zero=False)
+    if high < low:
+        raise SpecError("max_delay is below min_delay", field=f"{name}.max_delay")
+    return Slot(low, high,
+                _positive_int(raw["packets"], f"{name}.packets") if "packets" in raw else None,
+                parse_size(raw["bytes"], f"{name}.bytes") if "bytes" in raw else None)
+
+
+@dataclass
+class WiredLink:
+    """A full-duplex cable between two nodes; ``forward`` shapes node1->node2, ``backward`` the reverse."""
+
+    node1: str
+    node2: str
+    name: str
+    forward: Shape = field(default_factory=Shape)
+    backward: Shape = field(default_factory=Shape)
+    addr1: str | None = None
+    addr2: str | None = None
+
+    kind = "wired"
+
+    def needs_netem(self) -> bool:
+        return self.forward.needs_netem() or self.backward.needs_netem()
+
+    def ends(self) -> tuple[str, str]:
+        return self.node1, self.node2
+
+
+STANDARDS = {"802.11g": ("2.4GHz",), "802.11a": ("5GHz",), "802.11n": ("2.4GHz", "5GHz"),
+             "802.11ac": ("5GHz",)}
+CHANNELS = {"2.4GHz": tuple(range(1, 15)),
+            "5GHz": (36, 40, 44, 48, 52, 56, 60, 64, 100, 104, 108, 112, 116, 120, 124, 128,
+                     132, 136, 140, 144, 149, 153, 157, 161, 165)}
+WIDTHS = {"802.11g": (20,), "802.11a": (20,), "802.11n": (20, 40), "802.11ac": (20, 40, 80, 160)}
+MAX_MCS = {"802.11n": 31, "802.11ac": 9}
+RATE_CONTROLS = ("constant", "minstrel")
+MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575}
+
+
+@dataclass(frozen=True)
+class Radio:
+    """802.11 PHY/MAC settings shared by the two ends of a wireless link."""
+
+    standard: str = "802.11n"
+    band: str = "5GHz"
+    channel: int = 36
+    width: int = 20
+    guard_interval: str = "long"
+    mcs: int | None = 7
+    rate_control: str = "constant"
+    ampdu: bool = True
+    ampdu_max_size: int | None = None
+    amsdu: bool = False
+
+    def check(self, where: str) -> None:
+        if self.standard not in STANDARDS:
+            raise SpecError(f"unknown standard {self.standard!r}", field=f"{where}.standard",
+                            fix=f"use one of {', '.join(STANDARDS)}")
+        if self.band not in STANDARDS[self.standard]:
+            raise SpecError(f"{self.standard} does not use the {self.band} band", field=f"{where}.band",
+                            fix=f"use {' or '.join(STANDARDS[self.standard])}")
+        if self.channel not in CHANNELS[self.band]:
+            raise SpecError(f"channel {self.channel} is not a {self.band} channel", field=f"{where}.channel",
+                            fix=f"use one of {', '.join(map(str, CHANNELS[self.band][:8]))}, ...")
+        if self.width not in WIDTHS[self.standard]:
+            raise SpecError(f"{self.standard} has no {self.width} MHz channels", field=f"{where}.width",
+                            fix=f"use one of {', '.join(map(str, WIDTHS[self.standard]))}")
+        if self.guard_interval not in ("long", "short"):
+            raise SpecError(f"guard interval must be 'long' or 'short', got {self.guard_interval!r}",
+                            field=f"{where}.guard_interval")
+        if self.rate_control not in RATE_CONTROLS:
+            raise SpecError(f"unknown rate control {self.rate_control!r}", field=f"{where}.rate_control",
+                            fix=f"use one of {', '.join(RATE_CONTROLS)}")
+        if self.rate_control == "constant":
+            limit = MAX_MCS.get(self.standard)
+            if limit is None:
+                if self.mcs is not None:
+                    raise SpecError(f"{self.standard} has no MCS indexes", field=f"{where}.mcs",
+                                    fix="leave mcs out (legacy rates) or use 802.11n/ac")
+            elif self.mcs is None or not 0 <= self.mcs <= limit:
+                raise SpecError(f"MCS {self.mcs!r} is outside 0..{limit} for {self.standard}",
+                                field=f"{where}.mcs", fix=f"give an MCS from 0 to {limit}, or rate_control='minstrel'")
+        if self.ampdu_max_size is not None:
+            limit = MAX_AMPDU_BYTES.get(self.standard, 0)
+            if not 0 < self.ampdu_max_size <= limit:
+                raise SpecError(f"A-MPDU size {self.ampdu_max_size} is outside 1..{limit} bytes for "
+                                f"{self.standard}", field=f"{where}.ampdu_max_size")
+
+
+RADIO_FIELDS = tuple(f.name for f in fields(Radio))
+
+
+@dataclass
+class WirelessLink:
+    """An 802.11 association (station-AP) or mesh peering (mesh point-mesh point)."""
+
+    node1: str
+    node2: str
+    name: str
+    radio: Radio = field(default_factory=Radio)
+    distance: float | None = None  # metres; otherwise from node positions
+    loss: float = 0.0  # fixed frame error rate on top of the channel model (fraction)
+    addr1: str | None = None
+    addr2: str | None = None
+
+    kind = "wireless"
+
+    def needs_netem(self) -> bool:
+        return False
+
+    def ends(self) -> tuple[str, str]:
+        return self.node1, self.node2
+
+
+Link = WiredLink | WirelessLink

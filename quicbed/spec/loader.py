@@ -1,0 +1,128 @@
+"""Load a topology script: a Python file whose ``topology(**params)`` returns a Topology.
+
+Parameters come from the command line or an experiment file as strings or YAML values and
+are converted to the type of the function's default (``hops=3`` -> int).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from quicbed.errors import SpecError
+from quicbed.spec.topology import Topology
+
+ENTRY_POINT = "topology"
+
+
+def split_reference(reference: str) -> tuple[Path, str]:
+    """'topologies/dumbbell.py' or 'topologies/dumbbell.py:lossy' -> (path, function name)."""
+    path, _, function = reference.partition(".py:")
+    if function:
+        return Path(path + ".py"), function
+    return Path(reference), ENTRY_POINT
+
+
+def _import(path: Path) -> Any:
+    if not path.is_file():
+        raise SpecError("topology file not found", source=str(path),
+                        fix="give the path of a Python file, e.g. topologies/dumbbell.py")
+    module_name = f"quicbed_topology_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SpecError("not a Python file", source=str(path))
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SpecError as error:
+        raise error.located(_script_location(path, error)) from None
+    except SyntaxError as error:
+        raise SpecError(f"syntax error: {error.msg}", source=f"{path}:{error.lineno}") from None
+    except Exception as error:  # noqa: BLE001 - any failure of user code is reported with its place
+        raise SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error)) from None
+    return module
+
+
+def _script_location(path: Path, error: BaseException) -> str:
+    """'file.py:LINE' of the deepest frame of the traceback that lies in the script."""
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return f"{path}:{line}" if line else str(path)
+
+
+def topology_function(reference: str) -> tuple[Path, Callable[..., Topology]]:
+    path, name = split_reference(reference)
+    module = _import(path)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise SpecError(f"no function {name}() in the file", source=str(path),
+                        fix=f"define 'def {name}(...) -> Topology' (or name another with FILE.py:FUNCTION)")
+    return path, function
+
+
+def parameters(reference: str) -> dict[str, Any]:
+    """The script's parameters and their defaults."""
+    _, function = topology_function(reference)
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()}
+
+
+def convert(value: Any, default: Any) -> Any:
+    """Turn a command-line string into the type of the parameter's default."""
+    if not isinstance(value, str) or default is None or isinstance(default, str):
+        return value
+    if isinstance(default, bool):
+        lowered = value.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected true or false, got {value!r}")
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(value)
+        except ValueError:
+            if isinstance(default, int):
+                return float(value)
+            raise
+    return value
+
+
+def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topology:
+    """Run the script's topology function with ``params``; errors name the file and line."""
+    path, function = topology_function(reference)
+    signature = inspect.signature(function)
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    kwargs: dict[str, Any] = {}
+    for key, value in (params or {}).items():
+        if key not in signature.parameters and not accepts_any:
+            accepted = ", ".join(f"{n}={p.default!r}" for n, p in signature.parameters.items()) or "none"
+            raise SpecError(f"unknown parameter {key!r}", source=str(path), field=f"params.{key}",
+                            fix=f"the script accepts: {accepted}")
+        default = signature.parameters[key].default if key in signature.parameters else None
+        try:
+            kwargs[key] = convert(value, None if default is inspect.Parameter.empty else default)
+        except ValueError as error:
+            raise SpecError(str(error), source=str(path), field=f"params.{key}",
+                            fix=f"give a value like the default {default!r}") from None
+    try:
+        topo = function(**kwargs)
+    except SpecError as error:
+        raise error.located(_script_location(path, error)) from None
+    except Exception as error:  # noqa: BLE001
+        raise SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error)) from None
+    if not isinstance(topo, Topology):
+        raise SpecError(f"{function.__name__}() returned {type(topo).__name__}, not a Topology",
+                        source=str(path), fix="end the function with 'return topo'")
+    try:
+        topo.resolve()
+    except SpecError as error:
+        raise error.located(str(path)) from None
+    return topo
+
+

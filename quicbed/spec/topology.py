@@ -1,0 +1,256 @@
+"""The Topology: nodes and links written in plain Python, Mininet style.
+
+    topo = Topology("dumbbell")
+    client, server = topo.add_host("client"), topo.add_host("server")
+    topo.add_link(client, server, rate="20mbit", delay="10ms", loss=1)
+
+``Topology`` only records what the network is. ``resolve()`` turns it into interfaces,
+addresses and routes (pure computation); backends realise the resolved form.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from quicbed.errors import SpecError
+from quicbed.spec.link import (
+    RADIO_FIELDS,
+    SHAPE_FIELDS,
+    Link,
+    Radio,
+    Shape,
+    WiredLink,
+    WirelessLink,
+    parse_shape,
+)
+from quicbed.spec.node import AccessPoint, Host, MeshPoint, Node, Station, Switch
+
+NODE_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")
+DEFAULT_SUBNET_POOL = "10.0.0.0/16"
+
+
+class Topology:
+    """A network description: nodes, links, optional address and route overrides."""
+
+    def __init__(self, name: str = "topology", subnet_pool: str = DEFAULT_SUBNET_POOL,
+                 description: str = "") -> None:
+        self.name = name
+        self.description = description
+        self.subnet_pool = subnet_pool
+        self.nodes: dict[str, Node] = {}
+        self.links: list[Link] = []
+        self.routes: list[tuple[str, str, str]] = []  # (node, destination prefix, gateway)
+        self._ap_radio: dict[str, dict[str, Any]] = {}
+
+    # -- nodes -------------------------------------------------------------------------
+    def _add(self, node: Node) -> Node:
+        if not isinstance(node.name, str) or not NODE_NAME.fullmatch(node.name):
+            raise SpecError(f"invalid node name {node.name!r}", field=f"nodes[{node.name}]",
+                            fix="use 1-15 lower-case letters, digits or '_', starting with a letter")
+        if node.name in self.nodes:
+            raise SpecError(f"node {node.name!r} is defined twice", field=f"nodes[{node.name}]",
+                            fix="give every node its own name")
+        if node.position is not None:
+            position = tuple(float(c) for c in node.position)
+            if len(position) not in (2, 3):
+                raise SpecError("position must be (x, y) or (x, y, z) in metres",
+                                field=f"nodes[{node.name}].position")
+            node.position = position if len(position) == 3 else (*position, 0.0)
+        self.nodes[node.name] = node
+        return node
+
+    def add_host(self, name: str, **options: Any) -> Host:
+        return self._add(Host(name, options=options))  # type: ignore[return-value]
+
+    def add_switch(self, name: str) -> Switch:
+        return self._add(Switch(name))  # type: ignore[return-value]
+
+    def add_station(self, name: str, position: tuple[float, ...] | None = None, **options: Any) -> Station:
+        return self._add(Station(name, position=position, options=options))  # type: ignore[return-value,arg-type]
+
+    def add_access_point(self, name: str, ssid: str | None = None,
+                         position: tuple[float, ...] | None = None, **radio: Any) -> AccessPoint:
+        """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations."""
+        self._check_radio_keys(radio, f"nodes[{name}]")
+        node = self._add(AccessPoint(name, position=position, ssid=ssid or f"quicbed-{name}"))  # type: ignore[arg-type]
+        self._ap_radio[name] = radio
+        return node  # type: ignore[return-value]
+
+    def add_mesh_point(self, name: str, position: tuple[float, ...] | None = None,
+                       mesh_id: str = "quicbed-mesh", **options: Any) -> MeshPoint:
+        return self._add(MeshPoint(name, position=position, mesh_id=mesh_id, options=options))  # type: ignore[return-value,arg-type]
+
+    # -- links -------------------------------------------------------------------------
+    def _node_name(self, node: Node | str, field: str) -> str:
+        name = node.name if isinstance(node, Node) else node
+        if name not in self.nodes:
+            known = ", ".join(sorted(self.nodes)) or "none yet"
+            raise SpecError(f"unknown node {name!r}", field=field,
+                            fix=f"add the node before linking it (known: {known})")
+        return name
+
+    def _link_name(self, name: str | None, a: str, b: str) -> str:
+        name = name or f"{a}-{b}"
+        if any(link.name == name for link in self.links):
+            raise SpecError(f"link {name!r} is defined twice", field=f"links[{name}]",
+                            fix="give each link a distinct name=")
+        return name
+
+    def add_link(self, node1: Node | str, node2: Node | str, name: str | None = None,
+                 addr1: str | None = None, addr2: str | None = None,
+                 forward: dict[str, Any] | None = None, backward: dict[str, Any] | None = None,
+                 **shape: Any) -> WiredLink:
+        """A wired link. Impairments (rate, delay, jitter, loss, ...) apply in both directions;
+        ``forward``/``backward`` dicts override them for node1->node2 / node2->node1 only."""
+        a = self._node_name(node1, "links.node1")
+        b = self._node_name(node2, "links.node2")
+        link_name = self._link_name(name, a, b)
+        where = f"links[{link_name}]"
+        both = parse_shape(shape, where)
+        link = WiredLink(a, b, link_name,
+                         forward=parse_shape(forward or {}, f"{where}.forward", both),
+                         backward=parse_shape(backward or {}, f"{where}.backward", both),
+                         addr1=addr1, addr2=addr2)
+        self.links.append(link)
+        return link
+
+    def add_wireless_link(self, node1: Node | str, node2: Node | str, name: str | None = None,
+                          distance: float | None = None, loss: Any = 0,
+                          addr1: str | None = None, addr2: str | None = None,
+                          **radio: Any) -> WirelessLink:
+        """A station-AP association or a mesh peering. Radio keywords override the AP's."""
+        from quicbed.spec.units import parse_percent
+
+        a = self._node_name(node1, "links.node1")
+        b = self._node_name(node2, "links.node2")
+        link_name = self._link_name(name, a, b)
+        where = f"links[{link_name}]"
+        self._check_radio_keys(radio, where)
+        inherited: dict[str, Any] = {}
+        for end in (a, b):
+            inherited.update(self._ap_radio.get(end, {}))
+        if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))
+                                     or distance <= 0):
+            raise SpecError(f"distance must be a positive number of metres, got {distance!r}",
+                            field=f"{where}.distance")
+        link = WirelessLink(a, b, link_name, radio=Radio(**{**inherited, **radio}),
+                            distance=float(distance) if distance is not None else None,
+                            loss=parse_percent(loss, f"{where}.loss"), addr1=addr1, addr2=addr2)
+        self.links.append(link)
+        return link
+
+    @staticmethod
+    def _check_radio_keys(radio: dict[str, Any], where: str) -> None:
+        unknown = set(radio) - set(RADIO_FIELDS)
+        if unknown:
+            raise SpecError(f"unknown radio parameter(s) {sorted(unknown)}", field=where,
+                            fix=f"radio parameters are {', '.join(RADIO_FIELDS)}")
+
+    def add_route(self, node: Node | str, destination: str, via: str) -> None:
+        """A static route that replaces the automatic one for ``destination`` on ``node``."""
+        self.routes.append((self._node_name(node, "routes.node"), destination, via))
+
+    # -- queries -----------------------------------------------------------------------
+    def link(self, name: str) -> Link:
+        for link in self.links:
+            if link.name == name:
+                return link
+        raise SpecError(f"no link named {name!r}", field="link",
+                        fix=f"links are: {', '.join(l.name for l in self.links)}")
+
+    def set_link_shape(self, name: str, **shape: Any) -> None:
+        """Change impairments of a wired link in both directions (used by experiment matrices)."""
+        link = self.link(name)
+        if not isinstance(link, WiredLink):
+            raise SpecError(f"link {name!r} is wireless and has no wired impairments",
+                            field=f"links[{name}]")
+        where = f"links[{name}]"
+        link.forward = parse_shape(shape, where, link.forward)
+        link.backward = parse_shape(shape, where, link.backward)
+
+    def has_wireless(self) -> bool:
+        return any(isinstance(link, WirelessLink) for link in self.links)
+
+    def needs_netem(self) -> bool:
+        return any(link.needs_netem() for link in self.links)
+
+    def resolve(self) -> "ResolvedTopology":
+        from quicbed.spec.resolve import resolve
+
+        return resolve(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description, recorded with results and handed to external emulators."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "nodes": [{"name": n.name, "kind": n.kind, "position": n.position,
+                       **({"ssid": n.ssid} if isinstance(n, AccessPoint) else {}),
+                       **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
+                       "options": n.options} for n in self.nodes.values()],
+            "links": [_link_dict(link) for link in self.links],
+            "routes": [{"node": n, "destination": d, "via": v} for n, d, v in self.routes],
+        }
+
+
+def _link_dict(link: Link) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data: dict[str, Any] = {"name": link.name, "kind": link.kind, "node1": link.node1, "node2": link.node2}
+    if isinstance(link, WiredLink):
+        for direction in ("forward", "backward"):
+            shape: Shape = getattr(link, direction)
+            entry = {k: v for k, v in asdict(shape).items() if v not in (None, 0, 0.0)}
+            entry.pop("jitter_distribution", None) if not shape.jitter else None
+            if shape.loss is not None:
+                entry["loss"] = {"model": type(shape.loss).__name__, **asdict(shape.loss),
+                                 "mean": shape.loss.mean_loss}
+            data[direction] = entry
+    else:
+        data["radio"] = {f.name: getattr(link.radio, f.name) for f in fields(Radio)}
+        data["distance"] = link.distance
+        data["loss"] = link.loss
+    return data
+
+
+@dataclass(frozen=True)
+class Interface:
+    node: str
+    name: str
+    segment: int
+    address: str | None  # "10.0.1.2/24" on routed nodes, None on switch/AP ports
+    link: str
+
+
+@dataclass(frozen=True)
+class Route:
+    node: str
+    destination: str
+    via: str
+    device: str
+
+
+@dataclass
+class ResolvedTopology:
+    """Interfaces, segments, addresses and routes derived from a Topology."""
+
+    topology: Topology
+    interfaces: list[Interface]
+    segments: dict[int, str]  # segment id -> subnet
+    routes: list[Route]
+
+    def interfaces_of(self, node: str) -> list[Interface]:
+        return [i for i in self.interfaces if i.node == node]
+
+    def address(self, node: str) -> str:
+        """The node's first IP address (without prefix length), for apps to connect to."""
+        for iface in self.interfaces_of(node):
+            if iface.address:
+                return iface.address.split("/")[0]
+        raise SpecError(f"node {node!r} has no IP address", field=f"nodes[{node}]",
+                        fix="only hosts, stations and mesh points have addresses")
+
+
+__all__ = ["Topology", "ResolvedTopology", "Interface", "Route", "SHAPE_FIELDS"]

@@ -1,0 +1,23 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="quicbed",
+    version="0.1.0",
+    description="WiFi and mesh network-emulation testbed for QUIC, BQUIC and TCP experiments",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["quicbed", "quicbed.*"]),
+    package_data={"quicbed": ["py.typed", "**/*.yaml"]},
+    install_requires=[
+        "PyYAML>=6",
+        "rich>=13",
+    ],
+    extras_require={
+        "vm": ["virtme-ng>=1.30"],
+        "test": ["pytest>=7", "scipy>=1.10", "numpy>=1.24"],
+    },
+    entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},
+)

@@ -1,0 +1,17 @@
+"""Two hosts through one impaired link: the E4 "controlled netem testbed".
+
+client --- s1 ===bottleneck=== server
+"""
+
+from quicbed import Topology
+
+
+def topology(rate: str = "20mbit", delay: str = "10ms", loss: float = 0.0, queue_limit: int = 1000) -> Topology:
+    topo = Topology("dumbbell", description=f"client - switch - server, bottleneck {rate}, {delay} one way")
+    client = topo.add_host("client")
+    server = topo.add_host("server")
+    switch = topo.add_switch("s1")
+    topo.add_link(client, switch)
+    topo.add_link(switch, server, name="bottleneck", rate=rate, delay=delay, loss=loss,
+                  queue_limit=queue_limit)
+    return topo
