@@ -148,7 +148,10 @@ def parse_loss(value: object, field: str = "loss") -> LossModel | None:
                 extra = {k: float(value[k]) for k in ("gamma", "beta", "h") if k in value}
                 return GilbertElliott.from_mean_loss(parse_percent(value["ge_mean"], f"{field}.ge_mean"), **extra)
         except SpecError as error:
-            raise SpecError(error.message, field=error.field or field, fix=error.fix) from None
+            # errors of the model itself are named relative to "loss": place them under this field
+            inner = error.field[len("loss"):] if error.field.startswith("loss") else ""
+            raise SpecError(error.message, field=field + inner if inner or not error.field else error.field,
+                            fix=error.fix) from None
         raise SpecError(f"cannot read loss model {value!r}", field=field,
                         fix="write a percentage (2 or '2%'), {gemodel: {p, r, loss_bad, loss_good}} "
                             "or {ge_mean: 5}")

@@ -272,10 +272,11 @@ def _routes(topo: Topology, interfaces: list[Interface], subnets: dict[int, str]
             members = [i.node for i in on_segment[segment] if i.node in distance]
             if not members:
                 continue
+            if (source.name, ipaddress.IPv4Network(subnet)) in overrides:
+                continue
             nearest = min(members, key=lambda n: distance[n])
             out, gateway = first_hop[nearest]
-            via = overrides.pop((source.name, ipaddress.IPv4Network(subnet)), gateway.address.split("/")[0])
-            routes.append(Route(source.name, subnet, via, out.name))
+            routes.append(Route(source.name, subnet, gateway.address.split("/")[0], out.name))
     for (node, dest), via in overrides.items():
         device = _device_for(via, [i for i in routed if i.node == node])
         if device is None:

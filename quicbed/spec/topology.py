@@ -74,6 +74,7 @@ class Topology:
                          position: tuple[float, ...] | None = None, **radio: Any) -> AccessPoint:
         """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations."""
         self._check_radio_keys(radio, f"nodes[{name}]")
+        Radio(**radio).check(f"nodes[{name}]")
         node = self._add(AccessPoint(name, position=position, ssid=ssid or f"quicbed-{name}"))  # type: ignore[arg-type]
         self._ap_radio[name] = radio
         return node  # type: ignore[return-value]
@@ -135,7 +136,9 @@ class Topology:
                                      or distance <= 0):
             raise SpecError(f"distance must be a positive number of metres, got {distance!r}",
                             field=f"{where}.distance")
-        link = WirelessLink(a, b, link_name, radio=Radio(**{**inherited, **radio}),
+        link_radio = Radio(**{**inherited, **radio})
+        link_radio.check(where)
+        link = WirelessLink(a, b, link_name, radio=link_radio,
                             distance=float(distance) if distance is not None else None,
                             loss=parse_percent(loss, f"{where}.loss"), addr1=addr1, addr2=addr2)
         self.links.append(link)

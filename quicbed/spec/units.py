@@ -10,7 +10,7 @@ import re
 
 from quicbed.errors import SpecError
 
-_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 _RATE_UNITS = {
     "bit": 1.0, "bps": 1.0, "b/s": 1.0,

@@ -1,0 +1,5 @@
+import sys
+
+from quicbed.cli import main
+
+sys.exit(main())

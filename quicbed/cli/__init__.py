@@ -1,0 +1,62 @@
+"""The ``quicbed`` command. Each subcommand lives in its own module with a ``register``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from quicbed import __version__
+from quicbed.errors import QuicbedError
+
+# Module name under quicbed.cli for each subcommand, in --help order.
+COMMANDS = ("run", "topo", "doctor", "clean", "vm", "report")
+
+DESCRIPTION = """\
+quicbed: emulate WiFi, mesh and lossy networks and compare QUIC, BQUIC and TCP on them.
+
+Typical session:
+  quicbed doctor                          what this machine can emulate
+  quicbed topo show topologies/dumbbell.py -p delay=20ms
+  quicbed run experiments/quickstart.yaml results land in results/
+  quicbed report results/quickstart-...   tables, plots, index.html
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="quicbed", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"quicbed {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"quicbed.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"quicbed.cli.{name}":
+                raise
+            continue  # a subcommand this installation does not ship
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except QuicbedError as error:
+        if args.debug:
+            raise
+        print(f"quicbed: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("quicbed: interrupted; everything this run started has been stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

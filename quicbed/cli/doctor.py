@@ -1,0 +1,42 @@
+"""quicbed doctor: what this host can emulate and what each missing piece disables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+from rich.console import Console
+from rich.table import Table
+
+from quicbed.host.capabilities import capabilities
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="list what this host can do",
+        description="Try every kernel feature and tool quicbed uses and say what each missing "
+                    "one disables and how to get it. Run it as root: namespaces can only be "
+                    "tested by root.")
+    parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    found = capabilities()
+    if args.json:
+        print(json.dumps({c.name: c.to_dict() for c in found}, indent=1))
+        return 0
+    console = Console()
+    console.print(f"[bold]quicbed doctor[/] on {platform.node()}, kernel {platform.release()}")
+    table = Table(show_lines=False)
+    for column in ("capability", "", "detail", "if missing: what you lose / how to get it"):
+        table.add_column(column)
+    for c in found:
+        table.add_row(c.name, "[green]yes[/]" if c.available else "[red]no[/]", c.detail,
+                      "" if c.available else f"{c.disables}\n[dim]fix: {c.fix}[/]")
+    console.print(table)
+    by_name = {c.name: c for c in found}
+    if not by_name["netem"].available and by_name["vm_kernel"].available:
+        console.print("netem is missing here, but the microVM can provide it: add --vm to 'quicbed run'.")
+    return 0

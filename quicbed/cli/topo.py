@@ -1,0 +1,125 @@
+"""quicbed topo: show and validate topology scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from quicbed.errors import SpecError
+from quicbed.spec.link import WiredLink
+from quicbed.spec.loader import load_topology, parameters
+from quicbed.spec.units import format_rate, format_time
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(f"cannot read parameter {pair!r}", field="-p", fix="write NAME=VALUE, e.g. -p hops=3")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "topo", help="show or validate topology scripts",
+        description="A topology is a Python file with a function topology(**params) returning a "
+                    "quicbed.Topology. 'show' prints its nodes, links, addresses and routes; "
+                    "'validate' checks files and reports each problem with file, field and fix.")
+    sub = parser.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="print nodes, links, addresses and routes",
+                          description="Print what a topology script builds, after addressing and routing.")
+    show.add_argument("file", help="topology script (FILE.py or FILE.py:FUNCTION)")
+    show.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="set a parameter of the topology function (repeatable)")
+    show.add_argument("--json", action="store_true", help="print the description as JSON")
+    show.set_defaults(handler=handle_show)
+    validate = sub.add_parser("validate", help="check topology scripts",
+                              description="Load each file with its default parameters (or -p ones) "
+                                          "and report problems. Exit status 1 if any file is invalid.")
+    validate.add_argument("files", nargs="+", help="topology scripts")
+    validate.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
+    validate.set_defaults(handler=handle_validate)
+
+
+def handle_validate(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    params = parse_params(args.param)
+    failures = 0
+    for file in args.files:
+        try:
+            load_topology(file, params)
+        except SpecError as error:
+            failures += 1
+            console.print(f"[red]invalid[/] {file}")
+            for line in error.render().splitlines():
+                console.print(f"  {line}", markup=False)
+        else:
+            console.print(f"[green]ok[/]      {file}")
+    return 1 if failures else 0
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    topo = load_topology(args.file, parse_params(args.param))
+    resolved = topo.resolve()
+    if args.json:
+        print(json.dumps({**topo.to_dict(),
+                          "interfaces": [vars(i) for i in resolved.interfaces],
+                          "subnets": resolved.segments,
+                          "resolved_routes": [vars(r) for r in resolved.routes]}, indent=1))
+        return 0
+    console = Console(highlight=False)
+    console.print(f"[bold]{topo.name}[/] ({Path(args.file).name})  {topo.description}")
+    defaults = parameters(args.file)
+    if defaults:
+        console.print("parameters: " + ", ".join(f"{k}={v!r}" for k, v in defaults.items()), markup=False)
+    nodes = Table("node", "kind", "interfaces", title="nodes")
+    for node in topo.nodes.values():
+        ifaces = ", ".join(f"{i.name} {i.address or ''}".strip() for i in resolved.interfaces_of(node.name))
+        nodes.add_row(node.name, node.kind, ifaces)
+    console.print(nodes)
+    links = Table("link", "ends", "kind", "parameters", title="links")
+    for link in topo.links:
+        links.add_row(link.name, f"{link.node1} - {link.node2}", link.kind, describe_link(link))
+    console.print(links)
+    if resolved.routes:
+        routes = Table("node", "destination", "via", "device", title="routes")
+        for route in resolved.routes:
+            routes.add_row(route.node, route.destination, route.via, route.device)
+        console.print(routes)
+    return 0
+
+
+def describe_link(link) -> str:
+    if not isinstance(link, WiredLink):
+        radio = link.radio
+        text = f"{radio.standard} {radio.band} ch{radio.channel} {radio.width}MHz " + \
+               (f"MCS{radio.mcs}" if radio.rate_control == "constant" else radio.rate_control)
+        return text + (" A-MPDU" if radio.ampdu else " no A-MPDU")
+    parts = []
+    for label, shape in (("->", link.forward), ("<-", link.backward)):
+        if shape.is_ideal():
+            continue
+        items = []
+        if shape.rate:
+            items.append(format_rate(shape.rate))
+        if shape.delay:
+            items.append(format_time(shape.delay) + (f"±{format_time(shape.jitter)}" if shape.jitter else ""))
+        if shape.loss:
+            items.append(shape.loss.describe())
+        for name in ("corrupt", "reorder", "duplicate"):
+            if getattr(shape, name):
+                items.append(f"{name} {getattr(shape, name) * 100:g} %")
+        if shape.queue_limit:
+            items.append(f"queue {shape.queue_limit} pkts")
+        if shape.slot:
+            items.append(f"slot {format_time(shape.slot.min_delay)}-{format_time(shape.slot.max_delay)}")
+        parts.append(f"{label} " + ", ".join(items))
+    if len(parts) == 2 and link.forward == link.backward:
+        return parts[0].replace("->", "<->", 1)
+    return "; ".join(parts) or "ideal"

@@ -1,0 +1,76 @@
+"""`quicbed topo validate` accepts every shipped topology and rejects broken ones precisely."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quicbed.cli import main
+from quicbed.errors import SpecError
+from quicbed.spec.loader import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "fixtures" / "broken_topologies"
+
+# file -> fragments the message must contain: place (file:line or field), problem, fix
+EXPECTED = {
+    "unknown_node.py": ["unknown_node.py:7", "unknown node 'sever'", "known: client"],
+    "excessive_loss.py": ["excessive_loss.py:7", "links[a-b].loss", "within 0..100"],
+    "negative_delay.py": ["negative_delay.py:7", "links[a-b].delay", "must not be negative"],
+    "unknown_unit.py": ["unknown_unit.py:7", "links[a-b].rate", "kbit, mbit, gbit"],
+    "ambiguous_rate.py": ["links[a-b].rate", "ambiguous", "'20mbit'"],
+    "duplicate_address.py": ["duplicate_address.py", "10.9.0.1 is used by a and b", "its own address"],
+    "disconnected.py": ["disconnected.py", "nodes[lonely]", "cannot reach a", "link every node"],
+    "duplicate_node.py": ["duplicate_node.py:7", "node 'a' is defined twice"],
+    "station_on_cable.py": ["links[sta1-server]", "stations connect through an access point"],
+    "bad_channel.py": ["bad_channel.py:6", "nodes[ap1].channel", "channel 36 is not a 2.4GHz channel"],
+    "no_return.py": ["no_return.py", "returned NoneType, not a Topology", "return topo"],
+    "impossible_ge_mean.py": ["links[a-b].loss.mean", "cannot be reached", "between 0.495 %"],
+    "unknown_parameter.py": ["unknown_parameter.py:7", "unknown link parameter 'bandwidth'", "rate, delay"],
+}
+
+
+def test_every_broken_fixture_has_an_expectation():
+    assert sorted(p.name for p in BROKEN.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_broken_topology_is_rejected_with_place_problem_and_fix(name):
+    with pytest.raises(SpecError) as caught:
+        load_topology(str(BROKEN / name))
+    message = str(caught.value)
+    for fragment in EXPECTED[name]:
+        assert fragment in message, f"{fragment!r} missing from: {message}"
+
+
+def test_cli_validate_accepts_every_shipped_topology(capsys):
+    files = sorted(str(p) for p in (ROOT / "topologies").glob("*.py"))
+    assert len(files) >= 4
+    assert main(["topo", "validate", *files]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok") == len(files)
+
+
+def test_cli_validate_reports_each_broken_file_and_fails(capsys):
+    files = [str(BROKEN / name) for name in sorted(EXPECTED)]
+    assert main(["topo", "validate", *files]) == 1
+    out = capsys.readouterr().out
+    assert out.count("invalid") == len(files)
+    assert "unknown node 'sever'" in out
+
+
+def test_missing_file_and_unknown_script_parameter_are_explained():
+    with pytest.raises(SpecError, match="topology file not found"):
+        load_topology("topologies/nope.py")
+    with pytest.raises(SpecError) as caught:
+        load_topology(str(ROOT / "topologies" / "chain.py"), {"hopz": "3"})
+    assert "unknown parameter 'hopz'" in str(caught.value)
+    assert "hops=3" in str(caught.value)
+
+
+def test_parameters_are_converted_to_the_type_of_their_default():
+    topo = load_topology(str(ROOT / "topologies" / "chain.py"), {"hops": "2"})
+    assert [n for n in topo.nodes] == ["client", "r1", "r2", "server"]
+    with pytest.raises(SpecError, match="params.hops"):
+        load_topology(str(ROOT / "topologies" / "chain.py"), {"hops": "many"})
