@@ -39,6 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="set a parameter of the topology function (repeatable)")
     show.add_argument("--json", action="store_true", help="print the description as JSON")
     show.set_defaults(handler=handle_show)
+    up = sub.add_parser("up", help="build the network and keep it up until Ctrl-C",
+                        description="Build the topology with the netns backend and wait. Enter a node "
+                                    "with the printed 'ip netns exec' command; Ctrl-C (or SIGTERM) tears "
+                                    "everything down.")
+    up.add_argument("file", help="topology script")
+    up.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
+    up.add_argument("--exec", action="append", default=[], metavar="NODE:COMMAND", dest="commands",
+                    help="start COMMAND (a shell line) on NODE once the network is up (repeatable)")
+    up.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                    help="tear down after this many seconds instead of waiting for Ctrl-C")
+    up.set_defaults(handler=handle_up)
     validate = sub.add_parser("validate", help="check topology scripts",
                               description="Load each file with its default parameters (or -p ones) "
                                           "and report problems. Exit status 1 if any file is invalid.")
@@ -123,3 +134,32 @@ def describe_link(link) -> str:
     if len(parts) == 2 and link.forward == link.backward:
         return parts[0].replace("->", "<->", 1)
     return "; ".join(parts) or "ideal"
+
+
+def handle_up(args: argparse.Namespace) -> int:
+    import time
+
+    from quicbed.backends.base import install_termination_handlers
+    from quicbed.backends.netns import NamespaceNetwork
+
+    topo = load_topology(args.file, parse_params(args.param))
+    starts = []
+    for item in args.commands:
+        node, sep, command = item.partition(":")
+        if not sep or node not in topo.nodes:
+            raise SpecError(f"cannot read --exec {item!r}", field="--exec",
+                            fix=f"write NODE:COMMAND with NODE among {', '.join(topo.nodes)}")
+        starts.append((node, command))
+    install_termination_handlers()
+    with NamespaceNetwork(topo) as network:
+        for node, command in starts:
+            network.node(node).start(["sh", "-c", command], name=f"exec-{node}")
+        print(f"network {network.run_id} is up:", flush=True)
+        for name, handle in ((n, network.node(n)) for n in topo.nodes):
+            print(f"  {name:<12} ip netns exec {handle.namespace} bash", flush=True)
+        print("press Ctrl-C to tear it down", flush=True)
+        deadline = time.monotonic() + args.duration if args.duration else None
+        while deadline is None or time.monotonic() < deadline:
+            time.sleep(0.2)
+    print("network removed")
+    return 0
