@@ -68,6 +68,7 @@ class NamespaceNetwork(Network):
         self.run_id = run_id or ownership.new_run_id()
         self._nodes = {name: NamespaceNode(self, name) for name in topology.nodes}
         self.record = ownership.Ownership.create(self.run_id)
+        self._iface_of = {(i.node, i.link): i for i in self.resolved.interfaces}
 
     def node(self, name: str) -> NamespaceNode:
         try:
@@ -92,7 +93,7 @@ class NamespaceNetwork(Network):
                   "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
                   f"net.ipv4.ip_forward={1 if self.topology.nodes[node.name].routed else 0}"],
                  "setting namespace sysctls")
-        iface_of = {(i.node, i.link): i for i in self.resolved.interfaces}
+        iface_of = self._iface_of
         for link in self.topology.links:
             assert isinstance(link, WiredLink)
             a, b = iface_of[(link.node1, link.name)], iface_of[(link.node2, link.name)]
@@ -103,11 +104,29 @@ class NamespaceNetwork(Network):
             self._configure_node(node)
         for link in self.topology.links:
             assert isinstance(link, WiredLink)
-            for end, shape in ((link.node1, link.forward), (link.node2, link.backward)):
-                device = iface_of[(end, link.name)].name
-                for command in qdisc_commands(device, shape):
-                    _run(["tc", "-n", self._nodes[end].namespace, *command], f"shaping link {link.name}")
+            self._apply_shapes(link)
         self.started = True
+
+    def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
+        """Change a wired link's impairments while the network runs (see Topology.set_link_shape)."""
+        from quicbed.host.capabilities import has_netem
+
+        self.topology.set_link_shape(name, direction, reset, **shape)
+        link = self.topology.link(name)
+        if link.needs_netem() and not has_netem():
+            raise MissingDependency(f"link {name} would need netem, which this host's kernel lacks "
+                                    "(fix: run with --vm)")
+        self._apply_shapes(self.topology.link(name), replace=True)  # type: ignore[arg-type]
+
+    def _apply_shapes(self, link: WiredLink, replace: bool = False) -> None:
+        for end, shape in ((link.node1, link.forward), (link.node2, link.backward)):
+            namespace = self._nodes[end].namespace
+            device = self._iface_of[(end, link.name)].name
+            if replace:
+                subprocess.run(["tc", "-n", namespace, "qdisc", "del", "dev", device, "root"],
+                               capture_output=True, check=False)  # fails harmlessly when there is none
+            for command in qdisc_commands(device, shape):
+                _run(["tc", "-n", namespace, *command], f"shaping link {link.name}")
 
     def _ip(self, node: NamespaceNode, command: str) -> None:
         _run(["ip", "-n", node.namespace, *command.split()], f"configuring {node.name}")

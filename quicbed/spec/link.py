@@ -36,6 +36,8 @@ class Shape:
     reorder_gap: int | None = None
     duplicate: float = 0.0
     queue_limit: int | None = None
+    #: token-bucket depth in bytes for the rate limit (default: see quicbed.backends.tc.tbf_burst)
+    burst: int | None = None
     slot: Slot | None = None
 
     def needs_netem(self) -> bool:
@@ -75,6 +77,8 @@ def parse_shape(params: dict[str, Any], where: str, base: Shape | None = None) -
             values[key] = _positive_int(raw, name)
         elif key == "queue_limit":
             values[key] = _positive_int(raw, name)
+        elif key == "burst":
+            values[key] = parse_size(raw, name)
         elif key == "slot":
             values[key] = _parse_slot(raw, name)
         else:

@@ -163,15 +163,21 @@ class Topology:
         raise SpecError(f"no link named {name!r}", field="link",
                         fix=f"links are: {', '.join(l.name for l in self.links)}")
 
-    def set_link_shape(self, name: str, **shape: Any) -> None:
-        """Change impairments of a wired link in both directions (used by experiment matrices)."""
+    def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
+        """Change impairments of a wired link (used by experiment matrices and calibration).
+
+        ``direction`` is "both", "forward" (node1->node2) or "backward"; with ``reset`` the
+        new parameters replace the old ones instead of being merged into them.
+        """
         link = self.link(name)
-        if not isinstance(link, WiredLink):
-            raise SpecError(f"link {name!r} is wireless and has no wired impairments",
-                            field=f"links[{name}]")
         where = f"links[{name}]"
-        link.forward = parse_shape(shape, where, link.forward)
-        link.backward = parse_shape(shape, where, link.backward)
+        if not isinstance(link, WiredLink):
+            raise SpecError(f"link {name!r} is wireless and has no wired impairments", field=where)
+        if direction not in ("both", "forward", "backward"):
+            raise SpecError(f"unknown direction {direction!r}", field=where, fix="use both, forward or backward")
+        for side in ("forward", "backward"):
+            if direction in ("both", side):
+                setattr(link, side, parse_shape(shape, where, Shape() if reset else getattr(link, side)))
 
     def has_wireless(self) -> bool:
         return any(isinstance(link, WirelessLink) for link in self.links)

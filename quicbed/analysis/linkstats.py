@@ -1,0 +1,133 @@
+"""What a link did to a probe stream, and what theory says it should have done.
+
+Pure functions over the receiver's log of a UDP probe (sequence, send time, receive time).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from quicbed.spec.loss import Bernoulli, GilbertElliott, LossModel
+
+Z99 = 2.5758293035489  # two-sided 99 % quantile of the standard normal
+HEADERS_BYTES = 14 + 20 + 8  # Ethernet + IPv4 + UDP: what tbf counts on top of the payload
+
+
+@dataclass(frozen=True)
+class ProbeLog:
+    sequences: list[int]
+    sent_ns: list[int]
+    received_ns: list[int]
+    sizes: list[int]
+
+    @classmethod
+    def read(cls, path: Path) -> "ProbeLog":
+        columns: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        with path.open() as handle:
+            for row in csv.DictReader(handle):
+                for column, key in zip(columns, ("sequence", "sent_ns", "received_ns", "bytes")):
+                    column.append(int(row[key]))
+        return cls(*columns)
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    sent: int
+    received: int
+    duplicates: int
+    lost: int
+    loss: float
+    loss_runs: int
+    mean_burst: float
+    burst_stderr: float
+    reordered: float
+    owd_mean: float
+    owd_std: float
+    owd_min: float
+    owd_median: float
+    #: interquartile range of the one-way delay: a jitter measure robust to rare outliers
+    owd_iqr: float
+    owd_p99: float
+    #: wire rate (payload + headers) over the receive interval, bit/s
+    rate: float
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    index = min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[index]
+
+
+def link_stats(log: ProbeLog, sent: int) -> LinkStats:
+    """Loss, loss-run lengths, one-way delay and rate of a probe of ``sent`` datagrams."""
+    unique = set(log.sequences)
+    arrived = [seq in unique for seq in range(sent)]
+    runs: list[int] = []
+    current = 0
+    for ok in arrived:
+        if ok:
+            if current:
+                runs.append(current)
+            current = 0
+        else:
+            current += 1
+    if current:
+        runs.append(current)
+    lost = sent - len(unique)
+    mean_burst = sum(runs) / len(runs) if runs else 0.0
+    if len(runs) > 1:
+        variance = sum((r - mean_burst) ** 2 for r in runs) / (len(runs) - 1)
+        burst_stderr = math.sqrt(variance / len(runs))
+    else:
+        burst_stderr = math.inf
+    delays = [(r - s) / 1e9 for r, s in zip(log.received_ns, log.sent_ns)]
+    owd_mean = sum(delays) / len(delays) if delays else math.nan
+    owd_std = math.sqrt(sum((d - owd_mean) ** 2 for d in delays) / (len(delays) - 1)) if len(delays) > 1 else 0.0
+    out_of_order = sum(1 for a, b in zip(log.sequences, log.sequences[1:]) if b < a)
+    rate = math.nan
+    if len(log.received_ns) > 1:
+        span = (max(log.received_ns) - min(log.received_ns)) / 1e9
+        bits = sum((size + HEADERS_BYTES) * 8 for size in log.sizes[1:])
+        rate = bits / span if span > 0 else math.nan
+    return LinkStats(
+        sent=sent, received=len(unique), duplicates=len(log.sequences) - len(unique), lost=lost,
+        loss=lost / sent if sent else math.nan, loss_runs=len(runs), mean_burst=mean_burst,
+        burst_stderr=burst_stderr, reordered=out_of_order / max(1, len(log.sequences) - 1),
+        owd_mean=owd_mean, owd_std=owd_std, owd_min=min(delays) if delays else math.nan,
+        owd_median=_percentile(delays, 0.5), owd_iqr=_percentile(delays, 0.75) - _percentile(delays, 0.25),
+        owd_p99=_percentile(delays, 0.99), rate=rate)
+
+
+def expected_iqr(jitter: float, distribution: str) -> float:
+    """Interquartile range of netem's delay for a jitter setting: uniform on [-j, j] gives j,
+    normal with sigma j gives 1.349 j. Pareto tables are not symmetric: no closed form here."""
+    factors = {"uniform": 1.0, "normal": 1.3489795}
+    if distribution not in factors:
+        raise ValueError(f"no closed-form IQR for {distribution} jitter")
+    return factors[distribution] * jitter
+
+
+def loss_count_interval(model: LossModel, packets: int, z: float = Z99) -> tuple[float, float]:
+    """Interval that holds the number of lost packets with the confidence of ``z``.
+
+    Bernoulli: the exact binomial interval. Gilbert-Elliott: normal approximation with the
+    chain's asymptotic variance, n [m(1-m) + 2 lambda/(1-lambda) piG piB (lG-lB)^2], where
+    lambda = 1-p-r; losses are correlated, so this is wider than the binomial one.
+    """
+    mean = model.mean_loss
+    if isinstance(model, Bernoulli):
+        from scipy.stats import binom, norm
+
+        confidence = 2 * norm.cdf(z) - 1
+        low, high = binom.interval(confidence, packets, mean)
+        return float(low), float(high)
+    assert isinstance(model, GilbertElliott)
+    decay = 1 - model.p - model.r
+    correlated = 2 * decay / (1 - decay) * model.pi_good * model.pi_bad * (model.loss_good - model.loss_bad) ** 2
+    spread = z * math.sqrt(packets * (mean * (1 - mean) + correlated))
+    return packets * mean - spread, packets * mean + spread

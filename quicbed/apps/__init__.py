@@ -1,0 +1,1 @@
+"""Applications quicbed runs inside emulated hosts: QUIC/HTTP/3 endpoints and served content."""

@@ -1,0 +1,343 @@
+"""HTTP/3 client: fetches one object or a whole page over one connection, writes a JSON record.
+
+    python -m quicbed.apps.quic.client --host 10.0.0.2 --port 4433 --profile bquic \\
+        --path /bulk/10MB.bin --output run.json
+    python -m quicbed.apps.quic.client --host 10.0.0.2 --manifest /srv/quicbed \\
+        --page p86-839k --parallel 6 --output page.json
+
+The record (see :func:`new_record`) holds the timings, per-object timings, transport
+counters (packets sent/received, ACK-only packets, losses, RTT, cwnd), the transport
+profile with its resolved knobs and the aioquic version. ``started_at`` is the wall clock
+(``time.time()``) when the client started; every other time is a monotonic duration in
+seconds from that moment. The exit status is 0 on success, 1 on failure or timeout (the
+record then has an ``error``), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic import events
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+
+from quicbed import __version__
+from quicbed.apps.objects import load_manifest, page_objects
+from quicbed.apps.quic import aioquic_hooks
+from quicbed.apps.quic.profiles import (
+    TransportProfile,
+    add_profile_arguments,
+    profile_from_arguments,
+)
+from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
+from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
+from quicbed.errors import QuicbedError
+from quicbed.spec.units import parse_size
+
+USER_AGENT = f"quicbed/{__version__}".encode()
+CLOSE_WAIT = 2.0  # seconds granted to the closing handshake (qlog is written at its end)
+
+
+@dataclass
+class ClientSettings:
+    host: str
+    paths: list[str]
+    profile: TransportProfile
+    port: int = 4433
+    parallel: int = 6
+    timeout: float = 60.0
+    server_name: str | None = None
+    ca_file: Path | None = None
+    insecure: bool = False
+    bind: str = ""
+    socket_buffer: int = DEFAULT_BUFFER
+    qlog_dir: Path | None = None
+    qlog_mode: str = "filtered"
+    page: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class ObjectTiming:
+    path: str
+    stream_id: int
+    start: float
+    status: int | None = None
+    first_byte: float | None = None
+    end: float | None = None
+    size: int = 0
+
+    def to_dict(self, origin: float) -> dict[str, Any]:
+        def offset(value: float | None) -> float | None:
+            return None if value is None else value - origin
+
+        return {"path": self.path, "status": self.status, "start": offset(self.start),
+                "first_byte": offset(self.first_byte), "end": offset(self.end),
+                "size": self.size}
+
+
+class Http3ClientProtocol(QuicConnectionProtocol):
+    """Issues GET requests, at most ``parallel`` at a time, and times each object."""
+
+    def __init__(self, quic: QuicConnection, stream_handler: Any = None, *,
+                 settings: ClientSettings, hooks: aioquic_hooks.ConnectionHooks) -> None:
+        super().__init__(quic, stream_handler)
+        self.settings = settings
+        self.hooks = hooks
+        self._http = H3Connection(quic)
+        self._queue: deque[str] = deque()
+        self.active: dict[int, ObjectTiming] = {}
+        self.finished: list[ObjectTiming] = []
+        self.done: asyncio.Future[None] = self._loop.create_future()
+        self.terminated: events.ConnectionTerminated | None = None
+        self.handshake_at: float | None = None
+
+    def fetch(self, paths: Sequence[str]) -> asyncio.Future[None]:
+        self._queue.extend(paths)
+        if not self._queue and not self.done.done():
+            self.done.set_result(None)
+        self._start_requests()
+        return self.done
+
+    def _start_requests(self) -> None:
+        while self._queue and len(self.active) < self.settings.parallel:
+            path = self._queue.popleft()
+            stream_id = self._quic.get_next_available_stream_id()
+            authority = self.settings.server_name or self.settings.host
+            self._http.send_headers(stream_id, [
+                (b":method", b"GET"), (b":scheme", b"https"),
+                (b":authority", f"{authority}:{self.settings.port}".encode()),
+                (b":path", path.encode()), (b"user-agent", USER_AGENT),
+            ], end_stream=True)
+            self.active[stream_id] = ObjectTiming(path, stream_id, self._loop.time())
+        self.transmit()
+
+    def quic_event_received(self, event: events.QuicEvent) -> None:
+        if isinstance(event, events.HandshakeCompleted):
+            self.handshake_at = self._loop.time()
+        elif isinstance(event, events.ConnectionTerminated):
+            self.terminated = event
+            if not self.done.done():
+                self.done.set_exception(ConnectionError(
+                    f"connection closed: error 0x{event.error_code:x} "
+                    f"{event.reason_phrase}".strip()))
+            return
+        for http_event in self._http.handle_event(event):
+            timing = self.active.get(getattr(http_event, "stream_id", -1))
+            if timing is None:
+                continue
+            now = self._loop.time()
+            if timing.first_byte is None:
+                timing.first_byte = now
+            ended = False
+            if isinstance(http_event, HeadersReceived):
+                status = dict(http_event.headers).get(b":status", b"0")
+                timing.status = int(status) if status.isdigit() else 0
+                ended = http_event.stream_ended
+            elif isinstance(http_event, DataReceived):
+                timing.size += len(http_event.data)
+                ended = http_event.stream_ended
+            if ended:
+                timing.end = now
+                self.finished.append(self.active.pop(timing.stream_id))
+                self._start_requests()
+                if not self.active and not self._queue and not self.done.done():
+                    self.done.set_result(None)
+
+
+def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> QuicConfiguration:
+    configuration = QuicConfiguration(is_client=True, alpn_protocols=list(H3_ALPN),
+                                      server_name=settings.server_name or settings.host,
+                                      quic_logger=qlog)
+    if settings.insecure:
+        configuration.verify_mode = ssl.CERT_NONE
+    elif settings.ca_file is not None:
+        configuration.load_verify_locations(str(settings.ca_file))
+    return aioquic_hooks.configure(configuration, settings.profile)
+
+
+def new_record(settings: ClientSettings) -> dict[str, Any]:
+    """The result record, before the run fills it in."""
+    return {
+        "tool": "quicbed-quic-client",
+        "quicbed_version": __version__,
+        "aioquic_version": aioquic_hooks.aioquic_version(),
+        "label": settings.label,
+        **settings.profile.record(),
+        "server": {"host": settings.host, "port": settings.port, "address": None},
+        "request": {"page": settings.page, "paths": list(settings.paths),
+                    "parallel": settings.parallel, "timeout": settings.timeout},
+        "started_at": None,  # wall clock, seconds since the epoch
+        "handshake_time": None,  # connect -> handshake complete
+        "ttfb": None,  # first request sent -> first response byte
+        "completion_time": None,  # first request sent -> last byte (download time / PLT)
+        "total_time": None,  # connect -> last byte
+        "bytes": 0,  # response body bytes
+        "objects_completed": 0,
+        "objects": [],  # per object: start, first_byte, end (offsets from started_at), size
+        "transport": None,  # client-side counters and RTT/cwnd when the last byte arrived
+        "socket": None,
+        "qlog": None,
+        "ok": False,
+        "error": None,
+    }
+
+
+async def fetch(settings: ClientSettings) -> dict[str, Any]:
+    """Connect, fetch ``settings.paths`` over one connection, return the record."""
+    record = new_record(settings)
+    loop = asyncio.get_running_loop()
+    record["started_at"] = time.time()
+    origin = loop.time()
+    qlog = make_qlog_writer(settings.qlog_dir, settings.qlog_mode)
+    protocol: Http3ClientProtocol | None = None
+    transport: asyncio.BaseTransport | None = None
+    try:
+        family, address = resolve(settings.host, settings.port)
+        record["server"]["address"] = address[0]
+        sock, buffers = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
+        record["socket"] = buffers.to_dict()
+        configuration = client_configuration(settings, qlog)
+        connection = QuicConnection(configuration=configuration)
+        hooks = aioquic_hooks.install(connection, settings.profile)
+        transport, created = await loop.create_datagram_endpoint(
+            lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
+        protocol = created  # type: ignore[assignment]
+        assert protocol is not None
+        run = _run(protocol, address, settings.paths)
+        await asyncio.wait_for(run, timeout=max(0.0, settings.timeout - (loop.time() - origin)))
+        record["ok"] = True
+    except asyncio.TimeoutError:
+        record["error"] = f"timeout after {settings.timeout:g}s"
+    except (ConnectionError, OSError, QuicbedError) as error:
+        record["error"] = str(error) or type(error).__name__
+    finally:
+        if protocol is not None:
+            if protocol.done.done() and not protocol.done.cancelled():
+                protocol.done.exception()  # retrieved: no "never retrieved" warning
+            _fill(record, protocol, origin)
+            if protocol.terminated is None:
+                protocol.close()
+                try:
+                    await asyncio.wait_for(protocol.wait_closed(), CLOSE_WAIT)
+                except asyncio.TimeoutError:
+                    pass
+        if transport is not None:
+            transport.close()
+        if qlog is not None:
+            written = qlog.close()
+            record["qlog"] = [str(path) for path in written]
+    failed = [o for o in record["objects"] if o["status"] != 200]
+    if record["ok"] and failed:
+        record["ok"] = False
+        record["error"] = f"HTTP status {failed[0]['status']} for {failed[0]['path']}"
+    elif record["ok"] and record["objects_completed"] != len(settings.paths):
+        record["ok"] = False
+        record["error"] = "not every object completed"
+    return record
+
+
+async def _run(protocol: Http3ClientProtocol, address: Any, paths: Sequence[str]) -> None:
+    protocol.connect(address)
+    await protocol.wait_connected()
+    await protocol.fetch(paths)
+
+
+def _fill(record: dict[str, Any], protocol: Http3ClientProtocol, origin: float) -> None:
+    timings = sorted(protocol.finished + list(protocol.active.values()), key=lambda t: t.start)
+    record["objects"] = [t.to_dict(origin) for t in timings]
+    record["objects_completed"] = len(protocol.finished)
+    record["bytes"] = sum(t.size for t in timings)
+    record["transport"] = protocol.hooks.stats()
+    if protocol.handshake_at is not None:
+        record["handshake_time"] = protocol.handshake_at - origin
+    if timings:
+        first_request = min(t.start for t in timings)
+        first_bytes = [t.first_byte for t in timings if t.first_byte is not None]
+        if first_bytes:
+            record["ttfb"] = min(first_bytes) - first_request
+        if not protocol.active and protocol.finished:
+            last = max(t.end for t in protocol.finished if t.end is not None)
+            record["completion_time"] = last - first_request
+            record["total_time"] = last - origin
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.client",
+                                     description="Fetch objects over HTTP/3 and record timings.")
+    parser.add_argument("--host", required=True, help="server name or address")
+    parser.add_argument("--port", type=int, default=4433)
+    what = parser.add_argument_group("what to fetch (one connection)")
+    what.add_argument("--path", action="append", default=[], help="object path (repeatable)")
+    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the "
+                      "served content")
+    what.add_argument("--page", help="page (or bulk object) name in the manifest")
+    parser.add_argument("--parallel", type=int, default=6,
+                        help="concurrent request streams (default 6)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
+    parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
+    parser.add_argument("--label", help="free text copied into the record")
+    tls = parser.add_argument_group("TLS")
+    tls.add_argument("--server-name", help="TLS server name (default --host)")
+    tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
+    tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
+    parser.add_argument("--bind", default="", help="local address to bind (default any)")
+    parser.add_argument("--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE")
+    parser.add_argument("--qlog-dir", type=Path, default=None)
+    parser.add_argument("--qlog-mode", choices=QLOG_MODES, default="filtered")
+    add_profile_arguments(parser)
+    return parser
+
+
+def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
+    paths = list(args.path)
+    if args.page:
+        if args.manifest is None:
+            raise QuicbedError("--page needs --manifest")
+        paths += [item["path"] for item in page_objects(load_manifest(args.manifest), args.page)]
+    if not paths:
+        raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
+    if args.parallel < 1:
+        raise QuicbedError("--parallel must be at least 1")
+    return ClientSettings(
+        host=args.host, port=args.port, paths=paths, profile=profile_from_arguments(args),
+        parallel=args.parallel, timeout=args.timeout, server_name=args.server_name,
+        ca_file=args.ca_cert, insecure=args.insecure, bind=args.bind,
+        socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
+        qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode, page=args.page, label=args.label)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_arguments(args)
+    except QuicbedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    record = asyncio.run(fetch(settings))
+    text = json.dumps(record, indent=1)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    if record["error"]:
+        print(f"error: {record['error']}", file=sys.stderr)
+    return 0 if record["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Measure what an emulated wired link really does, next to what it was configured to do.
+
+A two-host network is built once; for each configuration the a -> b direction of its link
+is reshaped and probed. Loss and delay are probed with quicbed's UDP probe (per-packet
+one-way delays on one clock); rate with iperf3, whose C sender saturates the link even in a
+slow microVM. Used by bench/links.py and the link-accuracy tests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quicbed import Topology
+from quicbed.analysis.linkstats import HEADERS_BYTES, LinkStats, ProbeLog, link_stats
+from quicbed.backends.netns import NamespaceNetwork
+from quicbed.errors import BackendError
+from quicbed.spec.link import Shape
+
+PROBE_PORT = 5999
+IPERF_PORT = 5201
+RATE_PAYLOAD = 1400
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """How many datagrams of which size at which rate (per second)."""
+
+    count: int = 2000
+    rate: float = 500.0
+    size: int = 200
+
+
+class LinkCalibrator:
+    """A two-host network whose a->b direction is reshaped and measured, case after case."""
+
+    def __init__(self, work_dir: Path | None = None) -> None:
+        topo = Topology("calibration", description="a -> b shaped, b -> a ideal")
+        topo.add_link(topo.add_host("a"), topo.add_host("b"), name="probed")
+        self.network = NamespaceNetwork(topo)
+        self._scratch = tempfile.TemporaryDirectory(prefix="quicbed-calibration-")
+        self.work_dir = work_dir or Path(self._scratch.name)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._cases = 0
+
+    def __enter__(self) -> "LinkCalibrator":
+        self.network.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.network.__exit__(*exc)
+        self._scratch.cleanup()
+
+    def configure(self, shape: dict[str, Any]) -> Shape:
+        self.network.set_link_shape("probed", direction="forward", reset=True, **shape)
+        return self.network.topology.link("probed").forward  # type: ignore[union-attr]
+
+    def probe(self, shape: dict[str, Any], plan: ProbePlan) -> tuple[Shape, LinkStats]:
+        """Loss, loss runs and one-way delay of ``plan`` datagrams over a link with ``shape``."""
+        configured = self.configure(shape)
+        self._cases += 1
+        folder = self.work_dir / f"case{self._cases}"
+        folder.mkdir(parents=True, exist_ok=True)
+        log_path, ready = folder / "probe.csv", folder / "receiver.ready"
+        a, b = self.network.node("a"), self.network.node("b")
+        python = sys.executable
+        receiver = b.start([python, "-m", "quicbed.apps.udpprobe", "recv", "--port", str(PROBE_PORT),
+                            "--out", str(log_path), "--idle-timeout", str(max(3.0, 4 * configured.delay + 2.0)),
+                            "--ready-file", str(ready)], name="probe-recv", log_dir=folder)
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            if not receiver.running or time.monotonic() > deadline:
+                raise BackendError(f"probe receiver did not start: {receiver.errors()}")
+            time.sleep(0.05)
+        a.run([python, "-m", "quicbed.apps.udpprobe", "send", "--dest", b.address, "--port", str(PROBE_PORT),
+               "--count", str(plan.count), "--rate", str(plan.rate), "--size", str(plan.size)],
+              timeout=plan.count / plan.rate * 5 + 120)
+        receiver.wait(timeout=180)
+        self._last_log = ProbeLog.read(log_path)
+        return configured, link_stats(self._last_log, plan.count)
+
+    def last_log(self) -> ProbeLog:
+        """The receiver's log of the latest probe (for measures beyond LinkStats)."""
+        return self._last_log
+
+    def rate(self, shape: dict[str, Any], seconds: float = 3.0) -> tuple[Shape, float]:
+        """Wire rate (payload + headers, bit/s) that crossed the link under a 30 % overload."""
+        configured = self.configure(shape)
+        if configured.rate is None:
+            raise ValueError("rate() needs a shape with a rate")
+        a, b = self.network.node("a"), self.network.node("b")
+        server = b.start(["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], name="iperf3-server")
+        try:
+            offered = configured.rate * 1.3 * RATE_PAYLOAD / (RATE_PAYLOAD + HEADERS_BYTES)
+            result = None
+            for _attempt in range(50):  # until the server listens
+                result = a.run(["iperf3", "-c", b.address, "-p", str(IPERF_PORT), "-u", "-b", str(int(offered)),
+                                "-l", str(RATE_PAYLOAD), "-t", str(seconds), "-J"], timeout=seconds + 60, check=False)
+                if result.returncode == 0:
+                    break
+                time.sleep(0.2)
+            assert result is not None
+            if result.returncode != 0:
+                raise BackendError(f"iperf3 failed: {result.stdout[-500:]} {result.stderr[-500:]}")
+            report = json.loads(result.stdout)
+            end = report.get("end", {})
+            summary = end.get("sum_received") or end.get("sum")
+            if not summary:
+                raise BackendError(f"iperf3 reported no result: {report.get('error', result.stdout[-300:])}")
+            received = summary["bits_per_second"]
+        finally:
+            server.stop()
+        return configured, received * (RATE_PAYLOAD + HEADERS_BYTES) / RATE_PAYLOAD

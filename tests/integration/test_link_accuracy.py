@@ -1,0 +1,102 @@
+"""Emulated wired links do what they were configured to do, within statistically sound bounds.
+
+netem cases need the netem qdisc: on a host kernel without it they run in the microVM
+(tests/vm_plugin.py), all in one VM boot and on one two-host network that is reshaped per
+case. Sizes are small because the microVM emulates its CPU in software; bench/links.py
+prints the same measurements with larger samples.
+
+Bounds: loss counts must fall in the 99 % interval for the sample (binomial for Bernoulli,
+the chain's own variance for Gilbert-Elliott); mean loss-burst lengths within 2.58 standard
+errors of the analytical value. Delays are held to what the kernel promises - never early -
+plus a timer-lateness allowance (the microVM's timers fire up to a few ms late).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from quicbed.analysis.linkstats import Z99, expected_iqr, loss_count_interval
+from quicbed.calibration import LinkCalibrator, ProbePlan
+from quicbed.spec.loss import Bernoulli
+
+pytestmark = [pytest.mark.needs_root, pytest.mark.needs_kernel("netem")]
+
+LATENESS = 0.002  # seconds a delayed packet may arrive late (timer slack; microVM-sized)
+
+
+@pytest.fixture(scope="module")
+def calibrator():
+    with LinkCalibrator() as calibrator:
+        yield calibrator
+
+
+def assert_count_in_interval(count: int, model, packets: int) -> None:
+    low, high = loss_count_interval(model, packets)
+    assert low <= count <= high, f"{count} of {packets} outside the 99 % interval [{low:.0f}, {high:.0f}]"
+
+
+def test_bernoulli_loss(calibrator):
+    plan = ProbePlan(count=4000, rate=1000)
+    shape, stats = calibrator.probe({"loss": 5}, plan)
+    assert_count_in_interval(stats.lost, shape.loss, plan.count)
+    assert stats.mean_burst == pytest.approx(shape.loss.mean_burst_length, abs=Z99 * stats.burst_stderr)
+
+
+def test_gilbert_elliott_from_a_mean_loss(calibrator):
+    plan = ProbePlan(count=15000, rate=3000)
+    shape, stats = calibrator.probe({"loss": {"ge_mean": 5}}, plan)
+    assert_count_in_interval(stats.lost, shape.loss, plan.count)
+    assert stats.mean_burst == pytest.approx(shape.loss.mean_burst_length, abs=Z99 * stats.burst_stderr)
+
+
+def test_gilbert_elliott_four_parameters_mean_and_burst_length(calibrator):
+    # 1-h != h here, so this also pins down netem's reading of the third parameter.
+    plan = ProbePlan(count=10000, rate=3000)
+    shape, stats = calibrator.probe({"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}},
+                                    plan)
+    assert shape.loss.mean_burst_length == pytest.approx(2.73, abs=0.01)
+    assert_count_in_interval(stats.lost, shape.loss, plan.count)
+    assert stats.mean_burst == pytest.approx(shape.loss.mean_burst_length, abs=Z99 * stats.burst_stderr)
+
+
+def test_corruption_is_seen_as_loss_of_corrupted_datagrams(calibrator):
+    # a flipped bit fails the UDP checksum, so the receiver never sees the datagram
+    plan = ProbePlan(count=3000, rate=1000)
+    _shape, stats = calibrator.probe({"corrupt": 4}, plan)
+    assert_count_in_interval(stats.lost, Bernoulli(0.04), plan.count)
+
+
+def test_duplication(calibrator):
+    plan = ProbePlan(count=3000, rate=1000)
+    _shape, stats = calibrator.probe({"duplicate": 4}, plan)
+    assert stats.lost == 0
+    assert_count_in_interval(stats.duplicates, Bernoulli(0.04), plan.count)
+
+
+def test_constant_delay(calibrator):
+    shape, stats = calibrator.probe({"delay": "20ms"}, ProbePlan(count=600, rate=200))
+    assert stats.lost == 0
+    assert stats.owd_min >= shape.delay - 1e-4, "a packet left before its delay was over"
+    assert shape.delay <= stats.owd_median <= shape.delay + LATENESS
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "normal"])
+def test_jitter(calibrator, distribution):
+    shape, stats = calibrator.probe({"delay": "20ms", "jitter": "4ms", "jitter_distribution": distribution},
+                                    ProbePlan(count=1000, rate=200))
+    assert stats.owd_median == pytest.approx(shape.delay, abs=LATENESS)
+    assert stats.owd_iqr == pytest.approx(expected_iqr(shape.jitter, distribution), rel=0.25)
+
+
+def test_reordering_sends_the_chosen_share_at_once(calibrator):
+    plan = ProbePlan(count=2000, rate=500)
+    shape, _ = calibrator.probe({"delay": "20ms", "reorder": 25}, plan)
+    log = calibrator.last_log()
+    undelayed = sum(1 for sent, received in zip(log.sent_ns, log.received_ns)
+                    if (received - sent) / 1e9 < shape.delay / 2)
+    assert_count_in_interval(undelayed, Bernoulli(0.25), plan.count)
+
+
+def test_rate_limit_behind_a_delay(calibrator):
+    shape, rate = calibrator.rate({"rate": "8mbit", "delay": "10ms"})
+    assert rate / shape.rate == pytest.approx(1.0, abs=0.05)

@@ -1,0 +1,40 @@
+"""Link statistics on a hand-made probe log (expected values worked out by hand)."""
+
+import pytest
+
+from quicbed.analysis.linkstats import ProbeLog, expected_iqr, link_stats, loss_count_interval
+from quicbed.spec.loss import Bernoulli, GilbertElliott
+
+MS = 1_000_000
+
+
+def test_loss_runs_delay_and_reordering_of_a_small_log(tmp_path):
+    # 10 sent; 2, 3, 4 and 8 lost (runs of 3 and 1); 6 arrives before 5; 9 arrives twice.
+    rows = [(0, 0, 10), (1, 1, 11), (6, 6, 17), (5, 5, 18), (7, 7, 17), (9, 9, 21), (9, 9, 22)]
+    path = tmp_path / "probe.csv"
+    path.write_text("sequence,sent_ns,received_ns,bytes\n" +
+                    "".join(f"{s},{t * MS},{r * MS},158\n" for s, t, r in rows))
+    stats = link_stats(ProbeLog.read(path), sent=10)
+    assert (stats.received, stats.lost, stats.duplicates) == (6, 4, 1)
+    assert stats.loss == pytest.approx(0.4)
+    assert stats.loss_runs == 2 and stats.mean_burst == pytest.approx(2.0)
+    # delays (ms): 10, 10, 11, 13, 10, 12, 13 -> mean 11.2857, median 11, min 10
+    assert stats.owd_mean == pytest.approx(79 / 7 / 1000)
+    assert stats.owd_median == pytest.approx(0.011)
+    assert stats.owd_min == pytest.approx(0.010)
+    assert stats.reordered == pytest.approx(1 / 6)
+    # 6 datagrams after the first, 200 bytes on the wire each, over 12 ms
+    assert stats.rate == pytest.approx(6 * 200 * 8 / 0.012)
+
+
+def test_binomial_interval_and_the_wider_gilbert_elliott_interval():
+    low, high = loss_count_interval(Bernoulli(0.05), 5000)
+    assert (low, high) == (211.0, 291.0)  # 250 ± 2.576 * 15.4, on whole packets
+    ge_low, ge_high = loss_count_interval(GilbertElliott.from_mean_loss(0.05), 5000)
+    assert ge_low < low and ge_high > high  # correlated losses vary more
+    assert (ge_low + ge_high) / 2 == pytest.approx(250)
+
+
+def test_expected_iqr():
+    assert expected_iqr(0.002, "uniform") == pytest.approx(0.002)
+    assert expected_iqr(0.002, "normal") == pytest.approx(0.0026979, rel=1e-4)
