@@ -14,10 +14,12 @@ setup(
     install_requires=[
         "PyYAML>=6",
         "rich>=13",
+        "numpy>=1.24",
+        "scipy>=1.10",
     ],
     extras_require={
         "vm": ["virtme-ng>=1.30"],
-        "test": ["pytest>=7", "scipy>=1.10", "numpy>=1.24"],
+        "test": ["pytest>=7", "ansible-core==2.17.14", "ansible-lint==25.12.2"],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},
 )

@@ -105,7 +105,31 @@ class NamespaceNetwork(Network):
         for link in self.topology.links:
             assert isinstance(link, WiredLink)
             self._apply_shapes(link)
+        self._wait_until_forwarding()
         self.started = True
+
+    def _wait_until_forwarding(self, timeout: float = 10.0) -> None:
+        """Wait for carrier on every interface and forwarding on every bridge port.
+
+        The kernel reports a veth's carrier through linkwatch, which may take up to a second;
+        until then a bridge port is 'disabled' and the first packets of a run would wait.
+        """
+        deadline = time.monotonic() + timeout
+        pending: list[str] = []
+        while time.monotonic() < deadline:
+            pending = []
+            for node in self._nodes.values():
+                links = _run(["ip", "-n", node.namespace, "-o", "link", "show"], "reading link state").stdout
+                pending += [f"{node.name}:{line.split(':')[1].strip()}" for line in links.splitlines()
+                            if "NO-CARRIER" in line]
+                if self.topology.nodes[node.name].bridges:
+                    ports = _run(["bridge", "-n", node.namespace, "link", "show"], "reading bridge ports").stdout
+                    pending += [f"{node.name}:{line.split(':')[1].strip()}" for line in ports.splitlines()
+                                if "state forwarding" not in line]
+            if not pending:
+                return
+            time.sleep(0.05)
+        raise BackendError(f"interfaces not ready after {timeout:g} s: {', '.join(pending)}")
 
     def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
         """Change a wired link's impairments while the network runs (see Topology.set_link_shape)."""

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Link-emulation accuracy: configured vs measured rate, delay, jitter, loss and loss bursts.
+
+    sudo .venv/bin/python bench/links.py            # full sample sizes
+    sudo .venv/bin/python bench/links.py --quick    # small samples (a few minutes)
+
+Rate limits are measured on this host's kernel. Cases that need netem run where netem is:
+here if this kernel has it, otherwise in the microVM (one boot for all of them), and the
+table says where each row was measured. Loss rows show the 99 % interval of the lost count
+for the sample size (binomial for Bernoulli, the chain's variance for Gilbert-Elliott).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from quicbed.analysis.linkstats import expected_iqr, loss_count_interval  # noqa: E402
+from quicbed.calibration import LinkCalibrator, ProbePlan  # noqa: E402
+
+RATE_CASES = ["2mbit", "10mbit", "50mbit", "200mbit"]
+VM_RATE_CASES = ["2mbit", "8mbit"]
+DELAY_CASES = [("10ms", None, None), ("50ms", None, None), ("20ms", "4ms", "uniform"), ("20ms", "4ms", "normal")]
+LOSS_CASES = [{"loss": 1}, {"loss": 5}, {"loss": 20}, {"loss": {"ge_mean": 2}}, {"loss": {"ge_mean": 10}},
+              {"loss": {"ge_mean": 25}},
+              {"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}}]
+
+
+def where() -> str:
+    from quicbed.host.vm import inside_vm
+
+    return "microVM" if inside_vm() else "host"
+
+
+def rate_rows(calibrator: LinkCalibrator, rates: list[str]) -> list[dict]:
+    rows = []
+    for rate in rates:
+        shape, measured = calibrator.rate({"rate": rate, "queue_limit": 200})
+        rows.append({"case": f"rate {rate}", "where": where(), "configured": shape.rate / 1e6,
+                     "measured": measured / 1e6, "unit": "Mbit/s", "ratio": measured / shape.rate})
+    return rows
+
+
+def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
+    rows = []
+    scale = 0.3 if quick else 1.0
+    for delay, jitter, distribution in DELAY_CASES:
+        shape = {"delay": delay, **({"jitter": jitter, "jitter_distribution": distribution} if jitter else {})}
+        configured, stats = calibrator.probe(shape, ProbePlan(count=int(2000 * scale), rate=200))
+        rows.append({"case": f"delay {delay}", "where": where(), "configured": configured.delay * 1e3,
+                     "measured": stats.owd_median * 1e3, "unit": "ms (median OWD)",
+                     "ratio": stats.owd_median / configured.delay,
+                     "note": f"min {stats.owd_min * 1e3:.2f}, p99 {stats.owd_p99 * 1e3:.2f} ms"})
+        if jitter:
+            expected = expected_iqr(configured.jitter, distribution)
+            rows.append({"case": f"jitter {jitter} {distribution}", "where": where(),
+                         "configured": expected * 1e3, "measured": stats.owd_iqr * 1e3,
+                         "unit": "ms (OWD IQR)", "ratio": stats.owd_iqr / expected})
+    for shape in LOSS_CASES:
+        packets = int(20000 * scale)
+        configured, stats = calibrator.probe(shape, ProbePlan(count=packets, rate=2000))
+        model = configured.loss
+        low, high = loss_count_interval(model, packets)
+        label = json.dumps(shape["loss"]).replace('"', "")
+        rows.append({"case": f"loss {label}", "where": where(), "configured": model.mean_loss * 100,
+                     "measured": stats.loss * 100, "unit": "% lost",
+                     "ratio": stats.loss / model.mean_loss,
+                     "note": f"99% interval {low / packets * 100:.2f}-{high / packets * 100:.2f} %, "
+                             f"{'inside' if low <= stats.lost <= high else 'OUTSIDE'}"})
+        rows.append({"case": "  mean loss burst", "where": where(), "configured": model.mean_burst_length,
+                     "measured": stats.mean_burst, "unit": "packets",
+                     "ratio": stats.mean_burst / model.mean_burst_length,
+                     "note": f"± {2.58 * stats.burst_stderr:.3f} (99 %), {stats.loss_runs} runs"})
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'case':<40} {'where':<8} {'configured':>11} {'measured':>10} {'ratio':>7}  unit / note")
+    for row in rows:
+        note = row["unit"] + (f"; {row['note']}" if row.get("note") else "")
+        print(f"{row['case']:<40} {row['where']:<8} {row['configured']:>11.3f} {row['measured']:>10.3f} "
+              f"{row['ratio']:>7.3f}  {note}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller samples")
+    parser.add_argument("--netem-only", action="store_true", help=argparse.SUPPRESS)  # the in-VM half
+    parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    args = parser.parse_args()
+
+    from quicbed.host.capabilities import has_netem
+    from quicbed.host.vm import inside_vm, run_in_vm
+
+    started = time.time()
+    rows: list[dict] = []
+    with LinkCalibrator() as calibrator:
+        if args.netem_only:
+            rows += rate_rows(calibrator, VM_RATE_CASES)
+            rows += netem_rows(calibrator, args.quick)
+        else:
+            rows += rate_rows(calibrator, RATE_CASES)
+            if has_netem():
+                rows += netem_rows(calibrator, args.quick)
+    if not args.netem_only and not has_netem() and not inside_vm():
+        print("this kernel has no netem: measuring netem cases in the microVM ...", file=sys.stderr, flush=True)
+        out = ROOT / "results" / ".bench-links-vm.json"
+        out.parent.mkdir(exist_ok=True)
+        argv = [sys.executable, str(Path(__file__).resolve()), "--netem-only", "--json", str(out),
+                *(["--quick"] if args.quick else [])]
+        result = run_in_vm(argv, cwd=ROOT, timeout=3600)
+        if result.returncode != 0:
+            print(result.output[-3000:], file=sys.stderr)
+            return result.returncode
+        rows += json.loads(out.read_text())
+        out.unlink()
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    if not args.netem_only:
+        kernel = platform.release()
+        print(f"quicbed link accuracy, {time.strftime('%Y-%m-%d')}, host {platform.node()} "
+              f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel {kernel}), "
+              f"{time.time() - started:.0f} s")
+        print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

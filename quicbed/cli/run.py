@@ -1,0 +1,86 @@
+"""quicbed run: run an experiment file; in the microVM when this kernel lacks what it needs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from quicbed.backends.base import install_termination_handlers
+from quicbed.cli.topo import parse_params
+from quicbed.errors import SpecError
+from quicbed.spec.loader import load_topology
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run an experiment file",
+        description="Run an experiment file (YAML) and write a results folder. When the topology "
+                    "needs a kernel feature this host lacks (netem for delay and loss), the run "
+                    "happens in a microVM with a distribution kernel and its results land here all "
+                    "the same; that VM emulates its CPU in software (~13x slower) unless KVM works.")
+    parser.add_argument("experiment", help="experiment file, e.g. experiments/quickstart.yaml")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a topology parameter (repeatable)")
+    parser.add_argument("--out", type=Path, help="results folder (default results/NAME-DATE-TIME)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
+    where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
+    parser.set_defaults(handler=handle)
+
+
+def load_experiment(path: Path) -> dict:
+    if not path.is_file():
+        raise SpecError("experiment file not found", source=str(path), fix="give the path of a YAML file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise SpecError(f"not valid YAML: {error}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise SpecError("expected a mapping at the top level", source=str(path))
+    for key in ("name", "topology"):
+        if key not in data:
+            raise SpecError(f"missing field {key!r}", source=str(path), field=key)
+    topology = data["topology"]
+    if not isinstance(topology, dict) or "script" not in topology:
+        raise SpecError("topology must give a script", source=str(path), field="topology.script",
+                        fix="write topology: {script: topologies/dumbbell.py, params: {...}}")
+    return data
+
+
+def handle(args: argparse.Namespace) -> int:
+    from quicbed.host import vm
+    from quicbed.host.capabilities import has_netem
+
+    experiment_file = Path(args.experiment)
+    experiment = load_experiment(experiment_file)
+    script = experiment["topology"]["script"]
+    params = {**(experiment["topology"].get("params") or {}), **parse_params(args.param)}
+    try:
+        topo = load_topology(script, params)
+    except SpecError as error:
+        raise error.located(f"{experiment_file} (topology.script {script})") from None
+    out = args.out or Path("results") / f"{experiment['name']}-{time.strftime('%Y%m%d-%H%M%S')}"
+    needs_vm = args.vm or (topo.needs_netem() and not has_netem() and not args.no_vm)
+    if needs_vm and not vm.inside_vm():
+        print(f"this kernel has no netem: running in the microVM (software emulation is ~13x slower)",
+              file=sys.stderr)
+        argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--out", str(out),
+                *(f"-p{p}" for p in args.param)]
+        result = vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout)
+        return result.returncode
+    from quicbed.runner.smoke import run_path_check
+
+    install_termination_handlers()
+    nodes = list(topo.nodes)
+    client = experiment.get("client", "client" if "client" in nodes else nodes[0])
+    server = experiment.get("server", "server" if "server" in nodes else nodes[-1])
+    print(f"running {experiment['name']}: {topo.description or topo.name}", flush=True)
+    record = run_path_check(topo, client, server, out, metadata={"experiment": experiment})
+    print(f"RTT {record['ping']['rtt_avg_ms']:.2f} ms, TCP upload {record['tcp_upload_mbit_s']:.2f} Mbit/s, "
+          f"download {record['tcp_download_mbit_s']:.2f} Mbit/s")
+    print(f"results: {out.resolve()}")
+    return 0

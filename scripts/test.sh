@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install what the tests need, then run them. Run as root on Debian 12 / Ubuntu 22.04+.
+# Extra arguments go to pytest, e.g.  scripts/test.sh -m "not provisioning" -x
+# Slow tests are deselected; add --run-slow to include them.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$repo/scripts/install.sh" --test
+venv=${QUICBED_VENV:-$repo/.venv}
+cd "$repo"
+set +e
+"$venv/bin/python" -m pytest tests -ra "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests; that is a failure" >&2
+  exit 1
+fi
+exit "$status"
