@@ -16,6 +16,8 @@ setup(
         "rich>=13",
         "numpy>=1.24",
         "scipy>=1.10",
+        "aioquic>=1.2,<1.8",
+        "cryptography>=42",
     ],
     extras_require={
         "vm": ["virtme-ng>=1.30"],

@@ -77,12 +77,28 @@ class LinkCalibrator:
             if not receiver.running or time.monotonic() > deadline:
                 raise BackendError(f"probe receiver did not start: {receiver.errors()}")
             time.sleep(0.05)
+        drops_before = self._udp_drops()
         a.run([python, "-m", "quicbed.apps.udpprobe", "send", "--dest", b.address, "--port", str(PROBE_PORT),
                "--count", str(plan.count), "--rate", str(plan.rate), "--size", str(plan.size)],
               timeout=plan.count / plan.rate * 5 + 120)
         receiver.wait(timeout=180)
+        drops = self._udp_drops() - drops_before
+        if drops:
+            raise BackendError(f"the probe's own sockets dropped {drops} datagrams (buffers overflowed, the "
+                               "machine was too busy): this measurement would blame the link for them; "
+                               "lower the probe rate or the machine's load")
         self._last_log = ProbeLog.read(log_path)
         return configured, link_stats(self._last_log, plan.count)
+
+    def _udp_drops(self) -> int:
+        """Datagrams the probe's endpoints dropped themselves (UDP buffer errors on a and b)."""
+        total = 0
+        for name in ("a", "b"):
+            lines = [l.split() for l in self.network.node(name).run(["cat", "/proc/net/snmp"]).stdout.splitlines()
+                     if l.startswith("Udp:")]
+            counters = dict(zip(lines[0][1:], map(int, lines[1][1:])))
+            total += counters.get("RcvbufErrors", 0) + counters.get("SndbufErrors", 0)
+        return total
 
     def last_log(self) -> ProbeLog:
         """The receiver's log of the latest probe (for measures beyond LinkStats)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from quicbed.spec.loss import Bernoulli, GilbertElliott, LossModel
 
 Z99 = 2.5758293035489  # two-sided 99 % quantile of the standard normal
+Z999 = 3.2905267314919  # two-sided 99.9 %
 HEADERS_BYTES = 14 + 20 + 8  # Ethernet + IPv4 + UDP: what tbf counts on top of the payload
 
 

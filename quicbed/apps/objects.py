@@ -155,7 +155,7 @@ def plan_page(shape: PageShape, seed: int) -> list[PageObject]:
     width = max(3, len(str(shape.objects - 1)))
     return [PageObject(path=f"/pages/{shape.name}/{i:0{width}d}-{t.name}.{t.extension}",
                        size=size, type=t.name, content_type=t.content_type)
-            for i, (t, size) in enumerate(zip(types, sizes))]
+            for i, (t, size) in enumerate(zip(types, sizes, strict=True))]
 
 
 def bulk_name(size: int) -> str:
@@ -241,7 +241,8 @@ def page_objects(manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
     for item in manifest.get("bulk", []):
         if item["name"] == name:
             return [item]
-    known = [p["name"] for p in manifest.get("pages", [])] + [b["name"] for b in manifest.get("bulk", [])]
+    known = [p["name"] for p in manifest.get("pages", [])]
+    known += [b["name"] for b in manifest.get("bulk", [])]
     raise SpecError(f"no page or bulk object named {name!r} in the manifest", field="page",
                     fix=f"choose one of {', '.join(known) or '(none generated)'}")
 

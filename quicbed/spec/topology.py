@@ -212,7 +212,8 @@ def _link_dict(link: Link) -> dict[str, Any]:
         for direction in ("forward", "backward"):
             shape: Shape = getattr(link, direction)
             entry = {k: v for k, v in asdict(shape).items() if v not in (None, 0, 0.0)}
-            entry.pop("jitter_distribution", None) if not shape.jitter else None
+            if not shape.jitter:
+                del entry["jitter_distribution"]
             if shape.loss is not None:
                 entry["loss"] = {"model": type(shape.loss).__name__, **asdict(shape.loss),
                                  "mean": shape.loss.mean_loss}

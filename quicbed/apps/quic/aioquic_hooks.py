@@ -38,7 +38,7 @@ import inspect
 import math
 import types
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -136,7 +136,7 @@ def congestion_control_name(profile: TransportProfile) -> str:
     return _register_slow_start_variant(base_name, profile.slow_start_exit_rtt_increase)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _register_slow_start_variant(base_name: str, rtt_increase: float) -> str:
     base_class = _CC_BASES[base_name]
 
@@ -177,7 +177,7 @@ class NoPacer(QuicPacketPacer):
 # --------------------------------------------------------------------------- loss thresholds
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect_loss_function(time_threshold: float, packet_threshold: int) -> Callable[..., None]:
     """aioquic's ``QuicPacketRecovery._detect_loss`` with its own threshold constants."""
     original = QuicPacketRecovery._detect_loss
@@ -223,7 +223,6 @@ class AckScheduler:
     received: int = 0  # ack-eliciting application packets received in total
     pending: int = 0  # ... since the last ACK frame was written
     first_pending_at: float | None = None
-    last_delay: float | None = field(default=None, repr=False)
 
     def on_ack_eliciting(self, *, space: Any, count: int, now: float, largest_before: int,
                          min_rtt: float) -> None:
@@ -247,8 +246,8 @@ class AckScheduler:
             self.counters.threshold_acks += 1
             due = now
         else:
-            self.last_delay = self.profile.ack_delay(min_rtt if math.isfinite(min_rtt) else None)
-            due = self.first_pending_at + self.last_delay
+            due = self.first_pending_at + self.profile.ack_delay(
+                min_rtt if math.isfinite(min_rtt) else None)
         space.ack_at = due - ACK_DUE_EPSILON
 
     def on_ack_sent(self) -> None:
@@ -282,7 +281,7 @@ class ConnectionHooks:
                 or self.profile.loss_packet_threshold != aioquic_recovery.K_PACKET_THRESHOLD):
             detect = detect_loss_function(self.profile.loss_time_threshold,
                                           self.profile.loss_packet_threshold)
-            loss._detect_loss = types.MethodType(detect, loss)
+            loss._detect_loss = types.MethodType(detect, loss)  # type: ignore[method-assign]
         self._wrap(connection, "receive_datagram", self._receive_datagram)
         self._wrap(connection, "datagrams_to_send", self._datagrams_to_send)
         self._wrap(connection, "_payload_received", self._payload_received)
@@ -438,8 +437,8 @@ def check_internals() -> list[str]:
         if not condition:
             problems.append(what)
 
-    def expect_method(cls: type, name: str, parameters: list[str], uses: set[str] = frozenset()
-                      ) -> None:
+    def expect_method(cls: type, name: str, parameters: list[str],
+                      uses: frozenset[str] | set[str] = frozenset()) -> None:
         method = getattr(cls, name, None)
         if not callable(method):
             problems.append(f"{cls.__name__}.{name} is missing")
@@ -503,7 +502,8 @@ def check_internals() -> list[str]:
             expect(hasattr(loss, attribute), f"QuicPacketRecovery has no {attribute}")
         expect(isinstance(getattr(loss, "_pacer", None), QuicPacketPacer),
                "QuicPacketRecovery._pacer is not a QuicPacketPacer")
-        expect(hasattr(connection, "_max_datagram_size"), "QuicConnection has no _max_datagram_size")
+        expect(hasattr(connection, "_max_datagram_size"),
+               "QuicConnection has no _max_datagram_size")
         expect(getattr(connection, "_ack_delay", None) == K_GRANULARITY,
                "QuicConnection._ack_delay is no longer 1 ms")
         space = getattr(connection, "_spaces", {}).get(tls.Epoch.ONE_RTT)

@@ -18,7 +18,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
-
 KEY_TYPES = ("ec", "ed25519")
 
 
@@ -92,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Write a self-signed certificate and key.")
     parser.add_argument("--out", required=True, help="directory for cert.pem and key.pem")
     parser.add_argument("--name", action="append", default=[],
-                        help="DNS name or IP address (repeatable; default localhost, 127.0.0.1, ::1)")
+                        help="DNS name or IP address (repeatable; "
+                        "default localhost, 127.0.0.1, ::1)")
     args = parser.parse_args(argv)
     cert_path, key_path = write(args.out, args.name or ("localhost", "127.0.0.1", "::1"))
     print(f"{cert_path}\n{key_path}")

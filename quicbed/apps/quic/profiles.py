@@ -82,11 +82,13 @@ class TransportProfile:
     def ack_delay(self, min_rtt: float | None) -> float:
         """The delayed-ACK timeout of quicbed's scheduler given the receiver's min RTT."""
         delay = self.max_ack_delay if self.max_ack_delay is not None else DEFAULT_MAX_ACK_DELAY
-        if self.ack_delay_rtt_fraction is not None and min_rtt is not None and math.isfinite(min_rtt):
+        if (self.ack_delay_rtt_fraction is not None and min_rtt is not None
+                and math.isfinite(min_rtt)):
             delay = min(delay, self.ack_delay_rtt_fraction * min_rtt)
         return delay
 
-    def with_knobs(self, overrides: Mapping[str, Any], *, source: str = "override") -> TransportProfile:
+    def with_knobs(self, overrides: Mapping[str, Any], *,
+                   source: str = "override") -> TransportProfile:
         """A copy with knobs changed; values are parsed like the YAML file's."""
         if not overrides:
             return self
@@ -109,7 +111,8 @@ def _fraction(minimum: float, maximum: float | None = None,
     def parse(value: Any, field: str) -> float:
         number: float
         if isinstance(value, bool):
-            raise SpecError(f"expected a number or a fraction like '9/8', got {value!r}", field=field)
+            raise SpecError(f"expected a number or a fraction like '9/8', got {value!r}",
+                            field=field)
         if isinstance(value, (int, float)):
             number = float(value)
         elif isinstance(value, str):
@@ -142,9 +145,13 @@ def _integer(minimum: int) -> Callable[[Any, str], int]:
     return parse
 
 
+_TRUE_WORDS = ("true", "yes", "on", "1")
+_FALSE_WORDS = ("false", "no", "off", "0")
+
+
 def _boolean(value: Any, field: str) -> bool:
-    if isinstance(value, str) and value.lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-        return value.lower() in ("true", "yes", "on", "1")
+    if isinstance(value, str) and value.lower() in _TRUE_WORDS + _FALSE_WORDS:
+        return value.lower() in _TRUE_WORDS
     if not isinstance(value, bool):
         raise SpecError(f"expected true or false, got {value!r}", field=field)
     return value
@@ -270,7 +277,8 @@ def _read_file(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise SpecError(f"not valid YAML: {getattr(error, 'problem', error)}", source=where) from None
+        raise SpecError(f"not valid YAML: {getattr(error, 'problem', error)}",
+                        source=where) from None
     if not isinstance(document, dict):
         raise SpecError("a profiles file is a mapping with 'version' and 'profiles'", source=source,
                         fix="start the file with 'version: 1' and 'profiles:'")
@@ -347,8 +355,8 @@ def _resolve(name: str, pending: Mapping[str, Any], done: dict[str, TransportPro
         base = TransportProfile(name=name).knobs()
     changes = {str(key): _parse_knob(str(key), raw, field=f"{field}.{key}", source=source)
                for key, raw in body.items()}
-    profile = _build(name, _merge(base, changes), description=" ".join(description.split()), source=source,
-                     where=source)
+    profile = _build(name, _merge(base, changes), description=" ".join(description.split()),
+                     source=source, where=source)
     done[name] = profile
     return profile
 
@@ -361,7 +369,8 @@ def get_profile(name: str, extra_files: Iterable[str | Path] = (),
     if name not in profiles:
         files = ", ".join(str(p) for p in [BUILTIN_PROFILES_FILE, *extra])
         raise SpecError(f"unknown transport profile {name!r}", field="profile", source=files,
-                        fix=f"choose one of {', '.join(profiles)} or define it in a --profiles-file")
+                        fix=f"choose one of {', '.join(profiles)} "
+                            "or define it in a --profiles-file")
     return profiles[name].with_knobs(overrides or {}, source="--knob")
 
 

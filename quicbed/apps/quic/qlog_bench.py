@@ -8,6 +8,12 @@ time, the throughput, the peak RSS of both processes and the qlog bytes written.
 round-robin so background load drifts affect them alike. CPU seconds (user + system,
 including process start and the qlog write at the end) are the figure least disturbed by
 other load on the machine. Prints a JSON summary.
+
+    python -m quicbed.apps.quic.qlog_bench --virtual --size 20MB --repeat 3
+
+measures the same in one process on a virtual link (no sockets, no event loop: only the
+QUIC work of both endpoints and their loggers), adding aioquic's own ``QuicFileLogger`` as
+mode ``aioquic``. Its CPU times hardly depend on other load.
 """
 
 from __future__ import annotations
@@ -91,16 +97,68 @@ def run_once(work: Path, mode: str, size: int, profile: str, index: int) -> dict
     }
 
 
+VIRTUAL_MODES = ("off", "filtered", "full", "aioquic")
+
+
+def run_virtual(mode: str, size: int, profile: str, work: Path) -> dict[str, Any]:
+    """One download on a virtual link (5 ms one way, 100 Mbit/s), both sides logging."""
+    from aioquic.quic.logger import QuicFileLogger, QuicLogger
+
+    from quicbed.apps.quic.profiles import get_profile
+    from quicbed.apps.quic.qlog import QlogWriter
+    from quicbed.apps.quic.virtual_link import VirtualLink
+
+    directories = [Path(tempfile.mkdtemp(dir=work)) for _ in range(2)]
+
+    def logger(directory: Path) -> QuicLogger | None:
+        if mode == "off":
+            return None
+        if mode == "aioquic":
+            return QuicFileLogger(str(directory))
+        return QlogWriter(directory, filtered=(mode == "filtered"))
+
+    link = VirtualLink(get_profile(profile), delay=0.005, rate=100e6,
+                       client_logger=logger(directories[0]), server_logger=logger(directories[1]))
+    link.handshake()
+    link.request(size)
+    started = time.process_time()
+    link.run_until(lambda: link.response_complete, timeout=600)
+    link.close()
+    cpu = time.process_time() - started
+    written = sum(p.stat().st_size for d in directories for p in d.iterdir())
+    return {"mode": mode, "ok": link.response_bytes == size, "cpu_s": cpu, "qlog_bytes": written}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.qlog_bench")
     parser.add_argument("--size", default="20MB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", default="quic")
-    parser.add_argument("--modes", default=",".join(QLOG_MODES))
+    parser.add_argument("--modes", default=None,
+                        help=f"comma-separated (default {','.join(QLOG_MODES)}; with --virtual "
+                        f"{','.join(VIRTUAL_MODES)})")
+    parser.add_argument("--virtual", action="store_true",
+                        help="in-process virtual link, CPU time only")
     args = parser.parse_args(argv)
     size = parse_size(args.size, "--size")
-    modes = [m for m in args.modes.split(",") if m]
+    default_modes = VIRTUAL_MODES if args.virtual else QLOG_MODES
+    modes = [m for m in (args.modes or ",".join(default_modes)).split(",") if m]
     runs: list[dict[str, Any]] = []
+    if args.virtual:
+        with tempfile.TemporaryDirectory(prefix="quicbed-qlog-bench-") as directory:
+            for _ in range(args.repeat):
+                for mode in modes:
+                    runs.append(run_virtual(mode, size, args.profile, Path(directory)))
+                    print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+        baseline = min(r["cpu_s"] for r in runs if r["mode"] == modes[0])
+        summary = {mode: {
+            "min_cpu_s": min(r["cpu_s"] for r in runs if r["mode"] == mode),
+            "cpu_vs_" + modes[0]: min(r["cpu_s"] for r in runs if r["mode"] == mode) / baseline,
+            "qlog_bytes": max(r["qlog_bytes"] for r in runs if r["mode"] == mode),
+        } for mode in modes}
+        print(json.dumps({"size": size, "profile": args.profile, "virtual": True,
+                          "summary": summary, "runs": runs}, indent=1))
+        return 0
     with tempfile.TemporaryDirectory(prefix="quicbed-qlog-bench-") as directory:
         work = Path(directory)
         objects.generate(work / "www", bulk=[size])

@@ -97,7 +97,8 @@ class ServerState:
 def _address_text(address: Any) -> str | None:
     if not address:
         return None
-    return f"[{address[0]}]:{address[1]}" if ":" in str(address[0]) else f"{address[0]}:{address[1]}"
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
 def resolve_object(root: Path, raw_path: str) -> Path | None:

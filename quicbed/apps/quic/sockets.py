@@ -76,11 +76,13 @@ def set_buffers(sock: socket.socket, size: int = DEFAULT_BUFFER) -> BufferReport
 
 
 def resolve(host: str, port: int, passive: bool = False) -> tuple[int, tuple[Any, ...]]:
-    """(address family, socket address) of ``host``:``port`` for UDP."""
+    """(address family, socket address) of ``host``:``port`` for UDP, IPv4 first when a
+    name has both (emulated networks are IPv4; "localhost" often lists ::1 first)."""
     flags = socket.AI_PASSIVE if passive else 0
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_DGRAM, flags=flags)
     if not infos:
         raise OSError(f"cannot resolve {host!r}")
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, _, _, _, address = infos[0]
     return family, address
 
