@@ -7,11 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from quicbed.backends.base import install_termination_handlers
 from quicbed.cli.topo import parse_params
-from quicbed.errors import SpecError
+from quicbed.errors import QuicbedError, SpecError
+from quicbed.spec.experiment import expand, load_experiment
 from quicbed.spec.loader import load_topology
 
 
@@ -26,29 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="override a topology parameter (repeatable)")
     parser.add_argument("--out", type=Path, help="results folder (default results/NAME-DATE-TIME)")
+    parser.add_argument("--repetitions", type=int, metavar="N", help="override the file's repetitions")
+    parser.add_argument("--warmup", type=int, metavar="N", help="override the file's warm-up runs per cell")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs in order and exit")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
     where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
     parser.set_defaults(handler=handle)
-
-
-def load_experiment(path: Path) -> dict:
-    if not path.is_file():
-        raise SpecError("experiment file not found", source=str(path), fix="give the path of a YAML file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise SpecError(f"not valid YAML: {error}", source=str(path)) from None
-    if not isinstance(data, dict):
-        raise SpecError("expected a mapping at the top level", source=str(path))
-    for key in ("name", "topology"):
-        if key not in data:
-            raise SpecError(f"missing field {key!r}", source=str(path), field=key)
-    topology = data["topology"]
-    if not isinstance(topology, dict) or "script" not in topology:
-        raise SpecError("topology must give a script", source=str(path), field="topology.script",
-                        fix="write topology: {script: topologies/dumbbell.py, params: {...}}")
-    return data
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -56,13 +39,21 @@ def handle(args: argparse.Namespace) -> int:
     from quicbed.host.capabilities import has_netem
 
     experiment_file = Path(args.experiment)
-    experiment = load_experiment(experiment_file)
-    script = experiment["topology"]["script"]
-    params = {**(experiment["topology"].get("params") or {}), **parse_params(args.param)}
+    overrides = {key: value for key in ("repetitions", "warmup") if (value := getattr(args, key)) is not None}
+    experiment = load_experiment(experiment_file, overrides)
+    if args.dry_run:
+        print_runs(experiment)
+        return 0
+    if "matrix" in experiment.raw or "workload" in experiment.raw:
+        raise QuicbedError(f"{experiment_file}: transfer experiments (workload, matrix) need the experiment "
+                           "runner, which this version does not include yet; 'quicbed run --dry-run' shows "
+                           "the runs it would make")
+    params = {**experiment.topology_params, **parse_params(args.param)}
     try:
-        topo = load_topology(script, params)
+        topo = load_topology(str(experiment.topology_script), params)
     except SpecError as error:
-        raise error.located(f"{experiment_file} (topology.script {script})") from None
+        raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
+    experiment = {"name": experiment.name, **experiment.raw}
     out = args.out or Path("results") / f"{experiment['name']}-{time.strftime('%Y%m%d-%H%M%S')}"
     needs_vm = args.vm or (topo.needs_netem() and not has_netem() and not args.no_vm)
     if needs_vm and not vm.inside_vm():
@@ -84,3 +75,14 @@ def handle(args: argparse.Namespace) -> int:
           f"download {record['tcp_download_mbit_s']:.2f} Mbit/s")
     print(f"results: {out.resolve()}")
     return 0
+
+
+def print_runs(experiment) -> None:
+    runs = expand(experiment)
+    cells = experiment.cells()
+    print(f"{experiment.name}: {len(cells)} cell(s) x {experiment.repetitions} repetition(s)"
+          f"{f' + {experiment.warmup} warm-up run(s) per cell' if experiment.warmup else ''} = {len(runs)} runs, "
+          f"order {experiment.order}{f' (seed {experiment.seed})' if experiment.order == 'random' else ''}, "
+          f"backend {experiment.backend}, timeout {experiment.timeout:g} s per run")
+    for run in runs:
+        print(f"{run.index + 1:>5}  {run.run_id}  {'warm-up  ' if run.warmup else ''}{run.label or '(single cell)'}")

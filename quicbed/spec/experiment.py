@@ -1,0 +1,354 @@
+"""Experiment files: what to run (topology, transports, workload), how often, in which order.
+
+An experiment is data (YAML), validated on load with errors that name file, line, field
+and fix. ``expand`` turns it into the ordered list of runs; nothing here starts anything.
+
+    name: e4-random-loss
+    topology: {script: topologies/dumbbell.py, params: {rate: 100mbit, delay: 10ms}}
+    workload: {object: 8.9MB}
+    matrix:
+      transport: [quic, bquic, tcp]
+      link.bottleneck.loss: [2, 5, 10]
+    repetitions: 10
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quicbed.errors import SpecError
+from quicbed.spec.link import SHAPE_FIELDS
+from quicbed.spec.units import parse_rate, parse_size, parse_time
+from quicbed.spec.yamlfile import LocatedData, load_yaml
+
+TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
+             "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
+             "background")
+BACKENDS = ("netns", "ns3", "mininet-wifi")
+ORDERS = ("round-robin", "random")
+REUSE = ("cell", "run")
+HTTP_VERSIONS = ("1.1", "2", "3")
+CONGESTION_CONTROLS = ("cubic", "reno", "bbr")
+
+#: transports every experiment knows; an experiment's own ``transports`` add to or replace them
+BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
+    "quic": {"kind": "quic", "profile": "quic"},
+    "bquic": {"kind": "quic", "profile": "bquic"},
+    "aioquic": {"kind": "quic", "profile": "aioquic"},
+    "tcp": {"kind": "tcp", "http": "2", "cc": "cubic"},
+    "tcp-h1": {"kind": "tcp", "http": "1.1", "cc": "cubic"},
+    "tcp-bbr": {"kind": "tcp", "http": "2", "cc": "bbr"},
+    "tcp-reno": {"kind": "tcp", "http": "2", "cc": "reno"},
+}
+
+
+@dataclass(frozen=True)
+class Transport:
+    name: str
+    kind: str  # "quic" (aioquic endpoints) or "tcp" (nginx + client)
+    profile: str | None = None  # QUIC transport profile
+    http: str = "3"
+    cc: str | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "profile": self.profile, "http": self.http,
+                "cc": self.cc, "knobs": dict(self.knobs)}
+
+
+@dataclass(frozen=True)
+class Background:
+    kind: str  # "udp" or "tcp"
+    rate: float | None  # bit/s for UDP
+    source: str
+    destination: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """One download to perform. ``cell`` holds the matrix values that define its group."""
+
+    index: int
+    cell_index: int
+    cell: dict[str, Any]
+    repetition: int
+    warmup: bool
+
+    @property
+    def run_id(self) -> str:
+        kind = "w" if self.warmup else "r"
+        return f"c{self.cell_index:03d}-{kind}{self.repetition:03d}"
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.cell.items())
+
+
+@dataclass
+class Experiment:
+    name: str
+    source: Path
+    topology_script: Path
+    topology_params: dict[str, Any]
+    description: str = ""
+    backend: str = "netns"
+    client: str = "client"
+    server: str = "server"
+    transports: dict[str, Transport] = field(default_factory=dict)
+    workload: dict[str, Any] = field(default_factory=lambda: {"object": 1_000_000})
+    matrix: dict[str, list[Any]] = field(default_factory=dict)
+    repetitions: int = 1
+    warmup: int = 0
+    order: str = "round-robin"
+    seed: int = 0
+    timeout: float = 120.0
+    reuse: str = "cell"
+    captures: bool = True
+    qlog: bool = False
+    background: Background | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """Every combination of the matrix axes, in file order (the first axis varies slowest)."""
+        if not self.matrix:
+            return [{}]
+        keys = list(self.matrix)
+        return [dict(zip(keys, values)) for values in itertools.product(*self.matrix.values())]
+
+    def transport_of(self, cell: dict[str, Any]) -> Transport:
+        return self.transports[cell.get("transport", next(iter(self.transports)))]
+
+
+def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _expect_mapping(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise doc.error(f"expected a mapping, got {type(value).__name__}", field)
+    return value
+
+
+def _choice(doc: LocatedData, value: Any, field: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise doc.error(f"{value!r} is not allowed", field, fix=f"{_suggest(str(value), choices)}use one of "
+                                                                 f"{', '.join(choices)}")
+    return value
+
+
+def _count(doc: LocatedData, value: Any, field: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise doc.error(f"expected a whole number >= {minimum}, got {value!r}", field)
+    return value
+
+
+def _boolean(doc: LocatedData, value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise doc.error(f"expected true or false, got {value!r}", field)
+    return value
+
+
+def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
+    spec = _expect_mapping(doc, spec, field)
+    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise doc.error(f"unknown transport option {key!r}", f"{field}.{key}",
+                        fix="transports take kind, profile, http, cc, knobs")
+    kind = _choice(doc, spec.get("kind"), f"{field}.kind", ("quic", "tcp"))
+    http = str(spec.get("http", "3" if kind == "quic" else "2"))
+    _choice(doc, http, f"{field}.http", ("3",) if kind == "quic" else HTTP_VERSIONS)
+    cc = spec.get("cc")
+    if cc is not None:
+        _choice(doc, cc, f"{field}.cc", CONGESTION_CONTROLS if kind == "tcp" else ("cubic", "reno"))
+    profile = spec.get("profile")
+    if kind == "quic":
+        profile = profile or "quic"
+        from quicbed.apps.quic.profiles import load_profiles
+
+        known = load_profiles()
+        if profile not in known:
+            raise doc.error(f"unknown transport profile {profile!r}", f"{field}.profile",
+                            fix=f"{_suggest(profile, list(known))}profiles are {', '.join(known)}")
+    elif profile is not None:
+        raise doc.error("TCP transports have no QUIC profile", f"{field}.profile", fix="remove 'profile'")
+    knobs = _expect_mapping(doc, spec.get("knobs"), f"{field}.knobs")
+    return Transport(name, kind, profile, http, cc, dict(knobs))
+
+
+def _check_page(doc: LocatedData, value: Any, field: str) -> None:
+    from quicbed.apps.objects import PAGE_SHAPES
+
+    names = [shape.name for shape in PAGE_SHAPES]
+    if value not in names:
+        raise doc.error(f"unknown page {value!r}", field,
+                        fix=f"{_suggest(str(value), names)}pages are {', '.join(names)}")
+
+
+def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topology_params: dict[str, Any],
+                link_names: list[str]) -> list[Any]:
+    field = f"matrix.{axis}"
+    if not isinstance(values, list) or not values:
+        raise doc.error("a matrix axis needs a non-empty list of values", field, fix=f"write {axis}: [a, b]")
+    if axis == "transport":
+        for index, value in enumerate(values):
+            if value not in exp.transports:
+                raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
+                                fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
+                                    f"or use one of {', '.join(exp.transports)}")
+    elif axis in ("workload.object",):
+        for index, value in enumerate(values):
+            parse_size(value, f"{field}[{index}]")
+    elif axis == "workload.page":
+        for index, value in enumerate(values):
+            _check_page(doc, value, f"{field}[{index}]")
+    elif axis.startswith("params."):
+        name = axis.partition(".")[2]
+        if name not in topology_params:
+            raise doc.error(f"the topology has no parameter {name!r}", field,
+                            fix=f"{_suggest(name, list(topology_params))}parameters are "
+                                f"{', '.join(topology_params) or 'none'}")
+    elif axis.startswith("link."):
+        parts = axis.split(".")
+        if len(parts) != 3 or parts[1] not in link_names:
+            raise doc.error(f"cannot read link axis {axis!r}", field,
+                            fix=f"write link.LINK.PARAMETER with LINK among {', '.join(link_names)}")
+        if parts[2] not in SHAPE_FIELDS:
+            raise doc.error(f"unknown link parameter {parts[2]!r}", field,
+                            fix=f"{_suggest(parts[2], SHAPE_FIELDS)}wired links take {', '.join(SHAPE_FIELDS)}")
+    elif axis == "background.rate":
+        if exp.background is None:
+            raise doc.error("a background.rate axis needs a 'background' section", field)
+        for index, value in enumerate(values):
+            if value not in (0, "0", None):
+                parse_rate(value, f"{field}[{index}]")
+    elif axis == "client":
+        pass  # node names are checked against the topology below
+    else:
+        raise doc.error(f"unknown matrix axis {axis!r}", field,
+                        fix="axes are transport, workload.object, workload.page, params.NAME, "
+                            "link.LINK.PARAMETER, background.rate, client")
+    return values
+
+
+def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None) -> Experiment:
+    """Read and validate an experiment file. ``overrides`` replace top-level fields
+    (e.g. {"repetitions": 2} from the command line)."""
+    doc = load_yaml(Path(path))
+    try:
+        return _build(doc, overrides or {})
+    except SpecError as error:
+        if error.source:
+            raise
+        # errors from the value parsers know their field but not the file: add file and line
+        raise SpecError(error.message, field=error.field, fix=error.fix, source=doc.where(error.field)) from None
+
+
+def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
+    from quicbed.spec.loader import load_topology, parameters
+
+    path = doc.path
+    data = doc.data
+    if not isinstance(data, dict):
+        raise SpecError("expected a mapping at the top level", source=str(path), fix="see experiments/quickstart.yaml")
+    data = {**data, **overrides}
+    for key in data:
+        if key not in TOP_LEVEL:
+            raise doc.error(f"unknown field {key!r}", key, fix=f"{_suggest(key, TOP_LEVEL)}fields are "
+                                                                f"{', '.join(TOP_LEVEL)}")
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
+        raise doc.error(f"name must be lower-case letters, digits, '-', '_' or '.', got {name!r}", "name")
+    topology = _expect_mapping(doc, data.get("topology"), "topology")
+    if "script" not in topology:
+        raise doc.error("missing topology script", "topology",
+                        fix="write topology: {script: topologies/dumbbell.py, params: {...}}")
+    script = Path(str(topology["script"]))
+    if not script.is_absolute() and not script.exists() and (doc.path.parent / script).exists():
+        script = doc.path.parent / script
+    params = _expect_mapping(doc, topology.get("params"), "topology.params")
+    try:
+        defaults = parameters(str(script))
+        topo = load_topology(str(script), params)
+    except SpecError as error:
+        raise SpecError(error.message, field=error.field or "topology.script", fix=error.fix,
+                        source=f"{doc.where('topology.params' if params else 'topology.script')} -> "
+                               f"{error.source or script}") from None
+
+    exp = Experiment(name=name, source=doc.path, topology_script=script, topology_params=dict(params),
+                     description=str(data.get("description") or "").strip(), raw=data)
+    exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKENDS)
+    for role in ("client", "server"):
+        node = data.get(role, role)
+        if node not in topo.nodes or not topo.nodes[node].routed:
+            raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,
+                            fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
+        setattr(exp, role, node)
+    transports = {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
+    for name, spec in _expect_mapping(doc, data.get("transports"), "transports").items():
+        transports[name] = _transport(doc, name, spec, f"transports.{name}")
+    exp.transports = transports
+
+    workload = _expect_mapping(doc, data.get("workload"), "workload") or {"object": "1MB"}
+    unknown = set(workload) - {"object", "page", "parallel"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise doc.error(f"unknown workload option {key!r}", f"workload.{key}",
+                        fix="a workload is an object (a size) or a page (a name), with parallel streams")
+    if ("object" in workload) == ("page" in workload):
+        raise doc.error("give either an object size or a page", "workload", fix="e.g. workload: {object: 10MB}")
+    if "object" in workload:
+        workload["object"] = parse_size(workload["object"], "workload.object")
+    else:
+        _check_page(doc, workload["page"], "workload.page")
+    workload["parallel"] = _count(doc, workload.get("parallel", 6), "workload.parallel", 1)
+    exp.workload = workload
+
+    background = data.get("background")
+    if background is not None:
+        background = _expect_mapping(doc, background, "background")
+        kind = _choice(doc, background.get("kind", "udp"), "background.kind", ("udp", "tcp"))
+        rate = background.get("rate")
+        exp.background = Background(kind, parse_rate(rate, "background.rate") if rate else None,
+                                    background.get("from", exp.server), background.get("to", exp.client))
+        for end in ("from", "to"):
+            node = background.get(end)
+            if node is not None and node not in topo.nodes:
+                raise doc.error(f"unknown node {node!r}", f"background.{end}", fix=f"nodes are {', '.join(topo.nodes)}")
+
+    matrix = _expect_mapping(doc, data.get("matrix"), "matrix")
+    exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [l.name for l in topo.links])
+                  for axis, values in matrix.items()}
+    for index, node in enumerate(exp.matrix.get("client", [])):
+        if node not in topo.nodes:
+            raise doc.error(f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}")
+    exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
+    exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
+    exp.order = _choice(doc, data.get("order", "round-robin"), "order", ORDERS)
+    exp.seed = _count(doc, data.get("seed", 1), "seed", 0)
+    exp.timeout = parse_time(data.get("timeout", "120s"), "timeout", allow_zero=False)
+    exp.reuse = _choice(doc, data.get("reuse", "cell"), "reuse", REUSE)
+    exp.captures = _boolean(doc, data.get("captures", True), "captures")
+    exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
+    return exp
+
+
+def expand(exp: Experiment) -> list[Run]:
+    """The runs in execution order: warm-up runs of each cell first, then the measured runs,
+    round-robin over the cells per repetition or shuffled with the experiment's seed."""
+    cells = exp.cells()
+    warmups = [Run(0, c, cell, r, True) for r in range(1, exp.warmup + 1) for c, cell in enumerate(cells)]
+    measured = [Run(0, c, cell, r, False) for r in range(1, exp.repetitions + 1) for c, cell in enumerate(cells)]
+    if exp.order == "random":
+        random.Random(exp.seed).shuffle(measured)
+    ordered = warmups + measured
+    return [Run(i, r.cell_index, r.cell, r.repetition, r.warmup) for i, r in enumerate(ordered)]

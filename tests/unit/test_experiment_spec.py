@@ -1,0 +1,118 @@
+"""Experiment files: validation errors name file, line, field and fix; matrix expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from quicbed.errors import SpecError
+from quicbed.spec.experiment import expand, load_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+DUMBBELL = ROOT / "topologies" / "dumbbell.py"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(text.replace("DUMBBELL", str(DUMBBELL)))
+    return path
+
+
+GOOD = dedent("""\
+    name: demo
+    topology:
+      script: DUMBBELL
+      params: {rate: 10mbit}
+    workload: {object: 2MB}
+    matrix:
+      transport: [quic, bquic, tcp]
+      link.bottleneck.loss: [0, 2]
+    repetitions: 3
+    warmup: 1
+""")
+
+
+def test_every_shipped_experiment_file_loads():
+    files = sorted((ROOT / "experiments").glob("*.yaml"))
+    assert files
+    for path in files:
+        assert load_experiment(path).name == path.stem
+
+
+def test_expansion_is_round_robin_over_cells_after_warmups(tmp_path):
+    exp = load_experiment(write(tmp_path, GOOD))
+    runs = expand(exp)
+    assert len(runs) == 6 * 1 + 6 * 3
+    assert [r.run_id for r in runs[:7]] == ["c000-w001", "c001-w001", "c002-w001", "c003-w001", "c004-w001",
+                                            "c005-w001", "c000-r001"]
+    assert runs[6].cell == {"transport": "quic", "link.bottleneck.loss": 0}
+    assert runs[7].cell == {"transport": "quic", "link.bottleneck.loss": 2}
+    assert runs[8].cell == {"transport": "bquic", "link.bottleneck.loss": 0}
+    assert [r.repetition for r in runs[6:]] == [1] * 6 + [2] * 6 + [3] * 6
+    assert len({r.run_id for r in runs}) == len(runs)
+
+
+def test_random_order_is_reproducible_from_the_seed(tmp_path):
+    path = write(tmp_path, GOOD + "order: random\nseed: 7\n")
+    first = [r.run_id for r in expand(load_experiment(path))]
+    assert first == [r.run_id for r in expand(load_experiment(path))]
+    assert first[6:] != sorted(first[6:], key=lambda i: (i[-3:], i))  # really shuffled
+    other = [r.run_id for r in expand(load_experiment(path, {"seed": 8}))]
+    assert other != first
+
+
+def test_command_line_override_of_repetitions(tmp_path):
+    exp = load_experiment(write(tmp_path, GOOD), {"repetitions": 1, "warmup": 0})
+    assert len(expand(exp)) == 6
+
+
+@pytest.mark.parametrize("change, fragments", [
+    ("repetitions: 3", ["exp.yaml:9", "repetitions", "whole number >= 1"], ),
+    ("transport: [quic, bquic, tcp]", ["exp.yaml:7", "matrix.transport[1]", "unknown transport 'bqiuc'",
+                                       "did you mean 'bquic'"]),
+    ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.los", "did you mean 'loss'"]),
+    ("workload: {object: 2MB}", ["exp.yaml:5", "workload.object", "cannot read size"]),
+    ("name: demo", ["exp.yaml:1", "name must be lower-case"]),
+    ("    params: {rate: 10mbit}", ["exp.yaml:4", "rate", "ambiguous"]),
+    ("warmup: 1", ["exp.yaml:10", "unknown field 'warmpu'", "did you mean 'warmup'"]),
+])
+def test_errors_name_line_field_and_fix(tmp_path, change, fragments):
+    broken = {
+        "repetitions: 3": "repetitions: 0",
+        "transport: [quic, bquic, tcp]": "transport: [quic, bqiuc, tcp]",
+        "link.bottleneck.loss: [0, 2]": "link.bottleneck.los: [0, 2]",
+        "workload: {object: 2MB}": "workload: {object: two megabytes}",
+        "name: demo": "name: Demo Run",
+        "    params: {rate: 10mbit}": "    params: {rate: 10mbps}",
+        "warmup: 1": "warmpu: 1",
+    }[change]
+    text = GOOD.replace(change.strip(), broken.strip())
+    path = tmp_path / "exp.yaml"
+    path.write_text(text.replace("DUMBBELL", str(DUMBBELL)))
+    with pytest.raises(SpecError) as caught:
+        load_experiment(path)
+    message = str(caught.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def test_unknown_node_and_unknown_topology_parameter(tmp_path):
+    with pytest.raises(SpecError, match="client node 'laptop'.*choose among client, server"):
+        load_experiment(write(tmp_path, GOOD + "client: laptop\n"))
+    with pytest.raises(SpecError, match="no parameter 'dealy'.*did you mean 'delay'"):
+        load_experiment(write(tmp_path, GOOD.replace("repetitions", "  params.dealy: [1ms]\nrepetitions")))
+
+
+def test_custom_transport_and_page_workload(tmp_path):
+    text = GOOD.replace("workload: {object: 2MB}", "workload: {page: p86-839k, parallel: 4}") + dedent("""\
+        transports:
+          tcp-h1-reno: {kind: tcp, http: "1.1", cc: reno}
+        """)
+    text = text.replace("[quic, bquic, tcp]", "[quic, tcp-h1-reno]")
+    exp = load_experiment(write(tmp_path, text))
+    assert exp.transports["tcp-h1-reno"].http == "1.1" and exp.transports["tcp-h1-reno"].cc == "reno"
+    assert exp.workload == {"page": "p86-839k", "parallel": 4}
+    with pytest.raises(SpecError, match="unknown page 'p1-1k'"):
+        load_experiment(write(tmp_path, text.replace("p86-839k", "p1-1k")))
