@@ -206,7 +206,7 @@ def handle_status(args: argparse.Namespace) -> int:
         kvm, detail = vm.kvm_status(image)
         _say(f"         {_cpu_line(kvm, detail)}")
     else:
-        can_fetch, why = kernel_mod.fetchable()
+        _, why = kernel_mod.fetchable()
         _say(f"missing  kernel in {kernel_mod.kernel_dir()}: run 'quicbed vm setup' ({why})")
     _say(f"jobs     {vm.vm_dir()} (each run keeps job.sh, output, exit-code, console.log)")
     running = _running_vms()

@@ -36,9 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from quicbed.errors import MissingDependency, QuicbedError
 
@@ -254,7 +254,8 @@ def _tail(text: str, lines: int = 8) -> str:
 
 
 def _need(binary: str, package: str) -> str:
-    path = shutil.which(binary) or (f"/sbin/{binary}" if os.access(f"/sbin/{binary}", os.X_OK) else None)
+    search = ":".join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+    path = shutil.which(binary, path=search)
     if not path:
         raise MissingDependency(f"'{binary}' is needed to prepare the microVM kernel: "
                                 f"install the '{package}' package (apt-get install {package})")
@@ -290,12 +291,20 @@ def latest_available(progress: Progress | None = None) -> tuple[str, list[str]]:
             problems.append(f"{meta}: {_tail(result.stderr, 2) or 'unknown to apt'}")
             continue
         try:
-            return resolve_kernel_packages(result.stdout, family)
+            version, packages = resolve_kernel_packages(result.stdout, family)
         except KernelError as error:
             problems.append(f"{meta}: {error}")
+            continue
+        # Ubuntu's modules packages: not every release or flavour has both; keep those apt knows.
+        return version, [packages[0]] + [name for name in packages[1:] if _apt_knows(name)]
     raise KernelError("apt does not know a kernel package (" + "; ".join(problems) + "). "
                       "Refresh the package lists with 'apt-get update' (as root) and retry, "
                       "or give .deb files: quicbed vm setup --deb FILE ...")
+
+
+def _apt_knows(package: str) -> bool:
+    result = _run(["apt-cache", "show", "-q", package], timeout=120)
+    return result.returncode == 0 and bool(result.stdout.strip())
 
 
 def _download(packages: list[str], into: Path, progress: Progress | None) -> list[Path]:

@@ -37,9 +37,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence, TextIO
+from typing import BinaryIO, TextIO
 
 from quicbed.errors import MissingDependency, QuicbedError
 from quicbed.host import kernel as kernel_mod
@@ -150,7 +151,7 @@ def vm_available(allow_fetch: bool = True) -> tuple[bool, str]:
         return False, "the microVM must be started as root (network emulation inside it needs root)"
     missing = []
     if find_vng() is None:
-        missing.append(f"virtme-ng (pip: {sys.executable} -m pip install virtme-ng)")
+        missing.append(f"virtme-ng ({sys.executable} -m pip install virtme-ng)")
     if find_qemu() is None:
         missing.append(f"{qemu_binary_name()} (apt-get install {qemu_package()})")
     image = kernel_mod.cached_kernel()
@@ -160,12 +161,12 @@ def vm_available(allow_fetch: bool = True) -> tuple[bool, str]:
         if allow_fetch and can_fetch:
             kernel_note = "kernel not fetched yet (fetched on first use)"
         else:
-            missing.append(f"the microVM kernel in {kernel_mod.kernel_dir()} "
-                           f"(run 'quicbed vm setup' as root{'' if can_fetch else '; ' + why})")
+            missing.append(f"the microVM kernel in {kernel_mod.kernel_dir()}" + ("" if can_fetch else f" ({why})"))
     elif not os.access(image.vmlinuz, os.R_OK):
         missing.append(f"read access to {image.vmlinuz}")
     if missing:
-        return False, "missing " + "; ".join(missing) + ". 'quicbed vm setup' checks and prepares all of it"
+        return False, "missing " + "; ".join(missing) + ". Fix: run 'quicbed vm setup' as root (it fetches the " \
+                      "kernel and checks the rest)"
     kvm, kvm_detail = kvm_status(image)
     what = f"kernel {image.version}" if image else kernel_note
     return True, f"{what}; {'KVM' if kvm else 'software emulation (~13x slower CPU)'}: {kvm_detail}"
@@ -307,7 +308,8 @@ def render_job_script(job_dir: Path | str, argv: Sequence[str], cwd: Path | str,
             f"  status={EXIT_MODULE_FAILED}",
             "fi",
         ]
-    command = " ".join(q(part) for part in [python, f"{job}/reaper.py", *argv])
+    # -I -S: the reaper needs no site-packages; skipping them saves seconds in the guest.
+    command = " ".join(q(part) for part in [python, "-I", "-S", f"{job}/reaper.py", *argv])
     lines += [
         "if [ $status -eq 0 ]; then",
         f"  if cd {q(str(cwd))}; then",

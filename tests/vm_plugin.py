@@ -1,0 +1,409 @@
+"""pytest plugin: kernel-feature tests run for real, in a microVM when the host kernel lacks the feature.
+
+Markers
+  needs_kernel("netem", ...)   the test needs these kernel features (netem, mac80211_hwsim,
+                               openvswitch) and root. If the host kernel has them, the test runs
+                               here; otherwise every such test of the session runs in ONE microVM
+                               (quicbed.host.vm) and is reported here with its in-VM outcome.
+  needs_root                   skipped unless pytest runs as root.
+  slow                         deselected unless --run-slow or a -m expression naming "slow".
+
+How the microVM session works: the first time a test that needs the VM is due, the plugin
+boots the VM once with ``python -m pytest -p no:cacheprovider --junitxml=JOB/junit.xml
+<all such node ids>`` (cwd = rootdir, environment QUICBED_PYTEST_IN_VM=1 so that the
+in-VM pytest runs them directly, modules for the features loaded first). Each host-side
+test is then reported from junit.xml: passed, failed (with the in-VM failure text) or
+skipped (with the in-VM reason). Fixtures of these tests run only inside the VM.
+
+If the VM is not available (no vng, QEMU or cached kernel, or not root) the tests are
+skipped with the reason and the fix ('quicbed vm setup'). --no-vm skips instead of
+booting; --vm-verbose shows the VM console and the in-VM pytest output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.reports import TestReport
+from _pytest.runner import CallInfo
+
+IN_VM_PYTEST = "QUICBED_PYTEST_IN_VM"
+#: feature name -> kernel module the VM must load for it
+FEATURES = {"netem": "sch_netem", "mac80211_hwsim": "mac80211_hwsim", "openvswitch": "openvswitch"}
+
+_VM_ITEM = pytest.StashKey[bool]()
+_SESSION = pytest.StashKey["VmSession"]()
+
+
+# --- options and markers ---------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("quicbed", "quicbed kernel features and microVM")
+    group.addoption("--run-slow", action="store_true", default=False, help="also run tests marked slow")
+    group.addoption("--no-vm", action="store_true", default=False,
+                    help="skip needs_kernel tests this kernel cannot run instead of running them in the microVM")
+    group.addoption("--vm-verbose", action="store_true", default=False,
+                    help="show the microVM console and the output of the pytest run inside it")
+    group.addoption("--vm-timeout", type=float, default=None, metavar="S",
+                    help="kill the microVM test session after S seconds (default 600 + 120 per test)")
+    group.addoption("--vm-memory", default="2G", help="microVM memory (default 2G)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs_kernel(*features): needs root and these kernel features (netem, mac80211_hwsim, "
+                   "openvswitch); runs in the quicbed microVM if this kernel lacks them")
+    config.addinivalue_line("markers", "needs_root: skipped unless run as root")
+    config.addinivalue_line("markers", "slow: takes long; deselected unless --run-slow or -m slow")
+    config.stash[_SESSION] = VmSession(config)
+
+
+# --- probing the running kernel --------------------------------------------------------
+
+def running_in_vm_session() -> bool:
+    """True in the pytest that the plugin started inside the microVM."""
+    return os.environ.get(IN_VM_PYTEST) == "1"
+
+
+def _netem_probe() -> bool:
+    name = f"qbprobe{os.getpid()}"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return False
+    try:
+        if subprocess.run(["ip", "netns", "add", name], capture_output=True, check=False).returncode:
+            return False
+        return subprocess.run(["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                              capture_output=True, check=False).returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+def _module_probe(module: str) -> bool:
+    """Loaded, or loadable right now (loaded then unloaded again, so tests start clean)."""
+    if Path(f"/sys/module/{module}").exists():
+        return True
+    if shutil.which("modprobe") is None and not os.access("/sbin/modprobe", os.X_OK):
+        return False
+    modprobe = shutil.which("modprobe") or "/sbin/modprobe"
+    loaded = subprocess.run([modprobe, module], capture_output=True, check=False).returncode == 0
+    if loaded:
+        subprocess.run([modprobe, "-r", module], capture_output=True, check=False)
+    return loaded
+
+
+@functools.cache
+def kernel_has(feature: str) -> bool:
+    """Whether the running kernel offers ``feature`` (found by trying; needs root)."""
+    if os.geteuid() != 0:
+        return False
+    if feature == "netem":
+        try:
+            from quicbed.host.capabilities import has_netem
+        except ImportError:
+            return _netem_probe()
+        return bool(has_netem())
+    return _module_probe(FEATURES[feature])
+
+
+def item_features(item: pytest.Item) -> list[str]:
+    features: list[str] = []
+    for marker in item.iter_markers("needs_kernel"):
+        for feature in marker.args:
+            if feature not in FEATURES:
+                raise pytest.UsageError(f"{item.nodeid}: unknown needs_kernel feature {feature!r} "
+                                        f"(known: {', '.join(FEATURES)})")
+            if feature not in features:
+                features.append(feature)
+    return features
+
+
+# --- collection ------------------------------------------------------------------------
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("run_slow") and "slow" not in (config.getoption("markexpr") or ""):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+    root = os.geteuid() == 0
+    vm_items: list[pytest.Item] = []
+    for item in items:
+        needs_kernel = item.get_closest_marker("needs_kernel") is not None
+        if (needs_kernel or item.get_closest_marker("needs_root")) and not root:
+            item.add_marker(pytest.mark.skip(reason="needs root: run pytest as root (e.g. sudo)"))
+            continue
+        if not needs_kernel:
+            continue
+        features = item_features(item)
+        if running_in_vm_session():
+            continue  # the host sent it here because the microVM has what it needs
+        missing = [feature for feature in features if not kernel_has(feature)]
+        if not missing:
+            continue
+        if config.getoption("no_vm"):
+            item.add_marker(pytest.mark.skip(
+                reason=f"this kernel lacks {', '.join(missing)} and --no-vm was given"))
+            continue
+        item.stash[_VM_ITEM] = True
+        vm_items.append(item)
+
+    if vm_items:
+        vm_session = config.stash[_SESSION]
+        usable, reason = vm_session.available()
+        if not usable:
+            for item in vm_items:
+                del item.stash[_VM_ITEM]
+                missing = [f for f in item_features(item) if not kernel_has(f)]
+                item.add_marker(pytest.mark.skip(
+                    reason=f"this kernel lacks {', '.join(missing)} and the microVM that would provide it is "
+                           f"not available: {reason}"))
+        else:
+            vm_session.items = vm_items
+
+
+# --- running: one VM for all, reports from its junit.xml --------------------------------
+
+@dataclass
+class Outcome:
+    outcome: str  # passed | failed | skipped | xfailed | error
+    message: str = ""
+    text: str = ""
+    when: str = "call"
+    seconds: float = 0.0
+    teardown_error: str = ""
+
+
+@dataclass
+class VmSession:
+    config: pytest.Config
+    items: list[pytest.Item] = field(default_factory=list)
+    outcomes: dict[str, Outcome] | None = None
+    failure: str = ""
+    job_dir: Path | None = None
+    seconds: float = 0.0
+    reported_failure: bool = False
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            from quicbed.host import vm
+        except ImportError as error:
+            return False, f"quicbed.host.vm cannot be imported ({error})"
+        return vm.vm_available(allow_fetch=False)
+
+    def _write(self, message: str) -> None:
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        context = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        with context:
+            if reporter is not None:
+                reporter.write_line(message)
+            else:
+                print(message, file=sys.stderr)
+
+    def outcome(self, item: pytest.Item) -> Outcome:
+        if self.outcomes is None:
+            self.outcomes = {}
+            self._run()
+        if item.nodeid in self.outcomes:
+            return self.outcomes[item.nodeid]
+        if self.failure:
+            if self.reported_failure:
+                return Outcome("failed", "microVM session failed", "the microVM test session failed; see the "
+                               "first test that ran in it for the details")
+            self.reported_failure = True
+            return Outcome("failed", "microVM session failed", self.failure)
+        return Outcome("failed", "no result from the microVM",
+                       f"the pytest run inside the microVM reported nothing for {item.nodeid}; "
+                       f"see {self.job_dir}/output")
+
+    def _run(self) -> None:
+        from quicbed.host import vm
+        from quicbed.host.kernel import cached_kernel
+
+        config = self.config
+        nodeids = [item.nodeid for item in self.items]
+        features = sorted({f for item in self.items for f in item_features(item)})
+        modules = [FEATURES[f] for f in features]
+        image = cached_kernel()
+        kvm, _ = vm.kvm_status(image)
+        timeout = config.getoption("vm_timeout") or 600.0 + 120.0 * len(nodeids)
+        verbose = config.getoption("vm_verbose")
+        try:
+            self.job_dir = vm.new_job_dir()
+        except vm.VmError as error:
+            self.failure = str(error)
+            return
+        junit = self.job_dir / "junit.xml"
+        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--run-slow",
+                "--rootdir", str(config.rootpath), f"--junitxml={junit}", "-o", "junit_family=xunit2",
+                "-q", "-rfEs"]
+        if config.inipath is not None:
+            argv += ["-c", str(config.inipath)]
+        argv += nodeids
+        self._write(f"\nquicbed: this kernel lacks {', '.join(f for f in features if not kernel_has(f))}: "
+                    f"running {len(nodeids)} test(s) in one microVM (kernel "
+                    f"{image.version if image else '?'}, {'KVM' if kvm else 'software emulation ~13x slower'}; "
+                    f"boot 15-90 s; job {self.job_dir})")
+        started = time.monotonic()
+        capture = config.pluginmanager.getplugin("capturemanager")
+        context = capture.global_and_fixture_disabled() if (capture and verbose) else contextlib.nullcontext()
+        try:
+            with context:
+                result = vm.run_in_vm(argv, cwd=config.rootpath, env={IN_VM_PYTEST: "1"},
+                                      memory=config.getoption("vm_memory"),
+                                      cpus=min(2, os.cpu_count() or 1), timeout=timeout, modules=modules,
+                                      verbose=verbose, stream=sys.stdout if verbose else None,
+                                      progress=self._write if verbose else None, job_dir=self.job_dir)
+        except vm.VmError as error:
+            self.seconds = time.monotonic() - started
+            self.failure = f"the microVM test session failed after {self.seconds:.0f} s: {error}"
+            return
+        self.seconds = time.monotonic() - started
+        if not junit.exists():
+            self.failure = (f"the pytest run inside the microVM wrote no {junit} (exit code {result.returncode}); "
+                            f"its output ends with:\n" + "\n".join(result.output.splitlines()[-30:]))
+            return
+        try:
+            self.outcomes = parse_junit(junit.read_text(), nodeids)
+        except ET.ParseError as error:
+            self.failure = f"{junit} is not valid XML ({error})"
+            return
+        self._write(f"quicbed: microVM test session done in {self.seconds:.0f} s "
+                    f"(in-VM pytest exit code {result.returncode}; output in {self.job_dir}/output)")
+
+
+def junit_key(nodeid: str) -> tuple[str, str]:
+    """(classname, name) that pytest's junitxml writes for ``nodeid`` (no junit_prefix)."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".").removesuffix(".py")
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def parse_junit(text: str, nodeids: list[str]) -> dict[str, Outcome]:
+    """Outcomes per node id from a junit.xml written by pytest (xunit2)."""
+    wanted = {junit_key(nodeid): nodeid for nodeid in nodeids}
+    outcomes: dict[str, Outcome] = {}
+    for case in ET.fromstring(text).iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        nodeid = wanted.get(key)
+        if nodeid is None:
+            continue
+        seconds = float(case.get("time") or 0)
+        outcome = Outcome("passed", seconds=seconds)
+        for child in case:
+            message, body = child.get("message", ""), (child.text or "")
+            if child.tag == "skipped" and child.get("type") == "pytest.xfail":
+                outcome = Outcome("xfailed", message, body, "call", seconds)
+            elif child.tag == "skipped":
+                outcome = Outcome("skipped", message, body, "setup", seconds)
+            elif child.tag == "failure":
+                outcome = Outcome("failed", message, body, "call", seconds, outcome.teardown_error)
+            elif child.tag == "error":
+                if "teardown" in message:
+                    outcome.teardown_error = body or message
+                else:
+                    outcome = Outcome("error", message, body, "setup", seconds)
+        outcomes[nodeid] = outcome
+    return outcomes
+
+
+@dataclass
+class _CrashLine:
+    path: str
+    lineno: int
+    message: str
+
+
+class VmFailureRepr:
+    """A failure that happened in the microVM: its text, plus the one line summaries show."""
+
+    def __init__(self, item: pytest.Item, result: Outcome, where: str) -> None:
+        self.text = f"{result.text or result.message}\n{where}"
+        first = (result.message or result.text or "failed").strip().splitlines()
+        self.reprcrash = _CrashLine(str(item.path), (item.location[1] or 0) + 1,
+                                    f"{first[0] if first else 'failed'} (in the microVM)")
+
+    def toterminal(self, out: Any) -> None:
+        for line in self.text.splitlines():
+            out.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _report(item: pytest.Item, when: str, outcome: str, longrepr: Any = None, seconds: float = 0.0) -> TestReport:
+    now = time.time()
+    return TestReport(item.nodeid, item.location, {name: 1 for name in item.keywords}, outcome, longrepr, when,
+                      sections=(), duration=seconds, start=now - seconds, stop=now,
+                      user_properties=list(item.user_properties))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if not item.stash.get(_VM_ITEM, False):
+        return None
+    session: VmSession = item.config.stash[_SESSION]
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    result = session.outcome(item)
+    where = f"(in the microVM; job {session.job_dir})"
+    if result.outcome == "skipped":
+        line = item.location[1]
+        reason = result.message or "skipped"
+        ihook.pytest_runtest_logreport(report=_report(
+            item, "setup", "skipped", (str(item.path), (line or 0) + 1, f"Skipped: {reason} {where}")))
+    elif result.outcome == "error":
+        ihook.pytest_runtest_logreport(report=_report(item, "setup", "failed", VmFailureRepr(item, result, where)))
+    else:
+        ihook.pytest_runtest_logreport(report=_report(item, "setup", "passed"))
+        if result.outcome == "xfailed":
+            call = _report(item, "call", "skipped", None, result.seconds)
+            call.wasxfail = f"{result.message} {where}".strip()  # type: ignore[attr-defined]
+        elif result.outcome == "passed":
+            call = _report(item, "call", "passed", seconds=result.seconds)
+        else:
+            call = _report(item, "call", "failed", VmFailureRepr(item, result, where), result.seconds)
+        ihook.pytest_runtest_logreport(report=call)
+    # Host-side teardown: finishes fixtures of earlier tests that the next one does not share
+    # (this test set none up here; the teardown hooks of other plugins expect a setup, so
+    # only the setup state is wound down).
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None
+    call = CallInfo.from_call(lambda: item.session._setupstate.teardown_exact(nextitem), when="teardown",
+                              reraise=(pytest.exit.Exception, KeyboardInterrupt))
+    teardown = TestReport.from_item_and_call(item, call)
+    if result.teardown_error and teardown.passed:
+        teardown = _report(item, "teardown", "failed", f"{result.teardown_error}\n{where}")
+    ihook.pytest_runtest_logreport(report=teardown)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is None or session.outcomes is None:
+        return
+    counts: dict[str, int] = {}
+    for outcome in session.outcomes.values():
+        counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
+    summary = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no results"
+    terminalreporter.write_sep("-", "quicbed microVM")
+    terminalreporter.write_line(f"{len(session.items)} test(s) ran in the microVM in {session.seconds:.0f} s: "
+                                f"{summary}; job directory {session.job_dir}")
+    if session.failure:
+        terminalreporter.write_line(session.failure.splitlines()[0])
