@@ -57,6 +57,10 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{experiment['name']}-{time.strftime('%Y%m%d-%H%M%S')}"
     needs_vm = args.vm or (topo.needs_netem() and not has_netem() and not args.no_vm)
     if needs_vm and not vm.inside_vm():
+        hidden = vm.in_guest_tmpfs(out.resolve())
+        if hidden:
+            raise QuicbedError(f"results folder {out} is under {hidden}, which the microVM does not share with "
+                               "this host (fix: choose --out elsewhere, e.g. under results/)")
         print(f"this kernel has no netem: running in the microVM (software emulation is ~13x slower)",
               file=sys.stderr)
         argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--out", str(out),

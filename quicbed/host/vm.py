@@ -216,7 +216,7 @@ def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping
 
     PATH starts with the directory of this Python (pyenv shims are not usable there),
     PYTHONPATH keeps the host's and adds this quicbed source tree, QUICBED_* variables
-    are passed on, QUICBED_IN_VM=1 is set; ``env`` overrides all of these.
+    are passed on, QUICBED_IN_VM=1 and QUICBED_TBF_BURST_MS=10 are set; ``env`` overrides all of these.
     """
     host_env = os.environ if host_env is None else host_env
     python = python or sys.executable
@@ -230,6 +230,9 @@ def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping
         "HOME": "/root" if os.geteuid() == 0 else host_env.get("HOME", "/root"),
         "LANG": host_env.get("LANG") or "C.UTF-8",
         "TERM": "dumb",
+        # software-emulated timers fire milliseconds late: deeper token buckets keep rate limits
+        # accurate (see quicbed.backends.tc.tbf_burst)
+        "QUICBED_TBF_BURST_MS": "10",
     }
     pythonpath = [p for p in [_source_root(), *host_env.get("PYTHONPATH", "").split(":")] if p]
     if pythonpath:
@@ -335,6 +338,20 @@ def read_exit_code(job_dir: Path | str) -> int | None:
     except OSError:
         return None
     return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
+#: where scripts/install.sh builds virtiofsd when the distribution has no package for it
+VIRTIOFSD_DIR = Path(os.environ.get("QUICBED_VIRTIOFSD_DIR", "/var/lib/quicbed/virtiofsd"))
+
+
+def vng_environment() -> dict[str, str]:
+    """Environment for vng: with a virtiofsd on PATH, the guest's root filesystem is virtiofs
+    instead of 9p, which makes Python start two to three times faster in the VM."""
+    env = dict(os.environ)
+    built = VIRTIOFSD_DIR / "bin"
+    if (built / "virtiofsd").exists():
+        env["PATH"] = f"{built}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
 
 
 def vng_command(vng: str, image: KernelImage, script: Path, *, memory: str, cpus: int, kvm: bool) -> list[str]:
@@ -620,7 +637,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     timed_out = False
     with open(log, "wb") as log_file, _sigterm_as_interrupt():
         process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True, env=vng_environment())
         reader = _ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
         reader.start()
         known: set[int] = set()
