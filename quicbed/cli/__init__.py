@@ -19,7 +19,7 @@ Typical session:
   quicbed doctor                          what this machine can emulate
   quicbed topo show topologies/dumbbell.py -p delay=20ms
   quicbed run experiments/quickstart.yaml results land in results/
-  quicbed report results/quickstart-...   tables, plots, index.html
+  quicbed report results/quickstart-...   summary of a results folder
 """
 
 
