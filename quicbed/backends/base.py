@@ -180,12 +180,14 @@ class Network(ABC):
         self.started = False
 
     def __enter__(self) -> "Network":
-        with deferred_signals():
-            try:
+        try:
+            with deferred_signals():
                 self.start()
-            except BaseException:
+        except BaseException:
+            # a failed start, or a Ctrl-C that arrived during it and is delivered now
+            with deferred_signals():
                 self.stop()
-                raise
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
