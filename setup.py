@@ -18,6 +18,8 @@ setup(
         "scipy>=1.10",
         "aioquic>=1.2,<1.8",
         "cryptography>=42",
+        "pandas>=2.0",
+        "matplotlib>=3.7",
     ],
     extras_require={
         "vm": ["virtme-ng>=1.30"],

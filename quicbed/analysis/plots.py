@@ -1,0 +1,326 @@
+"""Figures for results folders: matplotlib (Agg), PNG and SVG, made to be read in print.
+
+Every function takes tidy data (a pandas DataFrame with the columns it names, as produced
+by :mod:`quicbed.analysis.stats` and :mod:`quicbed.analysis.metrics`) and an output path
+*stem* (``results/x/throughput`` -> ``throughput.png`` and ``throughput.svg``) and returns
+the paths it wrote. Axes carry units, groups get the Okabe-Ito colour-blind-safe palette
+(and, where lines overlap, distinct line styles so that grey-scale prints stay readable),
+no top/right spines, no titles inside the figure (captions belong to the document).
+SVG text stays text (searchable, editable) and the files are reproducible (no date, fixed
+hash salt). Figures are built with :class:`matplotlib.figure.Figure` directly, not pyplot:
+PNGs are rendered by Agg, nothing needs a display, and no global backend is switched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from cycler import cycler
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from quicbed.analysis.stats import ccdf, ecdf
+
+#: Okabe & Ito (2008), colour-blind safe; black last
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+FORMATS = ("png", "svg")
+WIDTH = 3.5  # inches: one column of a two-column paper
+HEIGHT = 2.4
+
+_STYLE: dict[str, Any] = {
+    "font.size": 9, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,
+    "legend.fontsize": 8, "legend.frameon": False, "axes.spines.top": False,
+    "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
+    "grid.linewidth": 0.5, "axes.axisbelow": True, "lines.linewidth": 1.4,
+    "savefig.dpi": 200, "savefig.bbox": "tight", "svg.fonttype": "none",
+    "svg.hashsalt": "quicbed", "axes.prop_cycle": cycler(color=PALETTE),
+}
+
+PathLike = str | os.PathLike[str]
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
+        yield
+
+
+#: fixed colours for the protocols compared, so that every figure of a study agrees
+PROTOCOL_COLOURS = {"quic": PALETTE[0], "bquic": PALETTE[1], "tcp": PALETTE[2]}
+
+
+def colour(index: int, name: str | None = None) -> str:
+    """The colour of group ``name`` (:data:`PROTOCOL_COLOURS` when it names a protocol,
+    e.g. "quic" or "tcp client"), else the ``index``-th palette colour (cycling)."""
+    if name:
+        words = str(name).lower().replace("(", " ").replace(")", " ").split()
+        for word in words:
+            if word in PROTOCOL_COLOURS:
+                return PROTOCOL_COLOURS[word]
+    return PALETTE[index % len(PALETTE)]
+
+
+def save(figure: Figure, stem: PathLike, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write ``figure`` as ``stem.<format>`` for each format, close it, return the paths."""
+    base = Path(stem)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = base.with_name(f"{base.name}.{fmt}")
+        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+        figure.savefig(path, format=fmt, metadata=metadata)
+        written.append(path)
+    return written
+
+
+def _groups(frame: pd.DataFrame, column: str | None) -> list[tuple[str, pd.DataFrame]]:
+    if column is None or column not in frame:
+        return [("", frame)]
+    return [(str(name), part) for name, part in frame.groupby(column, sort=False)]
+
+
+def _legend(axes: Axes, **kwargs: object) -> None:
+    _, labels = axes.get_legend_handles_labels()
+    if any(labels):
+        axes.legend(**kwargs)
+
+
+# --------------------------------------------------------------------------- bars
+
+
+def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
+           hue: str | None = None, xlabel: str | None = None,
+           formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Grouped bars of ``mean`` with error bars ``[ci_low, ci_high]`` per cell.
+
+    ``summary``: one row per cell, columns ``x``, optionally ``hue``, ``mean``,
+    ``ci_low``, ``ci_high`` (e.g. :func:`quicbed.analysis.stats.summarize`).
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        categories = list(dict.fromkeys(summary[x].astype(str)))
+        groups = _groups(summary, hue)
+        width = 0.8 / len(groups)
+        positions = np.arange(len(categories))
+        for number, (name, part) in enumerate(groups):
+            values = part.set_index(part[x].astype(str)).reindex(categories)
+            offset = (number - (len(groups) - 1) / 2) * width
+            low = (values["mean"] - values["ci_low"]).to_numpy(dtype=float)
+            high = (values["ci_high"] - values["mean"]).to_numpy(dtype=float)
+            axes.bar(positions + offset, values["mean"], width * 0.92, color=colour(number, name),
+                     label=name or None, yerr=np.vstack([low, high]), capsize=2,
+                     error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+        axes.set_xticks(positions, categories)
+        axes.set_xlabel(xlabel if xlabel is not None else x)
+        axes.set_ylabel(ylabel)
+        axes.grid(axis="x", visible=False)
+        _legend(axes, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(groups))
+        return save(figure, stem, formats)
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
+              group: str | None = None, scale: float = 1.0, confidence: float = 0.95,
+              logy: bool = False, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """CCDF ``P(X > x)`` per group with its DKW ``confidence`` band (shaded).
+
+    ``samples``: one row per observation (e.g. per run), column ``value`` (multiplied by
+    ``scale`` for display, e.g. 1e-6 for bit/s -> Mbit/s) and optionally ``group``.
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        for number, (name, part) in enumerate(_groups(samples, group)):
+            table = ccdf(part[value].to_numpy(dtype=float) * scale, confidence)
+            if table.empty:
+                continue
+            # start the step at P = 1 just left of the smallest value
+            xs = np.concatenate([[table["x"].iloc[0]], table["x"]])
+            ps = np.concatenate([[1.0], table["P"]])
+            lows = np.concatenate([[table["low"].iloc[0]], table["low"]])
+            highs = np.concatenate([[1.0], table["high"]])
+            axes.fill_between(xs, lows, highs, step="post", color=colour(number, name), alpha=0.2,
+                              linewidth=0)
+            axes.step(xs, ps, where="post", color=colour(number, name),
+                      linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel("P(X > x)")
+        if logy:
+            axes.set_yscale("log")
+        else:
+            axes.set_ylim(0, 1.02)
+        _legend(axes)
+        return save(figure, stem, formats)
+
+
+def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
+             group: str | None = None, threshold: float = 100e-6, bins: int = 40,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Inter-packet times: histogram (left, log-spaced bins) and ECDF (right), in us.
+
+    ``gaps``: one row per gap, column ``value`` in seconds, optionally ``group``. A dotted
+    line marks ``threshold`` (100 us by default: back-to-back packets).
+    """
+    with _style():
+        figure = Figure(figsize=(2 * WIDTH, HEIGHT))
+        left, right = figure.subplots(1, 2)
+        micro = gaps[value].to_numpy(dtype=float) * 1e6
+        positive = micro[micro > 0]
+        low = max(positive.min(), 0.1) if positive.size else 0.1
+        high = max(positive.max(), low * 10) if positive.size else 1e6
+        edges = np.logspace(np.log10(low), np.log10(high), bins + 1)
+        for number, (name, part) in enumerate(_groups(gaps, group)):
+            data = part[value].to_numpy(dtype=float) * 1e6
+            share = np.ones_like(data) / max(len(data), 1)
+            left.hist(np.clip(data, low, high), bins=edges, weights=share, histtype="step",
+                      color=colour(number, name), linestyle=LINESTYLES[number % len(LINESTYLES)],
+                      linewidth=1.2, label=name or None)
+            table = ecdf(data)
+            if not table.empty:
+                right.step(table["x"].clip(lower=low), table["F"], where="post",
+                           color=colour(number, name), linestyle=LINESTYLES[number % len(LINESTYLES)],
+                           label=name or None)
+        for axes in (left, right):
+            axes.set_xscale("log")
+            axes.set_xlabel("inter-packet time (µs)")
+            axes.axvline(threshold * 1e6, color="#555555", linestyle=":", linewidth=0.8)
+        left.set_ylabel("share of gaps")
+        right.set_ylabel("P(gap ≤ x)")
+        right.set_ylim(0, 1.02)
+        _legend(right)
+        return save(figure, stem, formats)
+
+
+# --------------------------------------------------------------------------- time series
+
+
+def cwnd_plot(series: pd.DataFrame, stem: PathLike, *, value: str = "cwnd",
+              group: str | None = None, scale: float = 1e-3, ylabel: str = "cwnd (kB)",
+              extra: Sequence[str] = (), formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Congestion window over time (sample and hold), one line per group.
+
+    ``series``: columns ``time`` (s from the start of the run), ``value`` (bytes, shown
+    times ``scale``: kB by default; use ``scale=1, ylabel="cwnd (segments)"`` for TCP
+    segments), optionally ``group`` and the ``extra`` columns (e.g. ``bytes_in_flight``,
+    ``ssthresh``), drawn thin and dashed in the same colour.
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        for number, (name, part) in enumerate(_groups(series, group)):
+            axes.step(part["time"], part[value] * scale, where="post", color=colour(number, name),
+                      label=f"{name} {value}".strip() if extra else (name or None))
+            for count, column in enumerate(extra):
+                axes.step(part["time"], part[column] * scale, where="post",
+                          color=colour(number, name), linewidth=0.7,
+                          linestyle=LINESTYLES[(count + 1) % len(LINESTYLES)],
+                          label=f"{name} {column}".strip())
+        axes.set_xlabel("time (s)")
+        axes.set_ylabel(ylabel)
+        axes.set_ylim(bottom=0)
+        _legend(axes)
+        return save(figure, stem, formats)
+
+
+def throughput_bins_plot(binned: pd.DataFrame, stem: PathLike, *, group: str | None = None,
+                         bin_width: float | None = None, formats: Sequence[str] = FORMATS
+                         ) -> list[Path]:
+    """Throughput per time bin (default 50 ms), Mbit/s, one step line per group.
+
+    ``binned``: columns ``time`` (bin start, s) and ``throughput`` (bit/s), optionally
+    ``group`` (e.g. :func:`quicbed.analysis.metrics.binned_throughput` output).
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        for number, (name, part) in enumerate(_groups(binned, group)):
+            width = bin_width or (float(np.diff(part["time"]).min()) if len(part) > 1 else 0.05)
+            xs = np.append(part["time"].to_numpy(dtype=float), part["time"].iloc[-1] + width)
+            ys = np.append(part["throughput"].to_numpy(dtype=float), part["throughput"].iloc[-1])
+            axes.step(xs, ys / 1e6, where="post", color=colour(number, name),
+                      linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
+        axes.set_xlabel("time (s)")
+        label = f"throughput per {bin_width * 1000:g} ms (Mbit/s)" if bin_width else (
+            "throughput (Mbit/s)")
+        axes.set_ylabel(label)
+        axes.set_ylim(bottom=0)
+        _legend(axes)
+        return save(figure, stem, formats)
+
+
+def sequence_plot(rows: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS
+                  ) -> list[Path]:
+    """Time-sequence diagram of one run (:func:`quicbed.analysis.metrics.sequence_frame`):
+    data packets sent at the server, received at the client, lost, and the ACKs."""
+    marks = {"sent": ("o", colour(0), "sent (server)", 6),
+             "received": ("+", colour(2), "received (client)", 12),
+             "lost": ("x", colour(3), "lost", 14),
+             "ack": ("_", colour(1), "ACK (client)", 8)}
+    with _style():
+        figure = Figure(figsize=(WIDTH * 1.4, HEIGHT * 1.2))
+        axes = figure.subplots()
+        for kind, (marker, tint, label, size) in marks.items():
+            part = rows[rows["kind"] == kind]
+            if part.empty:
+                continue
+            face = "none" if marker == "o" else tint
+            axes.scatter(part["time"] * 1000, part["offset"] / 1000, s=size, marker=marker,
+                         facecolors=face, edgecolors=tint if marker == "o" else None,
+                         linewidths=0.6 if marker == "o" else 0.9, label=label)
+        axes.set_xlabel("time since first data packet (ms)")
+        axes.set_ylabel("data offset (kB)")
+        _legend(axes)
+        return save(figure, stem, formats)
+
+
+def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS
+               ) -> list[Path]:
+    """Bandwidth share over time of parallel flows: stacked areas of ``share`` per bin.
+
+    ``shares``: columns ``time`` (bin start, s), ``flow``, ``share``
+    (:func:`quicbed.analysis.stats.bandwidth_share`). Bins where nothing was sent are
+    left blank. A dotted line marks the fair share of two flows when there are two.
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        table = shares.pivot_table(index="time", columns="flow", values="share", sort=False)
+        flows = list(dict.fromkeys(shares["flow"]))
+        table = table[flows].sort_index()
+        times = table.index.to_numpy(dtype=float)
+        step = float(np.diff(times).min()) if times.size > 1 else 1.0
+        xs = np.append(times, times[-1] + step)
+        bottom = np.zeros(len(times))
+        sent = ~np.all(np.isnan(table.to_numpy(dtype=float)), axis=1)  # bins with traffic
+        where = np.append(sent, sent[-1])
+        for number, flow in enumerate(flows):
+            values = np.nan_to_num(table[flow].to_numpy(dtype=float))
+            top = bottom + values
+            axes.fill_between(xs, np.append(bottom, bottom[-1]), np.append(top, top[-1]),
+                              where=where, step="post", color=colour(number, str(flow)), alpha=0.85,
+                              linewidth=0, label=str(flow))
+            bottom = top
+        if len(flows) == 2:
+            axes.axhline(0.5, color="#333333", linestyle=":", linewidth=0.8)
+        axes.set_xlabel("time (s)")
+        axes.set_ylabel("share of bytes per bin")
+        axes.set_ylim(0, 1)
+        axes.grid(visible=False)
+        _legend(axes, loc="upper right")
+        return save(figure, stem, formats)
+
+
+__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "cwnd_plot", "ipt_plot",
+           "save", "sequence_plot", "share_plot", "throughput_bins_plot"]
