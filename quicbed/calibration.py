@@ -110,19 +110,16 @@ class LinkCalibrator:
         if configured.rate is None:
             raise ValueError("rate() needs a shape with a rate")
         a, b = self.network.node("a"), self.network.node("b")
-        server = b.start(["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], name="iperf3-server")
+        server = b.start(["iperf3", "-s", "-p", str(IPERF_PORT)], name="iperf3-server")
         try:
             offered = configured.rate * 1.3 * RATE_PAYLOAD / (RATE_PAYLOAD + HEADERS_BYTES)
-            result = None
-            for _attempt in range(50):  # until the server listens
-                result = a.run(["iperf3", "-c", b.address, "-p", str(IPERF_PORT), "-u", "-b", str(int(offered)),
-                                "-l", str(RATE_PAYLOAD), "-t", str(seconds), "-J"], timeout=seconds + 60, check=False)
-                if result.returncode == 0:
-                    break
-                time.sleep(0.2)
-            assert result is not None
-            if result.returncode != 0:
-                raise BackendError(f"iperf3 failed: {result.stdout[-500:]} {result.stderr[-500:]}")
+            deadline = time.monotonic() + 120
+            while f":{IPERF_PORT} " not in b.run(["ss", "-ltnH"]).stdout:
+                if not server.running or time.monotonic() > deadline:
+                    raise BackendError(f"iperf3 server did not start listening: {server.errors()}")
+                time.sleep(0.1)
+            result = a.run(["iperf3", "-c", b.address, "-p", str(IPERF_PORT), "-u", "-b", str(int(offered)),
+                            "-l", str(RATE_PAYLOAD), "-t", str(seconds), "-J"], timeout=seconds + 120, check=False)
             report = json.loads(result.stdout)
             end = report.get("end", {})
             summary = end.get("sum_received") or end.get("sum")

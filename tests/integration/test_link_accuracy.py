@@ -19,11 +19,14 @@ import pytest
 
 from quicbed.analysis.linkstats import Z999, expected_iqr, loss_count_interval
 from quicbed.calibration import LinkCalibrator, ProbePlan
+from quicbed.host.vm import inside_vm
 from quicbed.spec.loss import Bernoulli
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.needs_kernel("netem")]
 
-LATENESS = 0.002  # seconds a delayed packet may arrive late (timer slack; microVM-sized)
+# How late a delayed packet may arrive: timer slack. A software-emulated microVM on a busy
+# 2-core host fires timers milliseconds late (bench/README.md); a real kernel, well under one.
+LATENESS = 0.005 if inside_vm() else 0.001
 
 
 @pytest.fixture(scope="module")
