@@ -103,5 +103,7 @@ def test_reordering_sends_the_chosen_share_at_once(calibrator):
 
 
 def test_rate_limit_behind_a_delay(calibrator):
-    shape, rate = calibrator.rate({"rate": "8mbit", "delay": "10ms"})
-    assert rate / shape.rate == pytest.approx(1.0, abs=0.05)
+    # A software-emulated guest on a busy host cannot always feed even a few Mbit/s on
+    # time (bench/README.md): there the allowance is wider than on a real kernel.
+    shape, rate = calibrator.rate({"rate": "4mbit", "delay": "10ms"})
+    assert rate / shape.rate == pytest.approx(1.0, abs=0.10 if inside_vm() else 0.03)
