@@ -58,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     needs_vm = args.vm or (topo.needs_netem() and not has_netem() and not args.no_vm)
     if needs_vm and not vm.inside_vm():
         hidden = vm.in_guest_tmpfs(out.resolve())
-        if hidden:
+        if hidden and not out.resolve().is_relative_to(Path.cwd().resolve()):  # the cwd is shared
             raise QuicbedError(f"results folder {out} is under {hidden}, which the microVM does not share with "
                                "this host (fix: choose --out elsewhere, e.g. under results/)")
         print(f"this kernel has no netem: running in the microVM (software emulation is ~13x slower)",

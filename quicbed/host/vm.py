@@ -128,6 +128,25 @@ def in_guest_tmpfs(path: Path | str) -> str | None:
     return None
 
 
+def guest_private_dirs(paths: Iterable[Path]) -> list[str]:
+    """Those of ``paths`` that lie inside a guest-private tmpfs, to share with --rwdir.
+
+    A checkout or virtualenv under /tmp is hidden by the guest's own /tmp unless shared
+    explicitly. The tmpfs roots themselves (e.g. all of /tmp) are not shared.
+    """
+    result: list[str] = []
+    for path in sorted({os.path.abspath(str(p)) for p in paths}):
+        hidden = in_guest_tmpfs(path)
+        if hidden is None:
+            continue
+        if path == hidden:
+            raise VmError(f"{path} is an empty tmpfs inside the microVM and cannot be shared whole: "
+                          "run from a folder inside it or elsewhere (e.g. your project or /var/lib)")
+        if not any(path.startswith(parent + "/") for parent in result):
+            result.append(path)
+    return result
+
+
 def inside_vm() -> bool:
     """Whether this process runs inside a quicbed (or any virtme-ng) microVM."""
     if os.environ.get(IN_VM_VARIABLE) == "1":
@@ -354,9 +373,11 @@ def vng_environment() -> dict[str, str]:
     return env
 
 
-def vng_command(vng: str, image: KernelImage, script: Path, *, memory: str, cpus: int, kvm: bool) -> list[str]:
+def vng_command(vng: str, image: KernelImage, script: Path, *, memory: str, cpus: int, kvm: bool,
+                shared: Iterable[str] = ()) -> list[str]:
     argv = [vng, "--run", str(image.vmlinuz), "--memory", str(memory), "--cpus", str(cpus),
-            "--rw", "--verbose", "--exec", f"/bin/sh {shlex.quote(str(script))}"]
+            "--rw", "--verbose", *(f"--rwdir={path}" for path in shared),
+            "--exec", f"/bin/sh {shlex.quote(str(script))}"]
     if not kvm:
         argv.append("--disable-kvm")
     return argv
@@ -597,10 +618,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
         raise VmError("no command given to run in the microVM")
     if inside_vm():
         raise VmError("already inside the microVM: run the command directly (nested microVMs are not supported)")
-    hidden = in_guest_tmpfs(cwd)
-    if hidden:
-        raise VmError(f"the working directory {cwd} is under {hidden}, which is an empty tmpfs inside the "
-                      "microVM: run from a directory the guest shares (e.g. your project or /var/lib)")
+    shared = guest_private_dirs([cwd, Path(sys.prefix), Path(_source_root() or cwd)])
     vng = find_vng()
     if vng is None:
         raise MissingDependency(f"virtme-ng (command 'vng') is not installed: {sys.executable} -m pip install "
@@ -627,7 +645,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     log = Path(log_path) if log_path else job_dir / "console.log"
     log.parent.mkdir(parents=True, exist_ok=True)
 
-    command = vng_command(vng, image, script, memory=memory, cpus=cpus, kvm=kvm)
+    command = vng_command(vng, image, script, memory=memory, cpus=cpus, kvm=kvm, shared=shared)
     if progress:
         progress(f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
                  f"{cpus} CPU, {memory}); console log: {log}")

@@ -355,6 +355,15 @@ def test_run_in_vm_rejects_guest_private_cwd(monkeypatch):
         vm.run_in_vm(["true"], cwd="/tmp")
 
 
+def test_folders_under_guest_tmpfs_are_shared_explicitly(tmp_path):
+    assert vm.guest_private_dirs([Path("/tmp/ci/repo"), Path("/tmp/ci/repo/.venv"), Path("/work/x")]) == [
+        "/tmp/ci/repo"]
+    image = vm.KernelImage("6.1.0-1-amd64", tmp_path / "vmlinuz", tmp_path)
+    argv = vm.vng_command("vng", image, Path("/var/lib/quicbed/vm/j/job.sh"), memory="2G", cpus=2, kvm=False,
+                          shared=["/tmp/ci/repo"])
+    assert "--rwdir=/tmp/ci/repo" in argv
+
+
 # --- the pytest plugin's junit mapping --------------------------------------------------------
 
 def test_junit_key():
