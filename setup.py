@@ -20,6 +20,7 @@ setup(
         "cryptography>=42",
         "pandas>=2.0",
         "matplotlib>=3.7",
+        "h2>=4.1,<5",
     ],
     extras_require={
         "vm": ["virtme-ng>=1.30"],

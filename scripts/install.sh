@@ -29,7 +29,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx kmod procps psmisc ca-certificates
+packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
           python3 python3-venv python3-pip)
 $with_vm && packages+=(qemu-system-x86 file binutils)
 $with_tests && packages+=(vagrant git)

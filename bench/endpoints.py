@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Endpoint limits: the most each server/client pair moves between two namespaces.
+
+    sudo python3 bench/endpoints.py            # 3 rounds (a few minutes)
+    sudo python3 bench/endpoints.py --quick    # 1 round, smaller objects
+    sudo python3 bench/endpoints.py --json out.json
+
+client namespace --- one veth pair, no qdisc, no rate limit --- server namespace
+
+The pairs: aioquic with the quic and bquic profiles (quicbed.apps.quic server and client),
+nginx with quicbed's TCP client over HTTP/1.1 and HTTP/2, and nginx with curl over HTTP/2
+(the reference client: is quicbed's client the limit?). One bulk download per run; the
+pairs run round-robin so that drifting background load hits them alike, and the median
+is reported. quicbed's namespaces turn segmentation and receive offloads off (tso, gso,
+gro, lro, tx-checksumming), as emulated links need, so every 1500-byte packet costs a
+trip through the stack: the figures are per-packet limits, well below what the same
+software does on a real NIC.
+
+Per pair: goodput (body bytes / download time, connection set-up excluded), the CPU each
+side used during the transfer as a share of one core (the client's process CPU from
+wait4 minus what a 1 kB download costs it - start-up, imports, handshake - divided by
+the download time; the server's from /proc/PID/stat of the process and its children,
+same subtraction), and UDP receive-buffer drops in the two namespaces (/proc/net/snmp).
+Then aioquic's qlog overhead: the quic profile with qlog off, filtered and full on both
+sides. Last, the clients through a token bucket at an emulated rate (--rate, default
+100 Mbit/s): the share of a core each needs there, i.e. whether it could be the
+bottleneck of an experiment. Every run is bounded (timeout per download, --max-minutes
+overall).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from quicbed import Topology
+from quicbed.apps import objects
+from quicbed.apps.tcp import nginx
+from quicbed.apps.tcp.run import module_argv
+from quicbed.backends.base import NodeHandle, Process
+from quicbed.backends.netns import OFFLOADS, NamespaceNetwork
+
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+QUIC_PORT = 4433
+TCP_PORT = 8443
+TINY = 1000
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live children."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except (OSError, IndexError, ValueError):
+            continue
+        pending += [int(child) for child in children]
+    return total
+
+
+def udp_counters(node: NodeHandle) -> dict[str, int]:
+    """The Udp: line of /proc/net/snmp in the node's namespace."""
+    lines = [line.split() for line in node.run(["cat", "/proc/net/snmp"]).stdout.splitlines()
+             if line.startswith("Udp:")]
+    return dict(zip(lines[0][1:], map(int, lines[1][1:]), strict=False)) if len(lines) >= 2 else {}
+
+
+def udp_drops(before: dict[str, int], after: dict[str, int]) -> int:
+    return sum(after.get(k, 0) - before.get(k, 0) for k in ("RcvbufErrors", "InErrors"))
+
+
+def wait_with_usage(process: Process, timeout: float) -> tuple[int, float]:
+    """Reap a client; return (exit status, CPU seconds it used)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            pid, status, usage = os.wait4(process.pid, 0)
+            break
+        time.sleep(0.02)
+    process.popen.returncode = os.waitstatus_to_exitcode(status)
+    return process.popen.returncode, usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class Run:
+    section: str
+    pair: str
+    ok: bool
+    size: int
+    completion_time: float | None
+    client_cpu: float
+    server_cpu: float
+    udp_drops: int
+    error: str | None = None
+
+    @property
+    def mbit_per_s(self) -> float | None:
+        return self.size * 8 / self.completion_time / 1e6 if self.ok and self.completion_time else None
+
+
+@dataclass
+class Pair:
+    """One server (started once) and the client command for a path."""
+
+    name: str
+    server_pid: Callable[[], int]
+    client_argv: Callable[[str, Path], list[str]]
+    size: int
+    kind: str = "tcp"
+    runs: list[Run] = field(default_factory=list)
+    fixed_client_cpu: float = 0.0
+    fixed_server_cpu: float = 0.0
+
+
+class Bench:
+    def __init__(self, net: NamespaceNetwork, work: Path, timeout: float, section: str) -> None:
+        self.section = section
+        self.net = net
+        self.work = work
+        self.timeout = timeout
+        self.client = net.node("client")
+        self.server = net.node("server")
+        self.count = 0
+
+    def download(self, pair: Pair, path: str) -> tuple[dict[str, Any], float, float, int]:
+        self.count += 1
+        output = self.work / f"run-{self.count}.json"
+        counters = [udp_counters(self.client), udp_counters(self.server)]
+        server_before = process_tree_cpu(pair.server_pid())
+        process = self.client.start(pair.client_argv(path, output), name=f"client-{self.count}",
+                                    log_dir=self.work / "logs")
+        status, client_cpu = wait_with_usage(process, self.timeout)
+        server_cpu = process_tree_cpu(pair.server_pid()) - server_before
+        drops = udp_drops(counters[0], udp_counters(self.client)) + \
+            udp_drops(counters[1], udp_counters(self.server))
+        try:
+            record = json.loads(output.read_text())
+        except (OSError, json.JSONDecodeError):
+            record = {"ok": False, "error": f"client exit {status}: {process.errors()[-300:]}"}
+        return record, client_cpu, server_cpu, drops
+
+    def calibrate(self, pair: Pair) -> None:
+        """CPU a tiny download costs each side (process start-up, imports, handshake)."""
+        costs = [self.download(pair, f"/bulk/{objects.bulk_name(TINY)}.bin") for _ in range(2)]
+        pair.fixed_client_cpu = min(c[1] for c in costs)
+        pair.fixed_server_cpu = min(c[2] for c in costs)
+
+    def measure(self, pair: Pair) -> Run:
+        record, client_cpu, server_cpu, drops = self.download(
+            pair, f"/bulk/{objects.bulk_name(pair.size)}.bin")
+        run = Run(section=self.section, pair=pair.name, ok=bool(record.get("ok")), size=pair.size,
+                  completion_time=record.get("completion_time"),
+                  client_cpu=max(0.0, client_cpu - pair.fixed_client_cpu),
+                  server_cpu=max(0.0, server_cpu - pair.fixed_server_cpu),
+                  udp_drops=drops, error=record.get("error"))
+        pair.runs.append(run)
+        return run
+
+
+def quic_pair(bench: Bench, name: str, profile: str, size: int, qlog: str, cert: Path,
+              key: Path, root: Path, port: int) -> Pair:
+    qlog_args = [] if qlog == "off" else ["--qlog-mode", qlog]
+    run_dir = bench.work / f"quic-{name.replace(' ', '_')}"
+    run_dir.mkdir()
+    server_args = ["--root", str(root), "--cert", str(cert), "--key", str(key), "--port",
+                   str(port), "--profile", profile, "--ready-file", str(run_dir / "ready.json")]
+    if qlog != "off":
+        server_args += ["--qlog-dir", str(run_dir / "qlog-server"), *qlog_args]
+    process = bench.server.start(module_argv("quicbed.apps.quic.server", server_args),
+                                 name=f"quic-server-{port}", log_dir=run_dir)
+    deadline = time.monotonic() + 30
+    while not (run_dir / "ready.json").exists():
+        if not process.running or time.monotonic() > deadline:
+            raise RuntimeError(f"QUIC server {name} did not start: {process.errors()}")
+        time.sleep(0.05)
+
+    def client_argv(path: str, output: Path) -> list[str]:
+        extra = [] if qlog == "off" else ["--qlog-dir", str(run_dir / "qlog-client"), *qlog_args]
+        return module_argv("quicbed.apps.quic.client", [
+            "--host", bench.server.address, "--port", str(port), "--insecure", "--profile",
+            profile, "--path", path, "--timeout", str(bench.timeout - 5), "--output", str(output),
+            *extra])
+
+    return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size,
+                kind="quic")
+
+
+def tcp_pair(bench: Bench, name: str, server: nginx.NginxServer, http: str, size: int,
+             engine: str = "python") -> Pair:
+    def client_argv(path: str, output: Path) -> list[str]:
+        return module_argv("quicbed.apps.tcp.client", [
+            "--host", bench.server.address, "--port", str(server.settings.port), "--insecure",
+            "--http", http, "--engine", engine, "--path", path, "--timeout",
+            str(bench.timeout - 5), "--output", str(output)])
+
+    assert server.process is not None
+    process = server.process
+    return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def summary(pair: Pair) -> dict[str, Any]:
+    done = [r for r in pair.runs if r.ok and r.completion_time]
+    row: dict[str, Any] = {"pair": pair.name, "size": pair.size, "runs": len(pair.runs),
+                           "ok": len(done),
+                           "errors": sorted({r.error for r in pair.runs if r.error})}
+    if done:
+        rates = [r.mbit_per_s for r in done]
+        row.update(
+            mbit_per_s=statistics.median(rates), mbit_min=min(rates), mbit_max=max(rates),  # type: ignore[type-var]
+            client_cpu_s=statistics.median(r.client_cpu for r in done),
+            server_cpu_s=statistics.median(r.server_cpu for r in done),
+            client_cpu_share=statistics.median(r.client_cpu / r.completion_time for r in done),  # type: ignore[operator]
+            server_cpu_share=statistics.median(r.server_cpu / r.completion_time for r in done),  # type: ignore[operator]
+            udp_drops=sum(r.udp_drops for r in done) if pair.kind == "quic" else None)
+    return row
+
+
+def print_table(rows: list[dict[str, Any]], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'pair':<34} {'object':>7} {'runs':>5} {'Mbit/s':>7} {'(min-max)':>11} "
+          f"{'client CPU':>15} {'server CPU':>15} {'UDP drops':>10}")
+    for row in rows:
+        if "mbit_per_s" not in row:
+            print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']}/{row['runs']:<3} "
+                  f"failed: {'; '.join(row['errors'])[:80]}")
+            continue
+        drops = "-" if row["udp_drops"] is None else str(row["udp_drops"])
+        print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']:>2}/{row['runs']:<2} "
+              f"{row['mbit_per_s']:>7.0f} {row['mbit_min']:>5.0f}-{row['mbit_max']:<5.0f} "
+              f"{row['client_cpu_s']:>7.2f} s {row['client_cpu_share'] * 100:>3.0f}% "
+              f"{row['server_cpu_s']:>7.2f} s {row['server_cpu_share'] * 100:>3.0f}% {drops:>10}")
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in
+                     Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu": model,
+            "python": platform.python_version(), "loadavg": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1 round, smaller objects")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3, quick 1)")
+    parser.add_argument("--quic-size", default=None, help="QUIC object (default 20MB, quick 10MB)")
+    parser.add_argument("--tcp-size", default=None, help="TCP object (default 200MB, quick 50MB)")
+    parser.add_argument("--qlog-size", default="10MB", help="object for the qlog comparison")
+    parser.add_argument("--rate", default="100mbit", help="the rate-limited section's link rate")
+    parser.add_argument("--limited-size", default="20MB", help="object for the rate-limited "
+                        "section")
+    parser.add_argument("--timeout", type=float, default=90.0, help="per download, seconds")
+    parser.add_argument("--max-minutes", type=float, default=15.0, help="stop starting runs after")
+    parser.add_argument("--json", type=Path, help="also write everything as JSON here")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench/endpoints.py needs root (network namespaces)", file=sys.stderr)
+        return 2
+    from quicbed.spec.units import parse_size
+
+    rounds = args.rounds or (1 if args.quick else 3)
+    quic_size = parse_size(args.quic_size or ("10MB" if args.quick else "20MB"))
+    tcp_size = parse_size(args.tcp_size or ("50MB" if args.quick else "200MB"))
+    qlog_size = parse_size(args.qlog_size)
+    limited_size = parse_size(args.limited_size)
+    started = time.monotonic()
+    load_before = os.getloadavg()
+
+    def out_of_time() -> bool:
+        if time.monotonic() - started > args.max_minutes * 60:
+            print(f"stopping: --max-minutes {args.max_minutes:g} reached", file=sys.stderr)
+            return True
+        return False
+
+    def run_rounds(pairs: list[Pair], bench: Bench) -> None:
+        for pair in pairs:
+            bench.calibrate(pair)
+        for index in range(rounds):
+            for pair in pairs:
+                if out_of_time():
+                    return
+                run = bench.measure(pair)
+                print(f"round {index + 1}/{rounds} {pair.name}: "
+                      f"{run.mbit_per_s or 0:.0f} Mbit/s {run.error or ''}",
+                      file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="quicbed-bench-endpoints-") as directory:
+        work = Path(directory)
+        root = work / "www"
+        objects.generate(root, bulk=sorted({TINY, quic_size, tcp_size, qlog_size, limited_size}))
+        topo = Topology("endpoints", description="client and server on one unshaped veth pair")
+        topo.add_link(topo.add_host("client"), topo.add_host("server"))
+        with NamespaceNetwork(topo) as net:
+            bench = Bench(net, work / "unlimited", args.timeout, "unlimited")
+            bench.work.mkdir()
+            cert, key = nginx.ensure_certificate(work / "tls", [bench.server.address, "localhost"])
+            server = nginx.NginxServer(bench.server, nginx.NginxSettings(
+                root=root, certificate=cert, private_key=key, port=TCP_PORT,
+                congestion_control="cubic"), work / "nginx").start()
+            main_pairs = [
+                quic_pair(bench, "aioquic quic", "quic", quic_size, "off", cert, key, root, 4433),
+                quic_pair(bench, "aioquic bquic", "bquic", quic_size, "off", cert, key, root, 4434),
+                tcp_pair(bench, "nginx + quicbed client HTTP/1.1", server, "1.1", tcp_size),
+                tcp_pair(bench, "nginx + quicbed client HTTP/2", server, "2", tcp_size),
+                tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", tcp_size, "curl"),
+            ]
+            qlog_pairs = [
+                quic_pair(bench, f"aioquic quic, qlog {mode}", "quic", qlog_size, mode, cert, key,
+                          root, 4440 + index)
+                for index, mode in enumerate(("off", "filtered", "full"))]
+            run_rounds(main_pairs + qlog_pairs, bench)
+            server.stop()
+        # the TCP clients at an emulated rate: what share of a core do they need there?
+        topo = Topology("endpoints-limited", description=f"one veth pair shaped to {args.rate}")
+        topo.add_link(topo.add_host("client"), topo.add_host("server"), rate=args.rate,
+                      queue_limit=1000)
+        limited_pairs: list[Pair] = []
+        if not out_of_time():
+            with NamespaceNetwork(topo) as net:
+                bench = Bench(net, work / "limited", args.timeout, args.rate)
+                bench.work.mkdir()
+                server = nginx.NginxServer(bench.server, nginx.NginxSettings(
+                    root=root, certificate=work / "tls/cert.pem", private_key=work / "tls/key.pem",
+                    port=TCP_PORT, congestion_control="cubic"), work / "nginx-limited").start()
+                limited_pairs = [
+                    quic_pair(bench, "aioquic quic", "quic", limited_size, "off",
+                              work / "tls/cert.pem", work / "tls/key.pem", root, 4433),
+                    tcp_pair(bench, "nginx + quicbed client HTTP/1.1", server, "1.1", limited_size),
+                    tcp_pair(bench, "nginx + quicbed client HTTP/2", server, "2", limited_size),
+                    tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", limited_size,
+                             "curl")]
+                run_rounds(limited_pairs, bench)
+                server.stop()
+    rows = [summary(pair) for pair in main_pairs]
+    qlog_rows = [summary(pair) for pair in qlog_pairs]
+    limited_rows = [summary(pair) for pair in limited_pairs]
+    info = machine()
+    print(f"quicbed bench/endpoints.py  {time.strftime('%Y-%m-%d %H:%M')}  kernel {info['kernel']}, "
+          f"{info['cpus']} CPUs ({info['cpu']}), Python {info['python']}")
+    print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; "
+          f"{rounds} round(s), median shown; one veth pair, no rate limit, offloads off "
+          f"({', '.join(OFFLOADS)})")
+    print_table(rows, "Endpoint pairs: bulk download goodput; CPU = seconds used for the "
+                "transfer and share of one core during it")
+    print_table(qlog_rows, "aioquic qlog overhead (quic profile, qlog mode on both sides)")
+    base = next((r for r in qlog_rows if r.get("pair", "").endswith("off") and "mbit_per_s" in r), None)
+    if base:
+        for row in qlog_rows[1:]:
+            if "mbit_per_s" in row:
+                print(f"  {row['pair']}: CPU seconds x"
+                      f"{row['client_cpu_s'] / max(base['client_cpu_s'], 1e-9):.2f} (client), x"
+                      f"{row['server_cpu_s'] / max(base['server_cpu_s'], 1e-9):.2f} (server), "
+                      f"goodput x{row['mbit_per_s'] / base['mbit_per_s']:.2f} of qlog off")
+    if limited_rows:
+        print_table(limited_rows, f"The same clients through a {args.rate} token bucket "
+                    "(is the client the bottleneck at emulated rates?)")
+    print(f"\n(took {time.monotonic() - started:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "machine": info, "load_before": load_before, "rounds": rounds,
+            "pairs": rows, "qlog": qlog_rows, "rate_limited": {"rate": args.rate,
+                                                               "pairs": limited_rows},
+            "runs": [vars(r) for p in main_pairs + qlog_pairs + limited_pairs for r in p.runs]}, indent=1) + "\n")
+    return 0 if all("mbit_per_s" in r for r in rows + qlog_rows + limited_rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""TCP endpoints: nginx as the HTTP/1.1 and HTTP/2 server, curl driven from Python as the client.
+
+* :mod:`quicbed.apps.tcp.nginx` - one nginx instance per server node, its own config and
+  run folder, serving the same content tree as the HTTP/3 server.
+* :mod:`quicbed.apps.tcp.client` - ``python -m quicbed.apps.tcp.client``: fetch an object or a
+  page, write the same JSON record layout as the HTTP/3 client.
+* :mod:`quicbed.apps.tcp.tcpinfo` - TCP_INFO of a namespace's sockets over netlink (what
+  ``ss -ti`` shows), once or sampled over time.
+* :mod:`quicbed.apps.tcp.ports` - waiting until a node listens on a port.
+"""

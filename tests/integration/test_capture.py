@@ -1,0 +1,122 @@
+"""tcpdump captures at node interfaces: known transfers are seen packet for packet, the
+pcap is complete once stopped, tcpdump's counters are reported."""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from quicbed.apps.capture import Capture, CaptureSet
+from quicbed.apps.tcp.run import module_argv
+from quicbed.backends.netns import NamespaceNetwork
+from quicbed.errors import BackendError
+from quicbed.spec.loader import load_topology
+
+pytestmark = [pytest.mark.needs_root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT = 500
+PAYLOAD = 300
+
+
+@pytest.fixture(scope="module")
+def net() -> Iterator[NamespaceNetwork]:
+    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"),
+                         {"rate": "20mbit", "delay": "0ms", "queue_limit": 1000})
+    with NamespaceNetwork(topo) as network:
+        yield network
+
+
+def _send(net: NamespaceNetwork, port: int, count: int = COUNT, rate: int = 4000,
+          size: int = PAYLOAD) -> None:
+    net.node("client").run(module_argv("quicbed.apps.udpprobe", [
+        "send", "--dest", net.node("server").address, "--port", str(port), "--count", str(count),
+        "--rate", str(rate), "--size", str(size)]), timeout=30)
+
+
+def _udp_to(path: Path, port: int) -> list:
+    from quicbed.analysis.packets import read_pcap
+
+    return [p for p in read_pcap(path) if p.proto == "udp" and p.dport == port]
+
+
+def test_known_udp_transfer_is_captured_at_both_ends(net: NamespaceNetwork, tmp_path: Path) -> None:
+    captures = CaptureSet(tmp_path)
+    captures.add(net.node("client"), "eth0")
+    captures.add(net.node("server"), "eth0")
+    with captures:
+        captures.start()
+        _send(net, 5999)
+        stopped_at = time.time()
+    # stopped right after the last datagram left: nothing is missing
+    for name in ("client-eth0", "server-eth0"):
+        stats = captures.stats[name]
+        assert stats.complete and stats.dropped_by_kernel == 0 and stats.unwritten == 0
+        assert stats.captured is not None and stats.captured >= COUNT
+        packets = _udp_to(captures.path(name), 5999)
+        assert len(packets) == COUNT, name
+        assert all(p.payload_len == PAYLOAD and p.ip_len == PAYLOAD + 28 for p in packets)
+        assert packets[-1].ts <= stopped_at
+    # both captures share the host's clock: each datagram reaches the server after it left
+    sent = {p.payload_hash: p.ts for p in _udp_to(captures.path("client-eth0"), 5999)}
+    arrived = {p.payload_hash: p.ts for p in _udp_to(captures.path("server-eth0"), 5999)}
+    assert sent.keys() == arrived.keys()
+    delays = [arrived[key] - sent[key] for key in sent]
+    assert min(delays) >= 0 and max(delays) < 0.05
+    info = captures.info()["server-eth0"]
+    assert info["snaplen"] == 128 and info["stats"]["dropped"] == 0
+
+
+def test_pcap_file_is_whole_headers_only_and_nanosecond(net: NamespaceNetwork, tmp_path: Path) -> None:
+    capture = Capture(net.node("server"), "eth0", tmp_path / "server.pcap")
+    with capture:
+        _send(net, 5998, count=100, rate=1000, size=1200)  # below the link rate
+    data = (tmp_path / "server.pcap").read_bytes()
+    magic, _, _, _, _, snaplen, linktype = struct.unpack("<IHHiIII", data[:24])
+    assert magic == (0xA1B23C4D if capture.nanoseconds else 0xA1B2C3D4)
+    assert snaplen == 128 and linktype == 1
+    offset, records, lengths = 24, 0, []
+    while offset < len(data):
+        _, _, caplen, wirelen = struct.unpack("<IIII", data[offset:offset + 16])
+        offset += 16 + caplen
+        records += 1
+        lengths.append((caplen, wirelen))
+    assert offset == len(data), "the last record is cut"
+    assert records == capture.stats.captured
+    full = [(c, w) for c, w in lengths if w == 14 + 20 + 8 + 1200]
+    assert len(full) == 100 and all(c == 128 for c, _ in full)
+
+
+def test_filter_keeps_only_matching_packets(net: NamespaceNetwork, tmp_path: Path) -> None:
+    capture = Capture(net.node("server"), "eth0", tmp_path / "filtered.pcap",
+                      bpf_filter="udp dst port 5997")
+    with capture:
+        _send(net, 5997, count=50)
+        _send(net, 5996, count=50)
+    from quicbed.analysis.packets import read_pcap
+
+    packets = read_pcap(tmp_path / "filtered.pcap")
+    assert len(packets) == 50 and {p.dport for p in packets} == {5997}
+    assert capture.stats.captured == 50
+
+
+def test_without_immediate_mode_the_last_block_is_waited_for(net: NamespaceNetwork,
+                                                             tmp_path: Path) -> None:
+    capture = Capture(net.node("client"), "eth0", tmp_path / "blocks.pcap", immediate=False)
+    with capture:
+        _send(net, 5995, count=200)
+    assert capture.stats.unwritten == 0
+    assert len(_udp_to(tmp_path / "blocks.pcap", 5995)) == 200
+
+
+def test_bad_interface_fails_fast(net: NamespaceNetwork, tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="tcpdump on server-nope"):
+        Capture(net.node("server"), "nope", tmp_path / "x.pcap").start()
+    assert time.monotonic() - started < 10
