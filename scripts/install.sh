@@ -30,7 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
-          python3 python3-venv python3-pip)
+          python3 python3-venv python3-pip util-linux libns3-dev g++ make)
 $with_vm && packages+=(qemu-system-x86 file binutils)
 $with_tests && packages+=(vagrant git)
 missing=()

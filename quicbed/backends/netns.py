@@ -175,21 +175,26 @@ class NamespaceNetwork(Network):
             self._ip(node, f"route add {route.destination} via {route.via} dev {route.device}")
 
     def _allow_congestion_controls(self) -> None:
-        """Namespaces may only pick algorithms listed in the host-wide allowed list."""
-        try:
-            allowed = ALLOWED_CC.read_text().split()
-            available = AVAILABLE_CC.read_text().split()
-        except OSError:
-            return
-        wanted = allowed + [cc for cc in available if cc not in allowed]
-        if wanted != allowed:
-            self.record.restore_sysctls[str(ALLOWED_CC)] = " ".join(allowed)
-            self.record.save()
-            ALLOWED_CC.write_text(" ".join(wanted))
+        allow_congestion_controls(self.record)
 
     # -- tearing down ------------------------------------------------------------------
     def _teardown(self) -> None:
         remove_leftovers(self.record)
+
+
+def allow_congestion_controls(record: ownership.Ownership) -> None:
+    """Namespaces may only pick algorithms listed in the host-wide allowed list: widen it
+    (recording the old value in ``record``, restored when the last network stops)."""
+    try:
+        allowed = ALLOWED_CC.read_text().split()
+        available = AVAILABLE_CC.read_text().split()
+    except OSError:
+        return
+    wanted = allowed + [cc for cc in available if cc not in allowed]
+    if wanted != allowed:
+        record.restore_sysctls[str(ALLOWED_CC)] = " ".join(allowed)
+        record.save()
+        ALLOWED_CC.write_text(" ".join(wanted))
 
 
 def check_requirements(topology: Topology) -> None:

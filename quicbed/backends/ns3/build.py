@@ -1,0 +1,142 @@
+"""Build the ns-3 channel program (C++) against the distribution's ns-3, once per source version.
+
+    python -m quicbed.backends.ns3.build          # build if needed, print the binary's path
+    python -m quicbed.backends.ns3.build --force  # rebuild
+
+The binary goes to ``$QUICBED_NS3_CACHE`` (default /var/lib/quicbed/ns3-channel) under a
+folder named after a hash of the sources, the Makefile and the installed ns-3 libraries, so
+an edited source or an upgraded libns3-dev triggers a rebuild and nothing stale is used.
+Debian/Ubuntu's ns-3 pkg-config files are broken: the Makefile names the libraries itself.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from quicbed.errors import BackendError, MissingDependency
+
+SOURCE_DIR = Path(__file__).resolve().parent / "channel"
+BINARY_NAME = "quicbed-ns3-channel"
+NS3_INCLUDE = Path(os.environ.get("QUICBED_NS3_INCLUDE", "/usr/include"))
+LIBRARY_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-gnu"), Path("/usr/lib"),
+                Path("/usr/local/lib"))
+REQUIRED_HEADERS = ("ns3/wifi-module.h", "ns3/fd-net-device-module.h", "ns3/core-module.h")
+REQUIRED_LIBRARIES = ("wifi", "fd-net-device", "mobility", "propagation", "network", "core")
+INSTALL_HINT = "apt-get install libns3-dev g++ make"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("QUICBED_NS3_CACHE", "/var/lib/quicbed/ns3-channel"))
+
+
+def _library(name: str) -> Path | None:
+    for directory in LIBRARY_DIRS:
+        path = directory / f"libns3-{name}.so"
+        if path.exists():
+            return path
+    return None
+
+
+def missing() -> str | None:
+    """Why the channel program cannot be built here, or None when it can."""
+    headers = [h for h in REQUIRED_HEADERS if not (NS3_INCLUDE / h).exists()]
+    libraries = [lib for lib in REQUIRED_LIBRARIES if _library(lib) is None]
+    if headers or libraries:
+        what = ", ".join([*(str(NS3_INCLUDE / h) for h in headers), *(f"libns3-{lib}.so" for lib in libraries)])
+        return f"ns-3 headers/libraries not found ({what}) (fix: {INSTALL_HINT})"
+    for tool in ("make", os.environ.get("CXX", "g++")):
+        if shutil.which(tool) is None:
+            return f"'{tool}' is not installed, needed to build the ns-3 channel program (fix: {INSTALL_HINT})"
+    return None
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in SOURCE_DIR.iterdir()
+                  if p.is_file() and (p.suffix in (".cc", ".h") or p.name == "Makefile"))
+
+
+def source_hash() -> str:
+    """Hash of the sources and of the ns-3 libraries they link against."""
+    digest = hashlib.sha256()
+    for path in sources():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in REQUIRED_LIBRARIES:
+        library = _library(name)
+        if library is not None:
+            real = library.resolve()
+            digest.update(f"{real}:{real.stat().st_size}:{int(real.stat().st_mtime)}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def binary_path() -> Path:
+    return cache_root() / source_hash() / BINARY_NAME
+
+
+def ensure_built(force: bool = False, quiet: bool = True) -> Path:
+    """Path of an up-to-date channel program, building it first when needed."""
+    reason = missing()
+    if reason:
+        raise MissingDependency(reason)
+    target = binary_path()
+    if target.exists() and os.access(target, os.X_OK) and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = cache_root() / ".build.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; others wait and reuse it
+        if target.exists() and os.access(target, os.X_OK) and not force:
+            return target
+        command = ["make", "-B" if force else "-s", "-C", str(SOURCE_DIR), f"OUT={target}",
+                   f"NS3_INCLUDE={NS3_INCLUDE}"]
+        if not quiet:
+            print(f"building {target} (about 10 s)", file=sys.stderr)
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0 or not target.exists():
+            tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
+            raise BackendError(f"building the ns-3 channel program failed ({' '.join(command)}):\n{tail}")
+        prune(keep=KEEP_BUILDS)
+    return target
+
+
+KEEP_BUILDS = 3
+
+
+def prune(keep: int = KEEP_BUILDS) -> list[Path]:
+    """Remove all but the ``keep`` most recent builds (other checkouts rebuild if they need one)."""
+    builds = sorted((p for p in cache_root().iterdir() if p.is_dir() and (p / BINARY_NAME).exists()),
+                    key=lambda p: (p / BINARY_NAME).stat().st_mtime, reverse=True)
+    removed = []
+    for old in builds[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+        removed.append(old)
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m quicbed.backends.ns3.build",
+                                     description="Build the quicbed ns-3 channel program if needed.")
+    parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    parser.add_argument("--check", action="store_true", help="only say whether it can be built")
+    args = parser.parse_args(argv)
+    if args.check:
+        reason = missing()
+        print(reason or "ok")
+        return 1 if reason else 0
+    try:
+        print(ensure_built(force=args.force, quiet=False))
+    except (MissingDependency, BackendError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""From a resolved Topology to the JSON description the ns-3 channel program builds (pure).
+
+The description lists ns-3 *nodes*, each with *ports*, and the *wires* between them:
+
+* ``tap``  - a TAP device the channel program creates inside a namespace (one per
+  interface of a host, station or mesh point; same name as the interface quicbed resolved);
+* ``wifi`` - an 802.11 radio (role ``ap``, ``sta`` or ``adhoc``) with its PHY/MAC settings,
+  its peers (radio ids) and per-peer frame error rates;
+* ``wire`` - one end of a wired link (``end`` 0 is the link's node1).
+
+Node kinds say how a node forwards frames between its ports:
+
+* ``switch``  - learning bridge: access points, Ethernet switches, and each wired
+  interface of a routed node (its TAP joined to its cable);
+* ``station`` - a TAP and a STA radio sharing one MAC address (the program sets the TAP's
+  MAC to the radio's): the namespace's interface *is* the station;
+* ``mesh``    - a mesh point's TAP and one ad-hoc radio per channel its peerings use, with
+  ``routes``: destination mesh interface -> (local radio, next-hop radio), shortest paths
+  over the declared peerings.
+
+Schema (version 1)::
+
+    {"version": 1, "seed": 1, "run": 1, "stats_file", "snapshot_file", "live_file",
+     "lag_interval_us": 1000, "live_interval_ms": 1000,
+     "warmup": {"packets": 8, "bytes": 200, "timeout_s": 20},
+     "propagation": {"model": "log_distance", "exponent": 3.0,
+                     "reference_loss_db": {"2.4GHz": .., "5GHz": ..}},
+     "wires": [{"name", "forward": SHAPE, "backward": SHAPE}],
+     "nodes": [{"name", "kind", "position": [x, y, z], "ports": [PORT...], "routes": {...}}]}
+    SHAPE = {"rate_bps", "delay_s", "jitter_s", "jitter_distribution", "queue_packets",
+             "loss": {"model": "bernoulli", "probability"} |
+                     {"model": "gilbert_elliott", "p", "r", "loss_bad", "loss_good"},
+             "corrupt"}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from quicbed.errors import BackendError
+from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
+from quicbed.spec.loss import Bernoulli, GilbertElliott
+from quicbed.spec.node import AccessPoint, MeshPoint, Station, Switch
+from quicbed.spec.topology import Interface, ResolvedTopology
+
+SCHEMA_VERSION = 1
+DEFAULT_DISTANCE = 5.0  # metres between a station and its AP when nothing says otherwise
+DEFAULT_MESH_SPACING = 10.0  # metres between mesh peers without positions or distance
+DEFAULT_WIRE_QUEUE = 1000  # packets, like the kernel's txqueuelen (netns backend default)
+#: Largest A-MSDU per standard (ns-3 caps: 7935 for HT, 11398 for VHT PPDUs)
+MAX_AMSDU = {"802.11n": 7935, "802.11ac": 11398}
+#: Default largest A-MPDU per standard when the link does not set ampdu_max_size
+DEFAULT_AMPDU = {"802.11n": 65535, "802.11ac": 1048575}
+#: Centre channel numbers of the 40/80/160 MHz 5 GHz channels (ns-3's channel table)
+WIDE_5GHZ = {40: (38, 46, 54, 62, 102, 110, 118, 126, 134, 142, 151, 159, 167, 175),
+             80: (42, 58, 106, 122, 138, 155, 171), 160: (50, 114, 163)}
+SPEED_OF_LIGHT = 299_792_458.0
+
+
+@dataclass
+class Ns3Options:
+    """Settings of the simulated medium and of the real-time discipline."""
+
+    #: runs whose largest lag of the simulator behind the wall clock exceeds this are invalid
+    lag_threshold_ms: float = 10.0
+    #: period of the lag probe event
+    lag_interval_us: int = 1000
+    #: SCHED_FIFO priority of the ns-3 process (0: normal scheduling, not recommended)
+    realtime_priority: int = 50
+    #: WiFi MAC queue per radio and access category (packets); node option 'ns3_queue' overrides
+    mac_queue_packets: int = 500
+    #: transmit power of every radio (dBm); node option 'ns3_tx_power_dbm' overrides
+    tx_power_dbm: float = 16.0206
+    #: propagation loss: "log_distance" (with exponent), "friis" or "fixed_rss" (rss_dbm)
+    propagation: str = "log_distance"
+    path_loss_exponent: float = 3.0
+    rss_dbm: float = -50.0
+    #: give every namespace permanent neighbour (ARP) entries for its segments: no ARP
+    #: broadcasts at start-up, which collide (broadcasts get no MAC retransmission) when
+    #: dozens of stations start at once
+    static_arp: bool = True
+    #: warm-up: frames per peer per round, and how long to wait for association + block ACK
+    warmup_packets: int = 8
+    warmup_timeout_s: float = 20.0
+    seed: int = 1
+    run: int = 1
+    #: extra keys merged into the description (for experiments with the channel program)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- radio helpers (pure) ----------------------------------------------------------------
+
+def channel_frequency_mhz(band: str, channel: int) -> float:
+    """Centre frequency of a 20 MHz channel."""
+    if band == "2.4GHz":
+        return 2484.0 if channel == 14 else 2407.0 + 5 * channel
+    return 5000.0 + 5 * channel
+
+
+def ns3_channel(band: str, channel: int, width: int) -> tuple[int, int]:
+    """(ns-3 channel number, primary20 index) for a primary 20 MHz channel and a width.
+
+    ns-3 names wide channels by their centre (36 at 40 MHz is channel 38, primary index 0).
+    """
+    if width == 20:
+        return channel, 0
+    if band == "2.4GHz":
+        if width != 40:
+            raise BackendError(f"2.4 GHz channels are 20 or 40 MHz wide, not {width}")
+        # HT40+ (secondary above) where possible, otherwise HT40-
+        if channel + 4 <= 13:
+            return channel + 2, 0
+        return channel - 2, 1
+    for centre in WIDE_5GHZ.get(width, ()):
+        lowest = centre - width // 10 + 2
+        members = [lowest + 4 * k for k in range(width // 20)]
+        if channel in members:
+            return centre, members.index(channel)
+    raise BackendError(f"5 GHz channel {channel} is not part of a {width} MHz channel "
+                       "(fix: pick a primary channel inside a wide channel, e.g. 36, 40, 44, 48)")
+
+
+def reference_loss_db(band: str) -> float:
+    """Free-space loss at 1 m at the band's lowest common channel (ns-3 log-distance reference)."""
+    frequency = 2412e6 if band == "2.4GHz" else 5180e6
+    return 20 * math.log10(4 * math.pi * frequency / SPEED_OF_LIGHT)
+
+
+def radio_settings(radio: Radio) -> dict[str, Any]:
+    """The PHY/MAC part of a radio port."""
+    number, primary = ns3_channel(radio.band, radio.channel, radio.width)
+    ht = radio.standard in ("802.11n", "802.11ac")
+    settings: dict[str, Any] = {
+        "standard": radio.standard, "band": radio.band, "channel": radio.channel,
+        "ns3_channel": number, "primary20": primary, "width": radio.width,
+        "guard_interval": radio.guard_interval, "rate_control": radio.rate_control,
+        "ampdu_max_bytes": (radio.ampdu_max_size or DEFAULT_AMPDU[radio.standard]) if ht and radio.ampdu else 0,
+        "amsdu_max_bytes": MAX_AMSDU[radio.standard] if ht and radio.amsdu else 0,
+    }
+    if radio.mcs is not None:
+        settings["mcs"] = radio.mcs
+    return settings
+
+
+#: radio fields one radio must use for all its peers (the radio has one setting for them)
+PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu")
+
+
+def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
+    """The settings a radio serving ``links`` transmits with; refuses conflicting ones."""
+    first = links[0].radio
+    for fld in PER_RADIO_FIELDS:
+        values = {getattr(link.radio, fld) for link in links}
+        if len(values) > 1:
+            raise BackendError(
+                f"{name} serves links {', '.join(l.name for l in links)} with different {fld} "
+                f"({', '.join(map(str, sorted(values, key=str)))}); one ns-3 radio transmits with one "
+                f"setting (fix: give these links the same {fld}, or use rate_control='minstrel' "
+                "instead of per-link MCS)")
+    return first
+
+
+# -- the description ---------------------------------------------------------------------
+
+def _shape(shape: Shape, where: str) -> dict[str, Any]:
+    unsupported = [name for name in ("reorder", "duplicate", "slot") if getattr(shape, name)]
+    if unsupported:
+        raise BackendError(f"{where}: the ns3 backend does not model {', '.join(unsupported)} on wired "
+                           "links (fix: remove them, or use the netns backend for this link)")
+    out: dict[str, Any] = {"queue_packets": shape.queue_limit or DEFAULT_WIRE_QUEUE}
+    if shape.rate:
+        out["rate_bps"] = shape.rate
+    if shape.delay:
+        out["delay_s"] = shape.delay
+    if shape.jitter:
+        out["jitter_s"] = shape.jitter
+        if shape.jitter_distribution not in ("uniform", "normal"):
+            raise BackendError(f"{where}: the ns3 backend draws jitter from uniform or normal "
+                               f"distributions, not {shape.jitter_distribution}")
+        out["jitter_distribution"] = shape.jitter_distribution
+    if isinstance(shape.loss, Bernoulli):
+        out["loss"] = {"model": "bernoulli", "probability": shape.loss.probability}
+    elif isinstance(shape.loss, GilbertElliott):
+        ge = shape.loss
+        out["loss"] = {"model": "gilbert_elliott", "p": ge.p, "r": ge.r, "loss_bad": ge.loss_bad,
+                       "loss_good": ge.loss_good}
+    if shape.corrupt:
+        out["corrupt"] = shape.corrupt
+    return out
+
+
+def link_segments(resolved: ResolvedTopology) -> dict[str, int]:
+    """Segment id of every link."""
+    from quicbed.spec.resolve import _segments  # the same grouping resolve() used
+
+    ids, _ = _segments(resolved.topology)
+    return {link.name: ids[index] for index, link in enumerate(resolved.topology.links)}
+
+
+def tap_mac(index: int) -> str:
+    """A locally administered MAC for the TAP of a wired or mesh interface ('QB' prefix)."""
+    return f"02:51:42:{(index >> 16) & 0xff:02x}:{(index >> 8) & 0xff:02x}:{index & 0xff:02x}"
+
+
+def _unit(vector: tuple[float, float, float]) -> tuple[float, float, float] | None:
+    length = math.sqrt(sum(c * c for c in vector))
+    return None if length < 1e-9 else tuple(c / length for c in vector)  # type: ignore[return-value]
+
+
+def _place(anchor: tuple[float, float, float], distance: float,
+           direction: tuple[float, float, float]) -> list[float]:
+    return [round(anchor[i] + distance * direction[i], 6) for i in range(3)]
+
+
+def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns3Options | None = None,
+             files: dict[str, str] | None = None) -> dict[str, Any]:
+    """The channel program's description of ``resolved``.
+
+    ``namespaces`` maps each routed node to its namespace; ``files`` gives stats_file,
+    snapshot_file and live_file.
+    """
+    options = options or Ns3Options()
+    topo = resolved.topology
+    segment_of = link_segments(resolved)
+    interface_of: dict[tuple[str, int], Interface] = {
+        (i.node, i.segment): i for i in resolved.interfaces if i.address}
+
+    def routed_interface(node: str, link_name: str) -> Interface:
+        return interface_of[(node, segment_of[link_name])]
+
+    def node_option(node: str, key: str, default: Any) -> Any:
+        return topo.nodes[node].options.get(key, default)
+
+    nodes: list[dict[str, Any]] = []
+    wires: list[dict[str, Any]] = []
+    tap_count = 0
+
+    def tap_port(node: str, iface: Interface, mac: bool = True) -> dict[str, Any]:
+        nonlocal tap_count
+        tap_count += 1
+        port = {"kind": "tap", "id": f"{node}:{iface.name}", "namespace": namespaces[node],
+                "ifname": iface.name}
+        if mac:
+            port["mac"] = tap_mac(tap_count)
+        return port
+
+    def radio_port(radio_id: str, node: str, role: str, radio: Radio, peers: list[str],
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"kind": "wifi", "id": radio_id, "role": role, **radio_settings(radio),
+                "peers": peers,
+                "queue_packets": int(node_option(node, "ns3_queue", options.mac_queue_packets)),
+                "tx_power_dbm": float(node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
+                **(extra or {})}
+
+    # -- wired links: one wire each; remember which ns-3 node holds each end ---------------
+    wire_ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # ns-3 node name -> ports
+    for link in topo.links:
+        if not isinstance(link, WiredLink):
+            continue
+        where = f"links[{link.name}]"
+        wires.append({"name": link.name, "forward": _shape(link.forward, f"{where}.forward"),
+                      "backward": _shape(link.backward, f"{where}.backward")})
+        for end, node in enumerate(link.ends()):
+            spec_node = topo.nodes[node]
+            owner = f"{node}:{routed_interface(node, link.name).name}" if spec_node.routed else node
+            wire_ends.setdefault(owner, []).append(
+                (link.name, {"kind": "wire", "wire": link.name, "end": end}))
+
+    # -- access points and their stations ----------------------------------------------------
+    positions: dict[str, list[float]] = {}
+    for ap in (n for n in topo.nodes.values() if isinstance(n, AccessPoint)):
+        links = [l for l in topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()]
+        ap_radio_id = f"{ap.name}:wifi"
+        ap_position = tuple(ap.position or (0.0, 0.0, 0.0))
+        positions[ap.name] = list(ap_position)
+        ports: list[dict[str, Any]] = []
+        if links:
+            common = _common_radio(f"access point {ap.name}", links)
+            sgi = "short" if any(l.radio.guard_interval == "short" for l in links) else "long"
+            station_ids = []
+            frame_errors = {}
+            for index, link in enumerate(links):
+                station = link.node1 if link.node2 == ap.name else link.node2
+                iface = routed_interface(station, link.name)
+                station_radio_id = f"{station}:{iface.name}"
+                station_ids.append(station_radio_id)
+                if link.loss:
+                    frame_errors[station_radio_id] = link.loss
+                # where the station is
+                own = topo.nodes[station].position
+                if link.distance is not None:
+                    direction = _unit(tuple(own[i] - ap_position[i] for i in range(3))) if own else None
+                    angle = 2 * math.pi * index / len(links)
+                    direction = direction or (math.cos(angle), math.sin(angle), 0.0)
+                    position = _place(ap_position, link.distance, direction)
+                elif own:
+                    position = list(own)
+                else:
+                    angle = 2 * math.pi * index / len(links)
+                    position = _place(ap_position, DEFAULT_DISTANCE, (math.cos(angle), math.sin(angle), 0.0))
+                positions[station] = position
+                sta_port = radio_port(station_radio_id, station, "sta", link.radio, [ap_radio_id],
+                                      {"ssid": ap.ssid, **({"frame_error": {ap_radio_id: link.loss}}
+                                                            if link.loss else {})})
+                nodes.append({"name": station_radio_id, "kind": "station", "position": position,
+                              "ports": [tap_port(station, iface, mac=False), sta_port]})
+            ap_radio = replace(common, guard_interval=sgi)
+            ports.append(radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
+                                    {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
+        ports += [port for _, port in wire_ends.pop(ap.name, [])]
+        nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports})
+
+    # -- mesh segments --------------------------------------------------------------------------
+    mesh_links = [l for l in topo.links if isinstance(l, WirelessLink)
+                  and isinstance(topo.nodes[l.node1], MeshPoint)]
+    by_segment: dict[int, list[WirelessLink]] = {}
+    for link in mesh_links:
+        by_segment.setdefault(segment_of[link.name], []).append(link)
+    for segment, links in sorted(by_segment.items()):
+        members = sorted({end for link in links for end in link.ends()})
+        iface = {m: interface_of[(m, segment)] for m in members}
+        tap_id = {m: f"{m}:{iface[m].name}" for m in members}
+        radios: dict[tuple[str, int], list[WirelessLink]] = {}
+        for link in links:
+            for end in link.ends():
+                radios.setdefault((end, link.radio.channel), []).append(link)
+        radio_id = {key: f"{tap_id[key[0]]}:ch{key[1]}" for key in radios}
+        # positions: given ones, then breadth-first along +x at the link distance
+        placed = {m: list(topo.nodes[m].position) for m in members if topo.nodes[m].position}
+        neighbours: dict[str, list[tuple[str, WirelessLink]]] = {m: [] for m in members}
+        for link in links:
+            neighbours[link.node1].append((link.node2, link))
+            neighbours[link.node2].append((link.node1, link))
+        for start in members:
+            if not placed:
+                placed[start] = [0.0, 0.0, 0.0]
+            if start not in placed:
+                continue
+            queue = deque([start])
+            while queue:
+                current = queue.popleft()
+                for other, link in sorted(neighbours[current], key=lambda pair: pair[0]):
+                    if other in placed:
+                        continue
+                    spacing = link.distance or DEFAULT_MESH_SPACING
+                    placed[other] = _place(tuple(placed[current]), spacing, (1.0, 0.0, 0.0))
+                    queue.append(other)
+        for member in members:
+            placed.setdefault(member, [0.0, 0.0, 0.0])
+            positions[member] = placed[member]
+        # static shortest paths over the peerings (what HWMP converges to on a static mesh)
+        routes: dict[str, dict[str, dict[str, str]]] = {m: {} for m in members}
+        for source in members:
+            first_hop: dict[str, tuple[str, WirelessLink]] = {}
+            seen = {source}
+            queue = deque([source])
+            while queue:
+                current = queue.popleft()
+                for other, link in sorted(neighbours[current], key=lambda pair: pair[0]):
+                    if other in seen:
+                        continue
+                    seen.add(other)
+                    first_hop[other] = first_hop[current] if current != source else (other, link)
+                    queue.append(other)
+            for destination, (hop, link) in first_hop.items():
+                routes[source][tap_id[destination]] = {
+                    "radio": radio_id[(source, link.radio.channel)],
+                    "next_hop": radio_id[(hop, link.radio.channel)]}
+        for member in members:
+            ports = [tap_port(member, iface[member])]
+            for (node, channel), radio_links in sorted(radios.items()):
+                if node != member:
+                    continue
+                radio = _common_radio(f"mesh point {member} (channel {channel})", radio_links)
+                peers, frame_errors = [], {}
+                for link in radio_links:
+                    other = link.node2 if link.node1 == member else link.node1
+                    peers.append(radio_id[(other, channel)])
+                    if link.loss:
+                        frame_errors[radio_id[(other, channel)]] = link.loss
+                ports.append(radio_port(radio_id[(member, channel)], member, "adhoc", radio, peers,
+                                        {"frame_error": frame_errors} if frame_errors else {}))
+            nodes.append({"name": tap_id[member], "kind": "mesh", "position": positions[member],
+                          "ports": ports, "routes": routes[member]})
+
+    # -- switches and the wired interfaces of routed nodes ------------------------------------
+    for switch in (n for n in topo.nodes.values() if isinstance(n, Switch)):
+        nodes.insert(0, {"name": switch.name, "kind": "switch",
+                         "ports": [port for _, port in wire_ends.pop(switch.name, [])]})
+    for owner, ends in sorted(wire_ends.items()):
+        node, _, ifname = owner.partition(":")
+        if len(ends) > 1:
+            raise BackendError(f"{node} has {len(ends)} cables into one segment ({', '.join(n for n, _ in ends)}); "
+                               "that would be a bridging loop (fix: connect it once per switch/AP segment)")
+        iface = next(i for i in resolved.interfaces_of(node) if i.name == ifname)
+        nodes.append({"name": owner, "kind": "switch",
+                      "ports": [tap_port(node, iface), *(port for _, port in ends)]})
+
+    description: dict[str, Any] = {
+        "version": SCHEMA_VERSION, "topology": topo.name, "seed": options.seed, "run": options.run,
+        **(files or {}),
+        "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
+        "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
+        "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
+                        "rss_dbm": options.rss_dbm,
+                        "reference_loss_db": {band: round(reference_loss_db(band), 3)
+                                              for band in ("2.4GHz", "5GHz")}},
+        "wires": wires, "nodes": nodes, **options.extra,
+    }
+    return description
+
+
+def interface_names(description: dict[str, Any]) -> dict[str, str]:
+    """TAP id ('node:ifname') -> namespace, for every TAP in a description."""
+    return {port["id"]: port["namespace"] for node in description["nodes"] for port in node["ports"]
+            if port["kind"] == "tap"}
+
+
+def radio_owner(description: dict[str, Any]) -> dict[str, str]:
+    """Radio id -> quicbed node name."""
+    owners = {}
+    for node in description["nodes"]:
+        base = node["name"].partition(":")[0]
+        for port in node["ports"]:
+            if port["kind"] == "wifi":
+                owners[port["id"]] = base
+    return owners
+

@@ -1,0 +1,231 @@
+"""The ns3 backend on this host: QUIC and TCP through a simulated 802.11n cell, aggregation,
+a 3-hop mesh chain, real-time validity under CPU contention, statistics and cleanup.
+
+Needs root (namespaces, TAP devices) and libns3-dev (the channel program is built on first
+use, ~15 s). Each test keeps its traffic to a few seconds: the ns-3 process and the
+endpoints share a small machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from quicbed.backends import ownership
+from quicbed.backends.ns3 import build
+from quicbed.backends.ns3.description import Ns3Options, describe
+from quicbed.backends.ns3.network import Ns3Network
+from quicbed.backends.ns3.traffic import iperf3
+from quicbed.spec.loader import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+NS3_MISSING = build.missing()
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and TAP devices"),
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+]
+
+
+def topology(name: str, **params):
+    return load_topology(str(ROOT / "topologies" / f"{name}.py"), params)
+
+
+@pytest.fixture(scope="module")
+def channel_binary() -> Path:
+    return build.ensure_built()
+
+
+def _environment() -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+@pytest.mark.parametrize("name, params", [("wifi_ap", {}), ("enterprise_ap", {"stations": 4, "aps": 2}),
+                                          ("mesh_chain", {"hops": 3}), ("mesh_chain", {"hops": 0})])
+def test_the_channel_program_accepts_the_shipped_topologies(channel_binary, tmp_path, name, params):
+    resolved = topology(name, **params).resolve()
+    namespaces = {n: f"qbdry-{n}" for n, node in resolved.topology.nodes.items() if node.routed}
+    config = tmp_path / "channel.json"
+    config.write_text(json.dumps(describe(resolved, namespaces, Ns3Options())))
+    result = subprocess.run([str(channel_binary), "--dry-run", str(config)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "QUICBED-NS3 DRY-RUN OK" in result.stdout
+
+
+def test_quic_and_tcp_downloads_through_one_ap_cell(channel_binary, tmp_path):
+    from quicbed.apps import objects
+    from quicbed.apps.quic import certs
+
+    size = 2_000_000
+    root = tmp_path / "www"
+    objects.generate(root, bulk=[size], seed=1)
+    cert, key = certs.write(tmp_path / "tls")
+    with Ns3Network(topology("wifi_ap"), log_dir=tmp_path / "ns3") as network:
+        station, server = network.node("sta1"), network.node("server")
+        assert network.ready_info["agreements"] == 2
+        ping = station.run(["ping", "-c", "3", "-i", "0.2", server.address])
+        assert "3 received" in ping.stdout
+        # the namespace's interface is the station: same MAC as its radio
+        assert network.mac_stats()["taps"]["sta1:wlan0"]["mac"] in station.run(["ip", "link", "show", "wlan0"]).stdout
+
+        ready = tmp_path / "quic-ready.json"
+        quic_server = server.start([sys.executable, "-m", "quicbed.apps.quic.server", "--root", str(root),
+                                    "--cert", str(cert), "--key", str(key), "--port", "4433",
+                                    "--ready-file", str(ready), "--qlog-mode", "off"],
+                                   name="quic-server", log_dir=tmp_path, env=_environment())
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert quic_server.running and time.monotonic() < deadline, quic_server.errors()
+            time.sleep(0.1)
+        network.reset_stats()
+        output = tmp_path / "quic-client.json"
+        result = station.run([sys.executable, "-m", "quicbed.apps.quic.client", "--host", server.address,
+                              "--port", "4433", "--insecure", "--path", f"/bulk/{objects.bulk_name(size)}.bin",
+                              "--timeout", "40", "--output", str(output), "--qlog-mode", "off"],
+                             timeout=60, check=False)
+        record = json.loads(output.read_text())
+        assert record["ok"], (record.get("error"), result.stderr[-2000:])
+        assert record["bytes"] == size
+        quic_stats = network.mac_stats()
+        ap = quic_stats["radios"]["ap1:wifi"]
+        assert ap["data_mpdus"] >= size // 1500  # the download crossed the simulated air
+        assert ap["per_receiver"]["sta1"]["mpdus"] == ap["data_mpdus"]
+
+        network.reset_stats()
+        tcp = iperf3(network, "sta1", "server", seconds=4)
+        stats = network.mac_stats()
+        assert tcp.goodput_bps > 25e6, tcp
+        assert stats["nodes"]["ap1"]["mean_mpdus_per_ampdu"] > 8  # TCP is bursty: large aggregates
+        assert stats["nodes"]["ap1"]["airtime_share"] > 0.5
+        assert stats["lag"]["samples"] > 3000
+        print(f"QUIC {record['bytes'] * 8 / record['completion_time'] / 1e6:.1f} Mbit/s, "
+              f"TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} ms")
+    assert not set(network.record.namespaces) & set(ownership.quicbed_namespaces())
+    assert not network.record.path.exists()
+    final = network.mac_stats()
+    assert final["final"] and network.final_stats is not None
+    assert (tmp_path / "ns3" / "ns3-stats.json").exists()
+    assert network.describe()["lag"]["samples"] > 0
+
+
+def test_bursty_udp_gets_larger_aggregates_than_paced_udp_at_the_same_rate():
+    rate = 20e6
+    with Ns3Network(topology("wifi_ap")) as network:
+        results = {}
+        for name, extra in (("paced", {"pacing_timer_us": 100}), ("bursty", {"burst": 64})):
+            network.reset_stats()
+            flow = iperf3(network, "sta1", "server", seconds=4, udp_rate=rate, **extra)
+            stats = network.mac_stats()
+            results[name] = (flow, stats["radios"]["ap1:wifi"])
+    for name, (flow, ap) in results.items():
+        assert flow.goodput_bps == pytest.approx(rate, rel=0.1), name
+    paced, bursty = results["paced"][1], results["bursty"][1]
+    print({name: (round(ap["mpdus_per_ampdu"]["mean"], 1), round(ap["airtime_share"], 3))
+           for name, (_, ap) in results.items()})
+    assert bursty["mpdus_per_ampdu"]["mean"] > 2 * paced["mpdus_per_ampdu"]["mean"]
+    assert bursty["airtime_share"] < paced["airtime_share"]
+
+
+def test_turning_aggregation_off_lowers_saturated_tcp_goodput():
+    goodput = {}
+    for ampdu in (True, False):
+        with Ns3Network(topology("wifi_ap", ampdu=ampdu)) as network:
+            network.reset_stats()
+            goodput[ampdu] = iperf3(network, "sta1", "server", seconds=4).goodput_bps
+            histogram = network.mac_stats()["nodes"]["ap1"]["histogram"]
+        if not ampdu:
+            assert set(histogram) == {"1"}  # every PSDU carries one MPDU
+    print({k: round(v / 1e6, 1) for k, v in goodput.items()})
+    assert goodput[False] < 0.75 * goodput[True]
+
+
+def test_a_three_hop_mesh_chain_delivers():
+    with Ns3Network(topology("mesh_chain", hops=3)) as network:
+        client, server = network.node("client"), network.node("server")
+        ping = client.run(["ping", "-c", "3", "-i", "0.3", server.address])
+        assert "3 received" in ping.stdout
+        rtt = float(ping.stdout.strip().splitlines()[-1].split("/")[4])
+        assert rtt > 30  # 2 x 15 ms on the internet link plus three hops each way
+        network.reset_stats()
+        tcp = iperf3(network, "client", "server", seconds=4)
+        stats = network.mac_stats()
+    assert tcp.goodput_bps > 5e6, tcp
+    assert stats["mesh"]["mp1:mesh0"]["forwarded"] > 1000 and stats["mesh"]["mp2:mesh0"]["forwarded"] > 1000
+    assert stats["mesh"]["client:mesh0"]["delivered"] > 1000
+    for hop in ("gw:mesh0:ch36", "mp1:mesh0:ch149", "mp2:mesh0:ch44"):  # downstream radio of each hop
+        assert stats["radios"][hop]["data_mpdus"] > 1000, hop
+    print(f"3 hops: TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, RTT {rtt:.1f} ms, lag max {stats['lag']['max_ms']:.1f} ms")
+
+
+def _hogs(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def test_cpu_contention_keeps_real_time_or_is_flagged_invalid():
+    hogs = _hogs(2)
+    try:
+        with Ns3Network(topology("wifi_ap"), lag_threshold_ms=10.0) as network:
+            network.reset_stats()
+            tcp = iperf3(network, "sta1", "server", seconds=4)
+            stats = network.mac_stats()
+            assert stats["lag"]["samples"] > 3000
+            assert stats["valid"] == (stats["lag"]["max_ms"] <= 10.0)
+            if not stats["valid"]:
+                assert "behind the wall clock" in stats["invalid_reasons"][0]
+            print(f"with 2 CPU hogs: TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} "
+                  f"ms mean {stats['lag']['mean_ms']:.2f} ms, valid={stats['valid']}")
+            # a starved simulator (here: stopped for 300 ms) is always caught
+            network.reset_stats()
+            os.kill(network.channel.pid, signal.SIGSTOP)
+            time.sleep(0.3)
+            os.kill(network.channel.pid, signal.SIGCONT)
+            time.sleep(0.2)
+            stalled = network.mac_stats()
+            assert stalled["lag"]["max_ms"] >= 250
+            assert not stalled["valid"] and "behind the wall clock" in stalled["invalid_reasons"][0]
+            assert not network.describe()["valid"]
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def test_quicbed_clean_removes_namespaces_and_the_channel_after_kill_9(tmp_path):
+    script = tmp_path / "hold.py"
+    script.write_text(
+        "import sys, time\n"
+        "from quicbed.backends.ns3.network import Ns3Network\n"
+        "from quicbed.spec.loader import load_topology\n"
+        f"net = Ns3Network(load_topology({str(ROOT / 'topologies' / 'wifi_ap.py')!r}, {{}}))\n"
+        "net.start()\n"
+        "print(net.run_id, net.channel.pid, flush=True)\n"
+        "time.sleep(120)\n")
+    holder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, **_environment()})
+    try:
+        run_id, pid = holder.stdout.readline().split()
+        record = next(r for r in ownership.load_all() if r.run_id == run_id)
+        assert int(pid) in record.pids and len(record.namespaces) == 2
+        holder.kill()
+        holder.wait()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:  # dies with its parent
+            time.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists()
+        assert set(record.namespaces) <= set(ownership.quicbed_namespaces())
+        result = subprocess.run([sys.executable, "-m", "quicbed", "clean"], capture_output=True, text=True,
+                                env={**os.environ, **_environment()}, cwd=ROOT, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert not set(record.namespaces) & set(ownership.quicbed_namespaces())
+        assert run_id not in {r.run_id for r in ownership.load_all()}
+    finally:
+        if holder.poll() is None:
+            holder.kill()

@@ -1,0 +1,234 @@
+"""The ns3 backend's description of a topology for the channel program (pure, no root)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from quicbed import Topology
+from quicbed.backends.ns3.description import (Ns3Options, describe, ns3_channel, radio_owner,
+                                              radio_settings, reference_loss_db)
+from quicbed.backends.ns3.stats import aggregated_mean, merge_histograms, summarize, validity
+from quicbed.errors import BackendError
+from quicbed.spec.link import Radio
+from quicbed.spec.loader import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build(topo: Topology, **options) -> dict:
+    resolved = topo.resolve()
+    namespaces = {name: f"qbtest-{name}" for name, node in topo.nodes.items() if node.routed}
+    description = describe(resolved, namespaces, Ns3Options(**options),
+                           {"stats_file": "/tmp/s.json", "snapshot_file": "/tmp/n.json", "live_file": "/tmp/l.json"})
+    json.dumps(description)  # must be JSON-ready
+    return description
+
+
+def nodes_by_name(description: dict) -> dict[str, dict]:
+    return {node["name"]: node for node in description["nodes"]}
+
+
+def ports(node: dict, kind: str) -> list[dict]:
+    return [port for port in node["ports"] if port["kind"] == kind]
+
+
+def test_one_ap_cell_with_a_wired_server():
+    description = build(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {}))
+    nodes = nodes_by_name(description)
+    assert set(nodes) == {"ap1", "sta1:wlan0", "server:eth0"}
+    ap, station, server = nodes["ap1"], nodes["sta1:wlan0"], nodes["server:eth0"]
+    assert ap["kind"] == "switch" and station["kind"] == "station" and server["kind"] == "switch"
+    (ap_radio,) = ports(ap, "wifi")
+    assert ap_radio["role"] == "ap" and ap_radio["peers"] == ["sta1:wlan0"]
+    assert ap_radio["ssid"] == "quicbed-ap1" and ap_radio["mcs"] == 7 and ap_radio["ampdu_max_bytes"] == 65535
+    assert ports(ap, "wire") == [{"kind": "wire", "wire": "wired", "end": 0}]
+    (tap,) = ports(station, "tap")
+    assert tap == {"kind": "tap", "id": "sta1:wlan0", "namespace": "qbtest-sta1", "ifname": "wlan0"}
+    assert "mac" not in tap  # the program gives the TAP the station radio's MAC
+    (sta_radio,) = ports(station, "wifi")
+    assert sta_radio["role"] == "sta" and sta_radio["peers"] == ["ap1:wifi"] and sta_radio["ssid"] == "quicbed-ap1"
+    assert math.dist(station["position"], ap["position"]) == pytest.approx(5.0)
+    (server_tap,) = ports(server, "tap")
+    assert server_tap["namespace"] == "qbtest-server" and server_tap["ifname"] == "eth0"
+    assert server_tap["mac"].startswith("02:51:42:")
+    assert ports(server, "wire") == [{"kind": "wire", "wire": "wired", "end": 1}]
+    (wire,) = description["wires"]
+    assert wire["forward"] == {"queue_packets": 1000, "rate_bps": 1e9, "delay_s": 0.003}
+    assert wire["backward"] == wire["forward"]
+    assert description["propagation"]["model"] == "log_distance"
+    assert radio_owner(description) == {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"}
+
+
+@pytest.mark.parametrize("band, channel, width, expected", [
+    ("5GHz", 36, 20, (36, 0)), ("5GHz", 36, 40, (38, 0)), ("5GHz", 40, 40, (38, 1)),
+    ("5GHz", 149, 40, (151, 0)), ("5GHz", 44, 80, (42, 2)), ("5GHz", 100, 160, (114, 0)),
+    ("5GHz", 64, 160, (50, 7)), ("2.4GHz", 1, 40, (3, 0)), ("2.4GHz", 11, 40, (9, 1)),
+    ("2.4GHz", 6, 20, (6, 0)),
+])
+def test_channel_numbers_follow_ns3s_table(band, channel, width, expected):
+    assert ns3_channel(band, channel, width) == expected
+
+
+def test_a_channel_outside_any_wide_channel_is_refused():
+    with pytest.raises(BackendError, match="144 is not part of a 160 MHz channel"):
+        ns3_channel("5GHz", 144, 160)
+    with pytest.raises(BackendError, match="20 or 40 MHz"):
+        ns3_channel("2.4GHz", 6, 80)
+
+
+def test_radio_settings():
+    settings = radio_settings(Radio(standard="802.11ac", band="5GHz", channel=36, width=80, mcs=9,
+                                    guard_interval="short", amsdu=True))
+    assert settings["ns3_channel"] == 42 and settings["primary20"] == 0
+    assert settings["ampdu_max_bytes"] == 1048575 and settings["amsdu_max_bytes"] == 11398
+    assert settings["guard_interval"] == "short" and settings["mcs"] == 9
+    assert radio_settings(Radio(ampdu=False))["ampdu_max_bytes"] == 0
+    assert radio_settings(Radio(ampdu_max_size=8000))["ampdu_max_bytes"] == 8000
+    legacy = radio_settings(Radio(standard="802.11a", mcs=None))
+    assert legacy["ampdu_max_bytes"] == 0 and "mcs" not in legacy
+    assert reference_loss_db("5GHz") == pytest.approx(46.7, abs=0.1)
+    assert reference_loss_db("2.4GHz") == pytest.approx(40.1, abs=0.1)
+
+
+def test_mesh_chain_radios_routes_and_positions():
+    description = build(load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 3}))
+    nodes = nodes_by_name(description)
+    assert {"gw:mesh0", "mp1:mesh0", "mp2:mesh0", "client:mesh0", "gw:eth0", "server:eth0"} == set(nodes)
+    mp1 = nodes["mp1:mesh0"]
+    assert mp1["kind"] == "mesh"
+    radios = {port["id"]: port for port in ports(mp1, "wifi")}
+    assert set(radios) == {"mp1:mesh0:ch36", "mp1:mesh0:ch149"}  # one radio per hop channel
+    assert radios["mp1:mesh0:ch36"]["peers"] == ["gw:mesh0:ch36"]
+    assert radios["mp1:mesh0:ch149"]["peers"] == ["mp2:mesh0:ch149"]
+    assert all(port["role"] == "adhoc" for port in radios.values())
+    client = nodes["client:mesh0"]
+    assert client["routes"]["gw:mesh0"] == {"radio": "client:mesh0:ch44", "next_hop": "mp2:mesh0:ch44"}
+    assert client["routes"]["mp1:mesh0"] == {"radio": "client:mesh0:ch44", "next_hop": "mp2:mesh0:ch44"}
+    assert nodes["gw:mesh0"]["routes"]["client:mesh0"] == {"radio": "gw:mesh0:ch36", "next_hop": "mp1:mesh0:ch36"}
+    assert mp1["routes"]["client:mesh0"]["radio"] == "mp1:mesh0:ch149"
+    assert [nodes[n]["position"][0] for n in ("gw:mesh0", "mp1:mesh0", "mp2:mesh0", "client:mesh0")] == [0, 10, 20, 30]
+    # the gateway's cable is a separate interface bridged onto the wire
+    assert [p["kind"] for p in nodes["gw:eth0"]["ports"]] == ["tap", "wire"]
+    macs = [p["mac"] for n in description["nodes"] for p in ports(n, "tap") if "mac" in p]
+    assert len(macs) == len(set(macs)) == 6
+
+
+def test_shared_channel_mesh_uses_one_radio_per_node():
+    description = build(load_topology(str(ROOT / "topologies" / "mesh_chain.py"),
+                                      {"hops": 3, "distinct_channels": False}))
+    mp1 = nodes_by_name(description)["mp1:mesh0"]
+    (radio,) = ports(mp1, "wifi")
+    assert radio["id"] == "mp1:mesh0:ch36" and sorted(radio["peers"]) == ["gw:mesh0:ch36", "mp2:mesh0:ch36"]
+
+
+def test_aggregation_can_be_turned_off_on_one_hop():
+    description = build(load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 3, "ampdu_hop": 2}))
+    radios = {p["id"]: p for n in description["nodes"] for p in ports(n, "wifi")}
+    assert radios["mp1:mesh0:ch149"]["ampdu_max_bytes"] == 0 and radios["mp2:mesh0:ch149"]["ampdu_max_bytes"] == 0
+    assert radios["mp1:mesh0:ch36"]["ampdu_max_bytes"] == 65535
+
+
+def test_frame_error_rate_applies_at_both_ends():
+    topo = Topology("lossy")
+    ap = topo.add_access_point("ap1", mcs=5)
+    station = topo.add_station("sta1")
+    host = topo.add_host("server")
+    topo.add_link(ap, host)
+    topo.add_wireless_link(station, ap, loss=2)
+    nodes = nodes_by_name(build(topo))
+    assert ports(nodes["ap1"], "wifi")[0]["frame_error"] == {"sta1:wlan0": 0.02}
+    assert ports(nodes["sta1:wlan0"], "wifi")[0]["frame_error"] == {"ap1:wifi": 0.02}
+
+
+def test_stations_of_one_ap_must_share_per_radio_settings():
+    topo = Topology("mixed")
+    ap = topo.add_access_point("ap1")
+    for name, mcs in (("sta1", 7), ("sta2", 3)):
+        topo.add_wireless_link(topo.add_station(name), ap, mcs=mcs)
+    topo.add_link(ap, topo.add_host("server"))
+    with pytest.raises(BackendError, match="different mcs"):
+        build(topo)
+    minstrel = Topology("minstrel")
+    ap = minstrel.add_access_point("ap1", rate_control="minstrel", mcs=None)
+    for name in ("sta1", "sta2"):
+        minstrel.add_wireless_link(minstrel.add_station(name), ap, guard_interval="short" if name == "sta1" else "long")
+    minstrel.add_link(ap, minstrel.add_host("server"))
+    nodes = nodes_by_name(build(minstrel))
+    # the AP supports the short guard interval if any station uses it; each station keeps its own
+    assert ports(nodes["ap1"], "wifi")[0]["guard_interval"] == "short"
+    assert ports(nodes["sta2:wlan0"], "wifi")[0]["guard_interval"] == "long"
+
+
+def test_enterprise_ap_places_many_stations_on_a_ring():
+    description = build(load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 40}))
+    nodes = nodes_by_name(description)
+    stations = [n for n in description["nodes"] if n["kind"] == "station"]
+    assert len(stations) == 40
+    assert len(ports(nodes["ap1"], "wifi")[0]["peers"]) == 40
+    positions = {tuple(s["position"]) for s in stations}
+    assert len(positions) == 40
+    assert all(math.dist(p, (0, 0, 0)) == pytest.approx(5.0) for p in positions)
+    assert ports(nodes["ap1"], "wifi")[0]["standard"] == "802.11ac"
+
+
+def test_two_aps_behind_a_switch():
+    description = build(load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 4, "aps": 2}))
+    nodes = nodes_by_name(description)
+    assert ports(nodes["ap1"], "wifi")[0]["channel"] == 36 and ports(nodes["ap2"], "wifi")[0]["channel"] == 149
+    assert ports(nodes["ap1"], "wifi")[0]["peers"] == ["sta1:wlan0", "sta3:wlan0"]
+    assert nodes["sw"]["kind"] == "switch" and len(ports(nodes["sw"], "wire")) == 3
+    assert {w["name"] for w in description["wires"]} == {"wired", "ap1-uplink", "ap2-uplink"}
+
+
+def test_wired_shapes_and_unsupported_impairments():
+    topo = Topology("wired")
+    a, b = topo.add_host("a"), topo.add_host("b")
+    topo.add_link(a, b, name="l", rate="10mbit", delay="5ms", jitter="1ms", jitter_distribution="normal",
+                  loss={"ge_mean": 5}, corrupt=1, queue_limit=50, backward={"loss": 2})
+    (wire,) = build(topo)["wires"]
+    assert wire["forward"]["loss"]["model"] == "gilbert_elliott"
+    assert wire["forward"]["loss"]["p"] == pytest.approx(0.00125)
+    assert wire["forward"]["jitter_distribution"] == "normal" and wire["forward"]["corrupt"] == 0.01
+    assert wire["forward"]["queue_packets"] == 50 and wire["forward"]["rate_bps"] == 10e6
+    assert wire["backward"]["loss"] == {"model": "bernoulli", "probability": 0.02}
+    topo.set_link_shape("l", reorder=5)
+    with pytest.raises(BackendError, match="does not model reorder"):
+        build(topo)
+
+
+def test_options_reach_the_description():
+    description = build(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {}), mac_queue_packets=100,
+                        propagation="fixed_rss", rss_dbm=-60, lag_interval_us=500, seed=7)
+    radio = ports(nodes_by_name(description)["ap1"], "wifi")[0]
+    assert radio["queue_packets"] == 100
+    assert description["propagation"]["model"] == "fixed_rss" and description["propagation"]["rss_dbm"] == -60
+    assert description["lag_interval_us"] == 500 and description["seed"] == 7
+
+
+def test_stats_summary_and_validity():
+    histogram = {"1": 10, "10": 5, "20": 5}
+    assert aggregated_mean(histogram) == 15
+    assert merge_histograms({"2": 1}, {"10": 1, "2": 2}) == {"2": 3, "10": 1}
+    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
+             "tx_data": {"psdus": 20, "mpdus": 160, "bytes": 1, "retries": 3, "mean_mpdus_per_psdu": 8.0,
+                         "mpdus_per_psdu": histogram},
+             "airtime_s": {"data": 0.4, "control": 0.05, "management": 0.05, "total": 0.5},
+             "airtime_share": 0.25, "drops": {"queue_full": 2, "retry_limit": 1, "lifetime": 0, "other": 0,
+                                              "not_associated": 0, "frame_errors": 0},
+             "per_receiver": {"sta1:wlan0": {"psdus": 20, "mpdus": 160, "retries": 3,
+                                             "mean_mpdus_per_psdu": 8.0, "mpdus_per_psdu": histogram}}}
+    raw = {"final": True, "ready": True, "interval": {"sim_s": 2.0, "wall_s": 2.0, "cpu_s": 1.0, "cpu_share": 0.5},
+           "lag": {"samples": 2000, "max_ms": 3.0, "mean_ms": 0.1}, "radios": [radio], "wires": [], "taps": [],
+           "mesh": []}
+    summary = summarize(raw, 10.0, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"})
+    assert summary["valid"] and summary["invalid_reasons"] == []
+    assert summary["nodes"]["ap1"]["airtime_share"] == 0.25 and summary["nodes"]["ap1"]["mean_mpdus_per_ampdu"] == 8
+    assert summary["radios"]["ap1:wifi"]["per_receiver"]["sta1"]["mean_mpdus_per_ampdu"] == 8
+    assert summary["radios"]["ap1:wifi"]["mac_drops"] == 1 and summary["radios"]["ap1:wifi"]["queue_drops"] == 2
+    assert summary["channels"]["36"]["busy_share"] == 0.25
+    valid, reasons = validity({**raw, "lag": {"samples": 10, "max_ms": 25.0, "mean_ms": 2}}, 10.0)
+    assert not valid and "25.0 ms behind" in reasons[0]
