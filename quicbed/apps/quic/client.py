@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import ssl
 import sys
 import time
@@ -44,6 +43,7 @@ from quicbed.apps.quic.profiles import (
 )
 from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
+from quicbed.apps.record import base_record, emit
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
 
@@ -171,29 +171,12 @@ def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> Q
 
 def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in."""
-    return {
-        "tool": "quicbed-quic-client",
-        "quicbed_version": __version__,
-        "aioquic_version": aioquic_hooks.aioquic_version(),
-        "label": settings.label,
-        **settings.profile.record(),
-        "server": {"host": settings.host, "port": settings.port, "address": None},
-        "request": {"page": settings.page, "paths": list(settings.paths),
-                    "parallel": settings.parallel, "timeout": settings.timeout},
-        "started_at": None,  # wall clock, seconds since the epoch
-        "handshake_time": None,  # connect -> handshake complete
-        "ttfb": None,  # first request sent -> first response byte
-        "completion_time": None,  # first request sent -> last byte (download time / PLT)
-        "total_time": None,  # connect -> last byte
-        "bytes": 0,  # response body bytes
-        "objects_completed": 0,
-        "objects": [],  # per object: start, first_byte, end (offsets from started_at), size
-        "transport": None,  # client-side counters and RTT/cwnd when the last byte arrived
-        "socket": None,
-        "qlog": None,
-        "ok": False,
-        "error": None,
-    }
+    record = base_record("quicbed-quic-client", label=settings.label, host=settings.host, port=settings.port,
+                         page=settings.page, paths=settings.paths, parallel=settings.parallel,
+                         timeout=settings.timeout)
+    record.update({"aioquic_version": aioquic_hooks.aioquic_version(), "protocol": "h3",
+                   **settings.profile.record()})
+    return record
 
 
 async def fetch(settings: ClientSettings) -> dict[str, Any]:
@@ -327,17 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    record = asyncio.run(fetch(settings))
-    text = json.dumps(record, indent=1)
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
-        print(text)
-    if record["error"]:
-        print(f"error: {record['error']}", file=sys.stderr)
-    return 0 if record["ok"] else 1
-
+    return emit(asyncio.run(fetch(settings)), args.output)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import resource
 import socket
 import ssl
@@ -55,6 +54,7 @@ from typing import Any
 
 from quicbed import __version__
 from quicbed.apps.objects import load_manifest, page_objects
+from quicbed.apps.record import base_record, emit
 from quicbed.apps.tcp import tcpinfo
 from quicbed.errors import QuicbedError
 
@@ -114,38 +114,23 @@ class ClientSettings:
 
 def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in: the HTTP/3 client's keys, plus
-    ``protocol``, ``engine``, ``curl_version``, ``connections``, ``cpu`` and ``timing``."""
-    return {
-        "tool": "quicbed-tcp-client",
-        "quicbed_version": __version__,
+    ``engine``, ``curl_version``, ``connections``, ``cpu`` and ``timing``."""
+    record = base_record("quicbed-tcp-client", label=settings.label, host=settings.host, port=settings.port,
+                         page=settings.page, paths=settings.paths, parallel=settings.parallel,
+                         timeout=settings.timeout)
+    record.update({
         "aioquic_version": None,
         "engine": settings.engine,
         "curl_version": None,
-        "label": settings.label,
         "profile": settings.protocol,
         "knobs": {"http_version": settings.http, "parallel": settings.parallel,
                   "client_congestion_control": None},
         "protocol": settings.protocol,
-        "server": {"host": settings.host, "port": settings.port, "address": None},
-        "request": {"page": settings.page, "paths": list(settings.paths),
-                    "parallel": settings.parallel, "timeout": settings.timeout},
-        "started_at": None,  # wall clock, seconds since the epoch (first connect)
-        "handshake_time": None,  # TCP connect + TLS handshake of the first connection
-        "ttfb": None,  # first request sent -> first response byte
-        "completion_time": None,  # first request sent -> last byte (download time / PLT)
-        "total_time": None,  # first connect -> last byte
-        "bytes": 0,  # response body bytes
-        "objects_completed": 0,
-        "objects": [],  # per object: start (request sent), first_byte, end, size, connection
         "connections": 0,  # TCP connections opened
-        "transport": None,  # this side's TCP_INFO per connection and sums
-        "socket": None,  # the namespace's TCP buffer and congestion-control settings
-        "qlog": None,
         "cpu": None,  # CPU seconds of the client process (or of curl)
         "timing": "exact",  # "approximate": curl engine, several objects
-        "ok": False,
-        "error": None,
-    }
+    })
+    return record
 
 
 def _read_sysctl(name: str) -> str | None:
@@ -789,17 +774,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    record = fetch(settings)
-    text = json.dumps(record, indent=1)
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
-        print(text)
-    if record["error"]:
-        print(f"error: {record['error']}", file=sys.stderr)
-    return 0 if record["ok"] else 1
-
+    return emit(fetch(settings), args.output)
 
 if __name__ == "__main__":
     sys.exit(main())
