@@ -31,3 +31,15 @@ def test_dry_run_lists_the_runs(capsys):
     out = capsys.readouterr().out
     assert "18 cell(s) x 1 repetition(s) = 18 runs" in out
     assert "c017-r001" in out
+
+
+def test_doctor_reports_every_capability_with_what_its_absence_disables(capsys):
+    import json
+
+    assert main(["doctor", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    for name in ("netns", "netem", "mac80211_hwsim", "openvswitch", "kvm", "ns3", "nginx", "iperf3", "tcpdump",
+                 "aioquic", "mininet_wifi", "vm_kernel", "qemu", "vng"):
+        assert isinstance(found[name]["available"], bool), name
+        assert found[name]["disables"], name
+    assert found["aioquic"]["available"]  # a dependency of quicbed itself
