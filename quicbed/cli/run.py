@@ -61,7 +61,7 @@ def handle(args: argparse.Namespace) -> int:
         if hidden and not out.resolve().is_relative_to(Path.cwd().resolve()):  # the cwd is shared
             raise QuicbedError(f"results folder {out} is under {hidden}, which the microVM does not share with "
                                "this host (fix: choose --out elsewhere, e.g. under results/)")
-        print(f"this kernel has no netem: running in the microVM (software emulation is ~13x slower)",
+        print("this kernel has no netem: running in the microVM (software emulation is ~13x slower)",
               file=sys.stderr)
         argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--out", str(out),
                 *(f"-p{p}" for p in args.param)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable

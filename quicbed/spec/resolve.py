@@ -12,7 +12,7 @@ import ipaddress
 from collections import deque
 
 from quicbed.errors import SpecError
-from quicbed.spec.link import WiredLink, WirelessLink
+from quicbed.spec.link import WirelessLink
 from quicbed.spec.node import AccessPoint, MeshPoint, Station
 from quicbed.spec.topology import Interface, ResolvedTopology, Route, Topology
 

@@ -43,7 +43,7 @@ from typing import Any
 from quicbed.errors import BackendError
 from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
-from quicbed.spec.node import AccessPoint, MeshPoint, Station, Switch
+from quicbed.spec.node import AccessPoint, MeshPoint, Switch
 from quicbed.spec.topology import Interface, ResolvedTopology
 
 SCHEMA_VERSION = 1
