@@ -53,16 +53,15 @@ def handle(args: argparse.Namespace) -> int:
         topo = load_topology(str(experiment.topology_script), params)
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
-    experiment = {"name": experiment.name, **experiment.raw}
-    out = args.out or Path("results") / f"{experiment['name']}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     needs_vm = args.vm or (topo.needs_netem() and not has_netem() and not args.no_vm)
     if needs_vm and not vm.inside_vm():
         hidden = vm.in_guest_tmpfs(out.resolve())
         if hidden and not out.resolve().is_relative_to(Path.cwd().resolve()):  # the cwd is shared
             raise QuicbedError(f"results folder {out} is under {hidden}, which the microVM does not share with "
                                "this host (fix: choose --out elsewhere, e.g. under results/)")
-        print("this kernel has no netem: running in the microVM (software emulation is ~13x slower)",
-              file=sys.stderr)
+        reason = "as asked" if args.vm else "because this kernel has no netem"
+        print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
         argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--out", str(out),
                 *(f"-p{p}" for p in args.param)]
         result = vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout)
@@ -70,11 +69,9 @@ def handle(args: argparse.Namespace) -> int:
     from quicbed.runner.smoke import run_path_check
 
     install_termination_handlers()
-    nodes = list(topo.nodes)
-    client = experiment.get("client", "client" if "client" in nodes else nodes[0])
-    server = experiment.get("server", "server" if "server" in nodes else nodes[-1])
-    print(f"running {experiment['name']}: {topo.description or topo.name}", flush=True)
-    record = run_path_check(topo, client, server, out, metadata={"experiment": experiment})
+    print(f"running {experiment.name}: {topo.description or topo.name}", flush=True)
+    record = run_path_check(topo, experiment.client, experiment.server, out,
+                            metadata={"experiment": {"file": str(experiment_file), **experiment.raw}})
     print(f"RTT {record['ping']['rtt_avg_ms']:.2f} ms, TCP upload {record['tcp_upload_mbit_s']:.2f} Mbit/s, "
           f"download {record['tcp_download_mbit_s']:.2f} Mbit/s")
     print(f"results: {out.resolve()}")
