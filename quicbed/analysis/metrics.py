@@ -35,7 +35,7 @@ from quicbed.analysis.packets import FIN, RST, SYN, Packet, seconds_between
 
 #: UDP payloads of at most this many bytes are taken for QUIC ACK-only datagrams
 QUIC_ACK_ONLY_MAX = 48
-#: inter-packet gaps below this many seconds count as "back to back" (research brief)
+#: inter-packet gaps below this many seconds count as "back to back" (the studies' threshold)
 SHORT_GAP = 100e-6
 #: window sizes reported for the index of dispersion for intervals
 IDI_KS = (1, 2, 5, 10, 20, 50, 100)

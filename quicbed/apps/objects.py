@@ -8,7 +8,7 @@ clients read it to know a page's objects::
 
     python -m quicbed.apps.objects --root /srv/quicbed --bulk 10MB --pages all
 
-Page shapes are those of the research brief (experiment E1b): object count and total size
+Page shapes are those of the studies' experiment E1b (docs/studies.md): object count and total size
 in kB (1 kB = 1000 bytes). A page's objects are an HTML document first, then images,
 scripts, style sheets, fonts and JSON, with sizes drawn from a log-normal law per type and
 scaled to sum exactly to the page's total.
@@ -54,7 +54,7 @@ class PageShape:
         return self.total_kb * KB
 
 
-# Research brief E1b: objects / total kB.
+# Experiment E1b (docs/studies.md): objects / total kB.
 PAGE_SHAPES: tuple[PageShape, ...] = tuple(PageShape(n, kb) for n, kb in (
     (12, 56), (8, 262), (16, 421), (25, 441), (39, 470), (86, 839), (28, 985), (37, 1409),
     (149, 2911), (134, 3560), (64, 3723)))
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bulk", action="append", default=[], metavar="SIZE",
                         help="a bulk object, e.g. 10MB (repeatable)")
     parser.add_argument("--pages", default="", metavar="SHAPES",
-                        help="'all' (research brief E1b) or e.g. '12/56,86/839'")
+                        help="'all' (the E1b pages) or e.g. '12/56,86/839'")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:

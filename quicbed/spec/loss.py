@@ -3,7 +3,7 @@
 Gilbert-Elliott is a two-state Markov chain (Good, Bad) with transition probabilities
 p (Good->Bad) and r (Bad->Good) and a loss probability per state: 1-k in Good, 1-h in Bad.
 ``GilbertElliott.from_mean_loss`` derives the four parameters from a target mean loss the
-way the controlled-testbed studies did (research brief, E4).
+way the controlled-testbed studies did (E4, docs/studies.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ BRIEF_SHAPES = [(12, 56), (8, 262), (16, 421), (25, 441), (39, 470), (86, 839), 
                 (37, 1409), (149, 2911), (134, 3560), (64, 3723)]
 
 
-def test_page_shapes_are_the_research_brief_ones() -> None:
+def test_page_shapes_are_those_of_experiment_e1b() -> None:
     assert [(s.objects, s.total_kb) for s in objects.PAGE_SHAPES] == BRIEF_SHAPES
 
 
