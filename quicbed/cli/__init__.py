@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"quicbed: error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. 'quicbed run X --dry-run | head': the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("quicbed: interrupted; everything this run started has been stopped", file=sys.stderr)
         return 130

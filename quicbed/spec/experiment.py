@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from quicbed.errors import SpecError
-from quicbed.spec.link import SHAPE_FIELDS
+from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.units import parse_rate, parse_size, parse_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
@@ -225,6 +225,8 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
         if parts[2] not in SHAPE_FIELDS:
             raise doc.error(f"unknown link parameter {parts[2]!r}", field,
                             fix=f"{_suggest(parts[2], SHAPE_FIELDS)}wired links take {', '.join(SHAPE_FIELDS)}")
+        for index, value in enumerate(values):
+            parse_shape({parts[2]: value}, f"{field}[{index}]")
     elif axis == "background.rate":
         if exp.background is None:
             raise doc.error("a background.rate axis needs a 'background' section", field)

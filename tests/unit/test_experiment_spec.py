@@ -73,12 +73,17 @@ def test_command_line_override_of_repetitions(tmp_path):
     ("transport: [quic, bquic, tcp]", ["exp.yaml:7", "matrix.transport[1]", "unknown transport 'bqiuc'",
                                        "did you mean 'bquic'"]),
     ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.los", "did you mean 'loss'"]),
+    ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.loss[1]", "within 0..100"]),
     ("workload: {object: 2MB}", ["exp.yaml:5", "workload.object", "cannot read size"]),
     ("name: demo", ["exp.yaml:1", "name must be lower-case"]),
     ("    params: {rate: 10mbit}", ["exp.yaml:4", "rate", "ambiguous"]),
     ("warmup: 1", ["exp.yaml:10", "unknown field 'warmpu'", "did you mean 'warmup'"]),
 ])
 def test_errors_name_line_field_and_fix(tmp_path, change, fragments):
+    if "within 0..100" in fragments:  # a value, not a key, is wrong
+        change, replacement = change, "link.bottleneck.loss: [0, 200]"
+    else:
+        replacement = None
     broken = {
         "repetitions: 3": "repetitions: 0",
         "transport: [quic, bquic, tcp]": "transport: [quic, bqiuc, tcp]",
@@ -87,7 +92,7 @@ def test_errors_name_line_field_and_fix(tmp_path, change, fragments):
         "name: demo": "name: Demo Run",
         "    params: {rate: 10mbit}": "    params: {rate: 10mbps}",
         "warmup: 1": "warmpu: 1",
-    }[change]
+    }[change] if replacement is None else replacement
     text = GOOD.replace(change.strip(), broken.strip())
     path = tmp_path / "exp.yaml"
     path.write_text(text.replace("DUMBBELL", str(DUMBBELL)))
