@@ -76,7 +76,8 @@ if $with_vm && ! command -v virtiofsd >/dev/null && [ ! -x /usr/libexec/virtiofs
   elif command -v cargo >/dev/null; then
     say "building virtiofsd from crates.io into $virtiofsd_dir (about 3 minutes, once)"
     apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 libseccomp-dev libcap-ng-dev pkg-config
-    cargo install --quiet --locked --root "$virtiofsd_dir" virtiofsd@1.14.0
+    cargo install --quiet --locked --root "$virtiofsd_dir" virtiofsd@1.14.0 \
+      || echo "install.sh: building virtiofsd failed: the microVM will use 9p (slower file access)" >&2
   else
     echo "install.sh: no virtiofsd package and no cargo: the microVM will use 9p (slower file access)" >&2
   fi
