@@ -1,13 +1,46 @@
-"""The JSON record every download client writes (HTTP/3 and TCP alike), and how it is emitted."""
+"""What every download client shares (HTTP/3 and TCP alike): its request options, the JSON
+record it writes, and how the record is emitted."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from quicbed import __version__
+from quicbed.apps.objects import load_manifest, page_objects
+from quicbed.errors import QuicbedError
+
+
+def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, parallel_help: str) -> None:
+    """Server, what to fetch, limits, output and TLS options."""
+    parser.add_argument("--host", required=True, help="server name or address")
+    parser.add_argument("--port", type=int, default=port)
+    what = parser.add_argument_group("what to fetch")
+    what.add_argument("--path", action="append", default=[], help="object path (repeatable)")
+    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the "
+                      "served content")
+    what.add_argument("--page", help="page (or bulk object) name in the manifest")
+    parser.add_argument("--parallel", type=int, default=6, help=parallel_help)
+    parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
+    parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
+    parser.add_argument("--label", help="free text copied into the record")
+    tls = parser.add_argument_group("TLS")
+    tls.add_argument("--server-name", help="TLS server name (default --host)")
+    tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
+    tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
+
+
+def requested_paths(args: argparse.Namespace) -> list[str]:
+    """The --path objects, then those of --page from the manifest."""
+    paths = list(args.path)
+    if args.page:
+        if args.manifest is None:
+            raise QuicbedError("--page needs --manifest")
+        paths += [item["path"] for item in page_objects(load_manifest(args.manifest), args.page)]
+    return paths
 
 
 def base_record(tool: str, *, label: str | None, host: str, port: int, page: str | None, paths: list[str],

@@ -34,7 +34,6 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 
 from quicbed import __version__
-from quicbed.apps.objects import load_manifest, page_objects
 from quicbed.apps.quic import aioquic_hooks
 from quicbed.apps.quic.profiles import (
     TransportProfile,
@@ -43,7 +42,12 @@ from quicbed.apps.quic.profiles import (
 )
 from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
-from quicbed.apps.record import base_record, emit
+from quicbed.apps.record import (
+    add_request_arguments,
+    base_record,
+    emit,
+    requested_paths,
+)
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
 
@@ -261,22 +265,8 @@ def _fill(record: dict[str, Any], protocol: Http3ClientProtocol, origin: float) 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.client",
                                      description="Fetch objects over HTTP/3 and record timings.")
-    parser.add_argument("--host", required=True, help="server name or address")
-    parser.add_argument("--port", type=int, default=4433)
-    what = parser.add_argument_group("what to fetch (one connection)")
-    what.add_argument("--path", action="append", default=[], help="object path (repeatable)")
-    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the "
-                      "served content")
-    what.add_argument("--page", help="page (or bulk object) name in the manifest")
-    parser.add_argument("--parallel", type=int, default=6,
-                        help="concurrent request streams (default 6)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
-    parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
-    parser.add_argument("--label", help="free text copied into the record")
-    tls = parser.add_argument_group("TLS")
-    tls.add_argument("--server-name", help="TLS server name (default --host)")
-    tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
-    tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
+    add_request_arguments(parser, port=4433, parallel_help="concurrent request streams on the one "
+                          "connection (default 6)")
     parser.add_argument("--bind", default="", help="local address to bind (default any)")
     parser.add_argument("--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE")
     parser.add_argument("--qlog-dir", type=Path, default=None)
@@ -286,11 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
-    paths = list(args.path)
-    if args.page:
-        if args.manifest is None:
-            raise QuicbedError("--page needs --manifest")
-        paths += [item["path"] for item in page_objects(load_manifest(args.manifest), args.page)]
+    paths = requested_paths(args)
     if not paths:
         raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
     if args.parallel < 1:

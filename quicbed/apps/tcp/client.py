@@ -53,8 +53,12 @@ from pathlib import Path
 from typing import Any
 
 from quicbed import __version__
-from quicbed.apps.objects import load_manifest, page_objects
-from quicbed.apps.record import base_record, emit
+from quicbed.apps.record import (
+    add_request_arguments,
+    base_record,
+    emit,
+    requested_paths,
+)
 from quicbed.apps.tcp import tcpinfo
 from quicbed.errors import QuicbedError
 
@@ -718,26 +722,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m quicbed.apps.tcp.client",
                                      description="Fetch objects over HTTP/1.1 or HTTP/2 (TCP+TLS) "
                                      "and record timings and TCP_INFO.")
-    parser.add_argument("--host", required=True, help="server name or address")
-    parser.add_argument("--port", type=int, default=8443)
+    add_request_arguments(parser, port=8443, parallel_help="requests in flight at once (HTTP/2: "
+                          "streams on one connection; HTTP/1.1: parallel connections; default 6)")
     parser.add_argument("--http", choices=sorted(PROTOCOLS), default="2",
                         help="HTTP version (default 2; 3 only with --engine curl and a curl "
                         "that has HTTP3)")
-    what = parser.add_argument_group("what to fetch")
-    what.add_argument("--path", action="append", default=[], help="object path (repeatable)")
-    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the "
-                      "served content")
-    what.add_argument("--page", help="page (or bulk object) name in the manifest")
-    parser.add_argument("--parallel", type=int, default=6,
-                        help="requests in flight at once (HTTP/2: streams on one connection; "
-                        "HTTP/1.1: parallel connections; default 6)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
-    parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
-    parser.add_argument("--label", help="free text copied into the record")
-    tls = parser.add_argument_group("TLS")
-    tls.add_argument("--server-name", help="TLS server name (default --host)")
-    tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
-    tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
     parser.add_argument("--engine", choices=ENGINES, default="python",
                         help="python (default, exact timings) or curl")
     parser.add_argument("--curl", default="curl", help="curl binary (--engine curl)")
@@ -752,11 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
-    paths = list(args.path)
-    if args.page:
-        if args.manifest is None:
-            raise QuicbedError("--page needs --manifest")
-        paths += [item["path"] for item in page_objects(load_manifest(args.manifest), args.page)]
+    paths = requested_paths(args)
     settings = ClientSettings(
         host=args.host, port=args.port, http=args.http, paths=paths, parallel=args.parallel,
         timeout=args.timeout, server_name=args.server_name, ca_file=args.ca_cert,
