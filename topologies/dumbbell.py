@@ -1,6 +1,10 @@
 """Two hosts through one impaired link: the E4 "controlled netem testbed".
 
-client --- s1 ===bottleneck=== server
+client ===bottleneck=== s1 --- server
+
+The bottleneck sits between the switch and the client, so the server's own interface is
+unshaped: a capture there shows departures as the server made them, and the packets the
+bottleneck drops are missing only from the client's capture (docs/metrics.md).
 """
 
 from quicbed import Topology
@@ -11,7 +15,7 @@ def topology(rate: str = "20mbit", delay: str = "10ms", loss: float = 0.0, queue
     client = topo.add_host("client")
     server = topo.add_host("server")
     switch = topo.add_switch("s1")
-    topo.add_link(client, switch)
-    topo.add_link(switch, server, name="bottleneck", rate=rate, delay=delay, loss=loss,
+    topo.add_link(client, switch, name="bottleneck", rate=rate, delay=delay, loss=loss,
                   queue_limit=queue_limit)
+    topo.add_link(switch, server)
     return topo

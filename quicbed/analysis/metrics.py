@@ -156,11 +156,11 @@ def _offsets(packets: Sequence[Packet], start: float | None = None) -> np.ndarra
 def download_time(record: Mapping[str, Any]) -> float:
     """Download time in seconds from a client record: request start to last byte.
 
-    quicbed's HTTP/3 client: ``completion_time`` (first request sent -> last byte). curl's
-    ``-w '%{json}'``: ``time_total - time_pretransfer`` (request about to be sent -> last
-    byte), so that both exclude the connection set-up.
+    quicbed's HTTP/3 and TCP clients: ``completion_time`` (first request sent -> last byte).
+    curl's ``-w '%{json}'``: ``time_total - time_pretransfer`` (request about to be sent ->
+    last byte), so that both exclude the connection set-up.
     """
-    if record.get("tool") == "quicbed-quic-client":
+    if record.get("tool") in ("quicbed-quic-client", "quicbed-tcp-client"):
         value = record.get("completion_time")
         return math.nan if value is None else float(value)
     if "time_total" in record and "time_pretransfer" in record:

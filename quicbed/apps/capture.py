@@ -117,7 +117,8 @@ class Capture:
     def __init__(self, node: NodeHandle, interface: str, path: Path, *,
                  snaplen: int = DEFAULT_SNAPLEN, bpf_filter: str | None = None,
                  buffer_kib: int = DEFAULT_BUFFER_KIB, immediate: bool = True,
-                 direction: str | None = None, adapter_clock: bool = True) -> None:
+                 direction: str | None = None, adapter_clock: bool = True,
+                 log_dir: Path | None = None) -> None:
         if direction not in (None, "in", "out", "inout"):
             raise ValueError("direction must be in, out or inout")
         self.node = node
@@ -129,6 +130,7 @@ class Capture:
         self.immediate = immediate
         self.direction = direction
         self.adapter_clock = adapter_clock
+        self.log_dir = Path(log_dir) if log_dir is not None else None  # tcpdump's own output
         self.process: Process | None = None
         self.stats: CaptureStats | None = None
         self.timestamp_type: str = "host"
@@ -163,7 +165,7 @@ class Capture:
         if self.adapter_clock and "adapter_unsynced" in timestamp_types(self.node, self.interface):
             self.timestamp_type = "adapter_unsynced"
         self.process = self.node.start(self.argv(), name=f"{self.path.stem}.tcpdump",
-                                       log_dir=self.path.parent)
+                                       log_dir=self.log_dir or self.path.parent)
 
     def wait_listening(self, timeout: float = READY_TIMEOUT) -> None:
         assert self.process is not None

@@ -142,6 +142,18 @@ class NamespaceNetwork(Network):
                                     "(fix: run with --vm)")
         self._apply_shapes(self.topology.link(name), replace=True)  # type: ignore[arg-type]
 
+    def replace_link_shapes(self, link: WiredLink) -> None:
+        """Give the live link of the same name ``link``'s impairments (both directions)."""
+        live = self.topology.link(link.name)
+        assert isinstance(live, WiredLink)
+        from quicbed.host.capabilities import has_netem
+
+        live.forward, live.backward = link.forward, link.backward
+        if live.needs_netem() and not has_netem():
+            raise MissingDependency(f"link {link.name} would need netem, which this host's kernel lacks "
+                                    "(fix: run with --vm)")
+        self._apply_shapes(live, replace=True)
+
     def _apply_shapes(self, link: WiredLink, replace: bool = False) -> None:
         for end, shape in ((link.node1, link.forward), (link.node2, link.backward)):
             namespace = self._nodes[end].namespace

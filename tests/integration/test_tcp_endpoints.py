@@ -1,6 +1,6 @@
 """nginx + quicbed's TCP client between two namespaces through a rate-limited dumbbell.
 
-client --- s1 ===bottleneck 20 Mbit/s=== server (nginx)
+client ===bottleneck 20 Mbit/s=== s1 --- server (nginx)
 """
 
 from __future__ import annotations

@@ -1,0 +1,82 @@
+"""The per-run metrics a results folder carries: name, label, unit and direction.
+
+``results.jsonl`` stores every metric in base units (seconds, bit/s, bytes, shares in
+[0, 1]); tables and plots show them scaled (``scale``) in ``unit``. Runners write only names
+listed here, so a report never has to guess what a column means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from quicbed.analysis.metrics import IDI_KS
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    unit: str  # the unit shown (after scaling)
+    scale: float  # shown value = stored value * scale
+    better: str | None  # "higher", "lower" or None (descriptive)
+    source: str  # where it comes from: record, captures, qlog, tcp, mac
+    description: str
+
+    def show(self, value: float) -> float:
+        return value * self.scale
+
+    @property
+    def axis_label(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+_METRICS = [
+    Metric("download_time", "download time", "s", 1.0, "lower", "record",
+           "first request to last byte of the last object, at the client (page load time for pages)"),
+    Metric("goodput", "goodput", "Mbit/s", 1e-6, "higher", "record",
+           "application bytes over the download time minus connection set-up (first request to last byte)"),
+    Metric("throughput", "throughput", "Mbit/s", 1e-6, "higher", "captures",
+           "transport payload received over first-to-last data packet at the client capture"),
+    Metric("transfer_time", "transfer time", "s", 1.0, "lower", "captures",
+           "first to last data packet at the client capture"),
+    Metric("loss", "loss", "%", 100.0, "lower", "captures",
+           "data packets sent by the server never seen at the client"),
+    Metric("owd_mean", "one-way delay", "ms", 1e3, "lower", "captures", "mean server-to-client delay of data packets"),
+    Metric("owd_p95", "one-way delay p95", "ms", 1e3, "lower", "captures", "95th percentile of the one-way delay"),
+    Metric("ipt_server_short_share", "short gaps at server", "%", 100.0, None, "captures",
+           "share of inter-packet times below 100 us between data packets leaving the server (burstiness)"),
+    Metric("ipt_client_short_share", "short gaps at client", "%", 100.0, None, "captures",
+           "share of inter-packet times below 100 us between data packets arriving at the client"),
+    *(Metric(f"idi_server_k{k}", f"IDI k={k} at server", "", 1.0, None, "captures",
+             f"index of dispersion for intervals over {k} server departures (1: Poisson, >1: bursty)")
+      for k in IDI_KS),
+    Metric("out_of_order", "out of order", "%", 100.0, "lower", "captures",
+           "data packets arriving after a packet the server sent later"),
+    Metric("ack_ratio", "ACK ratio", "", 1.0, None, "captures",
+           "client-to-server packets per server-to-client data packet"),
+    Metric("cwnd_mean", "mean cwnd", "kB", 1e-3, None, "qlog/tcp",
+           "congestion window of the sender, time-weighted over the transfer"),
+    Metric("srtt_mean", "smoothed RTT", "ms", 1e3, "lower", "qlog/tcp", "sender's smoothed RTT, time-weighted"),
+    Metric("phase_slow_start", "slow start", "%", 100.0, None, "qlog/tcp", "share of the transfer in slow start"),
+    Metric("phase_congestion_avoidance", "congestion avoidance", "%", 100.0, None, "qlog/tcp",
+           "share of the transfer in congestion avoidance"),
+    Metric("phase_recovery", "recovery", "%", 100.0, None, "qlog/tcp", "share of the transfer in loss recovery"),
+    Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
+           "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)"),
+    Metric("airtime_share", "airtime", "%", 100.0, None, "mac",
+           "share of the run's time the radio carrying the download was transmitting"),
+    Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio"),
+    Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock"),
+    Metric("background_throughput", "background", "Mbit/s", 1e-6, None, "background",
+           "background traffic received during the run (iperf3)"),
+]
+
+METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
+
+#: the metrics a report shows first, in this order, when a run has them
+HEADLINE = ("download_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean")
+
+
+def metric(name: str) -> Metric:
+    """The catalogue entry of ``name`` (a descriptive stand-in for names it does not list)."""
+    return METRICS.get(name) or Metric(name, name.replace("_", " "), "", 1.0, None, "other", "")

@@ -1,0 +1,98 @@
+"""The metrics of one finished run, from the artifacts in its folder (docs/results.md).
+
+Every metric is optional: a run without captures has no loss or one-way delay, a TCP run
+without ``ss`` samples has no cwnd. Names and units: quicbed/analysis/catalogue.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from quicbed.analysis.catalogue import METRICS
+from quicbed.analysis.metrics import download_time, run_metrics
+from quicbed.analysis.packets import read_pcap
+
+
+def _finite(metrics: dict[str, Any]) -> dict[str, float]:
+    """Only catalogued, finite numbers: NaN has no place in a JSON line."""
+    clean: dict[str, float] = {}
+    for name, value in metrics.items():
+        if name in METRICS and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value):
+            clean[name] = float(value)
+    return clean
+
+
+def record_metrics(record: dict[str, Any]) -> dict[str, float]:
+    """Download time and goodput from the client's own record."""
+    values: dict[str, float] = {}
+    if not record.get("ok"):
+        return values
+    seconds = download_time(record)
+    values["download_time"] = seconds
+    if seconds > 0 and record.get("bytes"):
+        values["goodput"] = 8.0 * float(record["bytes"]) / seconds
+    return values
+
+
+def capture_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
+    server, client = folder / "server.pcap", folder / "client.pcap"
+    if not (server.exists() and client.exists()):
+        return {}
+    result = run_metrics(read_pcap(server), read_pcap(client), record).to_dict()
+    values = {name: result[name] for name in ("throughput", "transfer_time", "loss", "owd_mean", "owd_p95",
+                                              "ipt_server_short_share", "ipt_client_short_share",
+                                              "out_of_order", "ack_ratio")}
+    values.update({f"idi_server_k{k}": v for k, v in result["idi_server"].items()})
+    return values
+
+
+def sender_metrics(folder: Path) -> dict[str, float]:
+    """cwnd, smoothed RTT and phase shares: the server's qlog (QUIC) or ``ss`` samples (TCP)."""
+    summary: dict[str, Any] | None = None
+    if (folder / "server.qlog").exists():
+        from quicbed.analysis.qlog import summarize_qlog
+
+        qlog = summarize_qlog(folder / "server.qlog").to_dict()
+        summary = {"cwnd_mean": qlog["cwnd_mean"], "srtt_mean": qlog["smoothed_rtt_mean"], **{
+            f"phase_{phase}": share for phase, share in qlog["phases"].items()}}
+    elif (folder / "ss.txt").exists():
+        from quicbed.analysis.tcpstate import connection, read_ss, summarize_ss
+
+        samples = read_ss(folder / "ss.txt")
+        if not samples.empty:
+            tcp = summarize_ss(connection(samples)).to_dict()
+            summary = {"cwnd_mean": tcp["cwnd_bytes_mean"], "srtt_mean": tcp["srtt_mean"], **{
+                f"phase_{phase}": share for phase, share in tcp["phases"].items()}}
+    return summary or {}
+
+
+def mac_metrics(folder: Path, sender_node: str | None) -> dict[str, float]:
+    """A-MPDU size, airtime and retries of the node that transmits the download's last hop
+    to the client (the AP for a station), and the simulator's lag."""
+    path = folder / "mac-stats.json"
+    if not path.exists():
+        return {}
+    stats = json.loads(path.read_text())
+    values: dict[str, float] = {}
+    node = stats.get("nodes", {}).get(sender_node) if sender_node else None
+    if node:
+        values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
+                      mac_retries=node["retries"])
+    if stats.get("lag", {}).get("max_ms") is not None:
+        values["lag_max"] = stats["lag"]["max_ms"] / 1e3
+    return values
+
+
+def run_metrics_of(folder: Path, record: dict[str, Any], wireless_sender: str | None = None) -> dict[str, float]:
+    """Every metric this run's artifacts allow, in base units."""
+    values: dict[str, float] = {}
+    values.update(record_metrics(record))
+    if record.get("ok"):
+        values.update(capture_metrics(folder, record))
+        values.update(sender_metrics(folder))
+    values.update(mac_metrics(folder, wireless_sender))
+    return _finite(values)

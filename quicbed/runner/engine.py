@@ -1,0 +1,320 @@
+"""The experiment runner: every run of an experiment, in order, into one results folder.
+
+    runner = ExperimentRunner(experiment, RunnerOptions(out=Path("results/x")))
+    summary = runner.run()          # Ctrl-C: what finished stays; --resume continues
+
+A run either completes (its folder and its results line appear together) or leaves
+nothing; a run that fails is recorded with its error and the experiment goes on. The
+network is kept up across runs while their topology is the same (``reuse: cell``; link
+axes change a live netns network's qdiscs in place) or rebuilt per run (``reuse: run``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from quicbed.analysis.catalogue import metric
+from quicbed.backends import create
+from quicbed.backends.base import Network, deferred_signals
+from quicbed.errors import QuicbedError
+from quicbed.runner import metadata as meta
+from quicbed.runner.analyse import run_metrics_of
+from quicbed.runner.folder import ResultsFolder
+from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
+from quicbed.spec.experiment import Experiment, Run, expand
+from quicbed.spec.link import WiredLink, WirelessLink
+from quicbed.spec.loader import load_topology
+from quicbed.spec.topology import Topology
+
+#: shown after each run, when the run has them
+RESULT_LINE_METRICS = ("download_time", "goodput", "loss", "ampdu_mean")
+
+
+@dataclass
+class RunnerOptions:
+    out: Path
+    resume: bool = False
+    backend: str | None = None  # default: the experiment's
+    params: dict[str, Any] = field(default_factory=dict)  # topology parameter overrides
+    command: list[str] = field(default_factory=list)  # what the user typed, for the metadata
+
+
+@dataclass
+class RunnerSummary:
+    total: int
+    skipped: int  # finished before (resume)
+    ok: int = 0
+    failed: int = 0
+    invalid: int = 0
+
+
+def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[str, Any]) -> Topology:
+    """The run's topology: the script with the experiment's parameters, the command line's
+    overrides and the cell's params/link axes applied."""
+    params = {**experiment.topology_params, **overrides,
+              **{axis.partition(".")[2]: value for axis, value in cell.items() if axis.startswith("params.")}}
+    topo = load_topology(str(experiment.topology_script), params)
+    for axis, value in cell.items():
+        if axis.startswith("link."):
+            _, link, parameter = axis.split(".")
+            topo.set_link_shape(link, **{parameter: value})
+    return topo
+
+
+def wireless_sender(topo: Topology, client: str) -> str | None:
+    """The node whose radio carries the download's last hop to ``client`` (its AP or mesh peer)."""
+    for link in topo.links:
+        if isinstance(link, WirelessLink) and client in link.ends():
+            return link.node1 if link.node2 == client else link.node2
+    return None
+
+
+class NetworkKeeper:
+    """The live network of the current run, rebuilt only when the topology changes."""
+
+    def __init__(self, experiment: Experiment, backend: str, overrides: dict[str, Any],
+                 on_build: Any = None) -> None:
+        self.experiment = experiment
+        self.backend = backend
+        self.overrides = overrides
+        self.on_build = on_build
+        self.network: Network | None = None
+        self.description: dict[str, Any] | None = None
+
+    def network_for(self, run: Run) -> Network:
+        topo = topology_for(self.experiment, run.cell, self.overrides)
+        description = topo.to_dict()
+        if self.network is not None and self.experiment.reuse == "cell":
+            if description == self.description:
+                return self.network
+            if self._reshape(topo):
+                self.description = description
+                return self.network
+        self.close()
+        network = create(self.backend, topo)
+        network.__enter__()
+        self.network, self.description = network, description
+        if self.on_build:
+            self.on_build(network)
+        return network
+
+    def _reshape(self, topo: Topology) -> bool:
+        """Apply changed wired-link impairments to the live network when only they differ."""
+        network = self.network
+        if network is None or not hasattr(network, "replace_link_shapes"):
+            return False
+        if _without_shapes(topo.to_dict()) != _without_shapes(network.topology.to_dict()):
+            return False
+        for link, live in zip(topo.links, network.topology.links):
+            if isinstance(link, WiredLink) and isinstance(live, WiredLink) and \
+                    (link.forward, link.backward) != (live.forward, live.backward):
+                network.replace_link_shapes(link)
+        return True
+
+    def close(self) -> None:
+        if self.network is not None:
+            network, self.network, self.description = self.network, None, None
+            network.__exit__(None, None, None)
+
+
+def _without_shapes(description: dict[str, Any]) -> dict[str, Any]:
+    links = [{k: v for k, v in link.items() if k not in ("forward", "backward")} for link in description["links"]]
+    return {**description, "links": links}
+
+
+class Progress:
+    """One line per finished run; with a terminal, a live bar with cell, count and ETA."""
+
+    def __init__(self, total: int, done: int, stream: TextIO = sys.stdout) -> None:
+        self.total = total
+        self.done = done
+        self.stream = stream
+        self.started = time.monotonic()
+        self.measured = 0  # runs performed in this session (for the ETA)
+        self.bar: Any = None
+        self.task: Any = None
+        if stream.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, \
+                TimeRemainingColumn
+
+            self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                           TextColumn("ETA"), TimeRemainingColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=total, completed=done)
+
+    def starting(self, run: Run) -> None:
+        label = f"{run.run_id} {run.label or ''}".strip()
+        if self.bar is not None:
+            self.bar.update(self.task, description=label)
+
+    def eta(self) -> str:
+        if not self.measured:
+            return "?"
+        left = (time.monotonic() - self.started) / self.measured * (self.total - self.done)
+        return f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+
+    def finished(self, run: Run, record: dict[str, Any]) -> None:
+        self.done += 1
+        self.measured += 1
+        line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {run.run_id} {run.label}: {result_text(record)}"
+        if self.bar is not None:
+            self.bar.console.print(line, highlight=False)
+            self.bar.update(self.task, completed=self.done)
+        else:
+            print(f"{line} (ETA {self.eta()})", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def result_text(record: dict[str, Any]) -> str:
+    if record["status"] == "failed":
+        return f"FAILED: {record['error']}"
+    shown = []
+    for name in RESULT_LINE_METRICS:
+        if name in record["metrics"]:
+            entry = metric(name)
+            shown.append(f"{entry.label} {entry.show(record['metrics'][name]):.3g}{' ' + entry.unit if entry.unit else ''}")
+    text = ", ".join(shown) or "ok"
+    if record["status"] == "invalid":
+        text = f"INVALID ({'; '.join(record['invalid_reasons'])}): {text}"
+    return text + (" [warm-up]" if record["warmup"] else "")
+
+
+class ExperimentRunner:
+    def __init__(self, experiment: Experiment, options: RunnerOptions) -> None:
+        self.experiment = experiment
+        self.options = options
+        self.backend = options.backend or experiment.backend
+        self.folder: ResultsFolder | None = None
+        self.metadata: dict[str, Any] = {}
+        self.assets: Assets | None = None
+
+    # -- metadata ----------------------------------------------------------------------------
+    def _start_metadata(self, folder: ResultsFolder, runs: list[Run]) -> None:
+        exp = self.experiment
+        previous = folder.read_metadata()
+        now = time.time()
+        session = {"started": now, "finished": None, "status": "running", "command": self.options.command,
+                   "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
+                   "backend": self.backend, "networks": []}
+        self.metadata = {
+            "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
+            "experiment": {**exp.raw, "transports": {n: t.describe() for n, t in exp.transports.items()},
+                           "backend": self.backend, "topology_overrides": self.options.params,
+                           "cells": exp.cells(), "runs": len(runs)},
+            "started": previous.get("started", now), "finished": None, "status": "running",
+            "backend": self.backend, "host": session["host"], "versions": session["versions"],
+            "git": session["git"], "sessions": [*previous.get("sessions", []), session],
+        }
+        folder.write_metadata(self.metadata)
+
+    def _record_network(self, network: Network) -> None:
+        session = self.metadata["sessions"][-1]
+        topology = network.topology.to_dict()
+        if any(entry["topology"] == topology for entry in session["networks"]):
+            return
+        session["networks"].append({"topology": topology, "network": network.describe(),
+                                    "interfaces": meta.interface_state(network), "built": time.time()})
+        assert self.folder is not None
+        self.folder.write_metadata(self.metadata)
+
+    def _finish_metadata(self, status: str) -> None:
+        if self.folder is None or not self.metadata:
+            return
+        now = time.time()
+        self.metadata["sessions"][-1].update(finished=now, status=status)
+        self.metadata.update(finished=now, status=status)
+        self.folder.write_metadata(self.metadata)
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self) -> RunnerSummary:
+        runs = expand(self.experiment)
+        with ResultsFolder(self.options.out, self.experiment.source, resume=self.options.resume) as folder:
+            self.folder = folder
+            finished = folder.finished()
+            todo = [run for run in runs if run.run_id not in finished]
+            summary = RunnerSummary(total=len(runs), skipped=len(runs) - len(todo))
+            self._start_metadata(folder, runs)
+            work = self.options.out / ".work"
+            keeper = NetworkKeeper(self.experiment, self.backend, self.options.params, self._record_network)
+            progress = Progress(len(runs), summary.skipped)
+            status = "interrupted"
+            try:
+                if todo:
+                    self.assets = prepare_assets(work, self.experiment)
+                for run in todo:
+                    progress.starting(run)
+                    record = self._one_run(run, keeper, folder)
+                    setattr(summary, record["status"], getattr(summary, record["status"]) + 1)
+                    progress.finished(run, record)
+                status = "complete"
+            except BaseException as error:
+                status = "interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "failed"
+                raise
+            finally:
+                progress.close()
+                with deferred_signals():
+                    keeper.close()
+                    shutil.rmtree(work, ignore_errors=True)
+                    self._finish_metadata(status)
+        return summary
+
+    def _one_run(self, run: Run, keeper: NetworkKeeper, folder: ResultsFolder) -> dict[str, Any]:
+        exp = self.experiment
+        transport = exp.transport_of(run.cell)
+        record: dict[str, Any] = {
+            "run_id": run.run_id, "index": run.index, "cell_index": run.cell_index, "cell": run.cell,
+            "repetition": run.repetition, "warmup": run.warmup, "status": "ok", "error": None,
+            "invalid_reasons": [], "transport": transport.describe(), "workload": workload_of(exp, run.cell),
+            "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
+            "started": time.time(), "finished": None, "metrics": {},
+        }
+        partial = folder.begin_run(run.run_id)
+        try:
+            network = keeper.network_for(run)
+            assert self.assets is not None
+            execution = RunExecution(network, exp, run, self.assets, partial)
+            try:
+                client_record = execution.perform()
+            finally:
+                record["details"] = execution.details
+            if not client_record.get("ok"):
+                record.update(status="failed", error=f"download failed: {client_record.get('error')}")
+            sender = wireless_sender(network.topology, record["client"])
+            record["metrics"] = run_metrics_of(partial, client_record, sender)
+            record["invalid_reasons"] = invalid_reasons(record["details"])
+            if record["status"] == "ok" and record["invalid_reasons"]:
+                record["status"] = "invalid"
+        except (KeyboardInterrupt, SystemExit):
+            folder.abandon_run(partial)
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure of one run is that run's result
+            record.update(status="failed", error=f"{type(error).__name__}: {error}" if not isinstance(
+                error, QuicbedError) else str(error))
+            (partial / "logs").mkdir(exist_ok=True)
+            (partial / "logs" / "error.txt").write_text(traceback.format_exc())
+            keeper.close()  # the network may be in any state: the next run builds a fresh one
+        record["finished"] = time.time()
+        with deferred_signals():  # a Ctrl-C now must not separate the folder from its line
+            folder.commit_run(run.run_id, partial, record)
+        return record
+
+
+def invalid_reasons(details: dict[str, Any]) -> list[str]:
+    """Why a completed run must not count: the simulator fell behind, a capture lost packets."""
+    reasons = list((details.get("mac_stats") or {}).get("invalid_reasons") or [])
+    for name, stats in (details.get("capture_stats") or {}).items():
+        lost = (stats.get("dropped_by_kernel") or 0) + (stats.get("dropped_by_interface") or 0)
+        if lost:
+            reasons.append(f"the {name} capture dropped {lost} packets (tcpdump's buffer was full)")
+        elif not stats.get("complete", True):
+            reasons.append(f"the {name} capture did not stop cleanly")
+    return reasons

@@ -1,0 +1,107 @@
+"""What metadata.json records about the machine, the tools and the realised network."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from quicbed import __version__
+from quicbed.backends.base import Network
+from quicbed.errors import BackendError
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+#: offload features that change what captures see and how packets are batched
+OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
+            "large-receive-offload", "tx-checksumming", "rx-checksumming")
+
+
+def _output(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (result.stdout + result.stderr).strip() or None
+
+
+def _first_match(pattern: str, text: str | None) -> str | None:
+    match = re.search(pattern, text or "")
+    return match.group(1) if match else None
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _debian_version(package: str) -> str | None:
+    return _output(["dpkg-query", "-W", "-f=${Version}", package])
+
+
+def git_commit() -> dict[str, Any] | None:
+    if not (PACKAGE_ROOT / ".git").exists():
+        return None
+    commit = _output(["git", "-C", str(PACKAGE_ROOT), "rev-parse", "HEAD"])
+    status = _output(["git", "-C", str(PACKAGE_ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return {"commit": commit, "dirty": bool(status)}
+
+
+@lru_cache(maxsize=1)
+def tool_versions() -> dict[str, Any]:
+    return {
+        "quicbed": __version__,
+        "python": sys.version.split()[0],
+        "aioquic": _package_version("aioquic"),
+        "numpy": _package_version("numpy"),
+        "nginx": _first_match(r"nginx/(\S+)", _output(["nginx", "-v"])),
+        "iperf3": _first_match(r"iperf (\S+)", _output(["iperf3", "--version"])),
+        "tcpdump": _first_match(r"tcpdump version (\S+)", _output(["tcpdump", "--version"])),
+        "ns3": _debian_version("libns3-dev"),
+        "iproute2": _first_match(r"iproute2-([\w.]+)", _output(["ip", "-V"])),
+    }
+
+
+def host_info() -> dict[str, Any]:
+    memory = None
+    try:
+        memory = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "hostname": platform.node(), "kernel": platform.release(), "machine": platform.machine(),
+        "os": _first_match(r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text()
+                           if Path("/etc/os-release").exists() else ""),
+        "cpus": os.cpu_count(), "memory_bytes": memory,
+        "in_microvm": os.environ.get("QUICBED_IN_VM") == "1",
+        "tbf_burst_ms": os.environ.get("QUICBED_TBF_BURST_MS"),
+    }
+
+
+def interface_state(network: Network) -> dict[str, Any]:
+    """Qdiscs and offloads of every interface of the nodes that are namespaces (nodes a
+    backend simulates, e.g. ns-3's access points, have none)."""
+    state: dict[str, Any] = {}
+    for name in network.topology.nodes:
+        try:
+            handle = network.node(name)
+        except BackendError:
+            continue
+        qdiscs = handle.run(["tc", "qdisc", "show"], check=False).stdout.strip()
+        offloads: dict[str, dict[str, str]] = {}
+        for interface in handle.interfaces:
+            text = handle.run(["ethtool", "-k", interface], check=False).stdout
+            offloads[interface] = {feature: value for feature, value in
+                                   re.findall(r"^([a-z-]+): (on|off)", text, re.MULTILINE) if feature in OFFLOADS}
+        state[name] = {"qdiscs": qdiscs.splitlines(), "offloads": offloads}
+    return state

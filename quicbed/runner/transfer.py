@@ -1,0 +1,258 @@
+"""One run of an experiment on a live network: server, captures, background traffic, download.
+
+Everything the run starts is stopped before ``perform`` returns, on every exit path; the
+artifacts land in the run's (partial) folder under the names docs/results.md lists.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quicbed.apps import iperf, objects
+from quicbed.apps.capture import CaptureSet
+from quicbed.apps.quic import certs
+from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
+from quicbed.apps.tcp.run import module_argv
+from quicbed.backends.base import Network, NodeHandle, Process
+from quicbed.errors import BackendError
+from quicbed.spec.experiment import Experiment, Run, Transport
+from quicbed.spec.units import parse_rate, parse_size
+
+PORTS = {"quic": 4433, "tcp": 8443}
+BACKGROUND_PORT = 5201
+SERVER_NAME = "localhost"  # the certificate's name; clients connect by address
+READY_TIMEOUT = 30.0  # Python start-up in the software-emulated microVM takes seconds
+BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the queue fills)
+CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
+SS_INTERVAL = 0.01
+
+
+@dataclass(frozen=True)
+class Assets:
+    """Files every run of an experiment serves: the objects and the TLS certificate."""
+
+    www: Path
+    cert: Path
+    key: Path
+
+
+def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
+    """Write every object and page the experiment's runs fetch, and a certificate."""
+    sizes = {experiment.workload["object"]} if "object" in experiment.workload else set()
+    sizes |= {parse_size(value, "workload.object") for value in experiment.matrix.get("workload.object", [])}
+    page_names = {experiment.workload["page"]} if "page" in experiment.workload else set()
+    page_names |= set(experiment.matrix.get("workload.page", []))
+    shapes = [shape for shape in objects.PAGE_SHAPES if shape.name in page_names]
+    objects.generate(directory / "www", bulk=sorted(sizes), pages=shapes, seed=experiment.seed)
+    cert, key = certs.write(directory / "tls", [SERVER_NAME])
+    return Assets(directory / "www", cert, key)
+
+
+def workload_of(experiment: Experiment, cell: dict[str, Any]) -> dict[str, Any]:
+    """The run's workload: the experiment's, with the cell's workload axis applied."""
+    workload = dict(experiment.workload)
+    if "workload.object" in cell:
+        workload.pop("page", None)
+        workload["object"] = parse_size(cell["workload.object"], "workload.object")
+    if "workload.page" in cell:
+        workload.pop("object", None)
+        workload["page"] = cell["workload.page"]
+    return workload
+
+
+def request_arguments(workload: dict[str, Any], assets: Assets) -> list[str]:
+    if "object" in workload:
+        return ["--path", f"/bulk/{objects.bulk_name(workload['object'])}.bin"]
+    return ["--manifest", str(assets.www), "--page", workload["page"], "--parallel", str(workload["parallel"])]
+
+
+def background_rate(experiment: Experiment, cell: dict[str, Any]) -> float | None:
+    if experiment.background is None:
+        return None
+    value = cell.get("background.rate", experiment.background.rate)
+    if value in (None, 0, "0"):
+        return None
+    return value if isinstance(value, float) else parse_rate(value, "background.rate")
+
+
+def _wait_for_file(path: Path, process: Process, what: str, timeout: float = READY_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if not process.running:
+            raise BackendError(f"{what} exited at start-up: {process.errors().strip()[-500:]}")
+        if time.monotonic() > deadline:
+            raise BackendError(f"{what} not ready after {timeout:g} s")
+        time.sleep(0.05)
+
+
+def _quic_profile_arguments(transport: Transport) -> list[str]:
+    argv = ["--profile", transport.profile or "quic"]
+    if transport.cc:
+        argv += ["--cc", transport.cc]
+    for knob, value in transport.knobs.items():
+        argv += ["--knob", f"{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
+    return argv
+
+
+class RunExecution:
+    """Performs one run: call :meth:`perform`, read the collected pieces afterwards."""
+
+    def __init__(self, network: Network, experiment: Experiment, run: Run, assets: Assets, folder: Path) -> None:
+        self.network = network
+        self.experiment = experiment
+        self.run = run
+        self.assets = assets
+        self.folder = folder
+        self.logs = folder / "logs"
+        self.transport = experiment.transport_of(run.cell)
+        self.workload = workload_of(experiment, run.cell)
+        self.client: NodeHandle = network.node(run.cell.get("client", experiment.client))
+        self.server: NodeHandle = network.node(experiment.server)
+        self.port = PORTS[self.transport.kind]
+        self.details: dict[str, Any] = {}
+
+    def perform(self) -> dict[str, Any]:
+        """Run the download; return the client's record (``ok``/``error`` tell how it went)."""
+        with ExitStack() as stack:
+            stack.enter_context(self._server())
+            if hasattr(self.network, "reset_stats"):
+                self.network.reset_stats()  # MAC statistics of this run only
+            if self.experiment.captures:
+                stack.enter_context(self._captures())
+            if self.transport.kind == "tcp" and self.experiment.qlog:
+                stack.enter_context(self._tcp_sampler())
+            rate = background_rate(self.experiment, self.run.cell)
+            if rate:
+                stack.enter_context(self._background(rate))
+            record = self._download()
+            time.sleep(CLOSING_GRACE)
+        self._collect_server_files()
+        if hasattr(self.network, "mac_stats"):
+            stats = self.network.mac_stats()
+            (self.folder / "mac-stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+            self.details["mac_stats"] = {"valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
+                                         "lag": stats["lag"]}
+        return record
+
+    # -- pieces ------------------------------------------------------------------------------
+    def _server(self) -> Any:
+        if self.transport.kind == "quic":
+            return self._quic_server()
+        settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
+                                 port=self.port, host=self.server.address, congestion_control=self.transport.cc)
+        nginx = NginxServer(self.server, settings, self.folder / "nginx")
+        self.details["server"] = "nginx"
+        return _Started(nginx.start(), nginx.stop, lambda: self.details.update(server=nginx.info()))
+
+    def _quic_server(self) -> _Started:
+        ready = self.folder / "server-ready.json"
+        argv = ["--root", str(self.assets.www), "--cert", str(self.assets.cert), "--key", str(self.assets.key),
+                "--host", self.server.address, "--port", str(self.port), "--ready-file", str(ready),
+                "--stats-file", str(self.folder / "server-stats.jsonl"), *_quic_profile_arguments(self.transport)]
+        if self.experiment.qlog:
+            argv += ["--qlog-dir", str(self.folder / "qlog")]
+        process = self.server.start(module_argv("quicbed.apps.quic.server", argv), name="quic-server",
+                                    log_dir=self.logs)
+        try:
+            _wait_for_file(ready, process, "the HTTP/3 server")
+        except BaseException:
+            process.stop()
+            raise
+        # SIGTERM: the server closes its connections and writes their qlogs and stats
+        return _Started(process, lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
+
+    def _captures(self) -> CaptureSet:
+        ports = " or ".join(f"port {p}" for p in sorted(set(PORTS.values())))
+        captures = CaptureSet(self.folder, bpf_filter=ports, log_dir=self.logs)
+        captures.add(self.server, self.server.interfaces[0], name="server")
+        captures.add(self.client, self.client.interfaces[0], name="client")
+        captures.start()
+        self.details["captures"] = captures.info()
+        return _Captures(captures, self.details)
+
+    def _tcp_sampler(self) -> _Started:
+        from quicbed.analysis.tcpstate import ss_sampler_command
+
+        process = self.server.start(ss_sampler_command(self.port, SS_INTERVAL), name="ss-sampler",
+                                    log_dir=self.logs)
+
+        def keep() -> None:
+            if process.stdout_path and process.stdout_path.exists():
+                shutil.copyfile(process.stdout_path, self.folder / "ss.txt")
+        return _Started(process, process.stop, keep)
+
+    def _background(self, rate: float) -> _Started:
+        background = self.experiment.background
+        assert background is not None
+        source, sink = self.network.node(background.source), self.network.node(background.destination)
+        server = iperf.start_server(source, port=BACKGROUND_PORT, log_dir=self.logs)
+        # the sink asks, the source sends (-R): the download's direction
+        client = iperf.start(sink, source.address, port=BACKGROUND_PORT, protocol=background.kind, rate=rate,
+                             duration=self.experiment.timeout + BACKGROUND_LEAD, reverse=True,
+                             log_dir=self.logs, name="background")
+        time.sleep(BACKGROUND_LEAD)
+        start = time.time()
+
+        def stop() -> None:
+            client.stop()
+            server.stop()
+            self.details["background"] = {"kind": background.kind, "rate": rate, "from": background.source,
+                                          "to": background.destination, "seconds": time.time() - start}
+        return _Started(client, stop, lambda: None)
+
+    def _download(self) -> dict[str, Any]:
+        output = self.folder / "client.json"
+        common = ["--host", self.server.address, "--port", str(self.port), "--ca-cert", str(self.assets.cert),
+                  "--server-name", SERVER_NAME, "--timeout", f"{self.experiment.timeout:g}", "--output", str(output),
+                  "--label", self.run.run_id, *request_arguments(self.workload, self.assets)]
+        if self.transport.kind == "quic":
+            argv = module_argv("quicbed.apps.quic.client", [*common, *_quic_profile_arguments(self.transport)])
+        else:
+            argv = module_argv("quicbed.apps.tcp.client", [*common, "--http", self.transport.http])
+        result = self.client.run(argv, timeout=self.experiment.timeout + READY_TIMEOUT, check=False)
+        (self.logs / "client.err").write_text(result.stderr)
+        if not output.exists():
+            raise BackendError(f"the client wrote no record (exit {result.returncode}): {result.stderr.strip()[-500:]}")
+        return json.loads(output.read_text())
+
+    def _collect_server_files(self) -> None:
+        qlogs = sorted((self.folder / "qlog").glob("*_server.qlog")) if (self.folder / "qlog").is_dir() else []
+        if qlogs:
+            qlogs[-1].rename(self.folder / "server.qlog")  # one connection per run
+            shutil.rmtree(self.folder / "qlog", ignore_errors=True)
+
+
+class _Started:
+    """A started piece of a run as a context manager: stop it, then keep what it wrote."""
+
+    def __init__(self, _thing: object, stop: Any, after: Any) -> None:
+        self.stop = stop
+        self.after = after
+
+    def __enter__(self) -> _Started:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        finally:
+            self.after()
+
+
+class _Captures:
+    def __init__(self, captures: CaptureSet, details: dict[str, Any]) -> None:
+        self.captures = captures
+        self.details = details
+
+    def __enter__(self) -> _Captures:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stats = self.captures.stop()
+        self.details["capture_stats"] = {name: s.to_dict() for name, s in stats.items()}

@@ -1,0 +1,119 @@
+"""The experiment runner on real namespaces (rate-limited links: no netem needed).
+
+A failing run is recorded and the experiment goes on; Ctrl-C and kill -9 leave only
+complete runs; --resume finishes the experiment without redoing them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from quicbed.backends import ownership
+from quicbed.runner.folder import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.needs_root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+
+
+def _experiment(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"name: runner-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+                    f"  params: {{rate: 20mbit, delay: 0ms, queue_limit: 100}}\nbackend: netns\n{body}")
+    return path
+
+
+def _quicbed(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "quicbed", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
+
+
+def _wait_for_lines(results: Path, count: int, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while len(read_results(results)) < count:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        assert time.monotonic() < deadline, "no run finished in time"
+        time.sleep(0.1)
+
+
+def _assert_only_complete_runs(out: Path) -> list[dict]:
+    lines = read_results(out / "results.jsonl")
+    ids = [line["run_id"] for line in lines]
+    assert len(ids) == len(set(ids)), "a run was recorded twice"
+    folders = sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith("."))
+    assert folders == sorted(ids), "every run folder has its results line and the other way round"
+    for run_id in ids:
+        assert json.loads((out / "runs" / run_id / "run.json").read_text())["run_id"] == run_id
+    return lines
+
+
+def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_path: Path) -> None:
+    # the 30 MB object cannot arrive within the 3 s timeout at 20 Mbit/s: that run fails
+    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\n  workload.object: [2MB, 30MB]\n"
+                                "timeout: 3s\nqlog: true\n")
+    out = tmp_path / "out"
+    process = _quicbed("run", str(exp), "--out", str(out), "--no-report")
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    lines = {line["run_id"]: line for line in _assert_only_complete_runs(out)}
+    assert len(lines) == 4
+    small = [line for line in lines.values() if line["cell"]["workload.object"] == "2MB"]
+    large = [line for line in lines.values() if line["cell"]["workload.object"] == "30MB"]
+    for line in small:
+        assert line["status"] == "ok", line["error"]
+        metrics = line["metrics"]
+        assert 0 < metrics["goodput"] <= 20.5e6  # the link bounds it
+        assert metrics["loss"] == 0 and 0 < metrics["ack_ratio"] < 1.5
+        assert metrics["cwnd_mean"] > 0  # qlog (QUIC) or ss samples (TCP)
+        folder = out / "runs" / line["run_id"]
+        assert (folder / "server.pcap").exists() and (folder / "client.pcap").exists()
+        assert (folder / ("server.qlog" if line["transport"]["kind"] == "quic" else "ss.txt")).exists()
+    for line in large:
+        assert line["status"] == "failed" and "download failed" in line["error"]
+    assert "FAILED" in output and "2 ok, 0 invalid, 2 failed" in output
+    metadata = json.loads((out / "metadata.json").read_text())
+    assert metadata["status"] == "complete" and metadata["versions"]["aioquic"]
+    (network,) = metadata["sessions"][0]["networks"]
+    assert any("tbf" in q for q in network["interfaces"]["s1"]["qdiscs"])  # the bottleneck's qdisc
+    assert network["interfaces"]["server"]["offloads"]["eth0"]["tcp-segmentation-offload"] == "off"
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path: Path, how: str) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 300kB}\nmatrix:\n  transport: [quic, tcp]\nrepetitions: 3\n")
+    out = tmp_path / "out"
+    before = set(ownership.quicbed_namespaces())
+    process = _quicbed("run", str(exp), "--out", str(out), "--no-report")
+    _wait_for_lines(out / "results.jsonl", 2, process)
+    os.killpg(process.pid, signal.SIGINT if how == "ctrl-c" else signal.SIGKILL)
+    output, _ = process.communicate(timeout=60)
+    if how == "ctrl-c":
+        assert process.returncode == 130, output
+        assert "--resume" in output
+        assert not list((out / "runs").glob(".*.partial")), "an interrupted run left its folder"
+        assert json.loads((out / "metadata.json").read_text())["status"] == "interrupted"
+    else:
+        cleaned = subprocess.run([sys.executable, "-m", "quicbed", "clean"], cwd=ROOT, capture_output=True,
+                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+        assert cleaned.returncode == 0, cleaned.stderr
+    first = _assert_only_complete_runs(out)
+    assert 2 <= len(first) < 6
+    resumed = _quicbed("run", str(exp), "--out", str(out), "--resume", "--no-report")
+    output, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, output
+    assert f"{len(first)} done before" in output
+    lines = _assert_only_complete_runs(out)
+    assert len(lines) == 6 and all(line["status"] == "ok" for line in lines)
+    assert lines[:len(first)] == first  # finished runs untouched
+    metadata = json.loads((out / "metadata.json").read_text())
+    assert metadata["status"] == "complete" and len(metadata["sessions"]) == 2
+    assert set(ownership.quicbed_namespaces()) == before, "namespaces of the runs are left"

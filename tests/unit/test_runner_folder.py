@@ -1,0 +1,93 @@
+"""The results folder: refuses to overwrite, locks, commits runs atomically, survives torn lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quicbed.errors import QuicbedError
+from quicbed.runner.folder import ResultsFolder, read_results
+
+
+@pytest.fixture
+def experiment_file(tmp_path: Path) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\n")
+    return path
+
+
+def _record(run_id: str) -> dict:
+    return {"run_id": run_id, "status": "ok", "metrics": {"goodput": 1e6}, "details": {"big": "x" * 100}}
+
+
+def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experiment_file: Path) -> None:
+    out = tmp_path / "results"
+    with ResultsFolder(out, experiment_file, resume=False) as folder:
+        partial = folder.begin_run("c000-r001")
+        (partial / "client.json").write_text("{}")
+        assert partial.name.startswith(".") and not (out / "runs" / "c000-r001").exists()
+        assert read_results(out / "results.jsonl") == []
+        folder.commit_run("c000-r001", partial, {**_record("c000-r001"), "path": f"{partial}/client.json"})
+        assert not partial.exists()
+    final = out / "runs" / "c000-r001"
+    run = json.loads((final / "run.json").read_text())
+    assert run["folder"] == "runs/c000-r001" and run["details"]["big"]
+    assert run["path"] == "client.json"  # paths into the run folder are relative to it
+    (line,) = read_results(out / "results.jsonl")
+    assert line["run_id"] == "c000-r001" and "details" not in line
+    assert (out / "experiment.yaml").read_text() == "name: x\n"
+
+
+def test_results_are_never_overwritten(tmp_path: Path, experiment_file: Path) -> None:
+    out = tmp_path / "results"
+    with ResultsFolder(out, experiment_file, resume=False):
+        pass
+    with pytest.raises(QuicbedError, match="exists and is not empty.*--resume"):
+        ResultsFolder(out, experiment_file, resume=False)
+
+
+def test_resume_needs_a_folder_of_the_same_experiment(tmp_path: Path, experiment_file: Path) -> None:
+    with pytest.raises(QuicbedError, match="no interrupted experiment to resume"):
+        ResultsFolder(tmp_path / "nothing", experiment_file, resume=True)
+    out = tmp_path / "results"
+    with ResultsFolder(out, experiment_file, resume=False) as folder:
+        folder.write_metadata({"name": "x"})
+    other = tmp_path / "other.yaml"
+    other.write_text("name: y\n")
+    with pytest.raises(QuicbedError, match="differs from the experiment"):
+        ResultsFolder(out, other, resume=True)
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_folder(tmp_path: Path, experiment_file: Path) -> None:
+    out = tmp_path / "results"
+    with ResultsFolder(out, experiment_file, resume=False) as folder:
+        folder.write_metadata({"name": "x"})
+        with pytest.raises(QuicbedError, match="another experiment is writing"):
+            ResultsFolder(out, experiment_file, resume=True)
+    with ResultsFolder(out, experiment_file, resume=True):  # free again once the first is done
+        pass
+
+
+def test_resume_drops_partial_runs_and_lists_finished_ones(tmp_path: Path, experiment_file: Path) -> None:
+    out = tmp_path / "results"
+    with ResultsFolder(out, experiment_file, resume=False) as folder:
+        folder.write_metadata({"name": "x"})
+        folder.commit_run("c000-r001", folder.begin_run("c000-r001"), _record("c000-r001"))
+        leftover = folder.begin_run("c001-r001")  # a run killed half-way
+    assert leftover.exists()
+    with ResultsFolder(out, experiment_file, resume=True) as folder:
+        assert not leftover.exists()
+        assert list(folder.finished()) == ["c000-r001"]
+
+
+def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"run_id": "a"}\n{"run_id": "b"}\n{"run_id": "c", "sta')
+    assert [r["run_id"] for r in read_results(path)] == ["a", "b"]
+    assert "incomplete last line" in capsys.readouterr().err
+    path.write_text('{"run_id": "a"}\nnot json\n{"run_id": "c"}\n')
+    with pytest.raises(QuicbedError, match="results.jsonl:2"):
+        read_results(path)
