@@ -67,6 +67,12 @@ _METRICS = [
            "share of the run's time the radio carrying the download was transmitting"),
     Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio"),
     Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock"),
+    Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
+           "download time of the competing transport's download (shared medium)"),
+    Metric("competitor_goodput", "competitor goodput", "Mbit/s", 1e-6, None, "record",
+           "goodput of the competing transport's download (shared medium)"),
+    Metric("jain_index", "Jain's fairness", "", 1.0, "higher", "record",
+           "Jain's index of the two downloads' goodputs (1: equal shares, 0.5: one takes all)"),
     Metric("background_throughput", "background", "Mbit/s", 1e-6, None, "background",
            "background traffic received during the run (iperf3)"),
 ]

@@ -35,12 +35,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=sorted(BACKENDS), help="override the file's backend")
     parser.add_argument("--repetitions", type=int, metavar="N", help="override the file's repetitions")
     parser.add_argument("--warmup", type=int, metavar="N", help="override the file's warm-up runs per cell")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="fields",
+                        help="override any field of the file (repeatable; YAML values), e.g. --set "
+                             "workload.object=1MB --set 'matrix.transport=[quic, bquic]'")
     parser.add_argument("--dry-run", action="store_true", help="print the runs in order and exit")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
     where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
     parser.set_defaults(handler=handle)
+
+
+def field_overrides(assignments: list[str]) -> dict[str, object]:
+    """--set FIELD=VALUE options as overrides; values are read as YAML (numbers, lists, booleans)."""
+    import yaml
+
+    overrides: dict[str, object] = {}
+    for assignment in assignments:
+        field, equals, text = assignment.partition("=")
+        if not equals or not field.strip():
+            raise QuicbedError(f"--set {assignment!r}: expected FIELD=VALUE, e.g. --set workload.object=1MB")
+        try:
+            overrides[field.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise QuicbedError(f"--set {assignment!r}: the value is not valid YAML ({error})") from None
+    return overrides
 
 
 def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
@@ -67,7 +86,8 @@ def handle(args: argparse.Namespace) -> int:
     from quicbed.host import vm
 
     experiment_file = Path(args.experiment)
-    overrides = {key: value for key in ("repetitions", "warmup") if (value := getattr(args, key)) is not None}
+    overrides = {**field_overrides(args.fields),
+                 **{key: value for key in ("repetitions", "warmup") if (value := getattr(args, key)) is not None}}
     experiment = load_experiment(experiment_file, overrides)
     backend = args.backend or experiment.backend
     params = parse_params(args.param)
@@ -104,7 +124,7 @@ def _run_in_vm(args: argparse.Namespace, experiment_file: Path, out: Path, reaso
                            "this host (fix: choose --out elsewhere, e.g. under results/)")
     print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
     argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--no-report",
-            "--out", str(out), *(f"-p{p}" for p in args.param)]
+            "--out", str(out), *(f"-p{p}" for p in args.param), *(f"--set={f}" for f in args.fields)]
     for flag in ("resume",):
         if getattr(args, flag):
             argv.append(f"--{flag}")

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from quicbed.analysis.catalogue import METRICS
-from quicbed.analysis.metrics import download_time, run_metrics
-from quicbed.analysis.packets import read_pcap
+from quicbed.analysis.metrics import FlowKey, data_flows, download_time, run_metrics
+from quicbed.analysis.packets import Packet, read_pcap
+from quicbed.analysis.stats import jain_index
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:
@@ -38,11 +39,21 @@ def record_metrics(record: dict[str, Any]) -> dict[str, float]:
     return values
 
 
+def download_flow(packets: list[Packet], port: int | None) -> FlowKey | None:
+    """The data flow the server sends from ``port`` (None: the largest flow)."""
+    if port is None:
+        return None
+    return next((flow for flow in data_flows(packets) if flow[1] == port), None)
+
+
 def capture_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
     server, client = folder / "server.pcap", folder / "client.pcap"
     if not (server.exists() and client.exists()):
         return {}
-    result = run_metrics(read_pcap(server), read_pcap(client), record).to_dict()
+    client_packets = read_pcap(client)
+    # with a competitor the captures hold two downloads: measure the one from the record's port
+    flow = download_flow(client_packets, (record.get("server") or {}).get("port"))
+    result = run_metrics(read_pcap(server), client_packets, record, flow=flow).to_dict()
     values = {name: result[name] for name in ("throughput", "transfer_time", "loss", "owd_mean", "owd_p95",
                                               "ipt_server_short_share", "ipt_client_short_share",
                                               "out_of_order", "ack_ratio")}
@@ -50,8 +61,17 @@ def capture_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
     return values
 
 
-def sender_metrics(folder: Path) -> dict[str, float]:
-    """cwnd, smoothed RTT and phase shares: the server's qlog (QUIC) or ``ss`` samples (TCP)."""
+def sender_mss(record: dict[str, Any]) -> float | None:
+    """The sender's segment size as the TCP client saw it (TCP_INFO rcv_mss)."""
+    for connection in (record.get("transport") or {}).get("connections") or []:
+        if connection.get("rcv_mss"):
+            return float(connection["rcv_mss"])
+    return None
+
+
+def sender_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
+    """cwnd, smoothed RTT and phase shares: the server's qlog (QUIC), or the kernel's
+    tcp_probe events or ``ss`` samples (TCP)."""
     summary: dict[str, Any] | None = None
     if (folder / "server.qlog").exists():
         from quicbed.analysis.qlog import summarize_qlog
@@ -59,6 +79,18 @@ def sender_metrics(folder: Path) -> dict[str, float]:
         qlog = summarize_qlog(folder / "server.qlog").to_dict()
         summary = {"cwnd_mean": qlog["cwnd_mean"], "srtt_mean": qlog["smoothed_rtt_mean"], **{
             f"phase_{phase}": share for phase, share in qlog["phases"].items()}}
+    elif (folder / "tcp_probe.txt.gz").exists():
+        from quicbed.analysis.tcpstate import read_trace, sender_probes, summarize_probe
+
+        probe, states = read_trace(folder / "tcp_probe.txt.gz")
+        probe = sender_probes(probe)
+        if len(probe) > 1:
+            tcp = summarize_probe(probe, states).to_dict()
+            mss = sender_mss(record)  # tcp_probe counts cwnd in segments
+            summary = {"srtt_mean": tcp["srtt_mean"], **{f"phase_{phase}": share for phase, share in
+                                                         tcp["phases"].items()}}
+            if mss:
+                summary["cwnd_mean"] = tcp["cwnd_mean"] * mss
     elif (folder / "ss.txt").exists():
         from quicbed.analysis.tcpstate import connection, read_ss, summarize_ss
 
@@ -87,12 +119,24 @@ def mac_metrics(folder: Path, sender_node: str | None) -> dict[str, float]:
     return values
 
 
-def run_metrics_of(folder: Path, record: dict[str, Any], wireless_sender: str | None = None) -> dict[str, float]:
+def competitor_metrics(main: dict[str, float], rival_record: dict[str, Any]) -> dict[str, float]:
+    """The competitor's download time and goodput, and Jain's index of the two goodputs."""
+    rival = record_metrics(rival_record)
+    values = {f"competitor_{name}": value for name, value in rival.items()}
+    if "goodput" in main and "goodput" in rival:
+        values["jain_index"] = jain_index([main["goodput"], rival["goodput"]])
+    return values
+
+
+def run_metrics_of(folder: Path, record: dict[str, Any], wireless_sender: str | None = None,
+                   competitor_record: dict[str, Any] | None = None) -> dict[str, float]:
     """Every metric this run's artifacts allow, in base units."""
     values: dict[str, float] = {}
     values.update(record_metrics(record))
+    if competitor_record is not None:
+        values.update(competitor_metrics(values, competitor_record))
     if record.get("ok"):
         values.update(capture_metrics(folder, record))
-        values.update(sender_metrics(folder))
+        values.update(sender_metrics(folder, record))
     values.update(mac_metrics(folder, wireless_sender))
     return _finite(values)

@@ -274,6 +274,7 @@ class ExperimentRunner:
             "run_id": run.run_id, "index": run.index, "cell_index": run.cell_index, "cell": run.cell,
             "repetition": run.repetition, "warmup": run.warmup, "status": "ok", "error": None,
             "invalid_reasons": [], "transport": transport.describe(), "workload": workload_of(exp, run.cell),
+            "competitor": exp.transports[exp.competitor.transport].describe() if exp.competitor else None,
             "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
             "started": time.time(), "finished": None, "metrics": {},
         }
@@ -289,7 +290,7 @@ class ExperimentRunner:
             if not client_record.get("ok"):
                 record.update(status="failed", error=f"download failed: {client_record.get('error')}")
             sender = wireless_sender(network.topology, record["client"])
-            record["metrics"] = run_metrics_of(partial, client_record, sender)
+            record["metrics"] = run_metrics_of(partial, client_record, sender, execution.details.get("competitor"))
             record["invalid_reasons"] = invalid_reasons(record["details"])
             if record["status"] == "ok" and record["invalid_reasons"]:
                 record["status"] = "invalid"

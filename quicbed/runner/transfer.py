@@ -100,6 +100,20 @@ def _quic_profile_arguments(transport: Transport) -> list[str]:
     return argv
 
 
+@dataclass(frozen=True)
+class Download:
+    """One download of a run: the measured one, or the competitor sharing the medium."""
+
+    role: str  # "main" or "competitor": names its files
+    transport: Transport
+    client: NodeHandle
+    port: int
+
+    @property
+    def record_name(self) -> str:
+        return "client.json" if self.role == "main" else f"{self.role}.json"
+
+
 class RunExecution:
     """Performs one run: call :meth:`perform`, read the collected pieces afterwards."""
 
@@ -110,27 +124,41 @@ class RunExecution:
         self.assets = assets
         self.folder = folder
         self.logs = folder / "logs"
-        self.transport = experiment.transport_of(run.cell)
         self.workload = workload_of(experiment, run.cell)
-        self.client: NodeHandle = network.node(run.cell.get("client", experiment.client))
         self.server: NodeHandle = network.node(experiment.server)
-        self.port = PORTS[self.transport.kind]
+        transport = experiment.transport_of(run.cell)
+        self.main = Download("main", transport, network.node(run.cell.get("client", experiment.client)),
+                             PORTS[transport.kind])
+        self.competitor: Download | None = None
+        if experiment.competitor is not None:
+            rival = experiment.transports[experiment.competitor.transport]
+            # its own port, also when both downloads use the same kind of transport
+            self.competitor = Download("competitor", rival, network.node(experiment.competitor.client),
+                                       PORTS[rival.kind] + 1)
         self.details: dict[str, Any] = {}
 
+    @property
+    def downloads(self) -> list[Download]:
+        return [self.main] + ([self.competitor] if self.competitor else [])
+
     def perform(self) -> dict[str, Any]:
-        """Run the download; return the client's record (``ok``/``error`` tell how it went)."""
+        """Run the download(s); return the measured client's record (``ok``/``error`` tell how it went)."""
         with ExitStack() as stack:
-            stack.enter_context(self._server())
+            for download in self.downloads:
+                stack.enter_context(self._server(download))
             if hasattr(self.network, "reset_stats"):
                 self.network.reset_stats()  # MAC statistics of this run only
             if self.experiment.captures:
                 stack.enter_context(self._captures())
-            if self.transport.kind == "tcp" and self.experiment.qlog:
-                stack.enter_context(self._tcp_sampler())
+            if self.main.transport.kind == "tcp" and self.experiment.qlog:
+                stack.enter_context(self._tcp_state())
             rate = background_rate(self.experiment, self.run.cell)
             if rate:
                 stack.enter_context(self._background(rate))
-            record = self._download()
+            rival = self._start_client(self.competitor) if self.competitor else None
+            record = self._download(self.main)
+            if rival is not None:
+                self.details["competitor"] = self._finish_competitor(rival)
             time.sleep(CLOSING_GRACE)
         self._collect_server_files()
         if hasattr(self.network, "mac_stats"):
@@ -140,24 +168,28 @@ class RunExecution:
                                          "lag": stats["lag"]}
         return record
 
-    # -- pieces ------------------------------------------------------------------------------
-    def _server(self) -> Any:
-        if self.transport.kind == "quic":
-            return self._quic_server()
+    # -- servers -----------------------------------------------------------------------------
+    def _server(self, download: Download) -> _Started:
+        if download.transport.kind == "quic":
+            return self._quic_server(download)
         settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
-                                 port=self.port, host=self.server.address, congestion_control=self.transport.cc)
-        nginx = NginxServer(self.server, settings, self.folder / "nginx")
-        self.details["server"] = "nginx"
-        return _Started(nginx.start(), nginx.stop, lambda: self.details.update(server=nginx.info()))
+                                 port=download.port, host=self.server.address,
+                                 congestion_control=download.transport.cc)
+        nginx = NginxServer(self.server, settings, self.folder / ("nginx" if download.role == "main" else
+                                                                  f"nginx-{download.role}"))
+        return _Started(nginx.start(), nginx.stop,
+                        lambda: self.details.setdefault("servers", {}).update({download.role: nginx.info()}))
 
-    def _quic_server(self) -> _Started:
-        ready = self.folder / "server-ready.json"
+    def _quic_server(self, download: Download) -> _Started:
+        prefix = "" if download.role == "main" else f"{download.role}-"
+        ready = self.folder / f"{prefix}server-ready.json"
         argv = ["--root", str(self.assets.www), "--cert", str(self.assets.cert), "--key", str(self.assets.key),
-                "--host", self.server.address, "--port", str(self.port), "--ready-file", str(ready),
-                "--stats-file", str(self.folder / "server-stats.jsonl"), *_quic_profile_arguments(self.transport)]
-        if self.experiment.qlog:
+                "--host", self.server.address, "--port", str(download.port), "--ready-file", str(ready),
+                "--stats-file", str(self.folder / f"{prefix}server-stats.jsonl"),
+                *_quic_profile_arguments(download.transport)]
+        if self.experiment.qlog and download.role == "main":
             argv += ["--qlog-dir", str(self.folder / "qlog")]
-        process = self.server.start(module_argv("quicbed.apps.quic.server", argv), name="quic-server",
+        process = self.server.start(module_argv("quicbed.apps.quic.server", argv), name=f"{prefix}quic-server",
                                     log_dir=self.logs)
         try:
             _wait_for_file(ready, process, "the HTTP/3 server")
@@ -167,19 +199,31 @@ class RunExecution:
         # SIGTERM: the server closes its connections and writes their qlogs and stats
         return _Started(process, lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
 
-    def _captures(self) -> CaptureSet:
-        ports = " or ".join(f"port {p}" for p in sorted(set(PORTS.values())))
-        captures = CaptureSet(self.folder, bpf_filter=ports, log_dir=self.logs)
+    # -- measurement -------------------------------------------------------------------------
+    def _captures(self) -> _Captures:
+        ports = sorted({port + offset for port in PORTS.values() for offset in (0, 1)})
+        captures = CaptureSet(self.folder, bpf_filter=" or ".join(f"port {p}" for p in ports), log_dir=self.logs)
         captures.add(self.server, self.server.interfaces[0], name="server")
-        captures.add(self.client, self.client.interfaces[0], name="client")
+        captures.add(self.main.client, self.main.client.interfaces[0], name="client")
         captures.start()
         self.details["captures"] = captures.info()
         return _Captures(captures, self.details)
 
+    def _tcp_state(self) -> Any:
+        """The kernel's tcp_probe tracepoint when it can be used, else ``ss`` samples."""
+        from quicbed.apps.tcp import tracepoints
+
+        reason = tracepoints.unavailable()
+        if reason is None:
+            return _Traced(tracepoints.TcpTracepoints(self.main.port, self.folder / "tcp_probe.txt.gz"),
+                           self.details)
+        self.details["tcp_state"] = {"source": "ss", "why": reason}
+        return self._tcp_sampler()
+
     def _tcp_sampler(self) -> _Started:
         from quicbed.analysis.tcpstate import ss_sampler_command
 
-        process = self.server.start(ss_sampler_command(self.port, SS_INTERVAL), name="ss-sampler",
+        process = self.server.start(ss_sampler_command(self.main.port, SS_INTERVAL), name="ss-sampler",
                                     log_dir=self.logs)
 
         def keep() -> None:
@@ -206,16 +250,34 @@ class RunExecution:
                                           "to": background.destination, "seconds": time.time() - start}
         return _Started(client, stop, lambda: None)
 
-    def _download(self) -> dict[str, Any]:
-        output = self.folder / "client.json"
-        common = ["--host", self.server.address, "--port", str(self.port), "--ca-cert", str(self.assets.cert),
-                  "--server-name", SERVER_NAME, "--timeout", f"{self.experiment.timeout:g}", "--output", str(output),
-                  "--label", self.run.run_id, *request_arguments(self.workload, self.assets)]
-        if self.transport.kind == "quic":
-            argv = module_argv("quicbed.apps.quic.client", [*common, *_quic_profile_arguments(self.transport)])
-        else:
-            argv = module_argv("quicbed.apps.tcp.client", [*common, "--http", self.transport.http])
-        result = self.client.run(argv, timeout=self.experiment.timeout + READY_TIMEOUT, check=False)
+    # -- clients -----------------------------------------------------------------------------
+    def _client_argv(self, download: Download) -> list[str]:
+        common = ["--host", self.server.address, "--port", str(download.port), "--ca-cert", str(self.assets.cert),
+                  "--server-name", SERVER_NAME, "--timeout", f"{self.experiment.timeout:g}",
+                  "--output", str(self.folder / download.record_name),
+                  "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets)]
+        if download.transport.kind == "quic":
+            return module_argv("quicbed.apps.quic.client", [*common, *_quic_profile_arguments(download.transport)])
+        return module_argv("quicbed.apps.tcp.client", [*common, "--http", download.transport.http])
+
+    def _start_client(self, download: Download) -> Process:
+        return download.client.start(self._client_argv(download), name=f"{download.role}-client", log_dir=self.logs)
+
+    def _finish_competitor(self, process: Process) -> dict[str, Any]:
+        assert self.competitor is not None
+        try:
+            process.wait(self.experiment.timeout + READY_TIMEOUT)
+        except BackendError:
+            process.stop()
+        output = self.folder / self.competitor.record_name
+        if not output.exists():
+            return {"ok": False, "error": f"the competitor wrote no record: {process.errors().strip()[-300:]}"}
+        return json.loads(output.read_text())
+
+    def _download(self, download: Download) -> dict[str, Any]:
+        output = self.folder / download.record_name
+        result = download.client.run(self._client_argv(download), timeout=self.experiment.timeout + READY_TIMEOUT,
+                                     check=False)
         (self.logs / "client.err").write_text(result.stderr)
         if not output.exists():
             raise BackendError(f"the client wrote no record (exit {result.returncode}): {result.stderr.strip()[-500:]}")
@@ -243,6 +305,20 @@ class _Started:
             self.stop()
         finally:
             self.after()
+
+
+class _Traced:
+    def __init__(self, trace: Any, details: dict[str, Any]) -> None:
+        self.trace = trace
+        self.details = details
+
+    def __enter__(self) -> _Traced:
+        self.trace.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.trace.__exit__(*exc)
+        self.details["tcp_state"] = {"source": "tcp_probe", **self.trace.meta}
 
 
 class _Captures:

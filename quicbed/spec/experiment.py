@@ -29,7 +29,7 @@ from quicbed.spec.yamlfile import LocatedData, load_yaml
 
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background")
+             "background", "competitor")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -68,6 +68,14 @@ class Background:
     rate: float | None  # bit/s for UDP
     source: str
     destination: str
+
+
+@dataclass(frozen=True)
+class Competitor:
+    """A second download over another transport, started with the run's own (shared medium)."""
+
+    transport: str
+    client: str
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ class Experiment:
     captures: bool = True
     qlog: bool = False
     background: Background | None = None
+    competitor: Competitor | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[dict[str, Any]]:
@@ -242,9 +251,27 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
     return values
 
 
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with fields replaced: top-level names or dotted paths (``workload.object``,
+    ``topology.params.rate``, ``matrix.link.bottleneck.loss``: a matrix axis is one key)."""
+    result = dict(data)
+    for dotted, value in overrides.items():
+        top, _, rest = dotted.partition(".")
+        if not rest:
+            result[top] = value
+            continue
+        parts = [rest] if top == "matrix" else rest.split(".")
+        node = result[top] = dict(result.get(top) or {})
+        for part in parts[:-1]:
+            node[part] = dict(node.get(part) or {})
+            node = node[part]
+        node[parts[-1]] = value
+    return result
+
+
 def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None) -> Experiment:
-    """Read and validate an experiment file. ``overrides`` replace top-level fields
-    (e.g. {"repetitions": 2} from the command line)."""
+    """Read and validate an experiment file. ``overrides`` replace fields, by top-level name
+    or dotted path (e.g. {"repetitions": 2, "workload.object": "1MB"} from the command line)."""
     doc = load_yaml(Path(path))
     try:
         return _build(doc, overrides or {})
@@ -262,7 +289,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     data = doc.data
     if not isinstance(data, dict):
         raise SpecError("expected a mapping at the top level", source=str(path), fix="see experiments/quickstart.yaml")
-    data = {**data, **overrides}
+    data = apply_overrides(data, overrides)
     for key in data:
         if key not in TOP_LEVEL:
             raise doc.error(f"unknown field {key!r}", key, fix=f"{_suggest(key, TOP_LEVEL)}fields are "
@@ -326,6 +353,24 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             node = background.get(end)
             if node is not None and node not in topo.nodes:
                 raise doc.error(f"unknown node {node!r}", f"background.{end}", fix=f"nodes are {', '.join(topo.nodes)}")
+
+    competitor = data.get("competitor")
+    if competitor is not None:
+        competitor = _expect_mapping(doc, competitor, "competitor")
+        unknown = set(competitor) - {"transport", "client"}
+        if unknown:
+            key = sorted(unknown)[0]
+            raise doc.error(f"unknown competitor option {key!r}", f"competitor.{key}",
+                            fix="a competitor takes transport and client")
+        rival = competitor.get("transport")
+        if rival not in exp.transports:
+            raise doc.error(f"unknown transport {rival!r}", "competitor.transport",
+                            fix=f"{_suggest(str(rival), list(exp.transports))}use one of {', '.join(exp.transports)}")
+        node = competitor.get("client", exp.client)
+        if node not in topo.nodes or not topo.nodes[node].routed:
+            raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
+                            "competitor.client")
+        exp.competitor = Competitor(rival, node)
 
     matrix = _expect_mapping(doc, data.get("matrix"), "matrix")
     exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [l.name for l in topo.links])

@@ -121,3 +121,25 @@ def test_custom_transport_and_page_workload(tmp_path):
     assert exp.workload == {"page": "p86-839k", "parallel": 4}
     with pytest.raises(SpecError, match="unknown page 'p1-1k'"):
         load_experiment(write(tmp_path, text.replace("p86-839k", "p1-1k")))
+
+
+def test_competitor_shares_the_medium(tmp_path):
+    exp = load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp}\n"))
+    assert exp.competitor is not None
+    assert exp.competitor.transport == "tcp" and exp.competitor.client == "client"
+    with pytest.raises(SpecError, match=r"exp.yaml:11.*competitor.transport.*did you mean 'tcp'"):
+        load_experiment(write(tmp_path, GOOD + "competitor: {transport: tpc}\n"))
+    with pytest.raises(SpecError, match=r"competitor.speed.*transport and client"):
+        load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp, speed: 1}\n"))
+    with pytest.raises(SpecError, match=r"competitor client 's1'"):
+        load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp, client: s1}\n"))
+
+
+def test_fields_are_overridden_by_dotted_path(tmp_path):
+    exp = load_experiment(write(tmp_path, GOOD), {"workload.object": "1MB", "topology.params.rate": "5mbit",
+                                                  "matrix.link.bottleneck.loss": [1], "repetitions": 1})
+    assert exp.workload["object"] == 1_000_000 and exp.topology_params == {"rate": "5mbit"}
+    assert exp.matrix["link.bottleneck.loss"] == [1] and exp.matrix["transport"] == ["quic", "bquic", "tcp"]
+    assert len(expand(exp)) == 3 + 3
+    with pytest.raises(SpecError, match="workload.object.*cannot read size"):
+        load_experiment(write(tmp_path, GOOD), {"workload.object": "lots"})

@@ -1,0 +1,12 @@
+"""``quicbed report``: statistics, figures and pages for a results folder.
+
+``load`` reads ``results.jsonl`` and ``metadata.json`` into a frame of runs, ``summary``
+computes per-cell statistics and relative gains, ``figures`` draws the plots,
+``markdown``/``html`` write the pages and ``build`` ties them together.
+"""
+
+from quicbed.report.build import ReportOptions, ReportResult, build_report
+from quicbed.report.load import ReportError, ResultsFolder, load_results
+
+__all__ = ["ReportError", "ReportOptions", "ReportResult", "ResultsFolder", "build_report",
+           "load_results"]

@@ -1,0 +1,84 @@
+"""The whole report of one results folder: statistics, figures, summary.csv, summary.md
+and index.html (each file written atomically)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from quicbed.analysis.catalogue import HEADLINE
+from quicbed.report.artifacts import Progress
+from quicbed.report.figures import Figures, make_figures
+from quicbed.report.files import write_text_atomic
+from quicbed.report.html import render_html
+from quicbed.report.load import ReportError, ResultsFolder, load_results
+from quicbed.report.markdown import render_markdown
+from quicbed.report.summary import (
+    Summary,
+    choose_baseline,
+    counted,
+    select_metrics,
+    summarize_results,
+)
+
+SUMMARY_CSV = "summary.csv"
+GAINS_CSV = "gains.csv"
+SUMMARY_MD = "summary.md"
+INDEX_HTML = "index.html"
+
+
+@dataclass
+class ReportOptions:
+    baseline: str | None = None  # transport the gains compare against (default: the matrix's first)
+    metrics: list[str] | None = None  # metrics to tabulate and plot (default: the headline ones present)
+    include_invalid: bool = False
+    plots: bool = True
+    max_runs_per_figure: int = 3
+    progress: Progress | None = None
+
+
+@dataclass
+class ReportResult:
+    results: ResultsFolder
+    summary: Summary
+    metrics: list[str]
+    figures: Figures
+    written: list[Path] = field(default_factory=list)
+
+
+def build_report(folder: Path, options: ReportOptions | None = None) -> ReportResult:
+    """Write the report files into ``folder``; :class:`ReportError` when there is nothing to
+    report on (no results.jsonl, no complete record, or no run that counts: then the pages
+    are still written, listing the runs and their errors)."""
+    options = options or ReportOptions()
+    say = options.progress or (lambda _: None)
+    results = load_results(folder)
+    baseline = choose_baseline(results, options.baseline)
+    metrics = select_metrics(results, options.metrics, HEADLINE, options.include_invalid)
+    summary = summarize_results(results, metrics, baseline, options.include_invalid)
+    any_counted = bool(counted(results.runs, options.include_invalid).any())
+    figures = Figures()
+    if options.plots and any_counted:
+        figures = make_figures(results, summary, metrics, options.max_runs_per_figure, say)
+    elif not options.plots:
+        figures.notes.append("figures not drawn (--no-plots)")
+    written = [write_text_atomic(folder / SUMMARY_CSV, summary.table.to_csv(index=False))]
+    outputs = [SUMMARY_CSV]
+    if not summary.gains.empty:
+        written.append(write_text_atomic(folder / GAINS_CSV, summary.gains.to_csv(index=False)))
+        outputs.append(GAINS_CSV)
+    written.append(write_text_atomic(folder / SUMMARY_MD, render_markdown(results, summary, metrics, figures)))
+    outputs.append(SUMMARY_MD)
+    written.append(write_text_atomic(folder / INDEX_HTML, render_html(results, summary, metrics, figures, outputs)))
+    if not any_counted:
+        runs = results.runs
+        statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
+        first = next((f"{run.run_id!s}: {run.error or run.invalid_reasons!s}" for run in runs.itertuples()
+                      if run.status != "ok" and (run.error or run.invalid_reasons)), "")
+        hint = (" (fix: --include-invalid counts invalid runs)" if (runs["status"] == "invalid").any()
+                and not options.include_invalid else
+                f" (fix: see {folder}/runs/RUN/logs/ for why they failed, then run the experiment again)")
+        raise ReportError(f"no run in {folder} counts for the statistics ({statuses or 'no runs'}"
+                          f"{'; only warm-up runs are ok' if (runs['status'] == 'ok').any() else ''})"
+                          f"{'; first: ' + first if first else ''}; {folder / INDEX_HTML} lists them{hint}")
+    return ReportResult(results, summary, metrics, figures, written)

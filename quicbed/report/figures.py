@@ -1,0 +1,393 @@
+"""The report's figures (docs/metrics.md, "Plots"), drawn with quicbed.analysis.plots.
+
+Figures over runs (bars, CCDF) use the summary; figures of single runs (IPT, cwnd,
+throughput bins, sequence diagram, bandwidth share) read the run folders' artifacts. A run
+whose artifact is missing is passed over for another run of its transport; when no run has
+it, the figure is skipped with a note. Nothing here raises for a missing or broken file.
+
+Single-run figures look at one "focus" group of cells: the first value of the non-transport
+axes (matrix order), so that all transports are compared under the same conditions. The
+representative run of a transport there is the counted run whose goodput (else download
+time) is closest to the median of its cell.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quicbed.analysis import metrics, plots, stats
+from quicbed.report.artifacts import Progress, RunFiles
+from quicbed.report.files import move_into, remove_tree
+from quicbed.report.load import ResultsFolder
+from quicbed.report.summary import Summary, catalogue_entry, counted
+
+FIGURES_FOLDER = "report"
+BIN_WIDTH = 0.05  # s: the throughput and bandwidth-share bins of the issue
+MAX_CCDF_PANELS = 4  # per-value CCDFs up to this many values of the other axes, else one pooled
+
+
+@dataclass
+class FigureFile:
+    """One figure: ``stem`` in the report folder with a PNG and an SVG."""
+
+    stem: str
+    title: str
+    caption: str
+    files: list[Path]  # relative to the results folder
+
+    @property
+    def png(self) -> Path:
+        return next(path for path in self.files if path.suffix == ".png")
+
+    @property
+    def svg(self) -> Path | None:
+        return next((path for path in self.files if path.suffix == ".svg"), None)
+
+
+@dataclass
+class Figures:
+    figures: list[FigureFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # figures skipped, and why
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-").lower() or "all"
+
+
+@dataclass
+class _Context:
+    results: ResultsFolder
+    summary: Summary
+    files: RunFiles
+    staging: Path
+    max_runs: int
+    out: Figures
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        return self.results.runs[counted(self.results.runs, self.summary.include_invalid)]
+
+    def draw(self, stem: str, title: str, caption: str, plot: Callable[[Path], list[Path]]) -> None:
+        """Call ``plot(staging/stem)``; a failure becomes a note, not a crash."""
+        try:
+            written = plot(self.staging / stem)
+        except Exception as error:  # noqa: BLE001 (a broken artifact must not stop the report)
+            self.out.notes.append(f"{title}: skipped ({type(error).__name__}: {error})")
+            return
+        self.out.figures.append(FigureFile(stem, title, caption,
+                                           [Path(FIGURES_FOLDER) / path.name for path in written]))
+
+    def skip(self, title: str, reason: str) -> None:
+        self.out.notes.append(f"{title}: skipped ({reason})")
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+def _combination(results: ResultsFolder, row: pd.Series) -> str:
+    return " / ".join(str(row[axis]) for axis in results.other_axes)
+
+
+def _combination_axis_label(results: ResultsFolder) -> str:
+    return " / ".join(results.other_axes)
+
+
+def _focus_runs(context: _Context) -> tuple[pd.DataFrame, str]:
+    """The counted runs of the first value of the other axes, and that value as text."""
+    runs = context.runs
+    others = context.results.other_axes
+    if not others or runs.empty:
+        return runs, ""
+    first = runs.iloc[0]
+    mask = np.ones(len(runs), dtype=bool)
+    for axis in others:
+        mask &= (runs[axis] == first[axis]).to_numpy()
+    return runs[mask], ", ".join(f"{axis}={first[axis]}" for axis in others)
+
+
+def _ranking_metric(results: ResultsFolder, runs: pd.DataFrame) -> str | None:
+    for name in ("goodput", "download_time", "throughput", *results.metric_names):
+        if name in runs and runs[name].notna().any():
+            return name
+    return None
+
+
+def _candidates(context: _Context, runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Per transport, its runs' folders ordered from the most representative one: closest
+    to the median of the ranking metric in their cell."""
+    ranking = _ranking_metric(context.results, runs)
+    chosen: dict[str, list[str]] = {}
+    for transport in context.results.transports:
+        part = runs[runs["transport"] == transport]
+        if part.empty:
+            continue
+        if ranking is None:
+            chosen[transport] = list(part["folder"])
+            continue
+        medians = part.groupby("cell_index")[ranking].transform("median")
+        distance = (part[ranking] - medians).abs().fillna(math.inf)
+        chosen[transport] = list(part.assign(distance=distance)
+                                 .sort_values(["distance", "run_id"], kind="stable")["folder"])
+    return chosen
+
+
+def _label(transport: str) -> str:
+    return transport or "runs"
+
+
+def _own_flow(context: _Context, transport: str, packets: list) -> metrics.FlowKey:
+    """The data flow of the run's own transport: with a competitor on the same link (the
+    shared-medium experiment) the largest flow may be the competitor's."""
+    kinds = context.results.runs.loc[context.results.runs["transport"] == transport, "transport_kind"]
+    proto = {"quic": "udp", "tcp": "tcp"}.get(next((kind for kind in kinds if kind), ""))
+    flows = metrics.data_flows(packets)
+    own = [flow for flow in flows if flow[4] == proto]
+    if len(flows) > 1 and own:
+        return own[0]
+    return metrics.main_flow(packets)
+
+
+# --------------------------------------------------------------------------- over runs
+
+
+def bar_figures(context: _Context, metric_names: Sequence[str]) -> None:
+    results, table = context.results, context.summary.table
+    hue = "transport" if results.has_transport_axis else None
+    for column in metric_names:
+        entry = catalogue_entry(column)
+        rows = table[table["metric"] == column].sort_values("cell_index")
+        title = f"{entry.label}: mean per cell with 95 % CI"
+        if rows.empty:
+            context.skip(title, "no counted run has this metric")
+            continue
+        frame = pd.DataFrame({
+            "x": [_combination(results, row) for _, row in rows.iterrows()] if results.other_axes
+            else (["all"] * len(rows) if hue else list(rows["cell"])),
+            "mean": rows["mean_shown"].to_numpy(),
+            # one run has no interval: draw no error bar rather than none at all
+            "ci_low": rows["ci_low_shown"].fillna(rows["mean_shown"]).to_numpy(),
+            "ci_high": rows["ci_high_shown"].fillna(rows["mean_shown"]).to_numpy()})
+        if hue:
+            frame["transport"] = rows["transport"].astype(str).to_numpy()
+        xlabel = _combination_axis_label(results) if results.other_axes else ("" if hue else "cell")
+        n_text = f"n = {rows['n'].min()}" + (f"-{rows['n'].max()}" if rows["n"].max() != rows["n"].min() else "")
+        context.draw(f"bars-{slug(column)}", title,
+                     f"{entry.label} ({entry.unit or 'no unit'}): mean per cell, error bars the 95 % "
+                     f"Student-t confidence interval; {n_text} runs per cell.",
+                     partial(plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel))
+
+
+def ccdf_figures(context: _Context) -> None:
+    results, runs = context.results, context.runs
+    column = next((name for name in ("goodput", "throughput") if name in runs and runs[name].notna().any()), None)
+    if column is None:
+        context.skip("CCDF of goodput", "no counted run has goodput or throughput")
+        return
+    entry = catalogue_entry(column)
+    group = "transport" if results.has_transport_axis else None
+    combinations: list[tuple[tuple[Any, ...], pd.DataFrame]] = [((), runs)]
+    if results.other_axes:
+        grouped = list(runs.groupby(results.other_axes, sort=False))
+        if len(grouped) <= MAX_CCDF_PANELS:
+            combinations = [(key if isinstance(key, tuple) else (key,), part) for key, part in grouped]
+    for key, part in combinations:
+        where = ", ".join(f"{axis}={value}" for axis, value in zip(results.other_axes, key, strict=False))
+        scope = where if key else ("all cells pooled" if results.other_axes else "all runs")
+        stem = f"ccdf-{slug(column)}" + (f"-{slug(where)}" if key and len(combinations) > 1 else "")
+        context.draw(stem, f"CCDF of {entry.label}" + (f" ({where})" if key else ""),
+                     f"P({entry.label} > x) over runs per transport, {scope}; shaded: 95 % DKW band "
+                     f"({len(part)} runs).",
+                     partial(plots.ccdf_plot, part, value=column, group=group, scale=entry.scale,
+                             xlabel=entry.axis_label))
+
+
+# --------------------------------------------------------------------------- single runs
+
+
+def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
+    title = "Inter-packet times at the server"
+    frames, used = [], []
+    for transport, folders in candidates.items():
+        taken = 0
+        for folder in folders:
+            if taken >= context.max_runs:
+                break
+            server = context.files.packets(folder, "server.pcap")
+            if not server:
+                continue
+            data = metrics.data_packets(server, _own_flow(context, transport, server))
+            frames.append(pd.DataFrame({"gap": metrics.inter_packet_times(data), "transport": _label(transport)}))
+            used.append(Path(folder).name)
+            taken += 1
+    if not frames:
+        context.skip(title, "no run has server.pcap")
+        return
+    gaps = pd.concat(frames, ignore_index=True)
+    context.draw("ipt-server", title,
+                 f"Gaps between consecutive data packets leaving the server (server.pcap), histogram "
+                 f"(share of gaps, log bins) and ECDF; dotted: 100 µs. Runs {', '.join(used)}"
+                 f"{f' ({where})' if where else ''}.",
+                 lambda stem: plots.ipt_plot(gaps, stem, group="transport"))
+
+
+def cwnd_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
+    title = "Congestion window over time"
+    frames, used = [], []
+    for transport, folders in candidates.items():
+        for folder in folders:
+            series = context.files.cwnd_series(folder)
+            if series is None or series.empty:
+                continue
+            frames.append(series.assign(transport=_label(transport)))
+            used.append(f"{Path(folder).name} ({series['source'].iloc[0]})")
+            break
+    if not frames:
+        context.skip(title, "no run has server.qlog or ss.txt")
+        return
+    series = pd.concat(frames, ignore_index=True)
+    context.draw("cwnd", title,
+                 f"Sender's congestion window (QUIC: server qlog; TCP: ss samples, cwnd x MSS) of one "
+                 f"representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
+                 lambda stem: plots.cwnd_plot(series, stem, group="transport"))
+
+
+def throughput_bins_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
+    title = "Throughput in 50 ms bins"
+    frames, used = [], []
+    for transport, folders in candidates.items():
+        for folder in folders:
+            client = context.files.packets(folder, "client.pcap")
+            if not client:
+                continue
+            data = metrics.data_packets(client, _own_flow(context, transport, client))
+            frames.append(metrics.binned_throughput(data, BIN_WIDTH).assign(transport=_label(transport)))
+            used.append(Path(folder).name)
+            break
+    if not frames:
+        context.skip(title, "no run has client.pcap")
+        return
+    binned = pd.concat(frames, ignore_index=True)
+    context.draw("throughput-bins", title,
+                 f"Payload received per 50 ms bin at the client (client.pcap) from the first data packet, "
+                 f"one representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
+                 lambda stem: plots.throughput_bins_plot(binned, stem, group="transport", bin_width=BIN_WIDTH))
+
+
+def sequence_figures(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
+    for transport, folders in candidates.items():
+        title = f"Sequence/ACK diagram ({_label(transport)})"
+        for folder in folders:
+            if not (context.files.path(folder, "server.pcap") and context.files.path(folder, "client.pcap")):
+                continue
+            server = context.files.packets(folder, "server.pcap") or []
+            client = context.files.packets(folder, "client.pcap") or []
+            flow = _own_flow(context, transport, client)
+            rows = metrics.sequence_frame(server, client, flow)
+            offsets = ("TCP sequence/ACK numbers relative to the first data byte" if flow[4] == "tcp"
+                       else "payload bytes sent before each packet (QUIC encrypts its offsets)")
+            context.draw(f"sequence-{slug(transport or 'run')}", title,
+                         f"Run {Path(folder).name}{f' ({where})' if where else ''}: data packets sent at the "
+                         f"server, received at the client, lost, and the client's ACKs; offsets are {offsets}.",
+                         partial(plots.sequence_plot, rows))
+            break
+        else:
+            context.skip(title, "no run has both server.pcap and client.pcap")
+
+
+def _flow_labels(flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
+    protocols = ["quic" if flow[4] == "udp" else "tcp" for flow in flows]
+    distinct = len(set(protocols)) == len(protocols)
+    return {flow: (f"{protocol} (port {flow[1]})" if distinct else f"flow {number + 1} ({flow[4]} {flow[1]})")
+            for number, (flow, protocol) in enumerate(zip(flows, protocols, strict=True))}
+
+
+def flow_events(client: list, flows: list[metrics.FlowKey]) -> pd.DataFrame:
+    """Per-packet rows (time, flow, bytes) of the data packets of ``flows``."""
+    labels = _flow_labels(flows)
+    rows = [(packet.ts, labels[flow], packet.payload_len)
+            for flow in flows for packet in metrics.data_packets(client, flow)]
+    return pd.DataFrame(rows, columns=["time", "flow", "bytes"]).sort_values("time", kind="stable")
+
+
+def share_figures(context: _Context) -> None:
+    """Bandwidth share over time of the runs whose client capture holds parallel data flows
+    (one run per cell is looked at; up to ``max_runs`` figures)."""
+    runs = context.runs
+    made = 0
+    for _, part in runs.groupby("cell_index", sort=True):
+        if made >= context.max_runs:
+            break
+        for _, run in part.iterrows():
+            client = context.files.packets(run["folder"], "client.pcap")
+            if not client:
+                continue
+            flows = metrics.data_flows(client)
+            if len(flows) > 1:
+                events = flow_events(client, flows)
+                binned = stats.binned_bytes(events, BIN_WIDTH)
+                shares = stats.bandwidth_share(binned)
+                per_flow = [8 * float(group["bytes"].sum()) / max(float(np.ptp(group["time"])), 1e-9)
+                            for _, group in events.groupby("flow", sort=False)]
+                jain = stats.jain_index(per_flow)
+                over_time = stats.jain_over_time(binned)
+                context.draw(f"share-{slug(run['run_id'])}", f"Bandwidth share ({run['cell']})",
+                             f"Share of the bytes per 50 ms bin of the {len(flows)} parallel data flows of run "
+                             f"{run['run_id']} ({run['cell']}), client capture. Jain's index of the flows' "
+                             f"throughputs: {jain:.3f}; mean per bin where all flows sent: "
+                             f"{over_time['jain'].mean():.3f}.",
+                             partial(plots.share_plot, shares))
+                made += 1
+            break  # one run per cell: cells are either parallel-flow cells or not
+
+
+# --------------------------------------------------------------------------- all
+
+
+def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequence[str],
+                 max_runs: int = 3, progress: Progress | None = None) -> Figures:
+    """Draw every figure into RESULTS/report/ (PNG and SVG); each file appears only when
+    complete (drawn in a staging folder, then renamed)."""
+    out = Figures()
+    folder = results.path / FIGURES_FOLDER
+    staging = folder / f".staging-{os.getpid()}"
+    remove_tree(staging)
+    staging.mkdir(parents=True)
+    say = progress or (lambda _: None)
+    context = _Context(results, summary, RunFiles(results.path, say), staging, max(1, max_runs), out)
+    try:
+        say("drawing bar charts")
+        _guarded(context, "bar charts", lambda: bar_figures(context, metric_names))
+        _guarded(context, "CCDF", lambda: ccdf_figures(context))
+        focus, where = _focus_runs(context)
+        candidates = _candidates(context, focus)
+        if not candidates:
+            context.skip("single-run figures", "no counted run")
+        else:
+            say("drawing single-run figures")
+            for title, step in (("inter-packet times", ipt_figure), ("congestion window", cwnd_figure),
+                                ("throughput bins", throughput_bins_figure), ("sequence diagrams", sequence_figures)):
+                _guarded(context, title, partial(step, context, candidates, where))
+        _guarded(context, "bandwidth share", lambda: share_figures(context))
+        move_into(sorted(staging.iterdir()), folder)
+    finally:
+        remove_tree(staging)
+    out.notes.extend(context.files.problems)
+    return out
+
+
+def _guarded(context: _Context, title: str, step: Callable[[], None]) -> None:
+    """Run one figure step; an unexpected failure becomes a note (the report goes on)."""
+    try:
+        step()
+    except Exception as error:  # noqa: BLE001 (artifacts come from experiments that may have gone wrong)
+        context.skip(title, f"{type(error).__name__}: {error}")

@@ -1,0 +1,262 @@
+"""Reading a results folder (docs/results.md): ``results.jsonl``, ``metadata.json`` and the
+run folders, into one pandas frame with a row per run.
+
+The folder may be incomplete (an experiment still running, interrupted, or resumed): a
+truncated last line, a malformed line or a missing file gives a warning, not a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from quicbed.analysis.catalogue import METRICS
+from quicbed.errors import QuicbedError
+
+RESULTS_FILE = "results.jsonl"
+METADATA_FILE = "metadata.json"
+EXPERIMENT_FILE = "experiment.yaml"
+
+#: the columns every runs frame has, before the cell axes and the metrics
+RUN_COLUMNS = ("run_id", "cell_index", "cell", "repetition", "warmup", "status", "error",
+               "invalid_reasons", "transport", "transport_kind", "folder", "started", "finished")
+
+
+class ReportError(QuicbedError):
+    """A results folder cannot be reported on (the message names the folder and the fix)."""
+
+
+@dataclass
+class ResultsFolder:
+    """Everything the report needs from one results folder."""
+
+    path: Path
+    name: str
+    description: str
+    metadata: dict[str, Any]
+    records: list[dict[str, Any]]
+    runs: pd.DataFrame  # one row per run: RUN_COLUMNS, then the axes, then the metrics
+    axes: list[str]  # the matrix axes, in file order (column names in ``runs``)
+    metric_names: list[str]  # metric columns in ``runs``: catalogue order, then the rest
+    transports: list[str]  # transport names in matrix order ("" when runs name none)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_transport_axis(self) -> bool:
+        return "transport" in self.axes
+
+    @property
+    def other_axes(self) -> list[str]:
+        """The axes besides ``transport``."""
+        return [axis for axis in self.axes if axis != "transport"]
+
+    def run_folder(self, run_id: str) -> Path:
+        row = self.runs.loc[self.runs["run_id"] == run_id]
+        folder = str(row["folder"].iloc[0]) if not row.empty else f"runs/{run_id}"
+        return self.path / folder
+
+
+# --------------------------------------------------------------------------- results.jsonl
+
+
+def read_results_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run records of ``results.jsonl`` and warnings about lines that were skipped.
+
+    A last line without its newline that does not parse is a run being written (or an
+    interrupted write): skipped with a warning. Other malformed lines are skipped too.
+    A run id seen twice (a resumed experiment that ran it again) keeps its last record.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    warnings: list[str] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        is_last = number == len(lines)  # text after the final newline
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if is_last:
+                warnings.append(f"{path}: line {number} is truncated (a run being written or an "
+                                "interrupted write); ignored")
+            else:
+                warnings.append(f"{path}: line {number} is not JSON ({error.msg}); ignored")
+            continue
+        if not isinstance(record, dict) or not record.get("run_id"):
+            warnings.append(f"{path}: line {number} is not a run record (no run_id); ignored")
+            continue
+        run_id = str(record["run_id"])
+        if run_id in by_id:
+            warnings.append(f"{path}: run {run_id} recorded twice; the later record (line {number}) counts")
+        by_id[run_id] = record
+    return list(by_id.values()), warnings
+
+
+def read_json_object(path: Path, warnings: list[str]) -> dict[str, Any]:
+    """A JSON object from ``path``; {} with a warning when it is missing or broken."""
+    if not path.exists():
+        warnings.append(f"{path} is missing; the report shows no run environment")
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        warnings.append(f"{path} cannot be read ({error}); ignored")
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --------------------------------------------------------------------------- flattening
+
+
+def axis_value(value: Any) -> Any:
+    """A cell value usable as a table key: scalars as they are, anything else as compact JSON."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return "none" if value is None else value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={axis_value(value)}" for key, value in cell.items()) or "(single cell)"
+
+
+def flatten_metrics(metrics: Any, prefix: str = "") -> dict[str, float]:
+    """Numeric metric values by name; nested mappings become ``outer_inner`` names."""
+    flat: dict[str, float] = {}
+    if not isinstance(metrics, dict):
+        return flat
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_metrics(value, f"{name}_"))
+        elif isinstance(value, (bool, int, float)):
+            flat[name] = float(value)
+        elif value is None:
+            flat[name] = math.nan
+    return flat
+
+
+def _transport_name(record: dict[str, Any]) -> str:
+    cell = record.get("cell") or {}
+    if "transport" in cell:
+        return str(axis_value(cell["transport"]))
+    transport = record.get("transport")
+    if isinstance(transport, dict) and transport.get("name"):
+        return str(transport["name"])
+    return str(transport) if isinstance(transport, str) else ""
+
+
+def _transport_kind(record: dict[str, Any]) -> str:
+    transport = record.get("transport")
+    return str(transport.get("kind") or "") if isinstance(transport, dict) else ""
+
+
+def _ordered_metrics(names: set[str]) -> list[str]:
+    known = [name for name in METRICS if name in names]
+    return known + sorted(names - set(known))
+
+
+def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """One row per record (columns :data:`RUN_COLUMNS`, the axes, the metrics), sorted by
+    cell then run id; also the axis names and metric names."""
+    axes: list[str] = []
+    metric_names: set[str] = set()
+    cell_numbers: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        cell: dict[str, Any] = record["cell"] if isinstance(record.get("cell"), dict) else {}
+        for axis in cell:
+            if axis not in axes:
+                axes.append(axis)
+        key = json.dumps(cell, sort_keys=True, default=str)
+        index = record.get("cell_index")
+        if not isinstance(index, int):
+            index = cell_numbers.setdefault(key, len(cell_numbers))
+        metrics = flatten_metrics(record.get("metrics"))
+        metric_names.update(metrics)
+        reasons = record.get("invalid_reasons") or []
+        rows.append({
+            "run_id": str(record["run_id"]), "cell_index": index, "cell": cell_label(cell),
+            "repetition": record.get("repetition"), "warmup": bool(record.get("warmup", False)),
+            "status": str(record.get("status") or "unknown"), "error": record.get("error") or "",
+            "invalid_reasons": "; ".join(str(reason) for reason in reasons)
+            if isinstance(reasons, list) else str(reasons),
+            "transport": _transport_name(record),
+            "transport_kind": _transport_kind(record),
+            "folder": str(record.get("folder") or f"runs/{record['run_id']}"),
+            "started": record.get("started"), "finished": record.get("finished"),
+            "__cell": {axis: axis_value(value) for axis, value in cell.items()},
+            "__metrics": metrics,
+        })
+    # the transport axis is the run's "transport" column; other clashes with run fields get a prefix
+    columns = {axis: (axis if axis == "transport" or axis not in RUN_COLUMNS else f"cell.{axis}") for axis in axes}
+    ordered = _ordered_metrics(metric_names)
+    metric_columns = {name: (name if name not in RUN_COLUMNS and name not in columns.values()
+                             else f"metric.{name}") for name in ordered}
+    table = []
+    for row in rows:
+        values, measured = row.pop("__cell"), row.pop("__metrics")
+        row.update({columns[axis]: values.get(axis) for axis in axes if axis != "transport"})
+        row.update({metric_columns[name]: measured.get(name, math.nan) for name in ordered})
+        table.append(row)
+    axis_columns = [column for column in columns.values() if column not in RUN_COLUMNS]
+    frame = pd.DataFrame(table, columns=[*RUN_COLUMNS, *axis_columns, *metric_columns.values()])
+    frame = frame.sort_values(["cell_index", "warmup", "run_id"], ascending=[True, False, True],
+                              kind="stable").reset_index(drop=True)
+    return frame, list(columns.values()), list(metric_columns.values())
+
+
+# --------------------------------------------------------------------------- folder
+
+
+def _experiment_info(folder: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The experiment as metadata.json resolved it, else as experiment.yaml says."""
+    experiment = metadata.get("experiment")
+    if isinstance(experiment, dict) and experiment:
+        return experiment
+    source = folder / EXPERIMENT_FILE
+    if source.exists():
+        try:
+            loaded = yaml.safe_load(source.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+    return {}
+
+
+def _transport_order(frame: pd.DataFrame, experiment: dict[str, Any]) -> list[str]:
+    present = list(dict.fromkeys(frame["transport"]))
+    matrix = experiment.get("matrix")
+    declared = matrix.get("transport") if isinstance(matrix, dict) else None
+    order = [str(name) for name in declared if str(name) in present] if isinstance(declared, list) else []
+    return order + [name for name in present if name not in order]
+
+
+def load_results(folder: Path) -> ResultsFolder:
+    """Read a results folder; :class:`ReportError` when there is nothing to report on."""
+    if not folder.is_dir():
+        raise ReportError(f"results folder {folder} not found (fix: give the folder 'quicbed run' printed, "
+                          "e.g. results/NAME-YYYYMMDD-HHMMSS)")
+    results = folder / RESULTS_FILE
+    if not results.exists():
+        raise ReportError(f"{folder} has no {RESULTS_FILE} (fix: give a folder written by 'quicbed run'; "
+                          "if its experiment has just started, wait until the first run has finished)")
+    records, warnings = read_results_lines(results)
+    if not records:
+        raise ReportError(f"{results} holds no complete run record (fix: wait until the first run has "
+                          f"finished, or continue the experiment with 'quicbed run --resume --out {folder} "
+                          "EXPERIMENT')")
+    metadata = read_json_object(folder / METADATA_FILE, warnings)
+    experiment = _experiment_info(folder, metadata)
+    frame, axes, metric_names = runs_frame(records)
+    return ResultsFolder(
+        path=folder, name=str(experiment.get("name") or metadata.get("name") or folder.name),
+        description=str(experiment.get("description") or metadata.get("description") or "").strip(),
+        metadata=metadata, records=records, runs=frame, axes=axes, metric_names=metric_names,
+        transports=_transport_order(frame, experiment), warnings=warnings)

@@ -1,0 +1,58 @@
+"""RESULTS/summary.md: the summary tables in display units, the gains, the figures."""
+
+from __future__ import annotations
+
+from quicbed.report.figures import Figures
+from quicbed.report.load import ResultsFolder
+from quicbed.report.summary import Summary
+from quicbed.report.tables import (
+    counts_table,
+    gains_table,
+    metric_heading,
+    metric_table,
+    overview_table,
+)
+
+
+def excluded_runs(results: ResultsFolder, include_invalid: bool) -> list[str]:
+    """One line per failed or invalid run with its reason."""
+    runs = results.runs
+    lines = []
+    for _, run in runs[runs["status"] != "ok"].iterrows():
+        reason = run["error"] if run["status"] != "invalid" else run["invalid_reasons"]
+        counted = " (counted: --include-invalid)" if run["status"] == "invalid" and include_invalid else ""
+        warmup = " (warm-up)" if run["warmup"] else ""
+        lines.append(f"{run['run_id']} {run['status']}{warmup}{counted}: {reason or 'no reason recorded'}")
+    return lines
+
+
+def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures) -> str:
+    parts = [f"# {results.name}", ""]
+    if results.description:
+        parts += [results.description, ""]
+    counted = "ok and invalid" if summary.include_invalid else "ok"
+    parts += [(f"Results folder `{results.path.name}`: {len(results.runs)} run(s) recorded. Statistics use "
+               f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
+               "interval. Base-unit values: `summary.csv`."),
+              "", "## Overview", "", overview_table(summary, metrics).markdown(), "",
+              "## Runs per cell", "", counts_table(summary).markdown(), ""]
+    excluded = excluded_runs(results, summary.include_invalid)
+    if excluded:
+        parts += ["Failed and invalid runs:", "", *(f"- {line}" for line in excluded), ""]
+    for column in metrics:
+        parts += [f"## {metric_heading(column)}", "", metric_table(summary, column).markdown(), ""]
+    if summary.baseline and not summary.gains.empty:
+        parts += [f"## Relative gain over {summary.baseline}", "",
+                  ("`mean(transport) / mean(baseline) - 1`; 95 % CI by the delta method (Welch-Satterthwaite t). "
+                   "Verdict from the CI and whether higher or lower is better."), "",
+                  gains_table(summary, metrics).markdown(), ""]
+    if figures.figures:
+        parts += ["## Figures", ""]
+        for figure in figures.figures:
+            svg = f" ([SVG]({figure.svg.as_posix()}))" if figure.svg else ""
+            parts += [f"### {figure.title}", "", f"![{figure.title}]({figure.png.as_posix()})", "",
+                      f"{figure.caption}{svg}", ""]
+    notes = [*results.warnings, *figures.notes]
+    if notes:
+        parts += ["## Notes", "", *(f"- {note}" for note in notes), ""]
+    return "\n".join(parts)

@@ -1,0 +1,191 @@
+"""Statistics per matrix cell and metric, and relative gains against a baseline transport.
+
+Runs that count: status ``ok`` (and ``invalid`` with ``include_invalid``), not warm-up.
+Values stay in base units (catalogue); ``*_shown`` columns carry them in display units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quicbed.analysis.catalogue import Metric, metric
+from quicbed.analysis.stats import mean_ci, relative_gain
+from quicbed.report.load import ReportError, ResultsFolder
+
+#: display unit -> the base unit results.jsonl stores (docs/results.md, "Metrics")
+BASE_UNITS = {"s": "s", "ms": "s", "Mbit/s": "bit/s", "kbit/s": "bit/s", "%": "share", "kB": "bytes",
+              "MB": "bytes", "": ""}
+
+SUMMARY_COLUMNS = ("metric", "label", "n", "mean", "ci_low", "ci_high", "ci_half_width", "median", "std",
+                   "base_unit", "unit", "scale", "mean_shown", "ci_low_shown", "ci_high_shown",
+                   "ci_half_width_shown", "median_shown", "std_shown", "runs_total", "failed_excluded",
+                   "invalid_excluded", "warmup_excluded")
+GAIN_COLUMNS = ("metric", "label", "baseline", "transport", "n_baseline", "n_transport", "mean_baseline",
+                "mean_transport", "gain", "ci_low", "ci_high", "better", "verdict", "note")
+
+
+def catalogue_entry(column: str) -> Metric:
+    """The catalogue entry of a metric column (``metric.NAME`` when renamed on load)."""
+    return metric(column.removeprefix("metric."))
+
+
+def base_unit(entry: Metric) -> str:
+    return BASE_UNITS.get(entry.unit, "base")
+
+
+@dataclass
+class Summary:
+    """The statistics of one results folder."""
+
+    table: pd.DataFrame  # one row per cell x metric (cell columns, then SUMMARY_COLUMNS)
+    gains: pd.DataFrame  # one row per other-axes value x metric x transport (empty: no gains)
+    counts: pd.DataFrame  # one row per cell: runs, used (counted), failed, invalid, warmup
+    baseline: str | None
+    include_invalid: bool
+    cell_columns: list[str]  # cell_index, cell, the axes
+
+
+def counted(runs: pd.DataFrame, include_invalid: bool) -> pd.Series:
+    """Which runs enter the statistics."""
+    statuses = {"ok", "invalid"} if include_invalid else {"ok"}
+    return runs["status"].isin(statuses) & ~runs["warmup"]
+
+
+def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
+    runs = results.runs
+    used = counted(runs, include_invalid)
+    measured = ~runs["warmup"]
+    failed = measured & ~runs["status"].isin({"ok", "invalid"})
+    invalid = measured & (runs["status"] == "invalid")
+    frame = runs[["cell_index", "cell", *results.axes]].assign(
+        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"])
+    grouped = frame.groupby("cell_index", sort=True)
+    first = grouped[["cell", *results.axes]].first()
+    totals = grouped[["used", "failed", "invalid", "warmup"]].sum().astype(int)
+    totals.insert(0, "runs", grouped.size())
+    return first.join(totals).reset_index()
+
+
+def summarize_cells(results: ResultsFolder, include_invalid: bool = False,
+                    confidence: float = 0.95) -> pd.DataFrame:
+    """n, mean, Student-t interval, median and std per cell and metric (rows with n >= 1)."""
+    runs = results.runs
+    used = counted(runs, include_invalid)
+    counts = cell_counts(results, include_invalid).set_index("cell_index")
+    rows = []
+    for cell_index, part in runs[used].groupby("cell_index", sort=True):
+        cell: Any = counts.loc[cell_index]
+        for column in results.metric_names:
+            stats = mean_ci(part[column], confidence)
+            if stats.n == 0:
+                continue
+            entry = catalogue_entry(column)
+            row: dict[str, Any] = {"cell_index": cell_index, "cell": cell["cell"],
+                   **{axis: cell[axis] for axis in results.axes},
+                   "metric": column, "label": entry.label, "n": stats.n, "mean": stats.mean,
+                   "ci_low": stats.low, "ci_high": stats.high, "ci_half_width": stats.half_width,
+                   "median": stats.median, "std": stats.std, "base_unit": base_unit(entry),
+                   "unit": entry.unit, "scale": entry.scale}
+            for name in ("mean", "ci_low", "ci_high", "ci_half_width", "median", "std"):
+                row[f"{name}_shown"] = row[name] * entry.scale
+            row.update({"runs_total": int(cell["runs"]), "failed_excluded": int(cell["failed"]),
+                        "invalid_excluded": 0 if include_invalid else int(cell["invalid"]), "warmup_excluded": int(cell["warmup"])})
+            rows.append(row)
+    columns = ["cell_index", "cell", *results.axes, *SUMMARY_COLUMNS]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _verdict(gain: float, low: float, high: float, better: str | None) -> str:
+    if math.isnan(gain) or math.isnan(low):
+        return ""
+    if low <= 0 <= high:
+        return "no significant difference"
+    if better is None:
+        return "higher" if gain > 0 else "lower"
+    return "better" if (gain > 0) == (better == "higher") else "worse"
+
+
+def relative_gains(results: ResultsFolder, baseline: str, metrics: list[str],
+                   include_invalid: bool = False, confidence: float = 0.95) -> pd.DataFrame:
+    """Gain of each transport over ``baseline`` per value of the other axes and metric:
+    ``mean(T) / mean(baseline) - 1`` with a delta-method interval (stats.relative_gain)."""
+    runs = results.runs[counted(results.runs, include_invalid)]
+    others = results.other_axes
+    rows = []
+    groups = runs.groupby(others, sort=False, dropna=False) if others else [((), runs)]
+    for key, part in groups:
+        values = key if isinstance(key, tuple) else (key,)
+        where = dict(zip(others, values, strict=True))
+        reference = part[part["transport"] == baseline]
+        for column in metrics:
+            entry = catalogue_entry(column)
+            base_values = reference[column].dropna().to_numpy(dtype=float)
+            for transport in results.transports:
+                if transport == baseline:
+                    continue
+                other_values = part.loc[part["transport"] == transport, column].dropna().to_numpy(dtype=float)
+                if other_values.size == 0 and base_values.size == 0:
+                    continue
+                row = {**where, "metric": column, "label": entry.label, "baseline": baseline,
+                       "transport": transport, "n_baseline": int(base_values.size),
+                       "n_transport": int(other_values.size),
+                       "mean_baseline": float(base_values.mean()) if base_values.size else math.nan,
+                       "mean_transport": float(other_values.mean()) if other_values.size else math.nan,
+                       "gain": math.nan, "ci_low": math.nan, "ci_high": math.nan, "better": entry.better or "",
+                       "verdict": "", "note": ""}
+                try:
+                    gain = relative_gain(base_values, other_values, confidence)
+                    row.update(gain=gain.gain, ci_low=gain.low, ci_high=gain.high,
+                               verdict=_verdict(gain.gain, gain.low, gain.high, entry.better))
+                except ValueError as error:  # fewer than two runs, or a zero baseline mean
+                    row["note"] = str(error)
+                    if base_values.size and other_values.size and np.mean(base_values) != 0:
+                        row["gain"] = float(np.mean(other_values) / np.mean(base_values) - 1)
+                rows.append(row)
+    return pd.DataFrame(rows, columns=[*others, *GAIN_COLUMNS])
+
+
+def choose_baseline(results: ResultsFolder, requested: str | None) -> str | None:
+    """The baseline transport: ``requested``, else the matrix's first; None without a
+    transport axis (there is nothing to compare)."""
+    if not results.has_transport_axis:
+        if requested:
+            raise ReportError(f"--baseline {requested}: {results.path} has no transport axis in its matrix, "
+                              "so there are no gains to compute (fix: leave out --baseline)")
+        return None
+    if requested is None:
+        return results.transports[0] if results.transports else None
+    if requested not in results.transports:
+        raise ReportError(f"--baseline {requested}: no such transport in {results.path} "
+                          f"(fix: one of {', '.join(results.transports)})")
+    return requested
+
+
+def summarize_results(results: ResultsFolder, metrics: list[str], baseline: str | None,
+                      include_invalid: bool = False) -> Summary:
+    gains = (relative_gains(results, baseline, metrics, include_invalid) if baseline
+             else pd.DataFrame(columns=[*results.other_axes, *GAIN_COLUMNS]))
+    return Summary(table=summarize_cells(results, include_invalid), gains=gains,
+                   counts=cell_counts(results, include_invalid), baseline=baseline,
+                   include_invalid=include_invalid, cell_columns=["cell_index", "cell", *results.axes])
+
+
+def select_metrics(results: ResultsFolder, requested: list[str] | None, headline: tuple[str, ...],
+                   include_invalid: bool = False) -> list[str]:
+    """The metrics to tabulate and plot: ``requested`` (checked), else the headline metrics
+    that counted runs have, else every metric they have."""
+    runs = results.runs[counted(results.runs, include_invalid)]
+    present = [column for column in results.metric_names if runs[column].notna().any()]
+    if requested:
+        unknown = [name for name in requested if name not in results.metric_names]
+        if unknown:
+            raise ReportError(f"--metrics: {', '.join(unknown)} not in {results.path}/results.jsonl "
+                              f"(fix: choose from {', '.join(results.metric_names) or 'none recorded'})")
+        return requested
+    chosen = [name for name in headline if name in present]
+    return chosen or present

@@ -1,0 +1,368 @@
+"""quicbed report on small results folders built from the committed real captures
+(tests/fixtures/analysis): statistics against scipy, gains, pages, links, figures, and
+folders that are incomplete or broken."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from quicbed.analysis import metrics as run_metrics_module
+from quicbed.analysis.packets import read_pcap
+from quicbed.analysis.stats import relative_gain
+from quicbed.cli import main
+from quicbed.report import ReportError, ReportOptions, build_report
+from quicbed.report.load import read_results_lines
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "analysis"
+TRANSPORTS = ("quic", "bquic", "tcp")
+LOSSES = (0, 2)
+#: goodput (bit/s) of repetitions 1-3 per transport at loss 0; loss 2 halves it
+GOODPUT = {"quic": (8e6, 9e6, 10.5e6), "bquic": (6e6, 7e6, 7.5e6), "tcp": (9e6, 9.5e6, 10.5e6)}
+OBJECT_BYTES = 200_000
+ARTIFACTS = {"quic": ("client.pcap", "server.pcap", "server.qlog.gz", "client.json"),
+             "bquic": ("client.pcap", "server.pcap", "server.qlog.gz", "client.json"),
+             "tcp": ("client.pcap", "server.pcap", "ss.txt", "curl.json")}
+
+
+def _copy_artifacts(source: Path, names: tuple[str, ...], run_folder: Path) -> None:
+    run_folder.mkdir(parents=True)
+    (run_folder / "logs").mkdir()
+    (run_folder / "logs" / "server.log").write_text("started\n")
+    for name in names:
+        if name.endswith(".qlog.gz"):  # runners write server.qlog uncompressed
+            (run_folder / "server.qlog").write_bytes(gzip.decompress((source / name).read_bytes()))
+        elif name == "curl.json":  # the client record of a TCP run
+            shutil.copy(source / name, run_folder / "client.json")
+        else:
+            shutil.copy(source / name, run_folder / name)
+
+
+def _capture_metrics(transport: str) -> dict[str, float]:
+    """Metrics of the fixture's captures, as a runner would record them."""
+    source = FIXTURES / transport
+    record = json.loads((source / ("curl.json" if transport == "tcp" else "client.json")).read_text())
+    result = run_metrics_module.run_metrics(read_pcap(source / "server.pcap"), read_pcap(source / "client.pcap"),
+                                            record)
+    return {"loss": result.loss, "ack_ratio": result.ack_ratio,
+            "ipt_server_short_share": result.ipt_server_short_share, "throughput": result.throughput}
+
+
+def _record(run_id: str, index: int, cell_index: int, cell: dict[str, Any], repetition: int, *,
+            warmup: bool = False, status: str = "ok", error: str | None = None,
+            invalid_reasons: list[str] | None = None, metrics: dict[str, float] | None = None) -> dict[str, Any]:
+    transport = cell.get("transport", "quic")
+    return {"run_id": run_id, "index": index, "cell_index": cell_index, "cell": cell, "repetition": repetition,
+            "warmup": warmup, "status": status, "error": error, "invalid_reasons": invalid_reasons or [],
+            "transport": {"name": transport, "kind": "tcp" if transport == "tcp" else "quic"},
+            "workload": {"object": OBJECT_BYTES}, "started": 1795260000.0 + index,
+            "finished": 1795260002.5 + index, "folder": f"runs/{run_id}", "metrics": metrics or {}}
+
+
+def make_matrix_folder(folder: Path) -> Path:
+    """transport [quic, bquic, tcp] x link.bottleneck.loss [0, 2], 3 repetitions and one
+    warm-up run per cell; in cell 0 one more run failed and one is invalid."""
+    folder.mkdir(parents=True)
+    experiment = {"name": "report-test", "description": "three transports, two loss rates",
+                  "backend": "netns", "matrix": {"transport": list(TRANSPORTS), "link.bottleneck.loss": list(LOSSES)},
+                  "repetitions": 3, "warmup": 1}
+    (folder / "experiment.yaml").write_text(json.dumps(experiment))
+    (folder / "metadata.json").write_text(json.dumps({
+        "experiment": experiment, "name": "report-test", "backend": "netns",
+        "host": {"hostname": "testhost", "kernel": "6.18.44", "os": "Debian 12", "cpus": 2, "in_microvm": False},
+        "versions": {"quicbed": "0.1.0", "aioquic": "1.2.0"}, "git": {"commit": "abc1234", "dirty": False},
+        "started": 1795260000.0, "finished": 1795260100.0}))
+    captured = {transport: _capture_metrics(transport) for transport in TRANSPORTS}
+    records, index = [], 0
+    cells = [{"transport": t, "link.bottleneck.loss": loss} for t in TRANSPORTS for loss in LOSSES]
+    for cell_index, cell in enumerate(cells):
+        transport, factor = cell["transport"], 1.0 if cell["link.bottleneck.loss"] == 0 else 0.5
+        runs = [(f"c{cell_index:03d}-w001", 1, True, "ok", 1e6)]
+        runs += [(f"c{cell_index:03d}-r{rep:03d}", rep, False, "ok", GOODPUT[transport][rep - 1] * factor)
+                 for rep in (1, 2, 3)]
+        if cell_index == 0:
+            runs += [("c000-r004", 4, False, "failed", 99e6), ("c000-r005", 5, False, "invalid", 20e6)]
+        for run_id, repetition, warmup, status, goodput in runs:
+            _copy_artifacts(FIXTURES / transport, ARTIFACTS[transport], folder / "runs" / run_id)
+            values = {**captured[transport], "goodput": goodput, "download_time": 8 * OBJECT_BYTES / goodput,
+                      "cwnd_mean": 30000.0 + 1000 * repetition}
+            records.append(_record(
+                run_id, index, cell_index, cell, repetition, warmup=warmup, status=status,
+                error="client timed out after 300 s" if status == "failed" else None,
+                invalid_reasons=["ns-3 fell 40 ms behind real time"] if status == "invalid" else None,
+                metrics={} if status == "failed" else values))
+            index += 1
+    (folder / "results.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    return folder
+
+
+def make_parallel_folder(folder: Path) -> Path:
+    """The shared-medium experiment: QUIC and TCP at once, no transport axis."""
+    folder.mkdir(parents=True)
+    records = []
+    for repetition in (1, 2):
+        run_id = f"c000-r{repetition:03d}"
+        _copy_artifacts(FIXTURES / "parallel", ("client.pcap", "quic.json"), folder / "runs" / run_id)
+        record = _record(run_id, repetition - 1, 0, {}, repetition,
+                         metrics={"goodput": 4e6 + repetition * 1e5, "download_time": 0.4 + repetition / 100})
+        record["transport"] = {"name": "quic+tcp", "kind": "mixed"}
+        records.append(record)
+    (folder / "results.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    return folder
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def matrix_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = make_matrix_folder(tmp_path_factory.mktemp("report") / "e-matrix")
+    build_report(folder, ReportOptions())
+    return folder
+
+
+def _summary(folder: Path) -> pd.DataFrame:
+    return pd.read_csv(folder / "summary.csv")
+
+
+def _row(summary: pd.DataFrame, transport: str, loss: int, metric: str) -> pd.Series:
+    rows = summary[(summary["transport"] == transport) & (summary["link.bottleneck.loss"] == loss)
+                   & (summary["metric"] == metric)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def test_summary_csv_has_mean_ci_median_of_counted_runs_only(matrix_report: Path) -> None:
+    summary = _summary(matrix_report)
+    row = _row(summary, "quic", 0, "goodput")
+    values = np.array(GOODPUT["quic"])  # not the warm-up (1e6), failed (99e6) or invalid (20e6) run
+    low, high = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
+    assert row["n"] == 3
+    assert row["mean"] == pytest.approx(values.mean())
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert row["ci_half_width"] == pytest.approx((high - low) / 2)
+    assert row["median"] == pytest.approx(9e6)
+    assert row["std"] == pytest.approx(values.std(ddof=1))
+    assert (row["runs_total"], row["failed_excluded"], row["invalid_excluded"], row["warmup_excluded"]) == (6, 1, 1, 1)
+    # base units plus display units from the catalogue
+    assert (row["base_unit"], row["unit"], row["scale"]) == ("bit/s", "Mbit/s", 1e-6)
+    assert row["mean_shown"] == pytest.approx(values.mean() / 1e6)
+    loss = _row(summary, "tcp", 2, "goodput")
+    assert loss["mean"] == pytest.approx(np.mean(GOODPUT["tcp"]) / 2) and loss["failed_excluded"] == 0
+    share = _row(summary, "bquic", 0, "loss")
+    assert (share["base_unit"], share["unit"]) == ("share", "%")
+    assert share["mean_shown"] == pytest.approx(share["mean"] * 100)
+
+
+def test_invalid_runs_count_when_asked(tmp_path: Path) -> None:
+    folder = make_matrix_folder(tmp_path / "e")
+    build_report(folder, ReportOptions(include_invalid=True, plots=False))
+    row = _row(_summary(folder), "quic", 0, "goodput")
+    assert row["n"] == 4 and row["invalid_excluded"] == 0
+    assert row["mean"] == pytest.approx(np.mean([*GOODPUT["quic"], 20e6]))
+
+
+def test_gains_against_the_first_transport_of_the_matrix(matrix_report: Path) -> None:
+    gains = pd.read_csv(matrix_report / "gains.csv")
+    assert set(gains["baseline"]) == {"quic"} and set(gains["transport"]) == {"bquic", "tcp"}
+    row = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
+                & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    expected = relative_gain(GOODPUT["quic"], GOODPUT["bquic"])
+    assert row["gain"] == pytest.approx(np.mean(GOODPUT["bquic"]) / np.mean(GOODPUT["quic"]) - 1)
+    assert row["gain"] < 0 and (row["ci_low"], row["ci_high"]) == (pytest.approx(expected.low),
+                                                                   pytest.approx(expected.high))
+    assert row["verdict"] == "worse"  # lower goodput, CI excludes 0
+    time_gain = gains[(gains["metric"] == "download_time") & (gains["transport"] == "bquic")
+                      & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    assert time_gain["gain"] == pytest.approx(np.mean(1 / np.array(GOODPUT["bquic"]))
+                                              / np.mean(1 / np.array(GOODPUT["quic"])) - 1)
+    assert time_gain["ci_low"] < 0 < time_gain["gain"] and time_gain["verdict"] == "no significant difference"
+    loss = gains[(gains["metric"] == "loss") & (gains["transport"] == "bquic")
+                 & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    assert math.isnan(loss["gain"]) and "mean of A is 0" in loss["note"]  # QUIC lost nothing
+    tcp = gains[(gains["metric"] == "goodput") & (gains["transport"] == "tcp")
+                & (gains["link.bottleneck.loss"] == 2)].iloc[0]
+    assert tcp["gain"] > 0 and tcp["verdict"] == "no significant difference"
+
+
+def test_baseline_option_and_its_errors(tmp_path: Path) -> None:
+    folder = make_matrix_folder(tmp_path / "e")
+    build_report(folder, ReportOptions(baseline="tcp", plots=False))
+    gains = pd.read_csv(folder / "gains.csv")
+    assert set(gains["baseline"]) == {"tcp"} and set(gains["transport"]) == {"quic", "bquic"}
+    with pytest.raises(ReportError, match=r"--baseline udp: no such transport .*fix: one of quic, bquic, tcp"):
+        build_report(folder, ReportOptions(baseline="udp", plots=False))
+    with pytest.raises(ReportError, match=r"--metrics: nonsense not in .*fix: choose from"):
+        build_report(folder, ReportOptions(metrics=["nonsense"], plots=False))
+
+
+# --------------------------------------------------------------------------- pages
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[str] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self.scripts += 1
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.targets.append(value)
+
+
+def test_index_html_tables_figures_and_every_link_resolves(matrix_report: Path) -> None:
+    from urllib.parse import unquote
+
+    text = (matrix_report / "index.html").read_text()
+    parser = _Links()
+    parser.feed(text)
+    assert parser.scripts == 0
+    assert not any(target.startswith(("http:", "https:", "//")) for target in parser.targets)  # self-contained
+    for target in parser.targets:
+        assert (matrix_report / unquote(target)).exists(), target
+    targets = set(parser.targets)
+    for name in ("summary.csv", "summary.md", "gains.csv", "metadata.json", "results.jsonl",
+                 "runs/c000-r001/server.pcap", "runs/c004-r002/ss.txt", "runs/c000-r001/server.qlog",
+                 "report/bars-goodput.png", "report/bars-goodput.svg", "report/cwnd.png"):
+        assert name in targets, name
+    assert "report-test" in text and "three transports, two loss rates" in text
+    assert "testhost (Debian 12, 2 CPUs)" in text and "6.18.44" in text and "abc1234" in text  # environment
+    assert "<th class=\"text\">in microVM</th><td class=\"text\">no</td>" in text
+    assert "client timed out after 300 s" in text and "ns-3 fell 40 ms behind real time" in text
+    assert "goodput (Mbit/s)" in text and "Relative gain over quic" in text
+    mean = np.mean(GOODPUT["quic"]) / 1e6
+    assert f"{mean:.3g}" in text
+
+
+def test_summary_md_tables_and_images(matrix_report: Path) -> None:
+    text = (matrix_report / "summary.md").read_text()
+    assert text.startswith("# report-test")
+    assert "## goodput (Mbit/s)" in text and "## Relative gain over quic" in text
+    assert "| transport | link.bottleneck.loss | n | mean |" in text
+    assert "c000-r004 failed: client timed out after 300 s" in text
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        assert (matrix_report / target).exists(), target
+    assert "](report/throughput-bins.png)" in text
+
+
+def test_figures_exist_as_png_and_svg(matrix_report: Path) -> None:
+    from matplotlib import image
+
+    figures = matrix_report / "report"
+    for stem in ("bars-goodput", "bars-download_time", "bars-loss", "bars-ack_ratio", "ccdf-goodput-link.bottleneck.loss-0",
+                 "ccdf-goodput-link.bottleneck.loss-2", "ipt-server", "cwnd", "throughput-bins", "sequence-quic",
+                 "sequence-bquic", "sequence-tcp"):
+        png, svg = figures / f"{stem}.png", figures / f"{stem}.svg"
+        assert png.exists() and svg.exists(), stem
+        assert image.imread(png).std() > 0.01
+        assert "<svg" in svg.read_text()
+    bars = (figures / "bars-goodput.svg").read_text()
+    assert "goodput (Mbit/s)" in bars and "link.bottleneck.loss" in bars and "bquic" in bars
+    assert not list(figures.glob(".staging-*")) and not list(matrix_report.glob(".*.tmp-*"))
+
+
+def test_bandwidth_share_for_parallel_flows_and_no_gains_without_transport_axis(tmp_path: Path) -> None:
+    folder = make_parallel_folder(tmp_path / "shared")
+    result = build_report(folder, ReportOptions())
+    assert result.summary.baseline is None and not (folder / "gains.csv").exists()
+    assert (folder / "report" / "share-c000-r001.png").exists() and (folder / "report" / "share-c000-r001.svg").exists()
+    share = next(figure for figure in result.figures.figures if figure.stem == "share-c000-r001")
+    assert "Jain's index" in share.caption
+    # no server capture, qlog or ss samples here: those figures are skipped with a note
+    notes = " ".join(result.figures.notes)
+    assert "Inter-packet times at the server: skipped (no run has server.pcap)" in notes
+    assert "Congestion window over time: skipped" in notes
+    assert (folder / "report" / "throughput-bins.png").exists()
+    text = (folder / "index.html").read_text()
+    assert "Relative gain" not in text and "share-c000-r001.png" in text
+
+
+# --------------------------------------------------------------------------- broken folders
+
+
+def test_missing_artifacts_do_not_crash(tmp_path: Path) -> None:
+    folder = make_matrix_folder(tmp_path / "e")
+    for pattern in ("server.pcap", "server.qlog", "ss.txt"):
+        for path in folder.glob(f"runs/*/{pattern}"):
+            path.unlink()
+    shutil.rmtree(folder / "runs" / "c001-r002")
+    (folder / "runs" / "c002-r001" / "client.pcap").write_bytes(b"not a pcap")
+    result = build_report(folder, ReportOptions())
+    notes = " ".join(result.figures.notes)
+    assert "Congestion window over time: skipped (no run has server.qlog or ss.txt)" in notes
+    assert (folder / "report" / "bars-goodput.png").exists() and (folder / "index.html").exists()
+    assert "runs/c002-r001/client.pcap cannot be read" in notes  # another run of its transport is used
+    assert "run folder missing" in (folder / "index.html").read_text()
+
+
+def test_truncated_last_line_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    folder = make_matrix_folder(tmp_path / "e")
+    with (folder / "results.jsonl").open("a") as handle:
+        handle.write('{"run_id": "c005-r004", "status": "ok", "metr')
+    records, warnings = read_results_lines(folder / "results.jsonl")
+    assert len(records) == 6 * 4 + 2 and len(warnings) == 1 and "truncated" in warnings[0]
+    result = build_report(folder, ReportOptions(plots=False))
+    assert any("truncated" in warning for warning in result.results.warnings)
+    assert _row(_summary(folder), "tcp", 2, "goodput")["n"] == 3
+    assert "truncated" in (folder / "index.html").read_text()
+
+
+@pytest.mark.parametrize("state, message", [
+    ("missing", r"results folder .* not found \(fix: give the folder 'quicbed run' printed"),
+    ("no-results", r"has no results.jsonl \(fix: give a folder written by 'quicbed run'"),
+    ("empty", r"results.jsonl holds no complete run record \(fix: wait until the first run has finished"),
+    ("all-failed", (r"no run in .* counts for the statistics \(2 failed\); first: c000-r001: boom; .*index.html "
+                    r"lists them \(fix: see")),
+])
+def test_clear_errors_naming_the_folder_and_the_fix(tmp_path: Path, state: str, message: str) -> None:
+    folder = tmp_path / "results-x"
+    if state != "missing":
+        folder.mkdir()
+    if state == "empty":
+        (folder / "results.jsonl").write_text("")
+    if state == "all-failed":
+        (folder / "results.jsonl").write_text("".join(json.dumps(_record(
+            f"c000-r00{rep}", rep, 0, {"transport": "quic"}, rep, status="failed", error="boom")) + "\n"
+            for rep in (1, 2)))
+    with pytest.raises(ReportError, match=message) as raised:
+        build_report(folder, ReportOptions())
+    assert str(folder) in str(raised.value)
+    if state == "all-failed":
+        assert (folder / "index.html").exists()
+
+
+# --------------------------------------------------------------------------- command
+
+
+def test_command_prints_the_summary_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_matrix_folder(tmp_path / "e")
+    assert main(["report", str(folder), "--no-plots", "--metrics", "goodput,download_time"]) == 0
+    out = capsys.readouterr().out
+    assert "goodput" in out and "(Mbit/s)" in out and "download time" in out
+    mean, half = np.mean(GOODPUT["quic"]) / 1e6, sps.sem(GOODPUT["quic"]) * sps.t.ppf(0.975, 2) / 1e6
+    assert f"{mean:.3g} ± {half:.3g}" in out
+    assert "1 failed run(s) excluded" in out and "1 invalid run(s) excluded" in out
+    assert "6 warm-up run(s) excluded" in out
+    assert (folder / "summary.csv").exists() and not (folder / "report").exists()
+
+
+def test_command_error_for_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "nowhere")]) == 1
+    assert "not found" in capsys.readouterr().err
