@@ -257,6 +257,10 @@ def remove_leftovers(record: ownership.Ownership) -> list[str]:
         _kill_namespace_processes(namespace)
         subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
         removed.append(f"namespace {namespace}")
+    for directory in record.scratch_dirs:
+        if Path(directory).is_dir():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(f"folder {directory}")
     record.remove()
     others_alive = any(r.owner_alive() for r in ownership.load_all() if r.run_id != record.run_id)
     if not others_alive:

@@ -47,6 +47,8 @@ class Ownership:
     restore_sysctls: dict[str, str] = field(default_factory=dict)
     #: other processes outside namespaces (e.g. a microVM) to kill
     pids: list[int] = field(default_factory=list)
+    #: scratch folders the network made for itself (e.g. the ns-3 channel's), to delete
+    scratch_dirs: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:

@@ -198,7 +198,7 @@ def test_cpu_contention_keeps_real_time_or_is_flagged_invalid():
             hog.wait()
 
 
-def test_quicbed_clean_removes_namespaces_and_the_channel_after_kill_9(tmp_path):
+def test_quicbed_clean_removes_namespaces_channel_and_scratch_folder_after_kill_9(tmp_path):
     script = tmp_path / "hold.py"
     script.write_text(
         "import sys, time\n"
@@ -214,6 +214,8 @@ def test_quicbed_clean_removes_namespaces_and_the_channel_after_kill_9(tmp_path)
         run_id, pid = holder.stdout.readline().split()
         record = next(r for r in ownership.load_all() if r.run_id == run_id)
         assert int(pid) in record.pids and len(record.namespaces) == 2
+        (scratch,) = record.scratch_dirs
+        assert Path(scratch).is_dir()
         holder.kill()
         holder.wait()
         deadline = time.monotonic() + 10
@@ -226,6 +228,7 @@ def test_quicbed_clean_removes_namespaces_and_the_channel_after_kill_9(tmp_path)
         assert result.returncode == 0, result.stderr
         assert not set(record.namespaces) & set(ownership.quicbed_namespaces())
         assert run_id not in {r.run_id for r in ownership.load_all()}
+        assert not Path(scratch).exists(), "the channel's scratch folder is left"
     finally:
         if holder.poll() is None:
             holder.kill()

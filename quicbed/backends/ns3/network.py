@@ -207,6 +207,8 @@ class Ns3Network(Network):
         for path in self.files.values():
             Path(path).unlink(missing_ok=True)
         self.record.namespaces = [n.namespace for n in self._nodes.values()]
+        if self._made_work_dir:
+            self.record.scratch_dirs = [str(self.work_dir)]
         self.record.save()  # before anything exists, so a kill -9 from here on is cleanable
         allow_congestion_controls(self.record)
         for node in self._nodes.values():
