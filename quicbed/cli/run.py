@@ -101,11 +101,16 @@ def handle(args: argparse.Namespace) -> int:
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if (args.vm or (needs_vm and not args.no_vm)) and not vm.inside_vm():
-        status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
-                            VM_MODULES.get(backend, []))
-    else:
-        status = _run_here(args, experiment, backend, params, out)
+    try:
+        if (args.vm or (needs_vm and not args.no_vm)) and not vm.inside_vm():
+            status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
+                                VM_MODULES.get(backend, []))
+        else:
+            status = _run_here(args, experiment, backend, params, out)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; finished runs are kept. Continue with: quicbed run {args.experiment} --resume "
+              f"--out {out}", file=sys.stderr)
+        return 130
     if status == 0 and not args.no_report and not vm.inside_vm():
         from quicbed.cli import main
 
@@ -144,12 +149,7 @@ def _run_here(args: argparse.Namespace, experiment: Experiment, backend: str, pa
     print(f"running {experiment.name}: {runs} runs, backend {backend}, results in {out}", flush=True)
     runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, backend=backend,
                                                         params=params, command=sys.argv))
-    try:
-        summary = runner.run()
-    except KeyboardInterrupt:
-        print(f"\ninterrupted; finished runs are kept. Continue with: quicbed run {args.experiment} --resume "
-              f"--out {out}", file=sys.stderr)
-        return 130
+    summary = runner.run()
     skipped = f", {summary.skipped} done before" if summary.skipped else ""
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")
     print(f"results: {out.resolve()}")

@@ -281,12 +281,13 @@ class ExperimentRunner:
         partial = folder.begin_run(run.run_id)
         try:
             network = keeper.network_for(run)
+            qdiscs = meta.qdisc_state(network)  # link axes change them between runs
             assert self.assets is not None
             execution = RunExecution(network, exp, run, self.assets, partial)
             try:
                 client_record = execution.perform()
             finally:
-                record["details"] = execution.details
+                record["details"] = {"qdiscs": qdiscs, **execution.details}
             if not client_record.get("ok"):
                 record.update(status="failed", error=f"download failed: {client_record.get('error')}")
             sender = wireless_sender(network.topology, record["client"])

@@ -9,12 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from quicbed import __version__
-from quicbed.backends.base import Network
+from quicbed.backends.base import Network, NodeHandle
 from quicbed.errors import BackendError
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -88,20 +89,30 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def interface_state(network: Network) -> dict[str, Any]:
-    """Qdiscs and offloads of every interface of the nodes that are namespaces (nodes a
-    backend simulates, e.g. ns-3's access points, have none)."""
-    state: dict[str, Any] = {}
+def _handles(network: Network) -> Iterator[tuple[str, NodeHandle]]:
+    """The nodes that are namespaces (nodes a backend simulates, e.g. ns-3's access points, are not)."""
     for name in network.topology.nodes:
         try:
-            handle = network.node(name)
+            yield name, network.node(name)
         except BackendError:
             continue
-        qdiscs = handle.run(["tc", "qdisc", "show"], check=False).stdout.strip()
+
+
+def qdisc_state(network: Network) -> dict[str, list[str]]:
+    """``tc qdisc show`` of every namespace: what shaped the packets of a run."""
+    return {name: handle.run(["tc", "qdisc", "show"], check=False).stdout.strip().splitlines()
+            for name, handle in _handles(network)}
+
+
+def interface_state(network: Network) -> dict[str, Any]:
+    """Qdiscs and offloads of every interface of the namespaces."""
+    state: dict[str, Any] = {}
+    qdiscs = qdisc_state(network)
+    for name, handle in _handles(network):
         offloads: dict[str, dict[str, str]] = {}
         for interface in handle.interfaces:
             text = handle.run(["ethtool", "-k", interface], check=False).stdout
             offloads[interface] = {feature: value for feature, value in
                                    re.findall(r"^([a-z-]+): (on|off)", text, re.MULTILINE) if feature in OFFLOADS}
-        state[name] = {"qdiscs": qdiscs.splitlines(), "offloads": offloads}
+        state[name] = {"qdiscs": qdiscs[name], "offloads": offloads}
     return state

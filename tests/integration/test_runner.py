@@ -118,3 +118,22 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and len(metadata["sessions"]) == 2
     assert set(ownership.quicbed_namespaces()) == before, "namespaces of the runs are left"
+
+
+def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 1MB}\nmatrix:\n  link.bottleneck.rate: [5mbit, 40mbit]\n"
+                                "  transport: [tcp]\nrepetitions: 2\n")
+    out = tmp_path / "out"
+    process = _quicbed("run", str(exp), "--out", str(out), "--no-report")
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    lines = _assert_only_complete_runs(out)
+    assert [line["cell"]["link.bottleneck.rate"] for line in lines] == ["5mbit", "40mbit"] * 2
+    for line in lines:
+        rate = 5e6 if line["cell"]["link.bottleneck.rate"] == "5mbit" else 40e6
+        assert line["status"] == "ok" and line["metrics"]["goodput"] <= rate * 1.02
+        assert line["metrics"]["goodput"] > (4e6 if rate == 5e6 else 8e6)
+        qdiscs = json.loads((out / line["folder"] / "run.json").read_text())["details"]["qdiscs"]
+        assert any(f"rate {rate / 1e6:g}Mbit" in q for q in qdiscs["s1"]), qdiscs["s1"]
+    metadata = json.loads((out / "metadata.json").read_text())
+    assert len(metadata["sessions"][0]["networks"]) == 1  # built once, reshaped in place
