@@ -23,9 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from quicbed.apps import iperf  # noqa: E402
+from quicbed.apps.iperf import UDP_PAYLOAD  # noqa: E402
 from quicbed.backends.ns3 import airtime, build  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
-from quicbed.backends.ns3.traffic import UDP_PAYLOAD, iperf3  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402
 
 TCP_PAYLOAD = 1448
@@ -39,11 +40,11 @@ def measure(params: dict, seconds: float, **flow) -> dict:
     """One network, one flow; goodput plus the MAC statistics of that flow."""
     with Ns3Network(topology(**params), lag_threshold_ms=10.0) as network:
         network.reset_stats()
-        result = iperf3(network, "sta1", "server", seconds=seconds, **flow)
+        result = iperf.between(network, "sta1", "server", duration=seconds, **flow)
         stats = network.mac_stats()
     ap = stats["radios"]["ap1:wifi"]
     busy = sum(r["airtime_s"]["total"] for r in stats["radios"].values())
-    return {"goodput": result.goodput_bps, "offered": result.sent_bps, "lost_percent": result.lost_percent,
+    return {"goodput": result.throughput, "offered": result.sent_bps, "lost_percent": result.lost_percent,
             "mpdus_per_ampdu": ap["mpdus_per_ampdu"]["mean"], "retries": ap["retries"],
             "queue_drops": ap["queue_drops"], "airtime_ap": ap["airtime_share"],
             "airtime_channel": busy / stats["interval"]["sim_s"], "cpu": stats["cpu_share"],
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         with_ampdu = airtime.saturated_throughput(UDP_PAYLOAD, phy)
         without = airtime.saturated_throughput(UDP_PAYLOAD, phy, ampdu=False)
         params = {**base, "mcs": mcs}
-        udp = measure(params, args.seconds, udp_rate=1.25 * with_ampdu.goodput + 1e6)
+        udp = measure(params, args.seconds, rate=1.25 * with_ampdu.goodput + 1e6)
         tcp = measure(params, args.seconds)
         ratio = udp["goodput"] / with_ampdu.goodput
         print(f"{mcs:<4d} {mbit(airtime.data_rate(phy))}  {mbit(with_ampdu.goodput)}   {mbit(without.goodput)}"
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print("          delivered  channel airtime  MPDUs/A-MPDU  analytical airtime  ns-3 CPU  lag max ms")
     figures["paced_bursty"] = {}
     for name, flow in (("paced", {"pacing_timer_us": 100}), ("bursty", {"burst": 64})):
-        result = measure({**base, "mcs": mcs}, args.seconds, udp_rate=rate, **flow)
+        result = measure({**base, "mcs": mcs}, args.seconds, rate=rate, **flow)
         packets = result["goodput"] * args.seconds / 8 / UDP_PAYLOAD
         model = airtime.airtime_of(packets, UDP_PAYLOAD, phy, result["mpdus_per_ampdu"]) / args.seconds
         print(f"{name:<9} {mbit(result['goodput'])}     {result['airtime_channel']:6.1%}           "

@@ -32,10 +32,11 @@ from quicbed.errors import BackendError, MissingDependency, QuicbedError
 from quicbed.spec.units import parse_rate
 
 if TYPE_CHECKING:
-    from quicbed.backends.base import NodeHandle, Process
+    from quicbed.backends.base import Network, NodeHandle, Process
 
 IPERF3 = "iperf3"
 DEFAULT_PORT = 5201
+UDP_PAYLOAD = 1472  # a 1500-byte IP packet
 MARGIN = 15.0  # seconds allowed beyond the test duration (connect, exchange of results)
 
 
@@ -197,8 +198,11 @@ def start_server(node: NodeHandle, port: int = DEFAULT_PORT, log_dir: Path | Non
 def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str = "tcp",
                 duration: float = 5.0, rate: str | float | None = None, reverse: bool = False,
                 streams: int = 1, length: int | None = None, congestion: str | None = None,
-                omit: float = 0.0, interval: float | None = None) -> list[str]:
-    """The iperf3 client command line (JSON output)."""
+                omit: float = 0.0, interval: float | None = None, burst: int | None = None,
+                pacing_timer_us: int | None = None) -> list[str]:
+    """The iperf3 client command line (JSON output). ``burst``: datagrams sent back to back
+    per burst (``-b RATE/BURST``); ``pacing_timer_us``: iperf3's pacing tick (smaller is
+    smoother)."""
     if protocol not in ("tcp", "udp"):
         raise QuicbedError(f"protocol must be tcp or udp, got {protocol!r}")
     if duration <= 0:
@@ -212,7 +216,9 @@ def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str 
             raise QuicbedError("a UDP test needs a rate (e.g. rate='10mbit')")
     if rate is not None:
         bits = parse_rate(rate, "rate") if isinstance(rate, str) else float(rate)
-        argv += ["-b", str(int(bits))]
+        argv += ["-b", str(int(bits)) + (f"/{burst}" if burst else "")]
+    if pacing_timer_us:
+        argv += ["--pacing-timer", str(pacing_timer_us)]
     if reverse:
         argv.append("-R")
     if streams != 1:
@@ -295,6 +301,18 @@ def capacity_probe(client: NodeHandle, server: NodeHandle, *, duration: float = 
     with start_server(server, port=port, log_dir=log_dir):
         return run(client, server.address, port=port, protocol="tcp", duration=duration,
                    reverse=reverse, omit=omit, congestion=congestion)
+
+
+def between(network: Network, client: str, server: str, *, duration: float = 5.0, reverse: bool = True,
+            rate: float | None = None, port: int = DEFAULT_PORT, **options: Any) -> IperfResult:
+    """One bounded test between two nodes of a running network, server started and stopped
+    here: TCP, or UDP at ``rate`` bit/s (full-size datagrams unless ``length`` is given)."""
+    server_node = network.node(server)
+    if rate is not None:
+        options = {"protocol": "udp", "length": UDP_PAYLOAD, **options}
+    with start_server(server_node, port=port):
+        return run(network.node(client), server_node.address, port=port, duration=duration, reverse=reverse,
+                   rate=rate, **options)
 
 
 def cross_traffic(client: NodeHandle, server_address: str, *, rate: str | float,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from quicbed.apps import iperf
 from quicbed.backends import ownership
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.description import Ns3Options, describe
 from quicbed.backends.ns3.network import Ns3Network
-from quicbed.backends.ns3.traffic import iperf3
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,14 +100,14 @@ def test_quic_and_tcp_downloads_through_one_ap_cell(channel_binary, tmp_path):
         assert ap["per_receiver"]["sta1"]["mpdus"] == ap["data_mpdus"]
 
         network.reset_stats()
-        tcp = iperf3(network, "sta1", "server", seconds=4)
+        tcp = iperf.between(network, "sta1", "server", duration=4)
         stats = network.mac_stats()
-        assert tcp.goodput_bps > 25e6, tcp
+        assert tcp.throughput > 25e6, tcp
         assert stats["nodes"]["ap1"]["mean_mpdus_per_ampdu"] > 8  # TCP is bursty: large aggregates
         assert stats["nodes"]["ap1"]["airtime_share"] > 0.5
         assert stats["lag"]["samples"] > 3000
         print(f"QUIC {record['bytes'] * 8 / record['completion_time'] / 1e6:.1f} Mbit/s, "
-              f"TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} ms")
+              f"TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} ms")
     assert not set(network.record.namespaces) & set(ownership.quicbed_namespaces())
     assert not network.record.path.exists()
     final = network.mac_stats()
@@ -122,11 +122,11 @@ def test_bursty_udp_gets_larger_aggregates_than_paced_udp_at_the_same_rate():
         results = {}
         for name, extra in (("paced", {"pacing_timer_us": 100}), ("bursty", {"burst": 64})):
             network.reset_stats()
-            flow = iperf3(network, "sta1", "server", seconds=4, udp_rate=rate, **extra)
+            flow = iperf.between(network, "sta1", "server", duration=4, rate=rate, **extra)
             stats = network.mac_stats()
             results[name] = (flow, stats["radios"]["ap1:wifi"])
     for name, (flow, ap) in results.items():
-        assert flow.goodput_bps == pytest.approx(rate, rel=0.1), name
+        assert flow.throughput == pytest.approx(rate, rel=0.1), name
     paced, bursty = results["paced"][1], results["bursty"][1]
     print({name: (round(ap["mpdus_per_ampdu"]["mean"], 1), round(ap["airtime_share"], 3))
            for name, (_, ap) in results.items()})
@@ -139,7 +139,7 @@ def test_turning_aggregation_off_lowers_saturated_tcp_goodput():
     for ampdu in (True, False):
         with Ns3Network(topology("wifi_ap", ampdu=ampdu)) as network:
             network.reset_stats()
-            goodput[ampdu] = iperf3(network, "sta1", "server", seconds=4).goodput_bps
+            goodput[ampdu] = iperf.between(network, "sta1", "server", duration=4).throughput
             histogram = network.mac_stats()["nodes"]["ap1"]["histogram"]
         if not ampdu:
             assert set(histogram) == {"1"}  # every PSDU carries one MPDU
@@ -155,14 +155,14 @@ def test_a_three_hop_mesh_chain_delivers():
         rtt = float(ping.stdout.strip().splitlines()[-1].split("/")[4])
         assert rtt > 30  # 2 x 15 ms on the internet link plus three hops each way
         network.reset_stats()
-        tcp = iperf3(network, "client", "server", seconds=4)
+        tcp = iperf.between(network, "client", "server", duration=4)
         stats = network.mac_stats()
-    assert tcp.goodput_bps > 5e6, tcp
+    assert tcp.throughput > 5e6, tcp
     assert stats["mesh"]["mp1:mesh0"]["forwarded"] > 1000 and stats["mesh"]["mp2:mesh0"]["forwarded"] > 1000
     assert stats["mesh"]["client:mesh0"]["delivered"] > 1000
     for hop in ("gw:mesh0:ch36", "mp1:mesh0:ch149", "mp2:mesh0:ch44"):  # downstream radio of each hop
         assert stats["radios"][hop]["data_mpdus"] > 1000, hop
-    print(f"3 hops: TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, RTT {rtt:.1f} ms, lag max {stats['lag']['max_ms']:.1f} ms")
+    print(f"3 hops: TCP {tcp.throughput / 1e6:.1f} Mbit/s, RTT {rtt:.1f} ms, lag max {stats['lag']['max_ms']:.1f} ms")
 
 
 def _hogs(count: int) -> list[subprocess.Popen]:
@@ -174,13 +174,13 @@ def test_cpu_contention_keeps_real_time_or_is_flagged_invalid():
     try:
         with Ns3Network(topology("wifi_ap"), lag_threshold_ms=10.0) as network:
             network.reset_stats()
-            tcp = iperf3(network, "sta1", "server", seconds=4)
+            tcp = iperf.between(network, "sta1", "server", duration=4)
             stats = network.mac_stats()
             assert stats["lag"]["samples"] > 3000
             assert stats["valid"] == (stats["lag"]["max_ms"] <= 10.0)
             if not stats["valid"]:
                 assert "behind the wall clock" in stats["invalid_reasons"][0]
-            print(f"with 2 CPU hogs: TCP {tcp.goodput_bps / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} "
+            print(f"with 2 CPU hogs: TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} "
                   f"ms mean {stats['lag']['mean_ms']:.2f} ms, valid={stats['valid']}")
             # a starved simulator (here: stopped for 300 ms) is always caught
             network.reset_stats()

@@ -102,3 +102,9 @@ def test_client_command_lines() -> None:
         iperf.client_argv("10.0.0.2", protocol="sctp")
     with pytest.raises(QuicbedError):
         iperf.client_argv("10.0.0.2", duration=0)
+
+
+def test_bursts_and_pacing_timer_reach_the_command_line():
+    argv = iperf.client_argv("10.0.0.2", protocol="udp", rate=20e6, burst=64, pacing_timer_us=100)
+    assert argv[argv.index("-b") + 1] == "20000000/64"
+    assert argv[argv.index("--pacing-timer") + 1] == "100"
