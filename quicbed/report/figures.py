@@ -252,11 +252,11 @@ def cwnd_figure(context: _Context, candidates: dict[str, list[str]], where: str)
             used.append(f"{Path(folder).name} ({series['source'].iloc[0]})")
             break
     if not frames:
-        context.skip(title, "no run has server.qlog or ss.txt")
+        context.skip(title, "no run has server.qlog, tcp_probe.txt.gz or ss.txt")
         return
     series = pd.concat(frames, ignore_index=True)
     context.draw("cwnd", title,
-                 f"Sender's congestion window (QUIC: server qlog; TCP: ss samples, cwnd x MSS) of one "
+                 f"Sender's congestion window (QUIC: server qlog; TCP: tcp_probe events or ss samples, cwnd x MSS) of one "
                  f"representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
                  lambda stem: plots.cwnd_plot(series, stem, group="transport"))
 

@@ -37,6 +37,13 @@ def _quicbed(*args: str, **kwargs) -> subprocess.Popen:
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
 
 
+def _run_to_completion(exp: Path, out: Path, *options: str) -> str:
+    process = _quicbed("run", str(exp), "--out", str(out), "--no-report", *options)
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    return output
+
+
 def _wait_for_lines(results: Path, count: int, process: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while len(read_results(results)) < count:
@@ -61,9 +68,7 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\n  workload.object: [2MB, 30MB]\n"
                                 "timeout: 3s\nqlog: true\n")
     out = tmp_path / "out"
-    process = _quicbed("run", str(exp), "--out", str(out), "--no-report")
-    output, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, output
+    output = _run_to_completion(exp, out)
     lines = {line["run_id"]: line for line in _assert_only_complete_runs(out)}
     assert len(lines) == 4
     small = [line for line in lines.values() if line["cell"]["workload.object"] == "2MB"]
@@ -108,9 +113,7 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
         assert cleaned.returncode == 0, cleaned.stderr
     first = _assert_only_complete_runs(out)
     assert 2 <= len(first) < 6
-    resumed = _quicbed("run", str(exp), "--out", str(out), "--resume", "--no-report")
-    output, _ = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, output
+    output = _run_to_completion(exp, out, "--resume")
     assert f"{len(first)} done before" in output
     lines = _assert_only_complete_runs(out)
     assert len(lines) == 6 and all(line["status"] == "ok" for line in lines)
@@ -124,9 +127,7 @@ def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> N
     exp = _experiment(tmp_path, "workload: {object: 1MB}\nmatrix:\n  link.bottleneck.rate: [5mbit, 40mbit]\n"
                                 "  transport: [tcp]\nrepetitions: 2\n")
     out = tmp_path / "out"
-    process = _quicbed("run", str(exp), "--out", str(out), "--no-report")
-    output, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, output
+    _run_to_completion(exp, out)
     lines = _assert_only_complete_runs(out)
     assert [line["cell"]["link.bottleneck.rate"] for line in lines] == ["5mbit", "40mbit"] * 2
     for line in lines:

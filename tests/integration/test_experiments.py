@@ -1,0 +1,66 @@
+"""The shipped experiments that run on this host's kernel (ns-3 backend), end to end through
+'quicbed run' with one small repetition: results, metrics and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quicbed.backends.ns3 import build
+
+ROOT = Path(__file__).resolve().parents[2]
+NS3_MISSING = build.missing()
+pytestmark = [pytest.mark.needs_root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
+              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
+
+
+def run_experiment(name: str, out: Path, *options: str) -> dict[str, dict[str, Any]]:
+    """``quicbed run experiments/NAME.yaml`` with one repetition; the results lines by transport."""
+    result = subprocess.run([sys.executable, "-m", "quicbed", "run", f"experiments/{name}.yaml", "--repetitions",
+                             "1", "--warmup", "0", "--out", str(out), *options], cwd=ROOT, capture_output=True,
+                            text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"results: {out}" in result.stdout
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return {line["cell"]["transport"]: line for line in lines}
+
+
+def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "quickstart"
+    lines = run_experiment("quickstart", out)
+    assert set(lines) == {"bquic", "quic", "tcp"}
+    for line in lines.values():
+        assert line["status"] == "ok", line
+        # 20 Mbit/s bottleneck, 10 ms each way: the data cannot arrive faster, nor sooner
+        assert 1e6 < line["metrics"]["goodput"] <= 20.5e6
+        assert line["metrics"]["owd_mean"] >= 0.010
+        assert line["metrics"]["cwnd_mean"] > 0
+        assert line["metrics"]["lag_max"] < 0.05  # ns-3 kept (about) real time
+    # BQUIC acknowledges fewer packets than QUIC (ACK decimation), the point of the comparison
+    assert lines["bquic"]["metrics"]["ack_ratio"] < lines["quic"]["metrics"]["ack_ratio"]
+    for name in ("summary.csv", "summary.md", "index.html"):
+        assert (out / name).stat().st_size > 0, name
+    assert list((out / "report").glob("*.png")) and list((out / "report").glob("*.svg"))
+
+
+def test_wifi_bquic_reports_aggregation_and_ack_ratio_per_profile(tmp_path: Path) -> None:
+    out = tmp_path / "wifi-bquic"
+    lines = run_experiment("wifi-bquic", out, "--set", "workload.object=3MB")
+    assert set(lines) == {"quic", "bquic", "tcp"}
+    for line in lines.values():
+        assert line["status"] in ("ok", "invalid"), line["error"]
+        assert line["client"] == "sta1" and line["metrics"]["ampdu_mean"] >= 1
+        assert (out / line["folder"] / "mac-stats.json").exists()
+    metrics = {name: line["metrics"] for name, line in lines.items()}
+    # the E1 effect: bursts fill A-MPDUs, paced QUIC's packets go out nearly one by one
+    assert metrics["tcp"]["ampdu_mean"] > metrics["bquic"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"]
+    assert metrics["bquic"]["ack_ratio"] < metrics["quic"]["ack_ratio"]
+    summary = (out / "summary.md").read_text()
+    assert "MPDUs per A-MPDU" in summary and "ACK ratio" in summary and "goodput" in summary
