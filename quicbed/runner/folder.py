@@ -56,6 +56,8 @@ class ResultsFolder:
         self.runs_dir = path / "runs"
         self.results_path = path / RESULTS
         self.metadata_path = path / METADATA
+        if path.exists() and not path.is_dir():
+            raise QuicbedError(f"{path} is a file, not a results folder (fix: choose another --out)")
         existing = path.exists() and any(path.iterdir())
         if existing and not resume:
             raise QuicbedError(f"{path} exists and is not empty; results are never overwritten "

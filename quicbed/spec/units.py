@@ -63,6 +63,8 @@ def parse_time(value: object, field: str = "time", allow_zero: bool = True) -> f
     if isinstance(value, bool):
         raise SpecError(f"expected a duration like '10ms', got {value!r}", field=field)
     if isinstance(value, (int, float)):
+        if value < 0:
+            raise SpecError(f"duration must not be negative, got {value!r}", field=field)
         if value != 0:
             raise SpecError(f"duration {value!r} has no unit", field=field,
                             fix=f"write it with a unit, e.g. '{value}ms' or '{value}s'")

@@ -91,3 +91,10 @@ def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: 
     path.write_text('{"run_id": "a"}\nnot json\n{"run_id": "c"}\n')
     with pytest.raises(QuicbedError, match="results.jsonl:2"):
         read_results(path)
+
+
+def test_a_file_in_the_way_is_reported(tmp_path: Path, experiment_file: Path) -> None:
+    blocker = tmp_path / "results"
+    blocker.write_text("not a folder")
+    with pytest.raises(QuicbedError, match="is a file, not a results folder"):
+        ResultsFolder(blocker, experiment_file, resume=False)
