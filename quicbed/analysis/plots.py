@@ -115,8 +115,11 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
         for number, (name, part) in enumerate(groups):
             values = part.set_index(part[x].astype(str)).reindex(categories)
             offset = (number - (len(groups) - 1) / 2) * width
-            low = (values["mean"] - values["ci_low"]).to_numpy(dtype=float)
-            high = (values["ci_high"] - values["mean"]).to_numpy(dtype=float)
+            low = (values["mean"] - values["ci_low"]).to_numpy(dtype=float, copy=True)
+            high = (values["ci_high"] - values["mean"]).to_numpy(dtype=float, copy=True)
+            # no interval (a single run) draws no error bar rather than a flat cap on the bar
+            empty = (low == 0) & (high == 0)
+            low[empty], high[empty] = np.nan, np.nan
             axes.bar(positions + offset, values["mean"], width * 0.92, color=colour(number, name),
                      label=name or None, yerr=np.vstack([low, high]), capsize=2,
                      error_kw={"elinewidth": 0.8, "ecolor": "#333333"})

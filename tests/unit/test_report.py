@@ -306,7 +306,7 @@ def test_missing_artifacts_do_not_crash(tmp_path: Path) -> None:
     (folder / "runs" / "c002-r001" / "client.pcap").write_bytes(b"not a pcap")
     result = build_report(folder, ReportOptions())
     notes = " ".join(result.figures.notes)
-    assert "Congestion window over time: skipped (no run has server.qlog or ss.txt)" in notes
+    assert "Congestion window over time: skipped (no run has server.qlog, tcp_probe.txt.gz or ss.txt)" in notes
     assert (folder / "report" / "bars-goodput.png").exists() and (folder / "index.html").exists()
     assert "runs/c002-r001/client.pcap cannot be read" in notes  # another run of its transport is used
     assert "run folder missing" in (folder / "index.html").read_text()
