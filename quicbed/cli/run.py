@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default results/NAME-DATE-TIME)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the interrupted experiment in --out, skipping its finished runs")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="with --resume: make the runs that failed again (their first attempt moves to "
+                             "attempts/)")
     parser.add_argument("--backend", choices=sorted(BACKENDS), help="override the file's backend")
     parser.add_argument("--repetitions", type=int, metavar="N", help="override the file's repetitions")
     parser.add_argument("--warmup", type=int, metavar="N", help="override the file's warm-up runs per cell")
@@ -96,6 +99,8 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
+    if args.retry_failed and not args.resume:
+        raise QuicbedError("--retry-failed goes with --resume (fix: add --resume --out FOLDER)")
     try:
         needs_vm = _needs_vm_reason(experiment, backend, params)
     except SpecError as error:
@@ -130,9 +135,9 @@ def _run_in_vm(args: argparse.Namespace, experiment_file: Path, out: Path, reaso
     print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
     argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--no-report",
             "--out", str(out), *(f"-p{p}" for p in args.param), *(f"--set={f}" for f in args.fields)]
-    for flag in ("resume",):
+    for flag in ("resume", "retry_failed"):
         if getattr(args, flag):
-            argv.append(f"--{flag}")
+            argv.append(f"--{flag.replace('_', '-')}")
     for option in ("backend", "repetitions", "warmup"):
         if getattr(args, option) is not None:
             argv += [f"--{option}", str(getattr(args, option))]
@@ -147,8 +152,8 @@ def _run_here(args: argparse.Namespace, experiment: Experiment, backend: str, pa
     install_termination_handlers()
     runs = len(expand(experiment))
     print(f"running {experiment.name}: {runs} runs, backend {backend}, results in {out}", flush=True)
-    runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, backend=backend,
-                                                        params=params, command=sys.argv))
+    runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, retry_failed=args.retry_failed,
+                                                        backend=backend, params=params, command=sys.argv))
     summary = runner.run()
     skipped = f", {summary.skipped} done before" if summary.skipped else ""
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")

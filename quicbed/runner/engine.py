@@ -40,6 +40,7 @@ RESULT_LINE_METRICS = ("download_time", "goodput", "loss", "ampdu_mean")
 class RunnerOptions:
     out: Path
     resume: bool = False
+    retry_failed: bool = False  # with resume: make failed runs again
     backend: str | None = None  # default: the experiment's
     params: dict[str, Any] = field(default_factory=dict)  # topology parameter overrides
     command: list[str] = field(default_factory=list)  # what the user typed, for the metadata
@@ -240,6 +241,8 @@ class ExperimentRunner:
         with ResultsFolder(self.options.out, self.experiment.source, resume=self.options.resume) as folder:
             self.folder = folder
             finished = folder.finished()
+            if self.options.retry_failed:
+                finished = {run_id: line for run_id, line in finished.items() if line["status"] != "failed"}
             todo = [run for run in runs if run.run_id not in finished]
             summary = RunnerSummary(total=len(runs), skipped=len(runs) - len(todo))
             self._start_metadata(folder, runs)
@@ -278,6 +281,7 @@ class ExperimentRunner:
             "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
             "started": time.time(), "finished": None, "metrics": {},
         }
+        folder.set_aside(run.run_id)  # a failed run made again keeps its first attempt
         partial = folder.begin_run(run.run_id)
         try:
             network = keeper.network_for(run)

@@ -92,7 +92,8 @@ class ResultsFolder:
 
     # -- runs ------------------------------------------------------------------------------
     def finished(self) -> dict[str, dict[str, Any]]:
-        """Runs already recorded, by run id (their folder must exist, too)."""
+        """Runs already recorded, by run id (their folder must exist, too; the last line of a
+        run made again counts)."""
         return {r["run_id"]: r for r in read_results(self.results_path)
                 if (self.path / r.get("folder", f"runs/{r['run_id']}")).is_dir()}
 
@@ -121,6 +122,19 @@ class ResultsFolder:
         finally:
             os.close(fd)
         return final
+
+    def set_aside(self, run_id: str) -> Path | None:
+        """Move a recorded run's folder to ``attempts/`` before the run is made again
+        (its results line stays; the new line, appended later, supersedes it)."""
+        final = self.runs_dir / run_id
+        if not final.exists():
+            return None
+        attempts = self.path / "attempts"
+        attempts.mkdir(exist_ok=True)
+        number = 1 + sum(1 for _ in attempts.glob(f"{run_id}-*"))
+        target = attempts / f"{run_id}-{number}"
+        os.replace(final, target)
+        return target
 
     def abandon_run(self, partial: Path) -> None:
         shutil.rmtree(partial, ignore_errors=True)

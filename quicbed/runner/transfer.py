@@ -27,7 +27,7 @@ from quicbed.spec.units import parse_rate, parse_size
 PORTS = {"quic": 4433, "tcp": 8443}
 BACKGROUND_PORT = 5201
 SERVER_NAME = "localhost"  # the certificate's name; clients connect by address
-READY_TIMEOUT = 30.0  # Python start-up in the software-emulated microVM takes seconds
+READY_TIMEOUT = 120.0  # Python start-up in the software-emulated microVM, on a busy host, took > 30 s
 BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the queue fills)
 CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
 SS_INTERVAL = 0.01

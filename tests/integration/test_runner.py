@@ -37,10 +37,10 @@ def _quicbed(*args: str, **kwargs) -> subprocess.Popen:
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
 
 
-def _run_to_completion(exp: Path, out: Path, *options: str) -> str:
+def _run_to_completion(exp: Path, out: Path, *options: str, status: int = 0) -> str:
     process = _quicbed("run", str(exp), "--out", str(out), "--no-report", *options)
     output, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, output
+    assert process.returncode == status, output
     return output
 
 
@@ -86,6 +86,11 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     for line in large:
         assert line["status"] == "failed" and "download failed" in line["error"]
     assert "FAILED" in output and "2 ok, 0 invalid, 2 failed" in output
+    # made again on request: the first attempts are kept aside, the new lines supersede the old
+    output = _run_to_completion(exp, out, "--resume", "--retry-failed", status=1)  # every run made failed
+    assert "0 ok, 0 invalid, 2 failed, 2 done before" in output
+    assert sorted(p.name for p in (out / "attempts").iterdir()) == sorted(f"{l['run_id']}-1" for l in large)
+    assert len(read_results(out / "results.jsonl")) == 6
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and metadata["versions"]["aioquic"]
     (network,) = metadata["sessions"][0]["networks"]
