@@ -11,6 +11,7 @@ axes change a live netns network's qdiscs in place) or rebuilt per run (``reuse:
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -199,18 +200,34 @@ class ExperimentRunner:
         self.assets: Assets | None = None
 
     # -- metadata ----------------------------------------------------------------------------
+    def _resolved(self) -> dict[str, Any]:
+        exp = self.experiment
+        return {**exp.raw, "transports": {n: t.describe() for n, t in exp.transports.items()},
+                "backend": self.backend, "topology_overrides": self.options.params, "cells": exp.cells()}
+
+    def _check_resumable(self, previous: dict[str, Any]) -> None:
+        """A resumed experiment must be the same one (more repetitions or warm-up runs are fine)."""
+        ignored = ("repetitions", "warmup", "runs")
+        before = {k: v for k, v in (previous.get("experiment") or {}).items() if k not in ignored}
+        now = {k: v for k, v in json.loads(json.dumps(self._resolved(), default=str)).items() if k not in ignored}
+        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+        if before and changed:
+            raise QuicbedError(f"{self.options.out} was written with other settings ({', '.join(changed)} differ: "
+                               "--set, -p or --backend); resuming would mix two experiments (fix: resume with the "
+                               "options of the first session, see metadata.json)")
+
     def _start_metadata(self, folder: ResultsFolder, runs: list[Run]) -> None:
         exp = self.experiment
         previous = folder.read_metadata()
+        if self.options.resume:
+            self._check_resumable(previous)
         now = time.time()
         session = {"started": now, "finished": None, "status": "running", "command": self.options.command,
                    "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
                    "backend": self.backend, "networks": []}
         self.metadata = {
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
-            "experiment": {**exp.raw, "transports": {n: t.describe() for n, t in exp.transports.items()},
-                           "backend": self.backend, "topology_overrides": self.options.params,
-                           "cells": exp.cells(), "runs": len(runs)},
+            "experiment": {**self._resolved(), "runs": len(runs)},
             "started": previous.get("started", now), "finished": None, "status": "running",
             "backend": self.backend, "host": session["host"], "versions": session["versions"],
             "git": session["git"], "sessions": [*previous.get("sessions", []), session],

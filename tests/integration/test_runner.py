@@ -143,3 +143,13 @@ def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> N
         assert any(f"rate {rate / 1e6:g}Mbit" in q for q in qdiscs["s1"]), qdiscs["s1"]
     metadata = json.loads((out / "metadata.json").read_text())
     assert len(metadata["sessions"][0]["networks"]) == 1  # built once, reshaped in place
+
+
+def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 200kB}\nmatrix:\n  transport: [tcp]\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    output = _run_to_completion(exp, out, "--resume", "--set", "workload.object=300kB", status=1)
+    assert "other settings (workload differ" in output
+    output = _run_to_completion(exp, out, "--resume", "--repetitions", "2")  # more repetitions are fine
+    assert "1 ok, 0 invalid, 0 failed, 1 done before" in output
