@@ -80,7 +80,8 @@ _METRICS = [
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
 
 #: the metrics a report shows first, in this order, when a run has them
-HEADLINE = ("download_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean")
+HEADLINE = ("download_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean",
+            "competitor_goodput", "jain_index")
 
 
 def metric(name: str) -> Metric:

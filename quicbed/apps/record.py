@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,27 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
     parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
     parser.add_argument("--label", help="free text copied into the record")
+    start = parser.add_argument_group("starting together (several clients at once)")
+    start.add_argument("--ready-file", type=Path, help="create this file once started up, before connecting")
+    start.add_argument("--start-file", type=Path, help="connect only once this file exists (bounded by --timeout)")
     tls = parser.add_argument_group("TLS")
     tls.add_argument("--server-name", help="TLS server name (default --host)")
     tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
     tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
+
+
+def wait_for_start(args: argparse.Namespace) -> None:
+    """Say ``--ready-file`` once started up, then wait for ``--start-file``: so that downloads
+    that share a link begin together, whatever each client's start-up took."""
+    if args.ready_file is not None:
+        args.ready_file.touch()
+    if args.start_file is None:
+        return
+    deadline = time.monotonic() + args.timeout
+    while not args.start_file.exists():
+        if time.monotonic() > deadline:
+            raise QuicbedError(f"{args.start_file} did not appear within {args.timeout:g} s")
+        time.sleep(0.001)
 
 
 def requested_paths(args: argparse.Namespace) -> list[str]:

@@ -155,10 +155,10 @@ class RunExecution:
             rate = background_rate(self.experiment, self.run.cell)
             if rate:
                 stack.enter_context(self._background(rate))
-            rival = self._start_client(self.competitor) if self.competitor else None
-            record = self._download(self.main)
-            if rival is not None:
-                self.details["competitor"] = self._finish_competitor(rival)
+            if self.competitor is None:
+                record = self._download(self.main)
+            else:
+                record, self.details["competitor"] = self._download_together(self.main, self.competitor)
             time.sleep(CLOSING_GRACE)
         self._collect_server_files()
         if hasattr(self.network, "mac_stats"):
@@ -251,37 +251,49 @@ class RunExecution:
         return _Started(client, stop, lambda: None)
 
     # -- clients -----------------------------------------------------------------------------
-    def _client_argv(self, download: Download) -> list[str]:
+    def _client_argv(self, download: Download, *extra: str) -> list[str]:
         common = ["--host", self.server.address, "--port", str(download.port), "--ca-cert", str(self.assets.cert),
                   "--server-name", SERVER_NAME, "--timeout", f"{self.experiment.timeout:g}",
                   "--output", str(self.folder / download.record_name),
-                  "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets)]
+                  "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets),
+                  *extra]
         if download.transport.kind == "quic":
             return module_argv("quicbed.apps.quic.client", [*common, *_quic_profile_arguments(download.transport)])
         return module_argv("quicbed.apps.tcp.client", [*common, "--http", download.transport.http])
 
-    def _start_client(self, download: Download) -> Process:
-        return download.client.start(self._client_argv(download), name=f"{download.role}-client", log_dir=self.logs)
-
-    def _finish_competitor(self, process: Process) -> dict[str, Any]:
-        assert self.competitor is not None
-        try:
-            process.wait(self.experiment.timeout + READY_TIMEOUT)
-        except BackendError:
-            process.stop()
-        output = self.folder / self.competitor.record_name
+    def _record(self, download: Download, why: str) -> dict[str, Any]:
+        output = self.folder / download.record_name
         if not output.exists():
-            return {"ok": False, "error": f"the competitor wrote no record: {process.errors().strip()[-300:]}"}
+            raise BackendError(f"the {download.role} client wrote no record: {why.strip()[-500:]}")
         return json.loads(output.read_text())
 
     def _download(self, download: Download) -> dict[str, Any]:
-        output = self.folder / download.record_name
         result = download.client.run(self._client_argv(download), timeout=self.experiment.timeout + READY_TIMEOUT,
                                      check=False)
         (self.logs / "client.err").write_text(result.stderr)
-        if not output.exists():
-            raise BackendError(f"the client wrote no record (exit {result.returncode}): {result.stderr.strip()[-500:]}")
-        return json.loads(output.read_text())
+        return self._record(download, f"exit {result.returncode}: {result.stderr}")
+
+    def _download_together(self, *downloads: Download) -> list[dict[str, Any]]:
+        """Start every client, wait until each has started up, then let them connect at once."""
+        go = self.folder / "start"
+        ready = {d.role: self.folder / f"{d.role}.ready" for d in downloads}
+        processes = [d.client.start(self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
+                                    name=f"{d.role}-client", log_dir=self.logs) for d in downloads]
+        try:
+            deadline = time.monotonic() + READY_TIMEOUT
+            while not all(path.exists() for path in ready.values()):
+                exited = [p for p in processes if not p.running]
+                if exited or time.monotonic() > deadline:
+                    raise BackendError(f"the clients did not start up together: {exited[0].errors().strip()[-300:]}"
+                                       if exited else f"the clients were not ready after {READY_TIMEOUT:g} s")
+                time.sleep(0.01)
+            go.touch()
+            for process in processes:
+                process.wait(self.experiment.timeout + READY_TIMEOUT)
+        finally:
+            for process in processes:
+                process.stop()
+        return [self._record(d, p.errors()) for d, p in zip(downloads, processes)]
 
     def _collect_server_files(self) -> None:
         qlogs = sorted((self.folder / "qlog").glob("*_server.qlog")) if (self.folder / "qlog").is_dir() else []

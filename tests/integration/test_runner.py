@@ -153,3 +153,21 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
     assert "other settings (workload differ" in output
     output = _run_to_completion(exp, out, "--resume", "--repetitions", "2")  # more repetitions are fine
     assert "1 ok, 0 invalid, 0 failed, 1 done before" in output
+
+
+def test_a_competitor_downloads_at_the_same_time_over_the_same_link(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 2MB}\ncompetitor: {transport: tcp}\n"
+                                "matrix:\n  transport: [quic]\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    (line,) = _assert_only_complete_runs(out)
+    assert line["status"] == "ok" and line["competitor"]["kind"] == "tcp"
+    folder = out / line["folder"]
+    main, rival = (json.loads((folder / name).read_text()) for name in ("client.json", "competitor.json"))
+    assert main["ok"] and rival["ok"]
+    assert abs(main["started_at"] - rival["started_at"]) < 0.25  # released together after start-up
+    metrics = line["metrics"]
+    # two flows on one 20 Mbit/s link: together no faster than the link, each well below it
+    assert metrics["goodput"] < 20e6 and metrics["competitor_goodput"] < 20e6
+    assert 0.5 <= metrics["jain_index"] <= 1
+    assert metrics["throughput"] < 19e6  # the capture metrics follow the QUIC flow, not both

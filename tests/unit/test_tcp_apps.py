@@ -492,3 +492,19 @@ def test_http2_without_the_h2_package_is_an_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(client, "h2_available", lambda: False)
     record = client.fetch(client.ClientSettings(host="127.0.0.1", port=9, paths=["/x"]))
     assert not record["ok"] and "h2" in record["error"] and "--engine curl" in record["error"]
+
+
+def test_clients_say_ready_then_wait_for_the_start_file(tmp_path):
+    import argparse
+    import threading
+
+    from quicbed.apps.record import wait_for_start
+    from quicbed.errors import QuicbedError
+
+    args = argparse.Namespace(ready_file=tmp_path / "ready", start_file=tmp_path / "go", timeout=5.0)
+    threading.Timer(0.2, (tmp_path / "go").touch).start()
+    wait_for_start(args)
+    assert (tmp_path / "ready").exists()
+    late = argparse.Namespace(ready_file=None, start_file=tmp_path / "never", timeout=0.05)
+    with pytest.raises(QuicbedError, match="did not appear within 0.05 s"):
+        wait_for_start(late)

@@ -47,6 +47,7 @@ from quicbed.apps.record import (
     base_record,
     emit,
     requested_paths,
+    wait_for_start,
 )
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
@@ -293,6 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_arguments(args)
+    except QuicbedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        wait_for_start(args)
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

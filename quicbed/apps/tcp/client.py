@@ -58,6 +58,7 @@ from quicbed.apps.record import (
     base_record,
     emit,
     requested_paths,
+    wait_for_start,
 )
 from quicbed.apps.tcp import tcpinfo
 from quicbed.errors import QuicbedError
@@ -756,6 +757,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_arguments(args)
+    except QuicbedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        wait_for_start(args)
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
