@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,7 +178,8 @@ class RunExecution:
                                  congestion_control=download.transport.cc)
         nginx = NginxServer(self.server, settings, self.folder / ("nginx" if download.role == "main" else
                                                                   f"nginx-{download.role}"))
-        return _Started(nginx.start(), nginx.stop,
+        nginx.start()
+        return _Started(nginx.stop,
                         lambda: self.details.setdefault("servers", {}).update({download.role: nginx.info()}))
 
     def _quic_server(self, download: Download) -> _Started:
@@ -197,7 +199,7 @@ class RunExecution:
             process.stop()
             raise
         # SIGTERM: the server closes its connections and writes their qlogs and stats
-        return _Started(process, lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
+        return _Started(lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
 
     # -- measurement -------------------------------------------------------------------------
     def _captures(self) -> _Captures:
@@ -229,7 +231,7 @@ class RunExecution:
         def keep() -> None:
             if process.stdout_path and process.stdout_path.exists():
                 shutil.copyfile(process.stdout_path, self.folder / "ss.txt")
-        return _Started(process, process.stop, keep)
+        return _Started(process.stop, keep)
 
     def _background(self, rate: float) -> _Started:
         background = self.experiment.background
@@ -248,7 +250,7 @@ class RunExecution:
             server.stop()
             self.details["background"] = {"kind": background.kind, "rate": rate, "from": background.source,
                                           "to": background.destination, "seconds": time.time() - start}
-        return _Started(client, stop, lambda: None)
+        return _Started(stop)
 
     # -- clients -----------------------------------------------------------------------------
     def _client_argv(self, download: Download, *extra: str) -> list[str]:
@@ -305,7 +307,7 @@ class RunExecution:
 class _Started:
     """A started piece of a run as a context manager: stop it, then keep what it wrote."""
 
-    def __init__(self, _thing: object, stop: Any, after: Any) -> None:
+    def __init__(self, stop: Callable[[], object], after: Callable[[], object] = lambda: None) -> None:
         self.stop = stop
         self.after = after
 
