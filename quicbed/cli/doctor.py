@@ -39,4 +39,11 @@ def handle(args: argparse.Namespace) -> int:
     by_name = {c.name: c for c in found}
     if not by_name["netem"].available and by_name["vm_kernel"].available:
         console.print("netem is missing here, but the microVM can provide it: add --vm to 'quicbed run'.")
+    if by_name["mininet_wifi"].available:
+        console.print("Mininet-WiFi: run one Mininet-WiFi experiment at a time per machine (its cleanup kills "
+                      "hostapd and wpa_supplicant machine-wide and unloads mac80211_hwsim).")
+        if not (by_name["mac80211_hwsim"].available and by_name["openvswitch"].available) \
+                and by_name["vm_kernel"].available:
+            console.print("mac80211_hwsim or openvswitch is missing here: the mininet-wifi backend runs in the "
+                          "microVM (quicbed run --vm).")
     return 0

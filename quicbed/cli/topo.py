@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from quicbed.errors import SpecError
+from quicbed.backends import BACKENDS
+from quicbed.errors import BackendError, SpecError
 from quicbed.spec.link import WiredLink
 from quicbed.spec.loader import load_topology, parameters
 from quicbed.spec.units import format_rate, format_time
@@ -40,10 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--json", action="store_true", help="print the description as JSON")
     show.set_defaults(handler=handle_show)
     up = sub.add_parser("up", help="build the network and keep it up until Ctrl-C",
-                        description="Build the topology with the netns backend and wait. Enter a node "
-                                    "with the printed 'ip netns exec' command; Ctrl-C (or SIGTERM) tears "
-                                    "everything down.")
+                        description="Build the topology with a backend (netns by default) and wait. Enter "
+                                    "a node with the printed command; Ctrl-C (or SIGTERM) tears everything "
+                                    "down. WiFi topologies need --backend ns3 (802.11 airtime and "
+                                    "aggregation) or --backend mininet-wifi (the Linux 802.11 stack).")
     up.add_argument("file", help="topology script")
+    up.add_argument("--backend", choices=list(BACKENDS), default="netns",
+                    help="emulator that realises the topology (default: netns, wired links only)")
     up.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
     up.add_argument("--exec", action="append", default=[], metavar="NODE:COMMAND", dest="commands",
                     help="start COMMAND (a shell line) on NODE once the network is up (repeatable)")
@@ -139,8 +143,8 @@ def describe_link(link) -> str:
 def handle_up(args: argparse.Namespace) -> int:
     import time
 
+    from quicbed.backends import create
     from quicbed.backends.base import install_termination_handlers
-    from quicbed.backends.netns import NamespaceNetwork
 
     topo = load_topology(args.file, parse_params(args.param))
     starts = []
@@ -151,15 +155,26 @@ def handle_up(args: argparse.Namespace) -> int:
                             fix=f"write NODE:COMMAND with NODE among {', '.join(topo.nodes)}")
         starts.append((node, command))
     install_termination_handlers()
-    with NamespaceNetwork(topo) as network:
+    with create(args.backend, topo) as network:
         for node, command in starts:
             network.node(node).start(["sh", "-c", command], name=f"exec-{node}")
-        print(f"network {network.run_id} is up:", flush=True)
-        for name, handle in ((n, network.node(n)) for n in topo.nodes):
-            print(f"  {name:<12} ip netns exec {handle.namespace} bash", flush=True)
+        print(f"network {getattr(network, 'run_id', '')} is up ({args.backend}):", flush=True)
+        for name in topo.nodes:
+            print(f"  {name:<12} {enter_command(network, name)}", flush=True)
         print("press Ctrl-C to tear it down", flush=True)
         deadline = time.monotonic() + args.duration if args.duration else None
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.2)
     print("network removed")
     return 0
+
+
+def enter_command(network, name: str) -> str:
+    """The shell command that opens a shell in node ``name`` (or why there is none)."""
+    import shlex
+
+    try:
+        handle = network.node(name)
+    except BackendError as error:
+        return f"({str(error).split(':')[0]})"
+    return " ".join(shlex.quote(word) for word in handle.command(["bash"]))

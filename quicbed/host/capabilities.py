@@ -99,17 +99,82 @@ def _ns3() -> Capability:
                       "apt-get install libns3-dev")
 
 
+MININET_WIFI_FIX = "install Mininet-WiFi with the Ansible role roles/mininet_wifi (docs/mininet-wifi.md)"
+
+
 def _mininet_wifi() -> Capability:
+    """Mininet-WiFi importable, with the versions of Mininet and FlightRadarAPI it needs."""
+    from quicbed.backends.mininet_wifi import import_problem, versions
+
+    problem = import_problem()
+    if problem:
+        what, _, fix = problem.partition(" (fix: ")
+        return Capability("mininet_wifi", False, what, "the mininet-wifi backend", fix.rstrip(")") or MININET_WIFI_FIX)
+    found = versions()
+    detail = ", ".join(f"{name} {info.get('version')}" + (f" @{info['commit'][:12]}" if info.get("commit") else "")
+                       for name, info in found.items())
+    return Capability("mininet_wifi", True, detail, "the mininet-wifi backend", MININET_WIFI_FIX)
+
+
+def _mininet_version() -> Capability:
+    """Mininet-WiFi uses mininet.util.fmtBps (Mininet >= 2.3.1b2; Debian and PyPI ship 2.3.0)."""
     try:
-        import mn_wifi  # type: ignore[import-not-found]  # noqa: F401
+        import mininet.net  # type: ignore[import-not-found]
+        import mininet.util  # type: ignore[import-not-found]
     except ImportError:
-        return Capability("mininet_wifi", False, "mn_wifi not importable", "the mininet-wifi backend",
-                          "install Mininet-WiFi from upstream (roles/mininet_wifi does it)")
+        return Capability("mininet", False, "not importable", "the mininet-wifi backend", MININET_WIFI_FIX)
+    version = getattr(mininet.net, "VERSION", "?")
+    ok = hasattr(mininet.util, "fmtBps")
+    return Capability("mininet", ok, f"{version}" + ("" if ok else " (too old: no fmtBps, needs >= 2.3.1b2)"),
+                      "the mininet-wifi backend", "install Mininet >= 2.3.1b2 from upstream git (roles/mininet_wifi)")
+
+
+def _flightradar() -> Capability:
+    """mn_wifi.net imports the FlightRadar24 module, which FlightRadarAPI 1.6 removed."""
     try:
-        version = importlib.metadata.version("mininet-wifi")
+        version = importlib.metadata.version("FlightRadarAPI")
     except importlib.metadata.PackageNotFoundError:
-        version = "installed"
-    return Capability("mininet_wifi", True, version, "the mininet-wifi backend")
+        return Capability("flightradarapi", False, "not installed", "the mininet-wifi backend (mn_wifi imports it)",
+                          "pip install 'FlightRadarAPI<1.6'")
+    major_minor = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    ok = major_minor < (1, 6)
+    return Capability("flightradarapi", ok, version + ("" if ok else " (1.6 removed the module mn_wifi imports)"),
+                      "the mininet-wifi backend (mn_wifi imports it)", "pip install 'FlightRadarAPI<1.6'")
+
+
+def _ovs_running() -> Capability:
+    from quicbed.backends.mininet_wifi import ovs_running
+
+    running = ovs_running()
+    return Capability("ovs_running", running, "ovsdb-server and ovs-vswitchd answer" if running else "not running",
+                      "Mininet-WiFi access points on this host (they need Open vSwitch before they are created; "
+                      "inside the microVM the backend starts a private one)",
+                      "systemctl start openvswitch-switch")
+
+
+def _networkmanager() -> Capability:
+    from quicbed.backends.mininet_wifi import networkmanager_problem
+
+    problem = networkmanager_problem()
+    return Capability("networkmanager", problem is None,
+                      "leaves mac80211_hwsim radios alone (or is not running)" if problem is None
+                      else "running and managing mac80211_hwsim radios",
+                      "Mininet-WiFi radios (NetworkManager would fight hostapd and wpa_supplicant)",
+                      "unmanaged-devices=driver:mac80211_hwsim in /etc/NetworkManager/conf.d (roles/mininet_wifi)")
+
+
+def _mininet_wifi_tools() -> list[Capability]:
+    backend = "the mininet-wifi backend"
+    return [
+        _binary("mnexec", ["mnexec", "-v"], backend, "roles/mininet_wifi builds it from Mininet", r"(\S+)"),
+        _binary("hwsim_mgmt", ["hwsim_mgmt", "-h"], backend + " (creates radios at run time)",
+                "roles/mininet_wifi builds it from ramonfontes/mac80211_hwsim_mgmt", r"(\d+\.\d+)"),
+        _binary("hostapd", ["hostapd", "-v"], backend + " (access points)", "apt-get install hostapd"),
+        _binary("wpa_supplicant", ["wpa_supplicant", "-v"], backend + " (stations)", "apt-get install wpasupplicant"),
+        _binary("iw", ["iw", "--version"], backend + " (radios, 802.11s mesh)", "apt-get install iw"),
+        _binary("wmediumd", ["wmediumd", "-V"], "wmediumd in the mininet-wifi backend (optional medium simulation)",
+                "build ramonfontes/wmediumd (optional; HT radios work better without it)"),
+    ]
 
 
 def _kvm() -> Capability:
@@ -170,4 +235,9 @@ def capabilities() -> list[Capability]:
                 "apt-get install ethtool"),
         _python_package("aioquic", "aioquic", "QUIC and BQUIC endpoints", "pip install aioquic"),
         _mininet_wifi(),
+        _mininet_version(),
+        _flightradar(),
+        _ovs_running(),
+        _networkmanager(),
+        *_mininet_wifi_tools(),
     ]

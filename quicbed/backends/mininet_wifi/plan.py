@@ -1,0 +1,205 @@
+"""What Mininet-WiFi is asked to build for a resolved Topology (pure, unit-tested)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from quicbed.errors import BackendError
+from quicbed.spec.link import Radio, WiredLink, WirelessLink
+from quicbed.spec.node import AccessPoint, Host, MeshPoint, Station, Switch
+from quicbed.spec.topology import ResolvedTopology, Topology
+
+WMEDIUMD_MODES = ("interference", "snr", "error_prob")
+
+
+@dataclass
+class MininetWifiOptions:
+    """How Mininet-WiFi realises the radios."""
+
+    #: simulate the medium with wmediumd (positions, propagation, interference) instead of
+    #: Mininet-WiFi's tc-based link shaping
+    wmediumd: bool = False
+    #: wmediumd mode: interference (positions + propagation), snr, error_prob
+    wmediumd_mode: str = "interference"
+    #: Mininet-WiFi propagation model (friis, logDistance, logNormalShadowing, ...) and exponent
+    propagation_model: str | None = None
+    propagation_exp: float | None = None
+    #: regulatory domain set before radios start (5 GHz channels are no-IR in the world domain)
+    country: str = "US"
+    #: start a private Open vSwitch when none runs: None = only inside the microVM
+    private_ovs: bool | None = None
+    association_timeout_s: float = 90.0
+    mesh_timeout_s: float = 90.0
+    stop_timeout_s: float = 90.0
+
+
+# -- translation (pure) ------------------------------------------------------------------
+
+def mode_of(radio: Radio) -> str:
+    """Mininet-WiFi's ``mode`` for a radio (802.11n: ``n2`` in 2.4 GHz, ``n`` in 5 GHz)."""
+    if radio.standard == "802.11n":
+        return "n2" if radio.band == "2.4GHz" else "n"
+    return {"802.11g": "g", "802.11a": "a", "802.11ac": "ac"}[radio.standard]
+
+
+def secondary_above(radio: Radio) -> bool:
+    """Whether a 40 MHz channel's secondary 20 MHz lies above the primary (HT40+)."""
+    if radio.band == "2.4GHz":
+        return radio.channel + 4 <= 13
+    return (radio.channel // 4) % 2 == 1  # 36, 44, 52, ...: HT40+; 40, 48, ...: HT40-
+
+
+def ht_capab(radio: Radio) -> str:
+    """hostapd ``ht_capab`` for 802.11n/ac radios ('' for legacy g/a)."""
+    if radio.standard not in ("802.11n", "802.11ac"):
+        return ""
+    flags = []
+    if radio.width >= 40:
+        flags.append("[HT40+]" if secondary_above(radio) else "[HT40-]")
+    if radio.guard_interval == "short":
+        flags.append("[SHORT-GI-40]" if radio.width >= 40 else "[SHORT-GI-20]")
+    return "".join(flags)
+
+
+def mesh_ht_cap(radio: Radio) -> str:
+    """The channel type ``iw mesh join ... freq F TYPE`` takes ('' for legacy radios)."""
+    if radio.standard not in ("802.11n", "802.11ac"):
+        return ""
+    if radio.width >= 40:
+        return "HT40+" if secondary_above(radio) else "HT40-"
+    return "HT20"
+
+
+def wmediumd_warnings(radios: Sequence[Radio], wmediumd: bool) -> list[str]:
+    """wmediumd handles HT/VHT MCS indexes as legacy rate indexes: HT links lose most frames."""
+    if not wmediumd:
+        return []
+    high = sorted({r.standard for r in radios if r.standard in ("802.11n", "802.11ac")})
+    if not high:
+        return []
+    return [f"wmediumd treats {'/'.join(high)} MCS indexes as legacy rates, so HT links lose most packets "
+            "under it (fix: run HT radios without wmediumd, or use standard='802.11g'/'802.11a' with wmediumd)"]
+
+
+def position_text(position: tuple[float, float, float] | None) -> str | None:
+    return None if position is None else ",".join(f"{c:g}" for c in position)
+
+
+@dataclass(frozen=True)
+class MeshRadio:
+    """One mesh interface: a mesh point's radio on one channel, joined to one MBSS."""
+
+    node: str
+    index: int  # the node's radio number (Mininet-WiFi interface NODE-wlanINDEX)
+    mesh_id: str
+    radio: Radio
+    #: mesh points of this MBSS that are declared neighbours (may peer)
+    neighbours: tuple[str, ...]
+    #: mesh points of this MBSS that are not (their peerings are blocked)
+    blocked: tuple[str, ...]
+
+    @property
+    def mbss(self) -> tuple[str, str, int, str]:
+        return (self.mesh_id, self.radio.band, self.radio.channel, mode_of(self.radio))
+
+
+@dataclass
+class Plan:
+    """What Mininet-WiFi builds for a topology (names are quicbed node names)."""
+
+    access_points: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+    switches: list[str] = field(default_factory=list)
+    associations: list[tuple[str, str]] = field(default_factory=list)  # (station, ap)
+    mesh_radios: list[MeshRadio] = field(default_factory=list)
+    #: wired link name -> (interface name at node1, interface name at node2)
+    wired: dict[str, tuple[str, str]] = field(default_factory=dict)
+    radios: list[Radio] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def mesh_radios_of(self, node: str) -> list[MeshRadio]:
+        return [m for m in self.mesh_radios if m.node == node]
+
+
+def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) -> Plan:
+    """Translate a resolved topology into Mininet-WiFi nodes, links and radios."""
+    options = options or MininetWifiOptions()
+    topo = resolved.topology
+    result = Plan()
+    for node in topo.nodes.values():
+        if isinstance(node, AccessPoint):
+            radio = _ap_radio(topo, node.name)
+            result.access_points[node.name] = {
+                "ssid": node.ssid, "mode": mode_of(radio), "channel": radio.channel,
+                "ht_capab": ht_capab(radio), "failMode": "standalone", "position": position_text(node.position)}
+        elif isinstance(node, (Station, MeshPoint)):
+            result.stations[node.name] = {"position": position_text(node.position), "wlans": 1}
+        elif isinstance(node, Switch):
+            result.switches.append(node.name)
+        elif isinstance(node, Host):
+            result.hosts.append(node.name)
+    for link in topo.links:
+        if isinstance(link, WirelessLink):
+            result.radios.append(link.radio)
+            if {topo.nodes[link.node1].kind, topo.nodes[link.node2].kind} == {"station", "ap"}:
+                station, ap = ((link.node1, link.node2) if topo.nodes[link.node1].kind == "station"
+                               else (link.node2, link.node1))
+                result.associations.append((station, ap))
+        else:
+            result.wired[link.name] = (_wired_name(resolved, link, link.node1), _wired_name(resolved, link, link.node2))
+    result.mesh_radios = _mesh_radios(topo)
+    for name in {m.node for m in result.mesh_radios}:
+        result.stations[name]["wlans"] = len(result.mesh_radios_of(name))
+    result.warnings = wmediumd_warnings(result.radios, options.wmediumd)
+    if options.wmediumd_mode not in WMEDIUMD_MODES:
+        raise BackendError(f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})")
+    return result
+
+
+def _ap_radio(topo: Topology, ap: str) -> Radio:
+    for link in topo.links:
+        if isinstance(link, WirelessLink) and ap in link.ends():
+            return link.radio
+    return Radio(**topo._ap_radio.get(ap, {}))  # an AP without stations keeps its own settings
+
+
+def _wired_name(resolved: ResolvedTopology, link: WiredLink, node: str) -> str:
+    """Resolved name for routed nodes (eth0); NODE-ethN for switch/AP ports (root namespace)."""
+    for iface in resolved.interfaces_of(node):
+        if iface.link == link.name:
+            return iface.name if iface.address else f"{node}-{iface.name}"
+    raise BackendError(f"no interface of {node} for link {link.name}")
+
+
+def _mesh_radios(topo: Topology) -> list[MeshRadio]:
+    """One radio per mesh point and MBSS (mesh id + channel); peerings limited to declared links."""
+    mesh_links = [link for link in topo.links if isinstance(link, WirelessLink)
+                  and isinstance(topo.nodes[link.node1], MeshPoint)]
+    neighbours: dict[tuple[str, tuple], set[str]] = {}
+    members: dict[tuple, list[str]] = {}
+    radios: dict[tuple, Radio] = {}
+    order: list[tuple[str, tuple]] = []
+    for link in mesh_links:
+        mesh_id = topo.nodes[link.node1].mesh_id  # type: ignore[attr-defined]
+        key = (mesh_id, link.radio.band, link.radio.channel, mode_of(link.radio))
+        radios.setdefault(key, link.radio)
+        for me, other in ((link.node1, link.node2), (link.node2, link.node1)):
+            if (me, key) not in neighbours:
+                neighbours[(me, key)] = set()
+                order.append((me, key))
+                members.setdefault(key, []).append(me)
+            neighbours[(me, key)].add(other)
+    result = []
+    index: dict[str, int] = {}
+    for me, key in order:
+        number = index.get(me, 0)
+        index[me] = number + 1
+        mine = neighbours[(me, key)]
+        result.append(MeshRadio(me, number, key[0], radios[key], tuple(sorted(mine)),
+                                tuple(sorted(m for m in members[key] if m != me and m not in mine))))
+    return result
+
+
+# -- requirements ------------------------------------------------------------------------------
