@@ -7,12 +7,15 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from quicbed import __version__
 from quicbed.apps.objects import load_manifest, page_objects
 from quicbed.errors import QuicbedError
+
+S = TypeVar("S")
 
 
 def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, parallel_help: str) -> None:
@@ -84,6 +87,19 @@ def base_record(tool: str, *, label: str | None, host: str, port: int, page: str
         "ok": False,
         "error": None,
     }
+
+
+def run_client(args: argparse.Namespace, make_settings: Callable[[argparse.Namespace], S],
+               download: Callable[[S], dict[str, Any]]) -> int:
+    """A client's main: settings from the arguments, the start barrier, the download, the record.
+    Exit status 2 on bad arguments (or a start file that never came), else as :func:`emit`."""
+    try:
+        settings = make_settings(args)
+        wait_for_start(args)
+    except QuicbedError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return emit(download(settings), args.output)
 
 
 def emit(record: dict[str, Any], output: Path | None) -> int:

@@ -133,26 +133,23 @@ class NamespaceNetwork(Network):
 
     def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
         """Change a wired link's impairments while the network runs (see Topology.set_link_shape)."""
-        from quicbed.host.capabilities import has_netem
-
         self.topology.set_link_shape(name, direction, reset, **shape)
-        link = self.topology.link(name)
-        if link.needs_netem() and not has_netem():
-            raise MissingDependency(f"link {name} would need netem, which this host's kernel lacks "
-                                    "(fix: run with --vm)")
-        self._apply_shapes(self.topology.link(name), replace=True)  # type: ignore[arg-type]
+        self._reapply(self.topology.link(name))  # type: ignore[arg-type]
 
     def replace_link_shapes(self, link: WiredLink) -> None:
         """Give the live link of the same name ``link``'s impairments (both directions)."""
         live = self.topology.link(link.name)
         assert isinstance(live, WiredLink)
+        live.forward, live.backward = link.forward, link.backward
+        self._reapply(live)
+
+    def _reapply(self, link: WiredLink) -> None:
         from quicbed.host.capabilities import has_netem
 
-        live.forward, live.backward = link.forward, link.backward
-        if live.needs_netem() and not has_netem():
+        if link.needs_netem() and not has_netem():
             raise MissingDependency(f"link {link.name} would need netem, which this host's kernel lacks "
                                     "(fix: run with --vm)")
-        self._apply_shapes(live, replace=True)
+        self._apply_shapes(link, replace=True)
 
     def _apply_shapes(self, link: WiredLink, replace: bool = False) -> None:
         for end, shape in ((link.node1, link.forward), (link.node2, link.backward)):

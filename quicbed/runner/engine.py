@@ -142,8 +142,13 @@ class Progress:
         self.bar: Any = None
         self.task: Any = None
         if stream.isatty():
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, \
-                TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as Bar
 
             self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TextColumn("ETA"), TimeRemainingColumn(), transient=True)
@@ -298,7 +303,6 @@ class ExperimentRunner:
             "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
             "started": time.time(), "finished": None, "metrics": {},
         }
-        folder.set_aside(run.run_id)  # a failed run made again keeps its first attempt
         partial = folder.begin_run(run.run_id)
         try:
             network = keeper.network_for(run)

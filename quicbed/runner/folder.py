@@ -98,6 +98,9 @@ class ResultsFolder:
                 if (self.path / r.get("folder", f"runs/{r['run_id']}")).is_dir()}
 
     def begin_run(self, run_id: str) -> Path:
+        """The partial folder of a run about to be made; an earlier attempt's folder (a failed run
+        made again, or a folder whose line never got written) moves to ``attempts/``."""
+        self.set_aside(run_id)
         partial = self.runs_dir / f".{run_id}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
@@ -105,9 +108,7 @@ class ResultsFolder:
 
     def commit_run(self, run_id: str, partial: Path, record: dict[str, Any]) -> Path:
         """Write run.json, move the folder into place, then append the results line."""
-        final = self.runs_dir / run_id
-        if final.exists():  # a run recorded as folder but not as line (killed in between)
-            shutil.rmtree(final)
+        final = self.runs_dir / run_id  # free: begin_run moved any earlier attempt away
         # paths into the run's folder are kept relative to it: the partial name goes away
         text = json.dumps({**record, "folder": f"runs/{run_id}"}, default=str).replace(f"{partial}/", "")
         record = json.loads(text)

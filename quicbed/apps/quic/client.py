@@ -45,9 +45,8 @@ from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
 from quicbed.apps.record import (
     add_request_arguments,
     base_record,
-    emit,
     requested_paths,
-    wait_for_start,
+    run_client,
 )
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
@@ -292,17 +291,8 @@ def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        settings = settings_from_arguments(args)
-    except QuicbedError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        wait_for_start(args)
-    except QuicbedError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return emit(asyncio.run(fetch(settings)), args.output)
+    return run_client(args, settings_from_arguments, lambda settings: asyncio.run(fetch(settings)))
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -56,9 +56,8 @@ from quicbed import __version__
 from quicbed.apps.record import (
     add_request_arguments,
     base_record,
-    emit,
     requested_paths,
-    wait_for_start,
+    run_client,
 )
 from quicbed.apps.tcp import tcpinfo
 from quicbed.errors import QuicbedError
@@ -755,17 +754,8 @@ def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        settings = settings_from_arguments(args)
-    except QuicbedError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        wait_for_start(args)
-    except QuicbedError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return emit(fetch(settings), args.output)
+    return run_client(args, settings_from_arguments, fetch)
+
 
 if __name__ == "__main__":
     sys.exit(main())
