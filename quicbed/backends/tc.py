@@ -30,7 +30,8 @@ def tbf_burst(rate: float) -> int:
     A shallow bucket keeps the emulated link from sending line-rate bursts, but it needs
     punctual timers: when a timer fires later than the bucket lasts, capacity is lost. Under
     software emulation (the microVM) timers are late by milliseconds and a 2-frame bucket
-    delivered 59 % of a 10 Mbit/s rate, so the microVM job raises the depth to 10 ms.
+    delivered 59 % of a 10 Mbit/s rate, so the microVM job raises the depth to 10 ms. On a
+    busy host 1 ms can cost a few percent of a 20-40 Mbit/s rate (bench/README.md).
     """
     milliseconds = float(os.environ.get("QUICBED_TBF_BURST_MS", "1"))
     return max(2 * MTU_FRAME, int(rate / 8 * milliseconds * 1e-3))
