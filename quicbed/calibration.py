@@ -8,7 +8,6 @@ slow microVM. Used by bench/links.py and the link-accuracy tests.
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time

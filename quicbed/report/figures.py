@@ -214,21 +214,36 @@ def ccdf_figures(context: _Context) -> None:
 # --------------------------------------------------------------------------- single runs
 
 
-def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
-    title = "Inter-packet times at the server"
+def _per_transport(candidates: dict[str, list[str]], extract: Callable[[str, str], tuple[pd.DataFrame, str] | None],
+                   limit: int = 1) -> tuple[list[pd.DataFrame], list[str]]:
+    """Frames from the first ``limit`` runs per transport that ``extract`` finds usable, with
+    their labels; ``extract(transport, folder)`` gives None for a run that lacks the artifact."""
     frames, used = [], []
     for transport, folders in candidates.items():
         taken = 0
         for folder in folders:
-            if taken >= context.max_runs:
+            if taken >= limit:
                 break
-            server = context.files.packets(folder, "server.pcap")
-            if not server:
+            found = extract(transport, folder)
+            if found is None:
                 continue
-            data = metrics.data_packets(server, _own_flow(context, transport, server))
-            frames.append(pd.DataFrame({"gap": metrics.inter_packet_times(data), "transport": _label(transport)}))
-            used.append(Path(folder).name)
+            frames.append(found[0].assign(transport=_label(transport)))
+            used.append(found[1])
             taken += 1
+    return frames, used
+
+
+def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
+    title = "Inter-packet times at the server"
+
+    def gaps_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
+        server = context.files.packets(folder, "server.pcap")
+        if not server:
+            return None
+        data = metrics.data_packets(server, _own_flow(context, transport, server))
+        return pd.DataFrame({"gap": metrics.inter_packet_times(data)}), Path(folder).name
+
+    frames, used = _per_transport(candidates, gaps_of, limit=context.max_runs)
     if not frames:
         context.skip(title, "no run has server.pcap")
         return
@@ -242,15 +257,14 @@ def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) 
 
 def cwnd_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
     title = "Congestion window over time"
-    frames, used = [], []
-    for transport, folders in candidates.items():
-        for folder in folders:
-            series = context.files.cwnd_series(folder)
-            if series is None or series.empty:
-                continue
-            frames.append(series.assign(transport=_label(transport)))
-            used.append(f"{Path(folder).name} ({series['source'].iloc[0]})")
-            break
+
+    def cwnd_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
+        series = context.files.cwnd_series(folder)
+        if series is None or series.empty:
+            return None
+        return series, f"{Path(folder).name} ({series['source'].iloc[0]})"
+
+    frames, used = _per_transport(candidates, cwnd_of)
     if not frames:
         context.skip(title, "no run has server.qlog, tcp_probe.txt.gz or ss.txt")
         return
@@ -263,16 +277,15 @@ def cwnd_figure(context: _Context, candidates: dict[str, list[str]], where: str)
 
 def throughput_bins_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
     title = "Throughput in 50 ms bins"
-    frames, used = [], []
-    for transport, folders in candidates.items():
-        for folder in folders:
-            client = context.files.packets(folder, "client.pcap")
-            if not client:
-                continue
-            data = metrics.data_packets(client, _own_flow(context, transport, client))
-            frames.append(metrics.binned_throughput(data, BIN_WIDTH).assign(transport=_label(transport)))
-            used.append(Path(folder).name)
-            break
+
+    def bins_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
+        client = context.files.packets(folder, "client.pcap")
+        if not client:
+            return None
+        data = metrics.data_packets(client, _own_flow(context, transport, client))
+        return metrics.binned_throughput(data, BIN_WIDTH), Path(folder).name
+
+    frames, used = _per_transport(candidates, bins_of)
     if not frames:
         context.skip(title, "no run has client.pcap")
         return
