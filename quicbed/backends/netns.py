@@ -254,6 +254,12 @@ def remove_leftovers(record: ownership.Ownership) -> list[str]:
         _kill_namespace_processes(namespace)
         subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
         removed.append(f"namespace {namespace}")
+    for argv in record.undo_commands:
+        try:
+            done = subprocess.run(argv, capture_output=True, check=False, timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            done = False
+        removed.append(f"{'ran' if done else 'tried'} {' '.join(argv)}")
     for directory in record.scratch_dirs:
         if Path(directory).is_dir():
             shutil.rmtree(directory, ignore_errors=True)

@@ -49,6 +49,8 @@ class Ownership:
     pids: list[int] = field(default_factory=list)
     #: scratch folders the network made for itself (e.g. the ns-3 channel's), to delete
     scratch_dirs: list[str] = field(default_factory=list)
+    #: commands that remove what the network made outside namespaces (bridges, radios), run in order
+    undo_commands: list[list[str]] = field(default_factory=list)
 
     @property
     def path(self) -> Path:

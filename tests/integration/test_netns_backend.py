@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.backends import ownership
-from quicbed.backends.netns import NamespaceNetwork
+from quicbed.backends.netns import NamespaceNetwork, clean
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,3 +167,21 @@ def test_ctrl_c_during_construction_leaves_nothing():
             time.sleep(5)  # not reached if the interrupt came during construction
     timer.join()
     assert host_state() == before
+
+
+def test_clean_runs_the_undo_commands_of_a_dead_network():
+    """A backend that creates things outside namespaces (bridges, radios) records how to undo them."""
+    device = f"qbundo{os.getpid() % 10000}"
+    subprocess.run(["ip", "link", "add", device, "type", "bridge"], check=True)
+    record = ownership.Ownership(ownership.new_run_id(), owner_pid=2**22 + 1, owner_start="1",
+                                 undo_commands=[["ip", "link", "del", device]])
+    try:
+        record.save()
+        assert not record.owner_alive()
+        removed = clean()
+        assert f"ran ip link del {device}" in removed
+        assert not Path(f"/sys/class/net/{device}").exists()
+        assert not record.path.exists()
+    finally:
+        subprocess.run(["ip", "link", "del", device], capture_output=True, check=False)
+        record.remove()
