@@ -207,9 +207,6 @@ def test_shipped_mesh_chain_reaches_the_server(shipped_mesh_network: MininetWifi
     assert bridge.count("-mp") == 2, bridge
 
 
-@pytest.mark.xfail(reason="open problem: under wmediumd (interference mode, logDistance) the station did not "
-                          "associate within 240 s in the microVM (Mininet-WiFi eaa5accb, wmediumd 1ea88d53)",
-                   strict=False)
 def test_wmediumd_cell_carries_traffic(wmediumd_network: MininetWifiNetwork) -> None:
     ping(wmediumd_network, "sta1", "server")
     description = wmediumd_network.describe()

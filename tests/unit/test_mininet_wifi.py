@@ -171,3 +171,33 @@ def test_waiting_for_the_wmediumd_socket(tmp_path: Path) -> None:
         wait_for_wmediumd_socket(timeout=10, path=path)
     finally:
         server.close()
+
+
+def test_channel_frequencies_and_the_reconnect_commands() -> None:
+    from quicbed.backends.mininet_wifi.plan import frequency_mhz, reconnect_commands
+
+    assert [frequency_mhz("2.4GHz", c) for c in (1, 6, 13, 14)] == [2412, 2437, 2472, 2484]
+    assert [frequency_mhz("5GHz", c) for c in (36, 149)] == [5180, 5745]
+    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {"band": "2.4GHz", "channel": "6"})
+    assert plan(topo.resolve()).ap_frequencies == {"ap1": 2437}
+    assert reconnect_commands("sta1-wlan0", "quicbed-ap1", 2412, "02:00:00:00:01:00") == [
+        ["iw", "dev", "sta1-wlan0", "disconnect"],
+        ["iw", "dev", "sta1-wlan0", "scan", "freq", "2412", "ssid", "quicbed-ap1"],
+        ["iw", "dev", "sta1-wlan0", "connect", "quicbed-ap1", "2412", "02:00:00:00:01:00"],
+    ]
+
+
+def test_a_stuck_connect_is_reissued_until_the_station_associates(monkeypatch: pytest.MonkeyPatch) -> None:
+    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {"stations": "2"})
+    network = MininetWifiNetwork(topo, association_timeout_s=5.0, association_retry_s=0.2)
+    reissued: list[str] = []
+    monkeypatch.setattr(network, "_associated", lambda sta: sta == "sta1" or reissued.count(sta) >= 2)
+    monkeypatch.setattr(network, "_reconnect", lambda sta, ap: reissued.append(sta))
+    network._wait_associated()
+    assert reissued == ["sta2", "sta2"]  # sta1 associated at once: left alone
+
+    never = MininetWifiNetwork(topo, association_timeout_s=0.6, association_retry_s=0)
+    monkeypatch.setattr(never, "_associated", lambda sta: False)
+    monkeypatch.setattr(never, "_reconnect", lambda sta, ap: pytest.fail("association_retry_s=0 never re-issues"))
+    with pytest.raises(BackendError, match="did not associate within 0.6 s"):
+        never._wait_associated()

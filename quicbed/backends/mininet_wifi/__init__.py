@@ -35,10 +35,12 @@ exactly what they mean on the netns backend.
 anything is built; Open vSwitch must run (or :class:`PrivateOpenVSwitch` starts one, the
 default inside the microVM whose /run is private); 802.11n/ac under wmediumd gives a
 warning (wmediumd treats MCS indexes as legacy rates); wmediumd's control socket is
-waited for; ``stop()`` runs under a watchdog and orphaned hostapd/wpa_supplicant are
-reaped (this process is their subreaper). Mininet-WiFi's cleanup kills hostapd and
-wpa_supplicant machine-wide and unloads mac80211_hwsim: one Mininet-WiFi network at a time
-per machine, enforced by a lock file.
+waited for; a station whose single Mininet-WiFi connect failed (seen under wmediumd in the
+slow microVM) gets its connect re-issued after ``association_retry_s``; ``stop()`` runs
+under a watchdog and orphaned hostapd/wpa_supplicant are reaped (this process is their
+subreaper). Mininet-WiFi's cleanup kills hostapd and wpa_supplicant machine-wide and
+unloads mac80211_hwsim: one Mininet-WiFi network at a time per machine, enforced by a
+lock file.
 """
 
 

@@ -33,6 +33,7 @@ from quicbed.backends.mininet_wifi.plan import (
     mesh_ht_cap,
     mode_of,
     plan,
+    reconnect_commands,
 )
 from quicbed.backends.netns import OFFLOADS, allow_congestion_controls
 from quicbed.backends.tc import qdisc_commands
@@ -88,6 +89,8 @@ class MininetWifiNetwork(Network):
         self._ovs: PrivateOpenVSwitch | None = None
         self._names: dict[tuple[str, str], str] = {}  # (node, resolved name) -> real device
         self.mesh_macs: dict[tuple[str, int], str] = {}
+        #: station -> how often its connect was re-issued (see MininetWifiOptions.association_retry_s)
+        self.association_retries: dict[str, int] = {}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> MininetNode:
@@ -119,6 +122,7 @@ class MininetWifiNetwork(Network):
             "open_vswitch": "private" if self._ovs and self._ovs.started else "system",
             "devices": {f"{node}:{name}": real for (node, name), real in self._names.items()},
             "node_pids": ({name: n.pid for name, n in self._nodes.items()} if self.net is not None else {}),
+            "association_retries": dict(self.association_retries),
             "options": dataclasses.asdict(self.options),
             "warnings": self.warnings,
         }
@@ -273,18 +277,51 @@ class MininetWifiNetwork(Network):
                     run_checked([*argv_prefix, *command], f"shaping link {link.name}")
 
     def _wait_associated(self) -> None:
-        deadline = time.monotonic() + self.options.association_timeout_s
+        """Wait until every station is associated, re-issuing connects that got stuck.
+
+        Mininet-WiFi connects each station once (``iwconfig essid/ap``: cfg80211's SME scans,
+        then authenticates) and never retries. If that attempt fails (its scan does not find the
+        AP, or authentication times out), the station stays unassociated for good. Under
+        wmediumd in the slow microVM this happens now and then: every frame takes the detour
+        kernel -> wmediumd -> kernel, hostapd answers probes in user space, and wmediumd cannot
+        deliver frames to a radio before it has transmitted (it learns the radio's hwsim
+        address from its first frame). So a station not associated after
+        ``association_retry_s`` gets its connect re-issued with a scan on the AP's channel
+        (:func:`reconnect_commands`), again every ``association_retry_s``.
+        """
+        start = time.monotonic()
+        deadline = start + self.options.association_timeout_s
+        retry = self.options.association_retry_s
+        next_retry = start + retry if retry > 0 else float("inf")
         pending = list(self.plan.associations)
         while pending and time.monotonic() < deadline:
-            pending = [(sta, ap) for sta, ap in pending
-                       if "Connected to" not in self._nodes[sta].run(["iw", "dev", f"{sta}-wlan0", "link"],
-                                                                      check=False).stdout]
-            if pending:
+            pending = [(sta, ap) for sta, ap in pending if not self._associated(sta)]
+            if pending and time.monotonic() >= next_retry:
+                for sta, ap in pending:
+                    self._reconnect(sta, ap)
+                next_retry = time.monotonic() + retry
+            elif pending:
                 time.sleep(0.5)
         if pending:
             raise BackendError(f"station(s) {', '.join(s for s, _ in pending)} did not associate within "
                                f"{self.options.association_timeout_s:g} s (fix: check positions/distance and the "
                                f"AP's range; see {self.work_dir})")
+
+    def _associated(self, station: str) -> bool:
+        link = self._nodes[station].run(["iw", "dev", f"{station}-wlan0", "link"], check=False).stdout
+        return "Connected to" in link
+
+    def _reconnect(self, station: str, ap: str) -> None:
+        """Re-issue a station's connect to its AP (scan on the AP's channel, then connect)."""
+        bssid = self.mn_node(ap).wintfs[0].mac
+        commands = reconnect_commands(f"{station}-wlan0", self.plan.access_points[ap]["ssid"],
+                                      self.plan.ap_frequencies[ap], bssid)
+        for argv in commands:
+            try:
+                self._nodes[station].run(argv, timeout=120, check=False)
+            except BackendError:  # a hung iw: the next round re-issues the connect again
+                break
+        self.association_retries[station] = self.association_retries.get(station, 0) + 1
 
     def _mesh_macs(self) -> dict[tuple[str, int], str]:
         if not self.mesh_macs:

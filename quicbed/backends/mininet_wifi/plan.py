@@ -30,6 +30,12 @@ class MininetWifiOptions:
     #: start a private Open vSwitch when none runs: None = only inside the microVM
     private_ovs: bool | None = None
     association_timeout_s: float = 90.0
+    #: a station not associated after this many seconds gets its connect re-issued (scan on the
+    #: AP's channel, then connect), and again every as many seconds until association_timeout_s:
+    #: Mininet-WiFi asks each station to connect once and never retries, so a failed attempt
+    #: (scan missed the AP, authentication timed out: seen under wmediumd in the slow microVM)
+    #: leaves the station unassociated for good. 0: never
+    association_retry_s: float = 30.0
     mesh_timeout_s: float = 90.0
     stop_timeout_s: float = 90.0
 
@@ -41,6 +47,28 @@ def mode_of(radio: Radio) -> str:
     if radio.standard == "802.11n":
         return "n2" if radio.band == "2.4GHz" else "n"
     return {"802.11g": "g", "802.11a": "a", "802.11ac": "ac"}[radio.standard]
+
+
+def frequency_mhz(band: str, channel: int) -> int:
+    """Centre frequency of a 20 MHz channel (2.4 GHz: 1-14, 5 GHz: 36-177)."""
+    if band == "2.4GHz":
+        return 2484 if channel == 14 else 2407 + 5 * channel
+    return 5000 + 5 * channel
+
+
+def reconnect_commands(device: str, ssid: str, freq: int, bssid: str) -> list[list[str]]:
+    """iw commands that re-issue a station's connect to its AP (run in the station's namespace).
+
+    ``disconnect`` drops a connect attempt that is stuck or failed, the active
+    scan on the AP's channel puts the BSS into cfg80211's cache (and, under wmediumd, makes the
+    station transmit, so that wmediumd learns its radio address), and ``connect`` with SSID,
+    frequency and BSSID then authenticates without another full scan.
+    """
+    return [
+        ["iw", "dev", device, "disconnect"],
+        ["iw", "dev", device, "scan", "freq", str(freq), "ssid", ssid],
+        ["iw", "dev", device, "connect", ssid, str(freq), bssid],
+    ]
 
 
 def secondary_above(radio: Radio) -> bool:
@@ -113,6 +141,8 @@ class Plan:
     hosts: list[str] = field(default_factory=list)
     switches: list[str] = field(default_factory=list)
     associations: list[tuple[str, str]] = field(default_factory=list)  # (station, ap)
+    #: access point -> centre frequency (MHz) of its channel
+    ap_frequencies: dict[str, int] = field(default_factory=dict)
     mesh_radios: list[MeshRadio] = field(default_factory=list)
     #: wired link name -> (interface name at node1, interface name at node2)
     wired: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -134,6 +164,7 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
             result.access_points[node.name] = {
                 "ssid": node.ssid, "mode": mode_of(radio), "channel": radio.channel,
                 "ht_capab": ht_capab(radio), "failMode": "standalone", "position": position_text(node.position)}
+            result.ap_frequencies[node.name] = frequency_mhz(radio.band, radio.channel)
         elif isinstance(node, (Station, MeshPoint)):
             result.stations[node.name] = {"position": position_text(node.position), "wlans": 1}
         elif isinstance(node, Switch):
