@@ -41,6 +41,9 @@ from _pytest.runner import CallInfo
 IN_VM_PYTEST = "QUICBED_PYTEST_IN_VM"
 #: feature name -> kernel module the VM must load for it
 FEATURES = {"netem": "sch_netem", "mac80211_hwsim": "mac80211_hwsim", "openvswitch": "openvswitch"}
+#: how the microVM loads them: hwsim without radios of its own, as Mininet-WiFi loads it (a
+#: root-namespace wlan0 would take the name a station radio needs to return there)
+VM_MODULES = {**FEATURES, "mac80211_hwsim": "mac80211_hwsim radios=0"}
 
 _VM_ITEM = pytest.StashKey[bool]()
 _SESSION = pytest.StashKey["VmSession"]()
@@ -236,7 +239,7 @@ class VmSession:
         config = self.config
         nodeids = [item.nodeid for item in self.items]
         features = sorted({f for item in self.items for f in item_features(item)})
-        modules = [FEATURES[f] for f in features]
+        modules = [VM_MODULES[f] for f in features]
         image = cached_kernel()
         kvm, _ = vm.kvm_status(image)
         timeout = config.getoption("vm_timeout") or 600.0 + 120.0 * len(nodeids)

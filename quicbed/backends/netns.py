@@ -27,6 +27,8 @@ from quicbed.spec.topology import Topology
 ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 OFFLOADS = ("tso", "gso", "gro", "lro", "tx-checksumming")
+#: seconds a failing undo command of a dead network is retried (see remove_leftovers)
+UNDO_RETRY_S = 20.0
 
 
 def _run(argv: Sequence[str], what: str) -> subprocess.CompletedProcess[str]:
@@ -238,6 +240,13 @@ def _kill_namespace_processes(namespace: str) -> None:
             time.sleep(0.05)
 
 
+def _succeeds(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, check=False, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def remove_leftovers(record: ownership.Ownership) -> list[str]:
     """Kill processes in the record's namespaces, delete them, restore sysctls; returns what was removed."""
     removed = []
@@ -254,12 +263,13 @@ def remove_leftovers(record: ownership.Ownership) -> list[str]:
         _kill_namespace_processes(namespace)
         subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
         removed.append(f"namespace {namespace}")
+    # What the killed processes held is released asynchronously (a radio returns to the root
+    # namespace once its namespace is gone): a failing command is retried for a few seconds.
+    retry_until = time.monotonic() + UNDO_RETRY_S
     for argv in record.undo_commands:
-        try:
-            done = subprocess.run(argv, capture_output=True, check=False, timeout=60).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            done = False
-        removed.append(f"{'ran' if done else 'tried'} {' '.join(argv)}")
+        while not (done := _succeeds(argv)) and time.monotonic() < retry_until:
+            time.sleep(0.25)
+        removed.append(f"with: {' '.join(argv)}" if done else f"nothing with: {' '.join(argv)} (it failed)")
     for directory in record.scratch_dirs:
         if Path(directory).is_dir():
             shutil.rmtree(directory, ignore_errors=True)

@@ -13,7 +13,10 @@ is built once per module and the traffic is small.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -212,3 +215,67 @@ def test_wmediumd_cell_carries_traffic(wmediumd_network: MininetWifiNetwork) -> 
     description = wmediumd_network.describe()
     assert description["wmediumd"] == {"enabled": True, "mode": "interference"}
     assert description["warnings"] == []  # 802.11g: no HT-under-wmediumd warning
+
+
+def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: None) -> None:
+    """A `topo up` killed with SIGKILL leaves its OVS bridge, hwsim radios and hostapd/wpa_supplicant;
+    `quicbed clean` removes exactly those (not with Mininet-WiFi's machine-wide `mn -c`)."""
+    for previous in _LIVE:
+        previous.stop()
+    _LIVE.clear()
+    daemons_before = _live_daemons()
+    victim = subprocess.Popen([sys.executable, "-m", "quicbed", "topo", "up", "topologies/wifi_ap.py",
+                               "--backend", "mininet-wifi"], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        seen = ""
+        deadline = time.monotonic() + 900
+        while "press Ctrl-C" not in seen:
+            line = victim.stdout.readline()  # type: ignore[union-attr]
+            seen += line
+            assert line or victim.poll() is None, f"topo up ended: {seen}"
+            assert time.monotonic() < deadline, f"topo up did not come up: {seen}"
+        radios = [name for name in os.listdir("/sys/kernel/debug/ieee80211") if name.startswith(f"mn{victim.pid:05d}p")]
+        assert radios and Path("/sys/class/net/ap1").exists()
+        daemons = _live_daemons() - daemons_before
+        assert any(name == "hostapd" for _, name in daemons), daemons  # open cells need no wpa_supplicant
+        victim.kill()
+        victim.wait(30)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    cleaner = subprocess.run([sys.executable, "-m", "quicbed", "clean"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert cleaner.returncode == 0, cleaner.stderr
+    assert "ovs-vsctl --if-exists del-br ap1" in cleaner.stdout, cleaner.stdout
+    assert not Path("/sys/class/net/ap1").exists()
+    left = [name for name in os.listdir("/sys/kernel/debug/ieee80211") if name in radios]
+    assert not left, (cleaner.stdout, subprocess.run(["iw", "dev"], capture_output=True, text=True).stdout,
+                      _processes_outside_the_root_namespace())
+    assert not daemons & _live_daemons()
+
+
+def _live_daemons() -> set[tuple[int, str]]:
+    """(pid, name) of running (not zombie) hostapd and wpa_supplicant processes."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            name, state = (entry / "comm").read_text().strip(), (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if name in ("hostapd", "wpa_supplicant") and state != "Z":
+            found.add((int(entry.name), name))
+    return found
+
+
+def _processes_outside_the_root_namespace() -> list[str]:
+    root = os.readlink("/proc/1/ns/net")
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "ns/net") != root:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry.name} {command[:100]}")
+        except OSError:
+            continue
+    return found

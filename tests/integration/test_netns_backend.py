@@ -179,7 +179,7 @@ def test_clean_runs_the_undo_commands_of_a_dead_network():
         record.save()
         assert not record.owner_alive()
         removed = clean()
-        assert f"ran ip link del {device}" in removed
+        assert f"with: ip link del {device}" in removed
         assert not Path(f"/sys/class/net/{device}").exists()
         assert not record.path.exists()
     finally:

@@ -60,19 +60,22 @@ def test_netem_delay_on_veth(namespace_pair):
 
 @pytest.mark.needs_kernel("mac80211_hwsim")
 def test_mac80211_hwsim_creates_radios():
-    """mac80211_hwsim loads and registers simulated 802.11 radios (phys)."""
-    loaded_here = False
-    if not Path("/sys/module/mac80211_hwsim").exists():
-        _run("modprobe", "mac80211_hwsim", "radios=2")
-        loaded_here = True
+    """mac80211_hwsim loads and registers simulated 802.11 radios (phys).
+
+    The microVM loads it with radios=0 (as Mininet-WiFi does): load it here with two radios,
+    then put it back as it was."""
+    loaded_before = Path("/sys/module/mac80211_hwsim").exists()
+    subprocess.run(["modprobe", "-r", "mac80211_hwsim"], capture_output=True, check=False)
+    _run("modprobe", "mac80211_hwsim", "radios=2")
     try:
         phys = [p for p in Path("/sys/class/ieee80211").iterdir()
                 if (p / "device" / "driver").resolve().name == "mac80211_hwsim"] \
             if Path("/sys/class/ieee80211").is_dir() else []
-        assert phys, "mac80211_hwsim is loaded but registered no radio"
+        assert len(phys) == 2, f"mac80211_hwsim radios=2 registered {len(phys)} radio(s)"
     finally:
-        if loaded_here:
-            subprocess.run(["modprobe", "-r", "mac80211_hwsim"], capture_output=True, check=False)
+        subprocess.run(["modprobe", "-r", "mac80211_hwsim"], capture_output=True, check=False)
+        if loaded_before:
+            subprocess.run(["modprobe", "mac80211_hwsim", "radios=0"], capture_output=True, check=False)
 
 
 @pytest.mark.needs_root

@@ -190,6 +190,13 @@ class PrivateOpenVSwitch:
         if not ovs_running():
             raise BackendError(f"the private Open vSwitch did not come up (logs in {self.folder})")
 
+    def undo_commands(self) -> list[list[str]]:
+        """What stops the daemons if this process dies without stop() (for ``quicbed clean``)."""
+        if not self.started or self.folder is None:
+            return []
+        return [*(["pkill", "-F", str(self.folder / f"{daemon}.pid")] for daemon in ("ovs-vswitchd", "ovsdb-server")),
+                ["rm", "-rf", str(self.folder)]]
+
     def stop(self) -> None:
         if not self.started or self.folder is None:
             return
@@ -202,6 +209,13 @@ class PrivateOpenVSwitch:
             kill_and_wait(pid)
         shutil.rmtree(self.folder, ignore_errors=True)
         self.started = False
+
+
+def hwsim_radios_of(pid: int) -> list[str]:
+    """The mac80211_hwsim radios Mininet-WiFi created for process ``pid`` (it puts the pid in their names)."""
+    debugfs = Path("/sys/kernel/debug/ieee80211")
+    prefix = "mn%05dp" % pid
+    return sorted(entry.name for entry in debugfs.iterdir() if entry.name.startswith(prefix)) if debugfs.is_dir() else []
 
 
 def run_checked(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ from quicbed.backends.mininet_wifi.host import (
     PrivateOpenVSwitch,
     check_requirements,
     ensure_debugfs,
+    hwsim_radios_of,
     kill_and_wait,
     ovs_running,
     run_checked,
@@ -38,7 +39,7 @@ from quicbed.backends.mininet_wifi.plan import (
 from quicbed.backends.netns import OFFLOADS, allow_congestion_controls
 from quicbed.backends.tc import qdisc_commands
 from quicbed.errors import BackendError, MissingDependency
-from quicbed.spec.link import WiredLink
+from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.node import MeshPoint
 from quicbed.spec.topology import Topology
 
@@ -211,12 +212,19 @@ class MininetWifiNetwork(Network):
         net.start()
 
     def _record_processes(self) -> None:
-        """Node shells and the daemons whose working folder is ours go into the ownership record."""
+        """Node shells and the daemons whose working folder is ours go into the ownership record,
+        and how to remove the bridges and radios, so that ``quicbed clean`` can after a kill -9
+        (Mininet-WiFi's own ``mn -c`` would also kill every hostapd/wpa_supplicant on the host)."""
         pids = [int(node.pid) for node in self.net.values() if getattr(node, "pid", None)]
-        for pid in _pids_with_cwd(self.work_dir):
+        for pid in _daemon_pids(self.work_dir, pids):
             if pid not in pids:
                 pids.append(pid)
         self.record.pids = pids
+        self.record.undo_commands = [
+            *(["ovs-vsctl", "--if-exists", "del-br", name] for name in [*self.plan.access_points, *self.plan.switches]),
+            *(["hwsim_mgmt", "-x", radio] for radio in hwsim_radios_of(os.getpid())),
+            *(self._ovs.undo_commands() if self._ovs else []),
+        ]
         self.record.save()
 
     def _configure_addresses(self) -> None:
@@ -238,6 +246,22 @@ class MininetWifiNetwork(Network):
             for route in (r for r in self.resolved.routes if r.node == name):
                 batch.append(f"route replace {route.destination} via {route.via} dev {self.device(name, route.device)}")
             handle.run(["ip", "-batch", "-"], input="\n".join(batch) + "\n")
+        self._warn_of_stranded_radios()
+
+    def _warn_of_stranded_radios(self) -> None:
+        """A radio's namespace dies with its node; the kernel then moves the radio back to the root
+        namespace, which fails if an alternative name we gave it is taken there (e.g. wlan0 of
+        radios created when mac80211_hwsim loaded). stop() drops the names first; after a kill -9
+        the radio stays stranded and neither quicbed clean nor mn -c can remove it."""
+        wireless = {link.name for link in self.topology.links if isinstance(link, WirelessLink)}
+        taken = sorted({iface.name for node in self._nodes for iface in self.resolved.interfaces_of(node)
+                        if iface.link in wireless and self._names.get((node, iface.name), iface.name) != iface.name
+                        and Path("/sys/class/net", iface.name).exists()})
+        if taken:
+            self.warnings.append(f"the root namespace has interfaces named {', '.join(taken)}, as some radios' "
+                                 "alternative names: if quicbed is killed (SIGKILL) those radios cannot return to "
+                                 "the root namespace and stay until mac80211_hwsim is reloaded (fix: load "
+                                 "mac80211_hwsim with radios=0, as Mininet-WiFi does)")
 
     def _device_for(self, spec: Any, resolved_name: str, link_name: str) -> str:
         link = self.topology.link(link_name)
@@ -451,19 +475,31 @@ def _without_none(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v not in (None, "")}
 
 
-def _pids_with_cwd(folder: Path | None) -> list[int]:
-    if folder is None:
-        return []
+def _daemon_pids(folder: Path | None, node_pids: list[int]) -> list[int]:
+    """Processes this network started: working folder ``folder``, a Mininet-WiFi config file of
+    this process in their command line (hostapd -B mnPID_ap1-wlan1.apconf chdirs to /), or
+    living in a node's own namespace (wpa_supplicant in a station's)."""
+    def namespace(pid: int | str) -> str | None:
+        try:
+            return os.readlink(f"/proc/{pid}/ns/net")
+        except OSError:
+            return None
+
+    ours = namespace("self")
+    node_namespaces = {ns for ns in map(namespace, node_pids) if ns and ns != ours}
+    marker = f"mn{os.getpid()}_".encode()
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if os.readlink(entry / "cwd") == str(folder):
+            if ((folder is not None and os.readlink(entry / "cwd") == str(folder))
+                    or marker in (entry / "cmdline").read_bytes()
+                    or namespace(entry.name) in node_namespaces):
                 found.append(int(entry.name))
         except OSError:
             continue
-    return [pid for pid in found if pid != os.getpid()]
+    return found
 
 
 def _patch_wmediumd_connect(connector: Any) -> None:
