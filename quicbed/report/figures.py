@@ -233,14 +233,19 @@ def _per_transport(candidates: dict[str, list[str]], extract: Callable[[str, str
     return frames, used
 
 
+def _own_data(context: _Context, transport: str, folder: str, capture: str) -> list | None:
+    """The data packets of the run's own flow in one of its captures (None without the capture)."""
+    packets = context.files.packets(folder, capture)
+    return metrics.data_packets(packets, _own_flow(context, transport, packets)) if packets else None
+
+
 def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
     title = "Inter-packet times at the server"
 
     def gaps_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
-        server = context.files.packets(folder, "server.pcap")
-        if not server:
+        data = _own_data(context, transport, folder, "server.pcap")
+        if data is None:
             return None
-        data = metrics.data_packets(server, _own_flow(context, transport, server))
         return pd.DataFrame({"gap": metrics.inter_packet_times(data)}), Path(folder).name
 
     frames, used = _per_transport(candidates, gaps_of, limit=context.max_runs)
@@ -279,10 +284,9 @@ def throughput_bins_figure(context: _Context, candidates: dict[str, list[str]], 
     title = "Throughput in 50 ms bins"
 
     def bins_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
-        client = context.files.packets(folder, "client.pcap")
-        if not client:
+        data = _own_data(context, transport, folder, "client.pcap")
+        if data is None:
             return None
-        data = metrics.data_packets(client, _own_flow(context, transport, client))
         return metrics.binned_throughput(data, BIN_WIDTH), Path(folder).name
 
     frames, used = _per_transport(candidates, bins_of)
