@@ -226,11 +226,40 @@ def test_curl_command_line(tmp_path: Path) -> None:
     assert argv[argv.index("--parallel-max") + 1] == "4"
     assert argv[argv.index("--resolve") + 1] == "localhost:8443:10.0.0.2"
     assert argv[argv.index("--cacert") + 1] == str(tmp_path / "cert.pem")
+    assert argv[-2:] == ["--config", "-"]  # after every option of the fetching operation
     assert config.splitlines() == ['url = "https://localhost:8443/a.js"', 'output = "/dev/null"',
                                    'url = "https://localhost:8443/b c.css"',
                                    'output = "/dev/null"']
-    single, _ = curl.curl_command(client.ClientSettings(host="h", paths=["/x"], insecure=True))
+    single, held = curl.curl_command(client.ClientSettings(host="h", paths=["/x"], insecure=True,
+                                                          timeout=20),
+                                     "http://127.0.0.1:4000/hold")
     assert "--parallel" not in single and "--insecure" in single and "--http2" in single
+    # the hold transfer is an operation of its own: no report, no HTTP/2, no proxy
+    assert held.splitlines()[2:] == ["next", 'url = "http://127.0.0.1:4000/hold"',
+                                     'output = "/dev/null"', 'noproxy = "*"', "max-time = 30"]
+
+
+def test_curl_stays_until_the_exit_hold_is_released() -> None:
+    hold = curl.ExitHold(avoid_port=0)
+    done = threading.Event()
+    answer: list[bytes] = []
+
+    def fetch() -> None:
+        with socket.create_connection(hold.listener.getsockname(), timeout=10) as connection:
+            connection.sendall(b"GET /quicbed-exit-hold HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer.append(connection.recv(4096))
+        done.set()
+
+    thread = threading.Thread(target=fetch)
+    thread.start()
+    try:
+        assert not done.wait(0.5)  # no answer before the release
+        hold.released.set()
+        assert done.wait(5)
+        assert answer[0].startswith(b"HTTP/1.1 204 ")
+    finally:
+        hold.close()
+        thread.join(5)
 
 
 def test_curl_version_parsing() -> None:

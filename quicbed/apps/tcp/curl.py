@@ -13,7 +13,11 @@ record (``timing``). The default engine (quicbed's own, in Python) has none of t
 
 TCP_INFO: curl's sockets are not ours, so this process (in curl's namespace) reads
 TCP_INFO over netlink (:mod:`quicbed.apps.tcp.tcpinfo`), every ``tcpinfo_interval`` and once
-more when each transfer report arrives (before curl closes its connections at exit).
+more when each transfer report arrives. curl closes its connections as soon as it exits, and
+a closed connection leaves TCP_INFO within microseconds (TIME_WAIT has none), so the last
+report alone races with the exit. curl is therefore kept alive by one more transfer, to a
+loopback listener of this process (:class:`ExitHold`) that answers only after the final
+sample: that sample sees every connection with all its bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 WRITE_OUT_MARK = "QBCURL "
 CURL_FLAGS = {"1.1": "--http1.1", "2": "--http2", "3": "--http3-only"}
 CURL_FEATURES = {"2": "HTTP2", "3": "HTTP3"}
+HOLD_SPARE_S = 10.0  # the hold transfer outlives the others' --max-time by this much
 # curl's per-transfer times (seconds from the transfer's start) kept in each object
 CURL_TIMES = ("time_connect", "time_appconnect", "time_pretransfer", "time_starttransfer",
               "time_total")
@@ -85,13 +91,14 @@ def _config_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def curl_command(settings: ClientSettings) -> tuple[list[str], str]:
-    """(argv, config text for stdin) of the curl run that fetches ``settings.paths``."""
+def curl_command(settings: ClientSettings, hold_url: str | None = None) -> tuple[list[str], str]:
+    """(argv, config text for stdin) of the curl run that fetches ``settings.paths``, then
+    ``hold_url`` (see :class:`ExitHold`) as a separate operation: no report, HTTP/1.1."""
     argv = [settings.curl, "--silent", "--show-error", "--no-progress-meter",
             CURL_FLAGS[settings.http], "--user-agent", settings.user_agent,
             "--max-time", f"{settings.timeout:g}",
             "--connect-timeout", f"{min(settings.timeout, 30.0):g}",
-            "--write-out", "%{stderr}" + WRITE_OUT_MARK + "%{json}\\n", "--config", "-"]
+            "--write-out", "%{stderr}" + WRITE_OUT_MARK + "%{json}\\n"]
     if len(settings.paths) > 1:
         argv += ["--parallel", "--parallel-max", str(min(settings.parallel, 300))]
     if settings.insecure:
@@ -101,9 +108,64 @@ def curl_command(settings: ClientSettings) -> tuple[list[str], str]:
     if settings.server_name and settings.server_name != settings.host:
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         argv += ["--resolve", f"{settings.server_name}:{settings.port}:{host}"]
+    argv += ["--config", "-"]  # last: its "next" ends the operation the options above set
     config = "".join(f"url = {_config_quote(url(settings, path))}\noutput = \"/dev/null\"\n"
                      for path in settings.paths)
+    if hold_url is not None:
+        config += (f"next\nurl = {_config_quote(hold_url)}\noutput = \"/dev/null\"\n"
+                   f"noproxy = \"*\"\nmax-time = {settings.timeout + HOLD_SPARE_S:g}\n")
     return argv, config
+
+
+class ExitHold:
+    """A loopback HTTP listener that answers curl's last transfer only when released, so
+    curl keeps its connections open until their final TCP_INFO has been read."""
+
+    def __init__(self, avoid_port: int) -> None:
+        self.released = threading.Event()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        if self.listener.getsockname()[1] == avoid_port:  # the sampler matches that port
+            self.listener.close()
+            self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.listener.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/quicbed-exit-hold"
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="curl-exit-hold", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with connection:
+                connection.settimeout(1.0)
+                try:
+                    request = b""
+                    while b"\r\n\r\n" not in request:
+                        chunk = connection.recv(4096)
+                        if not chunk:
+                            break
+                        request += chunk
+                    while not (self.released.wait(0.2) or self._stopped.is_set()):
+                        pass
+                    connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n"
+                                       b"Connection: close\r\n\r\n")
+                except OSError:
+                    pass
+            return
+
+    def close(self) -> None:
+        self.released.set()
+        self._stopped.set()
+        self._thread.join(timeout=5)
+        self.listener.close()
 
 
 @dataclass
@@ -185,7 +247,8 @@ class CurlRun:
 
 def run_curl(settings: ClientSettings) -> CurlRun:
     """Run curl for ``settings.paths`` and collect its reports (bounded by the timeout)."""
-    argv, config = curl_command(settings)
+    hold = ExitHold(avoid_port=settings.port)
+    argv, config = curl_command(settings, hold.url)
     sampler = tcpinfo.Sampler(tcpinfo.Filter(remote_port=settings.port),
                               settings.tcpinfo_interval, settings.tcpinfo_log)
     transfers: list[Transfer] = []
@@ -198,8 +261,15 @@ def run_curl(settings: ClientSettings) -> CurlRun:
         messages.append(f"no TCP_INFO: {error}")
     sampler.start()
     spawned_wall, spawned_mono = time.time(), time.monotonic()
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+    except OSError:
+        hold.close()
+        sampler.stop()
+        if diag is not None:
+            diag.close()
+        raise
 
     def read_reports() -> None:
         assert process.stderr is not None
@@ -216,12 +286,15 @@ def run_curl(settings: ClientSettings) -> CurlRun:
             except json.JSONDecodeError:
                 messages.append(line)
                 continue
+            last = len(transfers) == len(settings.paths)
             if diag is not None:
-                try:  # right away: the connection is still open (curl closes it at exit)
-                    sampler.sample_once(diag)
-                    state["complete"] = len(transfers) == len(settings.paths)
+                try:  # curl waits on the hold transfer: every connection is still open
+                    found = sampler.sample_once(diag)
+                    state["complete"] = last and set(sampler.last) <= found
                 except OSError:
                     pass
+            if last:
+                hold.released.set()
 
     reader = threading.Thread(target=read_reports, name="curl-reports", daemon=True)
     reader.start()
@@ -245,6 +318,7 @@ def run_curl(settings: ClientSettings) -> CurlRun:
         time.sleep(0.005)
     process.returncode = os.waitstatus_to_exitcode(status)
     reader.join(timeout=5)
+    hold.close()
     sampler.stop()
     if diag is not None:
         diag.close()

@@ -348,9 +348,9 @@ class Sampler:
         self._thread.start()
         return self
 
-    def sample_once(self, diag: DiagSocket, log: Any = None) -> None:
+    def sample_once(self, diag: DiagSocket, log: Any = None) -> set[tuple[str, int, str, int]]:
         """One dump (may run in several threads with their own DiagSocket: a sample never
-        replaces a newer one)."""
+        replaces a newer one); returns the connections it found."""
         taken = time.monotonic()
         now = taken - self.origin
         wall = time.time()
@@ -364,6 +364,7 @@ class Sampler:
                 if log is not None:
                     log.write(json.dumps({"t": now, "time": wall, **info.to_dict()}) + "\n")
             self.samples += 1
+        return {info.key for info in found}
 
     def _loop(self) -> None:
         log = open(self.output, "a", encoding="utf-8") if self.output else None  # noqa: SIM115
