@@ -126,9 +126,10 @@ class ExitHold:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))
         if self.listener.getsockname()[1] == avoid_port:  # the sampler matches that port
-            self.listener.close()
-            self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self.listener.bind(("127.0.0.1", 0))
+            taken, self.listener = self.listener, socket.socket(socket.AF_INET,
+                                                                socket.SOCK_STREAM)
+            self.listener.bind(("127.0.0.1", 0))  # while ``taken`` holds the other one
+            taken.close()
         self.listener.listen(1)
         self.listener.settimeout(0.2)
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/quicbed-exit-hold"
