@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -158,6 +159,8 @@ def handle_up(args: argparse.Namespace) -> int:
     with create(args.backend, topo) as network:
         for node, command in starts:
             network.node(node).start(["sh", "-c", command], name=f"exec-{node}")
+        for warning in network.describe().get("warnings") or []:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         print(f"network {getattr(network, 'run_id', '')} is up ({args.backend}):", flush=True)
         for name in topo.nodes:
             print(f"  {name:<12} {enter_command(network, name)}", flush=True)

@@ -176,6 +176,13 @@ class Progress:
         else:
             print(f"{line} (ETA {self.eta()})", file=self.stream, flush=True)
 
+    def note(self, text: str) -> None:
+        """A line between the run lines (a network's warnings)."""
+        if self.bar is not None:
+            self.bar.console.print(text, highlight=False, markup=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
@@ -203,6 +210,7 @@ class ExperimentRunner:
         self.folder: ResultsFolder | None = None
         self.metadata: dict[str, Any] = {}
         self.assets: Assets | None = None
+        self.progress: Progress | None = None
 
     # -- metadata ----------------------------------------------------------------------------
     def _resolved(self) -> dict[str, Any]:
@@ -244,10 +252,14 @@ class ExperimentRunner:
         topology = network.topology.to_dict()
         if any(entry["topology"] == topology for entry in session["networks"]):
             return
-        session["networks"].append({"topology": topology, "network": network.describe(),
+        description = network.describe()
+        session["networks"].append({"topology": topology, "network": description,
                                     "interfaces": meta.interface_state(network), "built": time.time()})
         assert self.folder is not None
         self.folder.write_metadata(self.metadata)
+        if self.progress is not None:
+            for warning in description.get("warnings") or []:
+                self.progress.note(f"warning ({self.backend} network {topology['name']}): {warning}")
 
     def _finish_metadata(self, status: str) -> None:
         if self.folder is None or not self.metadata:
@@ -270,7 +282,7 @@ class ExperimentRunner:
             self._start_metadata(folder, runs)
             work = self.options.out / ".work"
             keeper = NetworkKeeper(self.experiment, self.backend, self.options.params, self._record_network)
-            progress = Progress(len(runs), summary.skipped)
+            progress = self.progress = Progress(len(runs), summary.skipped)
             status = "interrupted"
             try:
                 if todo:

@@ -13,6 +13,7 @@ from quicbed.backends.mininet_wifi import (
     MininetWifiNetwork,
     MininetWifiOptions,
     ht_capab,
+    ignored_settings_warnings,
     import_problem,
     mesh_ht_cap,
     mode_of,
@@ -56,6 +57,32 @@ def test_wmediumd_warns_about_ht_only_with_wmediumd() -> None:
     assert wmediumd_warnings([legacy], wmediumd=True) == []
     [warning] = wmediumd_warnings([ht, legacy], wmediumd=True)
     assert "legacy rates" in warning and "802.11g" in warning
+
+
+def test_settings_it_cannot_apply_are_named() -> None:
+    topo = Topology("t")
+    ap = topo.add_access_point("ap1", mcs=3, ampdu=False)
+    for index in range(1, 6):
+        topo.add_wireless_link(topo.add_station(f"sta{index}"), ap, distance=10)
+    topo.add_wireless_link(topo.add_station("sta6", position=(1, 0, 0)), ap, loss=2)
+    warnings = ignored_settings_warnings(topo)
+    assert len(warnings) == 4
+    mcs, ampdu, distance, loss = warnings
+    assert mcs.startswith("not applied by Mininet-WiFi: mcs 3 on sta1-ap1, sta2-ap1, sta3-ap1 and 3 more")
+    assert "minstrel_ht" in mcs and "ampdu False" in ampdu
+    # sta6 has a position but its AP has none: its distance would not be used either
+    assert "distance 10 m on sta1-ap1" in distance and "and 2 more" in distance
+    assert "position=" in distance
+    assert loss.startswith("not applied by Mininet-WiFi: loss 2 % on sta6-ap1:")
+    assert plan(topo.resolve()).warnings[:4] == warnings
+    # the defaults, legacy rates and a rate control ask for nothing it ignores
+    plain = Topology("p")
+    legacy = plain.add_access_point("ap1", standard="802.11g", band="2.4GHz", channel=1, mcs=None)
+    plain.add_wireless_link(plain.add_station("sta1"), legacy)
+    minstrel = plain.add_access_point("ap2", mcs=2, rate_control="minstrel")
+    plain.add_wireless_link(plain.add_station("sta2"), minstrel)
+    assert ignored_settings_warnings(plain) == []
+    assert ignored_settings_warnings(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) == []
 
 
 def test_wifi_ap_translates_to_a_standalone_ap() -> None:

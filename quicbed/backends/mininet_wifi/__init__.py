@@ -63,6 +63,7 @@ from quicbed.backends.mininet_wifi.plan import (
     mesh_ht_cap,
     mode_of,
     plan,
+    ignored_settings_warnings,
     wmediumd_warnings,
 )
 
@@ -84,5 +85,6 @@ __all__ = [
     "plan",
     "versions",
     "wait_for_wmediumd_socket",
+    "ignored_settings_warnings",
     "wmediumd_warnings",
 ]

@@ -110,6 +110,39 @@ def wmediumd_warnings(radios: Sequence[Radio], wmediumd: bool) -> list[str]:
             "under it (fix: run HT radios without wmediumd, or use standard='802.11g'/'802.11a' with wmediumd)"]
 
 
+def ignored_settings_warnings(topo: Topology) -> list[str]:
+    """Wireless settings this backend cannot apply, where a link sets them away from the
+    defaults (they matter on the ns3 backend; docs/mininet-wifi.md)."""
+    default = Radio()
+    aggregation = "mac80211_hwsim has no aggregation timing to model"
+    reasons = {"mcs": "the kernel's rate control (minstrel_ht) picks rates",
+               "ampdu": aggregation, "ampdu_max_size": aggregation, "amsdu": aggregation,
+               "distance": "only node positions place radios (fix: give the nodes position=)",
+               "loss": "a fixed frame error rate exists only in the ns3 channel"}
+    ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value
+    for link in topo.links:
+        if not isinstance(link, WirelessLink):
+            continue
+        values: dict[str, Any] = {name: getattr(link.radio, name) for name in reasons
+                                  if hasattr(default, name)
+                                  and getattr(link.radio, name) != getattr(default, name)}
+        if link.radio.rate_control != "constant" or link.radio.mcs is None:
+            values.pop("mcs", None)  # a rate control or legacy rates: the kernel's is used
+        if link.distance is not None and any(topo.nodes[end].position is None for end in link.ends()):
+            values["distance"] = f"{link.distance:g} m"
+        if link.loss:
+            values["loss"] = f"{link.loss * 100:g} %"
+        for name, value in values.items():
+            ignored.setdefault(name, {})[link.name] = value
+    warnings = []
+    for name, per_link in ignored.items():
+        links = list(per_link)  # topology order
+        shown = ", ".join(links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
+        values = ", ".join(sorted({str(v) for v in per_link.values()}))
+        warnings.append(f"not applied by Mininet-WiFi: {name} {values} on {shown}: {reasons[name]}")
+    return warnings
+
+
 def position_text(position: tuple[float, float, float] | None) -> str | None:
     return None if position is None else ",".join(f"{c:g}" for c in position)
 
@@ -183,7 +216,7 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     result.mesh_radios = _mesh_radios(topo)
     for name in {m.node for m in result.mesh_radios}:
         result.stations[name]["wlans"] = len(result.mesh_radios_of(name))
-    result.warnings = wmediumd_warnings(result.radios, options.wmediumd)
+    result.warnings = ignored_settings_warnings(topo) + wmediumd_warnings(result.radios, options.wmediumd)
     if options.wmediumd_mode not in WMEDIUMD_MODES:
         raise BackendError(f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})")
     return result
