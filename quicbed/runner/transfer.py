@@ -18,7 +18,9 @@ from typing import Any
 from quicbed.apps import iperf, objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
+from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
+from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.tcp.run import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
@@ -173,14 +175,31 @@ class RunExecution:
     def _server(self, download: Download) -> _Started:
         if download.transport.kind == "quic":
             return self._quic_server(download)
+        main = download.role == "main"
+        # the namespace's default is the main server's; a competitor's own port gets its own
         settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
                                  port=download.port, host=self.server.address,
-                                 congestion_control=download.transport.cc)
-        nginx = NginxServer(self.server, settings, self.folder / ("nginx" if download.role == "main" else
-                                                                  f"nginx-{download.role}"))
-        nginx.start()
-        return _Started(nginx.stop,
-                        lambda: self.details.setdefault("servers", {}).update({download.role: nginx.info()}))
+                                 congestion_control=download.transport.cc if main else None)
+        nginx = NginxServer(self.server, settings, self.folder / ("nginx" if main else f"nginx-{download.role}"))
+        undo_port_cc: Callable[[], None] = lambda: None
+        info: dict[str, Any] = {}
+        if not main and download.transport.cc:
+            setting = PortCongestionControl(download.port, download.client.address, download.transport.cc)
+            undo_port_cc = port_cc.apply(self.server, setting)
+            info["port_congestion_control"] = setting.describe()
+        try:
+            nginx.start()
+        except BaseException:
+            undo_port_cc()
+            raise
+
+        def stop() -> None:
+            try:
+                nginx.stop()
+            finally:
+                undo_port_cc()
+        return _Started(stop, lambda: self.details.setdefault("servers", {}).update(
+            {download.role: {**nginx.info(), **info}}))
 
     def _quic_server(self, download: Download) -> _Started:
         prefix = "" if download.role == "main" else f"{download.role}-"

@@ -378,8 +378,6 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     for index, node in enumerate(exp.matrix.get("client", [])):
         if node not in topo.nodes:
             raise doc.error(f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}")
-    if exp.competitor is not None:
-        _check_competitor_cc(doc, exp)
     exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
     exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
     exp.order = _choice(doc, data.get("order", "round-robin"), "order", ORDERS)
@@ -389,19 +387,6 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.captures = _boolean(doc, data.get("captures", True), "captures")
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
     return exp
-
-
-def _check_competitor_cc(doc: LocatedData, exp: Experiment) -> None:
-    """Both TCP servers of a run live in the server's namespace, whose default congestion
-    control applies to each (nginx cannot choose one per listener)."""
-    assert exp.competitor is not None
-    rival = exp.transports[exp.competitor.transport]
-    for name in exp.matrix.get("transport", [next(iter(exp.transports))]):
-        transport = exp.transports[name]
-        if rival.kind == transport.kind == "tcp" and transport.cc != rival.cc:
-            raise doc.error(f"transport {name!r} uses {transport.cc} and the competitor {rival.name!r} {rival.cc}; "
-                            "both TCP servers share the server's namespace and its congestion control",
-                            "competitor.transport", fix="give the competitor the same cc as the TCP transports")
 
 
 def expand(exp: Experiment) -> list[Run]:

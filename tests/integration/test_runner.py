@@ -174,3 +174,17 @@ def test_a_competitor_downloads_at_the_same_time_over_the_same_link(tmp_path: Pa
     assert metrics["goodput"] < 20e6 and metrics["competitor_goodput"] < 20e6
     assert 0.5 <= metrics["jain_index"] <= 1
     assert metrics["throughput"] < 19e6  # the capture metrics follow the QUIC flow, not both
+
+
+def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 2MB}\ncompetitor: {transport: tcp-bbr}\n"
+                                "matrix:\n  transport: [tcp]\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    (line,) = _assert_only_complete_runs(out)
+    assert line["status"] == "ok", line["error"]
+    assert line["metrics"]["goodput"] > 0 and line["metrics"]["competitor_goodput"] > 0
+    servers = json.loads((out / "runs" / line["run_id"] / "run.json").read_text())["details"]["servers"]
+    assert servers["main"]["congestion_control"] == "cubic"
+    rule = servers["competitor"]["port_congestion_control"]
+    assert rule["port"] == 8444 and rule["congestion_control"] == "bbr"  # test_port_cc.py: the kernel applies it

@@ -145,9 +145,10 @@ def test_fields_are_overridden_by_dotted_path(tmp_path):
         load_experiment(write(tmp_path, GOOD), {"workload.object": "lots"})
 
 
-def test_a_tcp_competitor_must_share_the_congestion_control(tmp_path):
-    with pytest.raises(SpecError, match=r"competitor.transport.*'tcp' uses cubic and the competitor 'tcp-bbr' bbr"):
-        load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp-bbr}\n"))
+def test_a_tcp_competitor_may_use_its_own_congestion_control(tmp_path):
+    exp = load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp-bbr}\n"))
+    assert exp.competitor is not None and exp.transports[exp.competitor.transport].cc == "bbr"
+    assert exp.transports["tcp"].cc == "cubic"
     exp = load_experiment(write(tmp_path, GOOD.replace("[quic, bquic, tcp]", "[quic, bquic]")
                                 + "competitor: {transport: tcp-bbr}\n"))
     assert exp.competitor is not None and exp.competitor.transport == "tcp-bbr"

@@ -18,7 +18,8 @@ ALPN); HTTP/3 is added (``listen ... quic``) when asked for and the nginx binary
 is in :attr:`NginxServer.http3_skipped`.
 
 TCP congestion control (cubic, reno, bbr) is a per-namespace sysctl: it is set in the
-server's namespace before nginx starts, so every accepted connection uses it. Socket
+server's namespace before nginx starts, so every accepted connection uses it (a second
+server on another port can run another one: :mod:`quicbed.apps.tcp.port_cc`). Socket
 buffers: ``sndbuf``/``rcvbuf`` on the ``listen`` socket (inherited by accepted sockets; this
 turns the kernel's buffer autotuning off for them) when :attr:`NginxSettings.socket_buffer`
 is set (default 4 MiB, like the QUIC endpoints; capped by ``net.core.wmem_max``/``rmem_max``,
