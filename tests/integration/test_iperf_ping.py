@@ -68,7 +68,10 @@ def test_udp_cross_traffic_takes_its_share(net: NamespaceNetwork,
     tcp = iperf.run(client, server.address, port=5201, duration=2, reverse=True, omit=0.5)
     background = cross.result()
     assert background.ok, background.error
-    assert background.throughput == pytest.approx(8e6, rel=0.1)
+    assert background.sent_bps == pytest.approx(8e6, rel=0.05)  # iperf3 paces at the set rate
+    # datagrams that meet the queue TCP keeps full are dropped: most arrive, never more than sent
+    assert 0.5 * background.sent_bps < background.throughput <= 1.01 * background.sent_bps
+    assert background.lost_packets is not None and background.lost_packets >= 0
     # TCP gets roughly what is left of the 20 Mbit/s
     assert tcp.throughput < 0.75 * RATE
     assert tcp.throughput + background.throughput < 1.05 * RATE
