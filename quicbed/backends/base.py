@@ -221,10 +221,35 @@ class deferred_signals:
             time.sleep(0)
 
 
+#: termination signals received since install_termination_handlers (see raise_if_interrupted)
+_received: list[int] = []
+
+
 def install_termination_handlers() -> None:
-    """Turn SIGTERM and SIGHUP into SystemExit so that ``with`` blocks clean up as for Ctrl-C."""
+    """Turn SIGTERM and SIGHUP into SystemExit so that ``with`` blocks clean up as for Ctrl-C,
+    and note every signal, Ctrl-C included, for :func:`raise_if_interrupted`."""
+    _received.clear()
+
     def _exit(signum: int, _frame: object) -> None:
+        _received.append(signum)
         raise SystemExit(128 + signum)
+
+    def _interrupt(signum: int, _frame: object) -> None:
+        _received.append(signum)
+        raise KeyboardInterrupt
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
+def raise_if_interrupted() -> None:
+    """Raise again a signal whose exception was lost. Python only prints an exception raised
+    in an at-fork hook, ``__del__`` or a weakref callback, and a Ctrl-C that arrives while a
+    process is being started lands in logging's at-fork hook: without this check the
+    experiment would go on as if nothing had happened."""
+    if _received:
+        signum = _received[0]
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from quicbed.analysis.catalogue import metric
 from quicbed.backends import create
-from quicbed.backends.base import Network, deferred_signals
+from quicbed.backends.base import Network, deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import run_metrics_of
@@ -288,6 +288,7 @@ class ExperimentRunner:
                 if todo:
                     self.assets = prepare_assets(work, self.experiment)
                 for run in todo:
+                    raise_if_interrupted()
                     progress.starting(run)
                     record = self._one_run(run, keeper, folder)
                     setattr(summary, record["status"], getattr(summary, record["status"]) + 1)
@@ -323,6 +324,7 @@ class ExperimentRunner:
             execution = RunExecution(network, exp, run, self.assets, partial)
             try:
                 client_record = execution.perform()
+                raise_if_interrupted()  # its processes got the Ctrl-C too: not a result
             finally:
                 record["details"] = {"qdiscs": qdiscs, **execution.details}
             if not client_record.get("ok"):
