@@ -145,7 +145,7 @@ def handle_up(args: argparse.Namespace) -> int:
     import time
 
     from quicbed.backends import create
-    from quicbed.backends.base import install_termination_handlers
+    from quicbed.backends.base import install_termination_handlers, raise_if_interrupted
 
     topo = load_topology(args.file, parse_params(args.param))
     starts = []
@@ -167,6 +167,7 @@ def handle_up(args: argparse.Namespace) -> int:
         print("press Ctrl-C to tear it down", flush=True)
         deadline = time.monotonic() + args.duration if args.duration else None
         while deadline is None or time.monotonic() < deadline:
+            raise_if_interrupted()  # a Ctrl-C lost while the --exec commands started
             time.sleep(0.2)
     print("network removed")
     return 0
