@@ -158,14 +158,20 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
     assert "1 ok, 0 invalid, 0 failed, 1 done before" in output
 
 
-def test_a_competitor_downloads_at_the_same_time_over_the_same_link(tmp_path: Path) -> None:
-    exp = _experiment(tmp_path, "workload: {object: 2MB}\ncompetitor: {transport: tcp}\n"
-                                "matrix:\n  transport: [quic]\n")
+def _competitor_run(tmp_path: Path, transport: str, competitor: str) -> tuple[dict, Path]:
+    """The results line and folder of one 2 MB run of ``transport`` against ``competitor``."""
+    exp = _experiment(tmp_path, f"workload: {{object: 2MB}}\ncompetitor: {{transport: {competitor}}}\n"
+                                f"matrix:\n  transport: [{transport}]\n")
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     (line,) = _assert_only_complete_runs(out)
-    assert line["status"] == "ok" and line["competitor"]["kind"] == "tcp"
-    folder = out / line["folder"]
+    assert line["status"] == "ok", line["error"]
+    return line, out / line["folder"]
+
+
+def test_a_competitor_downloads_at_the_same_time_over_the_same_link(tmp_path: Path) -> None:
+    line, folder = _competitor_run(tmp_path, "quic", "tcp")
+    assert line["competitor"]["kind"] == "tcp"
     main, rival = (json.loads((folder / name).read_text()) for name in ("client.json", "competitor.json"))
     assert main["ok"] and rival["ok"]
     assert abs(main["started_at"] - rival["started_at"]) < 0.25  # released together after start-up
@@ -177,14 +183,9 @@ def test_a_competitor_downloads_at_the_same_time_over_the_same_link(tmp_path: Pa
 
 
 def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> None:
-    exp = _experiment(tmp_path, "workload: {object: 2MB}\ncompetitor: {transport: tcp-bbr}\n"
-                                "matrix:\n  transport: [tcp]\n")
-    out = tmp_path / "out"
-    _run_to_completion(exp, out)
-    (line,) = _assert_only_complete_runs(out)
-    assert line["status"] == "ok", line["error"]
+    line, folder = _competitor_run(tmp_path, "tcp", "tcp-bbr")
     assert line["metrics"]["goodput"] > 0 and line["metrics"]["competitor_goodput"] > 0
-    servers = json.loads((out / "runs" / line["run_id"] / "run.json").read_text())["details"]["servers"]
+    servers = json.loads((folder / "run.json").read_text())["details"]["servers"]
     assert servers["main"]["congestion_control"] == "cubic"
     rule = servers["competitor"]["port_congestion_control"]
     assert rule["port"] == 8444 and rule["congestion_control"] == "bbr"  # test_port_cc.py: the kernel applies it

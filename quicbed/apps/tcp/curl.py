@@ -154,8 +154,7 @@ class ExitHold:
                         if not chunk:
                             break
                         request += chunk
-                    while not (self.released.wait(0.2) or self._stopped.is_set()):
-                        pass
+                    self.released.wait()  # close() releases too
                     connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n"
                                        b"Connection: close\r\n\r\n")
                 except OSError:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quicbed.errors import BackendError
+
+if TYPE_CHECKING:
+    from quicbed.backends.base import NodeHandle
 
 RULE_PRIORITY = 100  # before the main table's rule (32766)
 TABLE_BASE = 10_000  # the port's table: TABLE_BASE + port (clear of local/main/default)
@@ -61,20 +64,15 @@ class PortCongestionControl:
                 "how": f"ip rule sport {self.port} -> table {self.table}, route congctl {self.algorithm}"}
 
 
-def apply(node: Any, setting: PortCongestionControl) -> Callable[[], None]:
+def apply(node: NodeHandle, setting: PortCongestionControl) -> Callable[[], None]:
     """Set ``setting`` up in ``node`` (the server's namespace); return what takes it down."""
-    shown = node.run(["ip", setting.family, "-j", "route", "get", setting.client]).stdout
-    routes = json.loads(shown or "[]")
+    routes = json.loads(node.run(["ip", setting.family, "-j", "route", "get", setting.client]).stdout or "[]")
     if not routes:
-        raise BackendError(f"no route from {getattr(node, 'name', 'the server')} to {setting.client}")
-    undo_done = False
+        raise BackendError(f"no route from {node.name} to {setting.client}")
 
     def undo() -> None:
-        nonlocal undo_done
-        if not undo_done:
-            undo_done = True
-            for argv in setting.undo_commands():
-                node.run(argv, check=False)
+        for argv in setting.undo_commands():
+            node.run(argv, check=False)
 
     try:
         for argv in setting.apply_commands(routes[0]):
