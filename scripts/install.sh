@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Install what quicbed needs on a Debian or Ubuntu machine. Run as root; safe to run again.
 #
-#   scripts/install.sh            runtime: tools, Python virtualenv, microVM kernel
-#   scripts/install.sh --test     also what the test suite needs (ansible, vagrant)
-#   scripts/install.sh --no-vm    skip the microVM kernel download
+#   scripts/install.sh            the main job (ns-3 backend, endpoints, captures) and, if it
+#                                 can, the microVM (QEMU, busybox-static, a distribution kernel)
+#   scripts/install.sh --test     also what the test suite needs (ansible, vagrant); the microVM
+#                                 is then required, because the netem tests run in it
+#   scripts/install.sh --no-vm    skip the microVM
 #
+# The main job's parts must install or this script fails. The microVM is optional for the
+# main job: when a part of it fails, the script warns with the fix and goes on.
 # The virtualenv is QUICBED_VENV (default: .venv in this checkout); `quicbed` is linked into
 # /usr/local/bin unless that name is taken by something else.
 set -euo pipefail
@@ -17,39 +21,73 @@ for arg in "$@"; do
   case $arg in
     --test) with_tests=true ;;
     --no-vm) with_vm=false ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
+vm_required=$with_tests
 
 say() { printf '\n== %s\n' "$*"; }
+warn() { printf '\ninstall.sh: warning: %s\n' "$*" >&2; }
+die() { printf '\ninstall.sh: %s\n' "$*" >&2; exit 1; }
+
+# An optional part that failed: fatal when the tests need it, a warning otherwise.
+optional_failed() {
+  if $vm_required; then
+    die "$1 (the tests need the microVM; run with --no-vm to install without it, and the tests that need it skip)"
+  fi
+  warn "$1. The main job (scripts/quickstart.sh, ns-3 backend) does not need it and works without it."
+}
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install.sh: run as root (sudo $0 $*): it installs packages and the microVM kernel" >&2
   exit 1
 fi
 
-packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
-          python3 python3-venv python3-pip util-linux libns3-dev g++ make)
-$with_vm && packages+=(qemu-system-x86 file binutils)
-$with_tests && packages+=(vagrant git)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
+# The main job: endpoints, captures, the ns-3 channel (built with g++), Python.
+required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
+                   python3 python3-venv python3-pip util-linux libns3-dev g++ make)
+# The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
+vm_packages=(qemu-system-x86 busybox-static file binutils)
+test_packages=(vagrant git)
+
+missing_of() {
+  local package
+  for package in "$@"; do
+    dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || printf '%s\n' "$package"
+  done
+}
+
+apt_updated=false
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $apt_updated; then
+    apt-get update -q || return 1
+    apt_updated=true
+  fi
+  apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "$@"
+}
+
+wanted=("${required_packages[@]}")
+$with_tests && wanted+=("${test_packages[@]}")
+mapfile -t missing < <(missing_of "${wanted[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing distribution packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"
+  apt_install "${missing[@]}" || die "could not install ${missing[*]} with apt-get (see above)"
   # the distribution's nginx service is not needed: quicbed starts its own per namespace
   if systemctl is-active --quiet nginx 2>/dev/null; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+fi
+if $with_vm; then
+  mapfile -t missing < <(missing_of "${vm_packages[@]}")
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing the microVM's packages: ${missing[*]}"
+    apt_install "${missing[@]}" || optional_failed "could not install ${missing[*]} (fix: apt-get install ${missing[*]})"
+  fi
 fi
 
 python=$(command -v python3)
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
-  echo "install.sh: quicbed needs Python >= 3.10; $python is $("$python" --version)" >&2
-  exit 1
+  die "quicbed needs Python >= 3.10; $python is $("$python" --version)"
 fi
 if [ ! -x "$venv/bin/python" ]; then
   say "creating the virtualenv $venv"
@@ -57,9 +95,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 extras="vm"
 $with_tests && extras="vm,test"
-say "installing quicbed into $venv"
+say "installing quicbed[$extras] into $venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q -e "$repo[$extras]"
+# pip resolves one install at a time; 'pip check' proves that everything installed fits together.
+"$venv/bin/python" -m pip check || die "the virtualenv $venv has conflicting requirements (above); fix setup.py's pins"
 
 if [ ! -e /usr/local/bin/quicbed ] || [ "$(readlink -f /usr/local/bin/quicbed)" = "$(readlink -f "$venv/bin/quicbed")" ] \
    || grep -q quicbed "$(readlink -f /usr/local/bin/quicbed)" 2>/dev/null; then
@@ -69,22 +109,24 @@ fi
 virtiofsd_dir=/var/lib/quicbed/virtiofsd
 if $with_vm && ! command -v virtiofsd >/dev/null && [ ! -x /usr/libexec/virtiofsd ] \
    && [ ! -x "$virtiofsd_dir/bin/virtiofsd" ]; then
-  # virtiofs makes the microVM's file access (and so Python start-up) 2-3x faster than 9p.
+  # virtiofs makes the microVM's file access (and so Python start-up) 2-3x faster than 9p;
+  # without it the microVM uses 9p, so a failure here only costs speed.
   if apt-cache show virtiofsd >/dev/null 2>&1; then
     say "installing virtiofsd"
-    apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 virtiofsd
+    apt_install virtiofsd || warn "installing virtiofsd failed: the microVM will use 9p (slower file access)"
   elif command -v cargo >/dev/null; then
     say "building virtiofsd from crates.io into $virtiofsd_dir (about 3 minutes, once)"
-    apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 libseccomp-dev libcap-ng-dev pkg-config
-    cargo install --quiet --locked --root "$virtiofsd_dir" virtiofsd@1.14.0 \
-      || echo "install.sh: building virtiofsd failed: the microVM will use 9p (slower file access)" >&2
+    { apt_install libseccomp-dev libcap-ng-dev pkg-config \
+      && cargo install --quiet --locked --root "$virtiofsd_dir" virtiofsd@1.14.0; } \
+      || warn "building virtiofsd failed: the microVM will use 9p (slower file access)"
   else
-    echo "install.sh: no virtiofsd package and no cargo: the microVM will use 9p (slower file access)" >&2
+    warn "no virtiofsd package and no cargo: the microVM will use 9p (slower file access)"
   fi
 fi
 
 if $with_vm; then
-  say "preparing the microVM (distribution kernel into /var/lib/quicbed/kernel)"
-  "$venv/bin/quicbed" vm setup
+  say "preparing the microVM (distribution kernel into /var/lib/quicbed/kernel, one test boot)"
+  "$venv/bin/quicbed" vm setup \
+    || optional_failed "the microVM is not ready ('quicbed vm setup' failed above; fix what it names, then run 'quicbed vm setup' again)"
 fi
 say "done: quicbed $("$venv/bin/quicbed" --version | cut -d' ' -f2) in $venv"

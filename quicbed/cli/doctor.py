@@ -23,27 +23,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Exit 0 when every check ran (missing pieces are reported, not errors); 1 when a check
+    itself failed, which means a broken installation."""
     found = capabilities()
+    status = 1 if any(c.error for c in found) else 0
     if args.json:
         print(json.dumps({c.name: c.to_dict() for c in found}, indent=1))
-        return 0
+        return status
     console = Console()
     console.print(f"[bold]quicbed doctor[/] on {platform.node()}, kernel {platform.release()}")
     table = Table(show_lines=False)
     for column in ("capability", "", "detail", "if missing: what you lose / how to get it"):
         table.add_column(column)
     for c in found:
-        table.add_row(c.name, "[green]yes[/]" if c.available else "[red]no[/]", c.detail,
-                      "" if c.available else f"{c.disables}\n[dim]fix: {c.fix}[/]")
+        mark = "[red]error[/]" if c.error else "[green]yes[/]" if c.available else "[red]no[/]"
+        table.add_row(c.name, mark, c.detail, "" if c.available else f"{c.disables}\n[dim]fix: {c.fix}[/]")
     console.print(table)
-    by_name = {c.name: c for c in found}
-    if not by_name["netem"].available and by_name["vm_kernel"].available:
+
+    def have(name: str) -> bool:
+        return any(c.name == name and c.available for c in found)
+
+    if not have("netem") and have("vm_kernel"):
         console.print("netem is missing here, but the microVM can provide it: add --vm to 'quicbed run'.")
-    if by_name["mininet_wifi"].available:
+    if have("mininet_wifi"):
         console.print("Mininet-WiFi: run one Mininet-WiFi experiment at a time per machine (its cleanup kills "
                       "hostapd and wpa_supplicant machine-wide and unloads mac80211_hwsim).")
-        if not (by_name["mac80211_hwsim"].available and by_name["openvswitch"].available) \
-                and by_name["vm_kernel"].available:
+        if not (have("mac80211_hwsim") and have("openvswitch")) and have("vm_kernel"):
             console.print("mac80211_hwsim or openvswitch is missing here: the mininet-wifi backend runs in the "
                           "microVM (quicbed run --vm).")
-    return 0
+    if status:
+        console.print("[red]Some checks failed with an error[/] (lines marked 'error'): the installation is "
+                      "broken; their fix column says how to repair it.")
+    return status

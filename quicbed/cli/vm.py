@@ -127,6 +127,11 @@ def _tools() -> tuple[list[str], list[str]]:
         found.append(f"QEMU {_version([qemu, '--version'])} ({qemu})")
     else:
         missing.append(f"{vm.qemu_binary_name()}: apt-get install {vm.qemu_package()}")
+    busybox = vm.find_static_busybox()
+    if busybox:
+        found.append(f"static busybox ({busybox})")
+    else:
+        missing.append("a statically linked busybox: apt-get install busybox-static")
     return found, missing
 
 

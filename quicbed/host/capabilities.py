@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ class Capability:
     disables: str
     #: how to get it
     fix: str = ""
+    #: the check itself failed (an exception), as opposed to finding the piece missing
+    error: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -203,7 +207,7 @@ def _vm_kernel() -> Capability:
                       "quicbed vm setup")
 
 
-def capabilities() -> list[Capability]:
+def _kernel_capabilities() -> list[Capability]:
     netem = has_netem()
     hwsim, hwsim_detail = _kernel_module("mac80211_hwsim")
     ovs, ovs_detail = _kernel_module("openvswitch")
@@ -221,11 +225,29 @@ def capabilities() -> list[Capability]:
         Capability("openvswitch", ovs and bool(shutil.which("ovs-vsctl")),
                    ovs_detail + ("" if shutil.which("ovs-vsctl") else ", no ovs-vsctl"),
                    "Mininet-WiFi access points", "apt-get install openvswitch-switch"),
-        _kvm(),
-        _binary("qemu", ["qemu-system-x86_64", "--version"], "the microVM", "apt-get install qemu-system-x86"),
-        _binary("vng", ["vng", "--version"], "the microVM", "pip install virtme-ng"),
-        _vm_kernel(),
-        _ns3(),
+    ]
+
+
+def _vng() -> Capability:
+    from quicbed.host import vm
+
+    found = vm.find_vng()
+    if found is None:
+        return Capability("vng", False, "not installed", "the microVM", "pip install virtme-ng")
+    return Capability("vng", True, f"{_version([found, '--version']) or 'version unknown'} ({found})",
+                      "the microVM", "pip install virtme-ng")
+
+
+def _busybox() -> Capability:
+    from quicbed.host import vm
+
+    found = vm.find_static_busybox()
+    return Capability("busybox_static", found is not None, found or "no statically linked busybox",
+                      "the microVM (virtme-ng builds its initramfs with it)", "apt-get install busybox-static")
+
+
+def _tools() -> list[Capability]:
+    return [
         _binary("nginx", ["nginx", "-v"], "the TCP (HTTP/1.1, HTTP/2) baseline", "apt-get install nginx"),
         _binary("iperf3", ["iperf3", "--version"], "capacity probes and background traffic",
                 "apt-get install iperf3"),
@@ -234,10 +256,45 @@ def capabilities() -> list[Capability]:
         _binary("ethtool", ["ethtool", "--version"], "turning offloads off (captures show real packets)",
                 "apt-get install ethtool"),
         _python_package("aioquic", "aioquic", "QUIC and BQUIC endpoints", "pip install aioquic"),
-        _mininet_wifi(),
-        _mininet_version(),
-        _flightradar(),
-        _ovs_running(),
-        _networkmanager(),
-        *_mininet_wifi_tools(),
     ]
+
+
+#: every check, in the order doctor prints them: (name if it fails, what it disables, check)
+CHECKS: tuple[tuple[str, str, Callable[[], Capability | list[Capability]]], ...] = (
+    ("kernel", "network emulation on this kernel", _kernel_capabilities),
+    ("kvm", "fast microVMs", _kvm),
+    ("qemu", "the microVM", lambda: _binary("qemu", ["qemu-system-x86_64", "--version"], "the microVM",
+                                            "apt-get install qemu-system-x86")),
+    ("vng", "the microVM", _vng),
+    ("busybox_static", "the microVM", _busybox),
+    ("vm_kernel", "the microVM", _vm_kernel),
+    ("ns3", "the ns3 WiFi backend", _ns3),
+    ("tools", "endpoints and captures", _tools),
+    ("mininet_wifi", "the mininet-wifi backend", _mininet_wifi),
+    ("mininet", "the mininet-wifi backend", _mininet_version),
+    ("flightradarapi", "the mininet-wifi backend", _flightradar),
+    ("ovs_running", "Mininet-WiFi access points on this host", _ovs_running),
+    ("networkmanager", "Mininet-WiFi radios", _networkmanager),
+    ("mininet_wifi_tools", "the mininet-wifi backend", _mininet_wifi_tools),
+)
+
+
+def run_check(name: str, disables: str, check: Callable[[], Capability | list[Capability]]) -> list[Capability]:
+    """One check's lines; a check that raises becomes a line of its own (``error``), never a traceback.
+
+    A broken installation (a package whose requirement conflicts, a half-built extension)
+    typically raises at import time, inside the check that imports it.
+    """
+    try:
+        found = check()
+    except Exception as problem:  # noqa: BLE001 - the report must go on whatever one check hits
+        text = " ".join(f"{type(problem).__name__}: {problem}".split())
+        return [Capability(name, False, f"error: {text[:400]}", disables,
+                           f"'{sys.executable} -m pip check' names broken Python requirements; reinstall with "
+                           "scripts/install.sh (or the Ansible roles), then run quicbed doctor again",
+                           error=True)]
+    return found if isinstance(found, list) else [found]
+
+
+def capabilities() -> list[Capability]:
+    return [line for name, disables, check in CHECKS for line in run_check(name, disables, check)]

@@ -106,6 +106,40 @@ def find_vng() -> str | None:
     return shutil.which("vng")
 
 
+#: the names virtme-ng looks for, in its order; it needs a static one for its initramfs
+BUSYBOX_NAMES = ("busybox-static", "busybox.static", "busybox")
+BUSYBOX_DIRS = ("/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin")
+
+
+def is_static_elf(path: Path | str) -> bool:
+    """Whether ``path`` is an ELF executable without a program interpreter (statically linked)."""
+    try:
+        with open(path, "rb") as binary:
+            header = binary.read(64)
+            if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only
+                return False
+            order = "little" if header[5] == 1 else "big"
+            phoff = int.from_bytes(header[32:40], order)
+            phentsize = int.from_bytes(header[54:56], order)
+            phnum = int.from_bytes(header[56:58], order)
+            binary.seek(phoff)
+            table = binary.read(phentsize * phnum)
+    except (OSError, IndexError):
+        return False
+    pt_interp = 3
+    return not any(int.from_bytes(table[i:i + 4], order) == pt_interp for i in range(0, len(table), phentsize))
+
+
+def find_static_busybox() -> str | None:
+    """The statically linked busybox virtme-ng puts in its initramfs (Debian: busybox-static)."""
+    for name in BUSYBOX_NAMES:
+        candidates = [shutil.which(name)] + [os.path.join(d, name) for d in BUSYBOX_DIRS]
+        for candidate in candidates:
+            if candidate and os.path.isfile(candidate) and is_static_elf(candidate):
+                return candidate
+    return None
+
+
 def qemu_binary_name() -> str:
     machine = os.uname().machine
     return {"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}.get(machine, f"qemu-system-{machine}")
@@ -173,6 +207,10 @@ def vm_available(allow_fetch: bool = True) -> tuple[bool, str]:
         missing.append(f"virtme-ng ({sys.executable} -m pip install virtme-ng)")
     if find_qemu() is None:
         missing.append(f"{qemu_binary_name()} (apt-get install {qemu_package()})")
+    if find_static_busybox() is None:
+        missing.append("a statically linked busybox for the VM's initramfs (apt-get install busybox-static)")
+    if shutil.which("file") is None:
+        missing.append("the 'file' command virtme-ng uses to check busybox (apt-get install file)")
     image = kernel_mod.cached_kernel()
     kernel_note = ""
     if image is None:
@@ -363,13 +401,18 @@ def read_exit_code(job_dir: Path | str) -> int | None:
 VIRTIOFSD_DIR = Path(os.environ.get("QUICBED_VIRTIOFSD_DIR", "/var/lib/quicbed/virtiofsd"))
 
 
-def vng_environment() -> dict[str, str]:
-    """Environment for vng: with a virtiofsd on PATH, the guest's root filesystem is virtiofs
-    instead of 9p, which makes Python start two to three times faster in the VM."""
+def vng_environment(vng: str) -> dict[str, str]:
+    """Environment for vng: PATH starts with vng's own directory, because vng runs its
+    helpers (``virtme-run``) through PATH and a virtualenv's ``bin/`` is rarely on it; then
+    a virtiofsd quicbed built, which makes the guest's root filesystem virtiofs instead of
+    9p (Python starts two to three times faster in the VM)."""
     env = dict(os.environ)
+    path = [str(Path(vng).parent)]
     built = VIRTIOFSD_DIR / "bin"
     if (built / "virtiofsd").exists():
-        env["PATH"] = f"{built}:{env.get('PATH', '/usr/bin:/bin')}"
+        path.append(str(built))
+    path.extend(env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":"))
+    env["PATH"] = ":".join(dict.fromkeys(entry for entry in path if entry))
     return env
 
 
@@ -625,6 +668,9 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
                                 "virtme-ng, then run 'quicbed vm setup'")
     if find_qemu() is None:
         raise MissingDependency(f"{qemu_binary_name()} is not installed: apt-get install {qemu_package()}")
+    if find_static_busybox() is None:
+        raise MissingDependency("the microVM needs a statically linked busybox for its initramfs: "
+                                "apt-get install busybox-static")
     image = image or kernel_mod.ensure_kernel(progress)
     if kvm is None:
         kvm, _ = kvm_status(image)
@@ -655,7 +701,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     timed_out = False
     with open(log, "wb") as log_file, _sigterm_as_interrupt():
         process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True, env=vng_environment())
+                                   stderr=subprocess.STDOUT, start_new_session=True, env=vng_environment(vng))
         reader = _ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
         reader.start()
         known: set[int] = set()

@@ -43,3 +43,34 @@ def test_doctor_reports_every_capability_with_what_its_absence_disables(capsys):
         assert isinstance(found[name]["available"], bool), name
         assert found[name]["disables"], name
     assert found["aioquic"]["available"]  # a dependency of quicbed itself
+
+
+def test_doctor_turns_a_failing_check_into_a_line_of_its_own(capsys, monkeypatch, tmp_path):
+    """A broken package (here one that raises on import, as a requirement conflict does) gives an
+    'error' line with a fix; every other check still prints, and the exit status says so."""
+    import json
+    import sys
+
+    from quicbed.host import capabilities
+
+    (tmp_path / "broken_dependency.py").write_text(
+        "raise ImportError('C extension: None not built')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "broken_dependency", raising=False)
+
+    def imports_a_broken_package():
+        import broken_dependency  # noqa: F401
+
+    monkeypatch.setattr(capabilities, "CHECKS", (
+        *capabilities.CHECKS[:1], ("broken", "something users need", imports_a_broken_package),
+        *capabilities.CHECKS[1:]))
+    assert main(["doctor", "--json"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    assert found["broken"]["error"] is True and found["broken"]["available"] is False
+    assert "C extension: None not built" in found["broken"]["detail"]
+    assert "pip check" in found["broken"]["fix"]
+    assert found["aioquic"]["available"] and not found["aioquic"]["error"]  # the rest still ran
+
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and "broken" in out and "error" in out

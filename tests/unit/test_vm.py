@@ -302,6 +302,7 @@ def fake_vm(tmp_path, monkeypatch):
     fake.chmod(0o755)
     monkeypatch.setattr(vm, "find_vng", lambda: str(fake))
     monkeypatch.setattr(vm, "find_qemu", lambda: "/usr/bin/true")
+    monkeypatch.setattr(vm, "find_static_busybox", lambda: "/bin/busybox")
     monkeypatch.setattr(vm, "GUEST_TMPFS", ())
     monkeypatch.setenv("QUICBED_VM_DIR", str(tmp_path / "jobs"))
     monkeypatch.delenv("QUICBED_IN_VM", raising=False)
@@ -431,3 +432,51 @@ def test_ownership_record_shape_is_what_clean_expects(tmp_path, monkeypatch):
     record.save()
     assert json.loads((tmp_path / "abcdef.json").read_text())["pids"] == [12345]
     assert ownership.load_all()[0].pids == [12345]
+
+
+def _elf(program_header_types: list[int]) -> bytes:
+    """A minimal 64-bit little-endian ELF header followed by its program header table."""
+    phoff, phentsize = 64, 56
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[32:40] = phoff.to_bytes(8, "little")
+    header[54:56] = phentsize.to_bytes(2, "little")
+    header[56:58] = len(program_header_types).to_bytes(2, "little")
+    table = b"".join(kind.to_bytes(4, "little") + bytes(phentsize - 4) for kind in program_header_types)
+    return bytes(header) + table
+
+
+def test_static_elf_is_told_from_a_dynamic_one(tmp_path):
+    static, dynamic, script = tmp_path / "static", tmp_path / "dynamic", tmp_path / "script"
+    static.write_bytes(_elf([1, 1, 4]))      # PT_LOAD, PT_LOAD, PT_NOTE: no interpreter
+    dynamic.write_bytes(_elf([6, 3, 1]))     # PT_PHDR, PT_INTERP, PT_LOAD
+    script.write_text("#!/bin/sh\n")
+    assert vm.is_static_elf(static)
+    assert not vm.is_static_elf(dynamic)
+    assert not vm.is_static_elf(script)
+    assert not vm.is_static_elf(tmp_path / "absent")
+    assert not vm.is_static_elf(os.path.realpath(sys.executable))  # a real, dynamically linked program
+
+
+def test_a_dynamic_busybox_is_not_enough(tmp_path, monkeypatch):
+    """virtme-ng refuses a dynamically linked busybox (Debian's 'busybox'): so does the check."""
+    monkeypatch.setattr(vm, "BUSYBOX_DIRS", ())
+    (tmp_path / "busybox").write_bytes(_elf([3]))
+    (tmp_path / "busybox").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert vm.find_static_busybox() is None
+    (tmp_path / "busybox-static").write_bytes(_elf([1]))
+    (tmp_path / "busybox-static").chmod(0o755)
+    assert vm.find_static_busybox() == str(tmp_path / "busybox-static")
+
+
+def test_vng_finds_its_helpers_through_path(tmp_path, monkeypatch):
+    """vng runs virtme-run through PATH: the directory vng lives in (a virtualenv's bin/) comes first."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(vm, "VIRTIOFSD_DIR", tmp_path / "virtiofsd")
+    env = vm.vng_environment(str(tmp_path / "venv" / "bin" / "vng"))
+    assert env["PATH"].split(":") == [str(tmp_path / "venv" / "bin"), "/usr/bin", "/bin"]
+    (tmp_path / "virtiofsd" / "bin").mkdir(parents=True)
+    (tmp_path / "virtiofsd" / "bin" / "virtiofsd").touch()
+    env = vm.vng_environment("/usr/bin/vng")
+    assert env["PATH"].split(":") == ["/usr/bin", str(tmp_path / "virtiofsd" / "bin"), "/bin"]
