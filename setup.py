@@ -22,8 +22,14 @@ setup(
         "matplotlib>=3.7",
         "h2>=4.1,<5",
     ],
+    # Every Python requirement of quicbed and of its Ansible roles is declared here, so that pip
+    # resolves them as one set (the roles install extras of this package, never lists of their own).
     extras_require={
         "vm": ["virtme-ng>=1.30"],
+        # What Mininet-WiFi (installed from upstream git by roles/mininet_wifi) imports at load time.
+        # FlightRadarAPI 1.6 removed the FlightRadar24 module mn_wifi.net imports.
+        "mininet-wifi": ["FlightRadarAPI<1.6", "matplotlib>=3.7", "pillow", "bitstring", "skyfield", "requests",
+                         "six", "psutil", "pexpect"],
         "test": ["pytest>=7", "ansible-core==2.17.14", "ansible-lint==25.12.2"],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},

@@ -15,6 +15,8 @@ What they check:
   * the playbook converges on this machine with quicbed_online=false and a second run
     changes nothing (PLAY RECAP changed=0 failed=0);
   * `quicbed doctor --json` from the provisioned virtualenv finds what the roles installed;
+  * every role's Python requirements (offline too: they come from PyPI) pass `pip check`, and
+    `quicbed doctor` and `quicbed report` (on a fixture results folder) run from that virtualenv;
   * `vagrant validate` accepts the Vagrantfile.
 
 They skip (with the reason) when not root or when ansible-core, ansible-lint or vagrant is
@@ -192,6 +194,35 @@ def test_doctor_finds_the_provisioned_pieces(provisioned: dict[str, object]) -> 
     missing = {name: report.get(name) for name in PROVISIONED
                if not (isinstance(report.get(name), dict) and report[name].get("available") is True)}
     assert not missing, f"quicbed doctor does not find what the roles installed: {missing}"
+
+
+def test_virtualenv_requirements_fit_together(provisioned: dict[str, object]) -> None:
+    """Every role's Python requirements (Mininet-WiFi's too, installed offline from PyPI) and
+    quicbed's resolve to one consistent set."""
+    assert provisioned["runs"][0]["rc"] == 0, "the playbook failed; see test_playbook_converges"
+    result = _run([str(VENV / "bin" / "python"), "-m", "pip", "check"], timeout=300)
+    assert result.returncode == 0, f"pip check in {VENV}:\n{result.stdout}{result.stderr}"
+    for module in ("FlightRadar24", "skyfield", "bitstring", "numpy", "pandas"):
+        imported = _run([str(VENV / "bin" / "python"), "-c", f"import {module}"], timeout=120)
+        assert imported.returncode == 0, f"{module} does not import in {VENV}: {imported.stderr[-2000:]}"
+
+
+def test_doctor_and_report_run_from_the_provisioned_virtualenv(provisioned: dict[str, object],
+                                                               tmp_path: Path) -> None:
+    """The commands a user runs after `vagrant up`: doctor prints without an error line, and report
+    builds tables and figures from a results folder (pandas, numpy, matplotlib as provisioned)."""
+    from report_fixtures import make_matrix_folder
+
+    assert provisioned["runs"][0]["rc"] == 0, "the playbook failed; see test_playbook_converges"
+    quicbed = str(VENV / "bin" / "quicbed")
+    doctor = _run([quicbed, "doctor"], timeout=300)
+    assert doctor.returncode == 0, _tail(doctor.stdout + doctor.stderr)
+    assert "Traceback" not in doctor.stdout + doctor.stderr
+    folder = make_matrix_folder(tmp_path / "results")
+    report = _run([quicbed, "report", str(folder)], timeout=600)
+    assert report.returncode == 0, _tail(report.stdout + report.stderr)
+    assert (folder / "summary.csv").stat().st_size > 0 and (folder / "index.html").exists()
+    assert list((folder / "report").glob("*.png")), "the report drew no figure"
 
 
 def test_host_settings(provisioned: dict[str, object]) -> None:
