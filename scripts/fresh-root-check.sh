@@ -44,6 +44,7 @@ fi
 
 root=$(mktemp -d /var/tmp/quicbed-fresh-root.XXXXXX)
 started=$(date +%s)
+elapsed() { local s=$(( $(date +%s) - started )); printf '%d min %02d s' $((s / 60)) $((s % 60)); }
 
 mounted_under_root() { awk -v r="$root" '$5 == r || index($5, r "/") == 1 {print $5}' /proc/self/mountinfo; }
 
@@ -65,7 +66,7 @@ cleanup() {
   else
     rm -rf --one-file-system "$root"
   fi
-  echo "fresh-root-check.sh: $(( ($(date +%s) - started) / 60 )) min in all, exit $status" >&2
+  echo "fresh-root-check.sh: $(elapsed) in all, exit $status" >&2
   exit "$status"
 }
 trap cleanup EXIT
@@ -125,4 +126,4 @@ if $quickstart; then
 fi
 say "README command 2: ./scripts/test.sh ${test_args[*]:-}"
 inside "./scripts/test.sh $(printf '%q ' "${test_args[@]}")"
-say "both commands passed in $(( ($(date +%s) - started) / 60 )) min"
+say "both commands passed in $(elapsed)"
