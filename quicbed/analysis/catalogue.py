@@ -19,7 +19,7 @@ class Metric:
     unit: str  # the unit shown (after scaling)
     scale: float  # shown value = stored value * scale
     better: str | None  # "higher", "lower" or None (descriptive)
-    source: str  # where it comes from: record, captures, qlog, tcp, mac
+    source: str  # where it comes from: record, captures, qlog, tcp, mac, cpu
     description: str
 
     def show(self, value: float) -> float:
@@ -67,6 +67,29 @@ _METRICS = [
            "share of the run's time the radio carrying the download was transmitting"),
     Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio"),
     Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock"),
+    Metric("lag_p99", "ns-3 lag p99", "ms", 1e3, "lower", "mac",
+           "99th percentile of the simulator's lag (upper bound of its power-of-two histogram bucket)"),
+    Metric("lag_behind_share", "ns-3 time behind", "%", 100.0, "lower", "mac",
+           "share of the run the simulator spent more than 4 ms behind the wall clock (the validity rule)"),
+    Metric("cpu_server", "server CPU", "s", 1.0, None, "cpu", "CPU seconds of the server role over the transfer"),
+    Metric("cpu_server_peak", "server CPU peak", "cores", 1.0, None, "cpu",
+           "the server's busiest 100 ms, in cores"),
+    Metric("cpu_server_bound", "server CPU-bound", "%", 100.0, "lower", "cpu",
+           "share of the transfer the server used >= 90 % of a core"),
+    Metric("cpu_client", "client CPU", "s", 1.0, None, "cpu", "CPU seconds of the client role over the transfer"),
+    Metric("cpu_client_peak", "client CPU peak", "cores", 1.0, None, "cpu",
+           "the client's busiest 100 ms, in cores"),
+    Metric("cpu_client_bound", "client CPU-bound", "%", 100.0, "lower", "cpu",
+           "share of the transfer the client used >= 90 % of a core"),
+    Metric("cpu_channel", "channel CPU", "s", 1.0, None, "cpu", "CPU seconds of the ns-3 channel over the transfer"),
+    Metric("cpu_channel_peak", "channel CPU peak", "cores", 1.0, None, "cpu",
+           "the ns-3 channel's busiest 100 ms, in cores"),
+    Metric("cpu_channel_bound", "channel CPU-bound", "%", 100.0, "lower", "cpu",
+           "share of the transfer the ns-3 channel used >= 90 % of a core"),
+    Metric("cpu_machine_busy", "machine busy", "%", 100.0, None, "cpu",
+           "share of all cores' time the machine was busy during the transfer"),
+    Metric("cpu_machine_steal", "CPU steal", "%", 100.0, "lower", "cpu",
+           "share of all cores' time the hypervisor took (steal) during the transfer"),
     Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
            "download time of the competing transport's download (shared medium)"),
     Metric("competitor_goodput", "competitor goodput", "Mbit/s", 1e-6, None, "record",
@@ -81,7 +104,7 @@ METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
 
 #: the metrics a report shows first, in this order, when a run has them
 HEADLINE = ("download_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean",
-            "competitor_goodput", "jain_index")
+            "competitor_goodput", "jain_index", "cpu_server_bound", "cpu_client_bound", "cpu_machine_busy")
 
 
 def metric(name: str) -> Metric:

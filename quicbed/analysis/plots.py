@@ -131,6 +131,27 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
         return save(figure, stem, formats)
 
 
+def stacked_bars(shares: pd.DataFrame, stem: PathLike, *, ylabel: str, xlabel: str = "",
+                 formats: Sequence[str] = FORMATS) -> list[Path]:
+    """One bar per row of ``shares`` (index: categories), its columns stacked (e.g. CPU by role)."""
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        positions = np.arange(len(shares.index))
+        bottom = np.zeros(len(shares.index))
+        for number, column in enumerate(shares.columns):
+            values = shares[column].to_numpy(dtype=float)
+            axes.bar(positions, values, 0.6, bottom=bottom, color=PALETTE[(number + 3) % len(PALETTE)],
+                     label=str(column))
+            bottom += np.nan_to_num(values)
+        axes.set_xticks(positions, [str(label) for label in shares.index])
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel(ylabel)
+        axes.grid(axis="x", visible=False)
+        _legend(axes, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(shares.columns))
+        return save(figure, stem, formats)
+
+
 # --------------------------------------------------------------------------- distributions
 
 

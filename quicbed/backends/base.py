@@ -7,6 +7,7 @@ network starts is stopped when the network stops, on any exit path.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -14,7 +15,8 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import IO, Any, Sequence
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Protocol, Sequence
 
 from quicbed.errors import BackendError
 from quicbed.spec.topology import ResolvedTopology, Topology
@@ -28,6 +30,25 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+
+
+class CpuAccountant(Protocol):
+    """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
+
+    def preexec(self, role: str) -> Callable[[], None]: ...
+
+
+def _preexec_for(network: "Network") -> Callable[[], None]:
+    """The child's set-up before exec: die with quicbed, and join the CPU role's cgroup if one is set."""
+    joining = network.accounting.preexec(network.cpu_role) \
+        if network.accounting is not None and network.cpu_role is not None else None
+    if joining is None:
+        return _die_with_parent
+
+    def prepare() -> None:
+        _die_with_parent()
+        joining()
+    return prepare
 
 
 class Process:
@@ -121,7 +142,7 @@ class NodeHandle(ABC):
         try:
             popen = subprocess.Popen(self.command(argv), stdout=stdout, stderr=stderr, stdin=stdin,
                                      env={**os.environ, **(env or {})}, cwd=cwd,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=_preexec_for(self.network))
         except FileNotFoundError as error:
             raise BackendError(f"cannot start {argv[0]!r} on {self.name}: {error}") from None
         finally:
@@ -137,7 +158,7 @@ class NodeHandle(ABC):
         """Run ``argv`` to completion in the node and return its output."""
         try:
             result = subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout,
-                                    input=input, preexec_fn=_die_with_parent)
+                                    input=input, preexec_fn=_preexec_for(self.network))
         except subprocess.TimeoutExpired:
             raise BackendError(f"{' '.join(argv)} on {self.name} did not finish within {timeout:g} s") from None
         if check and result.returncode != 0:
@@ -156,6 +177,9 @@ class Network(ABC):
         self.resolved: ResolvedTopology = topology.resolve()
         self.processes: list[Process] = []
         self.started = False
+        #: when set, processes started in nodes are counted in the CPU role ``cpu_role``
+        self.accounting: CpuAccountant | None = None
+        self.cpu_role: str | None = None
 
     @abstractmethod
     def start(self) -> None:
@@ -167,6 +191,19 @@ class Network(ABC):
 
     @abstractmethod
     def node(self, name: str) -> NodeHandle: ...
+
+    @contextlib.contextmanager
+    def counted_as(self, role: str) -> Iterator[None]:
+        """Processes started in nodes inside this block count as CPU role ``role``."""
+        previous, self.cpu_role = self.cpu_role, role
+        try:
+            yield
+        finally:
+            self.cpu_role = previous
+
+    def service_processes(self) -> dict[str, int]:
+        """Long-lived processes of the network itself, by CPU role (e.g. the ns-3 channel)."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """What the run metadata records about the realised network."""

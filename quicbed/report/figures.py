@@ -187,6 +187,32 @@ def bar_figures(context: _Context, metric_names: Sequence[str]) -> None:
                      partial(plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel))
 
 
+#: the CPU roles that are run metrics (quicbed/runner/analyse.py), in stacking order
+CPU_ROLE_METRICS = {"server": "cpu_server", "client": "cpu_client", "channel": "cpu_channel"}
+
+
+def cpu_figure(context: _Context) -> None:
+    """Mean CPU seconds per role over the transfer, stacked, one bar per cell: who used the
+    machine while the network was measured."""
+    title = "CPU by role"
+    table = context.summary.table
+    present = {role: name for role, name in CPU_ROLE_METRICS.items() if (table["metric"] == name).any()}
+    if not present:
+        context.skip(title, "no run recorded CPU accounting")
+        return
+    means = table[table["metric"].isin(present.values())].pivot_table(
+        index="cell_index", columns="metric", values="mean_shown", aggfunc="first")
+    labels = {row["cell_index"]: (_combination(context.results, row) if context.results.other_axes else row["cell"])
+              for _, row in table.drop_duplicates("cell_index").iterrows()}
+    shares = means.rename(index=labels, columns={name: role for role, name in present.items()})[list(present)]
+    context.draw("cpu-by-role", title,
+                 "Mean CPU seconds per role over the transfer (request to last byte), per cell: the HTTP "
+                 "server, the client and the ns-3 channel. A role CPU-bound for part of the transfer is "
+                 "named in the report's headline; run.json (details.cpu) has every role, the busiest "
+                 "100 ms and the machine's busy and steal shares.",
+                 partial(plots.stacked_bars, shares, ylabel="CPU (s)"))
+
+
 def ccdf_figures(context: _Context) -> None:
     results, runs = context.results, context.runs
     column = next((name for name in ("goodput", "throughput") if name in runs and runs[name].notna().any()), None)
@@ -385,6 +411,7 @@ def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequenc
         say("drawing bar charts")
         _guarded(context, "bar charts", lambda: bar_figures(context, metric_names))
         _guarded(context, "CCDF", lambda: ccdf_figures(context))
+        _guarded(context, "CPU by role", lambda: cpu_figure(context))
         focus, where = _focus_runs(context)
         candidates = _candidates(context, focus)
         if not candidates:

@@ -19,11 +19,12 @@ from quicbed.report.load import (
     RESULTS_FILE,
     ResultsFolder,
 )
-from quicbed.report.markdown import excluded_runs
+from quicbed.report.markdown import cpu_bound_runs, excluded_runs
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     Table,
     counts_table,
+    cpu_bound_headline,
     gains_table,
     metric_heading,
     metric_table,
@@ -178,6 +179,9 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
         dump = dump if len(dump) < 200_000 else dump[:200_000] + "\n… (truncated; see metadata.json)"
         parts.append(f"<details><summary>metadata.json</summary><pre>{escape(dump)}</pre></details>")
     counted = "ok and invalid" if summary.include_invalid else "ok"
+    headline = cpu_bound_headline(summary)
+    if headline:
+        parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
     parts += ["<h2>Overview</h2>",
               (f"<p>{len(results.runs)} run(s) recorded. Statistics use {counted} runs that are not warm-up runs: "
                "mean ± half-width of the 95 % Student-t confidence interval.</p>"),
@@ -187,6 +191,10 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
     if excluded:
         parts.append("<p>Failed and invalid runs:</p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in excluded)
                      + "</ul>")
+    flagged = cpu_bound_runs(results)
+    if flagged:
+        parts.append("<p>CPU-bound runs (counted; <code>validity: {cpu_bound: exclude}</code> leaves them out):</p>"
+                     "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in flagged) + "</ul>")
     for column in metrics:
         parts += [f"<h2>{escape(metric_heading(column))}</h2>", html_table(metric_table(summary, column), text_columns)]
     if summary.baseline and not summary.gains.empty:

@@ -25,7 +25,8 @@ EXPERIMENT_FILE = "experiment.yaml"
 
 #: the columns every runs frame has, before the cell axes and the metrics
 RUN_COLUMNS = ("run_id", "cell_index", "cell", "repetition", "warmup", "status", "error",
-               "invalid_reasons", "transport", "transport_kind", "folder", "started", "finished")
+               "invalid_reasons", "cpu_bound_reasons", "attempt", "transport", "transport_kind", "folder",
+               "started", "finished")
 
 
 class ReportError(QuicbedError):
@@ -187,6 +188,8 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
             "status": str(record.get("status") or "unknown"), "error": record.get("error") or "",
             "invalid_reasons": "; ".join(str(reason) for reason in reasons)
             if isinstance(reasons, list) else str(reasons),
+            "cpu_bound_reasons": "; ".join(str(reason) for reason in record.get("cpu_bound_reasons") or []),
+            "attempt": int(record.get("attempt") or 1),
             "transport": _transport_name(record),
             "transport_kind": _transport_kind(record),
             "folder": str(record.get("folder") or f"runs/{record['run_id']}"),

@@ -7,6 +7,7 @@ from quicbed.report.load import ResultsFolder
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     counts_table,
+    cpu_bound_headline,
     gains_table,
     metric_heading,
     metric_table,
@@ -26,6 +27,13 @@ def excluded_runs(results: ResultsFolder, include_invalid: bool) -> list[str]:
     return lines
 
 
+def cpu_bound_runs(results: ResultsFolder) -> list[str]:
+    """One line per counted run that was CPU-bound, with its reasons."""
+    runs = results.runs
+    flagged = runs[(runs["cpu_bound_reasons"] != "") & ~runs["warmup"] & (runs["status"] == "ok")]
+    return [f"{run['run_id']}: {run['cpu_bound_reasons']}" for _, run in flagged.iterrows()]
+
+
 def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures) -> str:
     parts = [f"# {results.name}", ""]
     if results.description:
@@ -34,11 +42,19 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
     parts += [(f"Results folder `{results.path.name}`: {len(results.runs)} run(s) recorded. Statistics use "
                f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
                "interval. Base-unit values: `summary.csv`."),
-              "", "## Overview", "", overview_table(summary, metrics).markdown(), "",
+              ""]
+    headline = cpu_bound_headline(summary)
+    if headline:
+        parts += [f"**{headline}**", ""]
+    parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",
               "## Runs per cell", "", counts_table(summary).markdown(), ""]
     excluded = excluded_runs(results, summary.include_invalid)
     if excluded:
         parts += ["Failed and invalid runs:", "", *(f"- {line}" for line in excluded), ""]
+    flagged = cpu_bound_runs(results)
+    if flagged:
+        parts += ["CPU-bound runs (counted; `validity: {cpu_bound: exclude}` leaves them out):", "",
+                  *(f"- {line}" for line in flagged), ""]
     for column in metrics:
         parts += [f"## {metric_heading(column)}", "", metric_table(summary, column).markdown(), ""]
     if summary.baseline and not summary.gains.empty:

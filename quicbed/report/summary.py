@@ -62,11 +62,13 @@ def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
     measured = ~runs["warmup"]
     failed = measured & ~runs["status"].isin({"ok", "invalid"})
     invalid = measured & (runs["status"] == "invalid")
+    cpu_bound = used & (runs["cpu_bound_reasons"] != "")
+    remade = measured & (runs["attempt"] > 1)
     frame = runs[["cell_index", "cell", *results.axes]].assign(
-        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"])
+        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"], cpu_bound=cpu_bound, remade=remade)
     grouped = frame.groupby("cell_index", sort=True)
     first = grouped[["cell", *results.axes]].first()
-    totals = grouped[["used", "failed", "invalid", "warmup"]].sum().astype(int)
+    totals = grouped[["used", "failed", "invalid", "warmup", "cpu_bound", "remade"]].sum().astype(int)
     totals.insert(0, "runs", grouped.size())
     return first.join(totals).reset_index()
 

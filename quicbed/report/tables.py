@@ -112,8 +112,22 @@ def gains_table(summary: Summary, metrics: list[str]) -> Table:
 
 
 def counts_table(summary: Summary) -> Table:
-    body = [[*_cell_values(summary, row), str(row["runs"]), str(row["used"]), str(row["failed"]),
-             str(row["invalid"]), str(row["warmup"])]
+    body = [[*_cell_values(summary, row), str(row["runs"]), str(row["used"]), str(row["cpu_bound"]),
+             str(row["failed"]), str(row["invalid"]), str(row["remade"]), str(row["warmup"])]
             for _, row in summary.counts.sort_values("cell_index").iterrows()]
     invalid = "invalid (counted)" if summary.include_invalid else "invalid (excluded)"
-    return Table([*_cell_header(summary), "runs", "counted", "failed", invalid, "warm-up"], body)
+    return Table([*_cell_header(summary), "runs", "counted", "of which CPU-bound", "failed", invalid,
+                  "made again", "warm-up"], body)
+
+
+def cpu_bound_headline(summary: Summary) -> str | None:
+    """One sentence naming the cells whose counted runs were CPU-bound, or None."""
+    counts = summary.counts.sort_values("cell_index")
+    bound = counts[counts["cpu_bound"] > 0]
+    if bound.empty:
+        return None
+    cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_bound']} of {row['used']}"
+                      for _, row in bound.iterrows())
+    return (f"CPU-bound runs (an endpoint or the ns-3 channel wanted a whole core for at least 20 % of the "
+            f"transfer, or the machine was saturated): {cells}. Their figures measure the endpoints' or the "
+            "machine's CPU as much as the network (docs/metrics.md, 'CPU accounting').")

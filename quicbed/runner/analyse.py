@@ -114,8 +114,13 @@ def mac_metrics(folder: Path, sender_node: str | None) -> dict[str, float]:
     if node:
         values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
                       mac_retries=node["retries"])
-    if stats.get("lag", {}).get("max_ms") is not None:
-        values["lag_max"] = stats["lag"]["max_ms"] / 1e3
+    lag = stats.get("lag", {})
+    if lag.get("max_ms") is not None:
+        values["lag_max"] = lag["max_ms"] / 1e3
+    if lag.get("p99_ms") is not None:
+        values["lag_p99"] = lag["p99_ms"] / 1e3
+    if stats.get("behind_share") is not None:
+        values["lag_behind_share"] = stats["behind_share"]
     return values
 
 
@@ -125,6 +130,27 @@ def competitor_metrics(main: dict[str, float], rival_record: dict[str, Any]) -> 
     values = {f"competitor_{name}": value for name, value in rival.items()}
     if "goodput" in main and "goodput" in rival:
         values["jain_index"] = jain_index([main["goodput"], rival["goodput"]])
+    return values
+
+
+#: roles whose CPU becomes metrics (the others stay in run.json's details.cpu)
+CPU_METRIC_ROLES = ("server", "client", "channel")
+
+
+def cpu_metrics(cpu: dict[str, Any] | None) -> dict[str, float]:
+    """CPU seconds and busiest-interval share per endpoint role and the channel, and the
+    machine's busy and steal shares, over the transfer (details.cpu of a run)."""
+    if not cpu or "roles" not in cpu:
+        return {}
+    values: dict[str, float] = {}
+    for role in CPU_METRIC_ROLES:
+        usage = cpu["roles"].get(role)
+        if usage and (role != "channel" or usage["cpu_seconds"] > 0):
+            values[f"cpu_{role}"] = usage["cpu_seconds"]
+            values[f"cpu_{role}_peak"] = usage["peak_share"]
+            values[f"cpu_{role}_bound"] = usage["saturated_share"]
+    values["cpu_machine_busy"] = cpu["machine"]["busy_share"]
+    values["cpu_machine_steal"] = cpu["machine"]["steal_share"]
     return values
 
 

@@ -25,7 +25,7 @@ from quicbed.backends import create
 from quicbed.backends.base import Network, deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.runner import metadata as meta
-from quicbed.runner.analyse import run_metrics_of
+from quicbed.runner.analyse import cpu_metrics, run_metrics_of
 from quicbed.runner.folder import ResultsFolder
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
 from quicbed.spec.experiment import Experiment, Run, expand
@@ -291,6 +291,7 @@ class ExperimentRunner:
                     raise_if_interrupted()
                     progress.starting(run)
                     record = self._one_run(run, keeper, folder)
+                    record = self._rerun_while_invalid(run, record, keeper, folder)
                     setattr(summary, record["status"], getattr(summary, record["status"]) + 1)
                     progress.finished(run, record)
                 status = "complete"
@@ -305,7 +306,23 @@ class ExperimentRunner:
                     self._finish_metadata(status)
         return summary
 
-    def _one_run(self, run: Run, keeper: NetworkKeeper, folder: ResultsFolder) -> dict[str, Any]:
+    def _rerun_while_invalid(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
+                             folder: ResultsFolder) -> dict[str, Any]:
+        """Make an invalid run again, up to ``validity.reruns`` times, so that its cell ends with
+        the repetitions asked for; earlier attempts stay in attempts/ and are named in the record."""
+        earlier: list[dict[str, Any]] = []
+        while record["status"] == "invalid" and not run.warmup and len(earlier) < self.experiment.validity.reruns:
+            earlier.append({"attempt": len(earlier) + 1, "status": record["status"],
+                            "invalid_reasons": record["invalid_reasons"]})
+            if self.progress is not None:
+                self.progress.note(f"{run.run_id} invalid ({'; '.join(record['invalid_reasons'])}): making it again "
+                                   f"(attempt {len(earlier) + 1} of {self.experiment.validity.reruns + 1})")
+            raise_if_interrupted()
+            record = self._one_run(run, keeper, folder, earlier)
+        return record
+
+    def _one_run(self, run: Run, keeper: NetworkKeeper, folder: ResultsFolder,
+                 earlier_attempts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         exp = self.experiment
         transport = exp.transport_of(run.cell)
         record: dict[str, Any] = {
@@ -315,6 +332,7 @@ class ExperimentRunner:
             "competitor": exp.transports[exp.competitor.transport].describe() if exp.competitor else None,
             "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
             "started": time.time(), "finished": None, "metrics": {},
+            "attempt": 1 + len(earlier_attempts or []), "earlier_attempts": list(earlier_attempts or []),
         }
         partial = folder.begin_run(run.run_id)
         try:
@@ -330,8 +348,10 @@ class ExperimentRunner:
             if not client_record.get("ok"):
                 record.update(status="failed", error=f"download failed: {client_record.get('error')}")
             sender = wireless_sender(network.topology, record["client"])
-            record["metrics"] = run_metrics_of(partial, client_record, sender, execution.details.get("competitor"))
-            record["invalid_reasons"] = invalid_reasons(record["details"])
+            record["metrics"] = {**run_metrics_of(partial, client_record, sender, execution.details.get("competitor")),
+                                 **cpu_metrics(execution.details.get("cpu"))}
+            record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])
+            record["invalid_reasons"] = invalid_reasons(record["details"], exp.validity.cpu_bound)
             if record["status"] == "ok" and record["invalid_reasons"]:
                 record["status"] = "invalid"
         except (KeyboardInterrupt, SystemExit):
@@ -349,9 +369,12 @@ class ExperimentRunner:
         return record
 
 
-def invalid_reasons(details: dict[str, Any]) -> list[str]:
-    """Why a completed run must not count: the simulator fell behind, a capture lost packets."""
+def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[str]:
+    """Why a completed run must not count: the simulator fell behind, a capture lost packets,
+    an endpoint or the channel was CPU-bound (with ``cpu_bound: exclude``)."""
     reasons = list((details.get("mac_stats") or {}).get("invalid_reasons") or [])
+    if cpu_bound == "exclude":
+        reasons += details.get("cpu_bound_reasons") or []
     for name, stats in (details.get("capture_stats") or {}).items():
         lost = (stats.get("dropped_by_kernel") or 0) + (stats.get("dropped_by_interface") or 0)
         if lost:

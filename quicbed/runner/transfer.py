@@ -6,10 +6,12 @@ artifacts land in the run's (partial) folder under the names docs/results.md lis
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.tcp.run import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
+from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons
 from quicbed.spec.experiment import Experiment, Run, Transport
 from quicbed.spec.units import parse_rate, parse_size
 
@@ -34,6 +37,8 @@ READY_TIMEOUT = 120.0  # Python start-up in the software-emulated microVM, on a 
 BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the queue fills)
 CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
 SS_INTERVAL = 0.01
+#: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu.py)
+CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel")
 
 
 @dataclass(frozen=True)
@@ -146,23 +151,31 @@ class RunExecution:
 
     def perform(self) -> dict[str, Any]:
         """Run the download(s); return the measured client's record (``ok``/``error`` tell how it went)."""
+        counted = self.network.counted_as
         with ExitStack() as stack:
+            accounting = stack.enter_context(self._cpu_accounting())
             for download in self.downloads:
-                stack.enter_context(self._server(download))
+                with counted("server" if download.role == "main" else "competitor"):
+                    stack.enter_context(self._server(download))
             if hasattr(self.network, "reset_stats"):
                 self.network.reset_stats()  # MAC statistics of this run only
-            if self.experiment.captures:
-                stack.enter_context(self._captures())
-            if self.main.transport.kind == "tcp" and self.experiment.qlog:
-                stack.enter_context(self._tcp_state())
+            with counted("capture"):
+                if self.experiment.captures:
+                    stack.enter_context(self._captures())
+                if self.main.transport.kind == "tcp" and self.experiment.qlog:
+                    stack.enter_context(self._tcp_state())
             rate = background_rate(self.experiment, self.run.cell)
             if rate:
-                stack.enter_context(self._background(rate))
+                with counted("background"):
+                    stack.enter_context(self._background(rate))
             if self.competitor is None:
-                record = self._download(self.main)
+                with counted("client"):
+                    record = self._download(self.main)
             else:
                 record, self.details["competitor"] = self._download_together(self.main, self.competitor)
             time.sleep(CLOSING_GRACE)
+        if accounting is not None:
+            self._record_cpu(accounting, record)
         self._collect_server_files()
         if hasattr(self.network, "mac_stats"):
             stats = self.network.mac_stats()
@@ -170,6 +183,39 @@ class RunExecution:
             self.details["mac_stats"] = {"valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
                                          "lag": stats["lag"]}
         return record
+
+    # -- CPU ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _cpu_accounting(self) -> Iterator[CpuAccounting | None]:
+        """Count every process of the run by role, and the network's own (the ns-3 channel)."""
+        accounting = CpuAccounting(f"{os.getpid()}-{self.run.run_id}", roles=CPU_ROLES)
+        try:
+            accounting.start()
+        except OSError as error:  # accounting is evidence, not a precondition of the run
+            self.details["cpu"] = {"error": f"CPU accounting unavailable: {error}"}
+            yield None
+            return
+        try:
+            for role, pid in self.network.service_processes().items():
+                accounting.add_pid(role, pid, move=False)  # a SCHED_FIFO channel stays where it is
+            self.network.accounting = accounting
+            yield accounting
+        finally:
+            self.network.accounting = None
+            accounting.stop()
+
+    def _record_cpu(self, accounting: CpuAccounting, record: dict[str, Any]) -> None:
+        """CPU over the transfer (request to last byte), or over the whole run if the client
+        record does not say when the transfer was; and whether a role was CPU-bound then."""
+        started, seconds = record.get("started_at"), record.get("total_time")
+        report: CpuReport
+        if isinstance(started, (int, float)) and isinstance(seconds, (int, float)) and seconds > 0:
+            offset = time.time() - time.monotonic()  # the record's times are wall-clock
+            report, window = accounting.window(started - offset, started + seconds - offset), "transfer"
+        else:
+            report, window = accounting.stop(), "run"
+        self.details["cpu"] = {"window": window, **report.to_dict()}
+        self.details["cpu_bound_reasons"] = saturation_reasons(report)
 
     # -- servers -----------------------------------------------------------------------------
     def _server(self, download: Download) -> _Started:
@@ -298,8 +344,12 @@ class RunExecution:
         """Start every client, wait until each has started up, then let them connect at once."""
         go = self.folder / "start"
         ready = {d.role: self.folder / f"{d.role}.ready" for d in downloads}
-        processes = [d.client.start(self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
-                                    name=f"{d.role}-client", log_dir=self.logs) for d in downloads]
+        processes = []
+        for d in downloads:
+            with self.network.counted_as("client" if d.role == "main" else "competitor"):
+                processes.append(d.client.start(
+                    self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
+                    name=f"{d.role}-client", log_dir=self.logs))
         try:
             deadline = time.monotonic() + READY_TIMEOUT
             while not all(path.exists() for path in ready.values()):

@@ -29,7 +29,7 @@ from quicbed.spec.yamlfile import LocatedData, load_yaml
 
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor")
+             "background", "competitor", "validity")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -78,6 +78,20 @@ class Competitor:
     client: str
 
 
+CPU_BOUND_POLICIES = ("flag", "exclude")
+
+
+@dataclass(frozen=True)
+class Validity:
+    """What makes a run count (docs/metrics.md, "Validity")."""
+
+    #: a run whose endpoint or channel was CPU-bound: "flag" (counted, marked, named in the
+    #: report's headline) or "exclude" (the run is invalid)
+    cpu_bound: str = "flag"
+    #: how many more times an invalid run is made, so that each cell ends with its repetitions
+    reruns: int = 2
+
+
 @dataclass(frozen=True)
 class Run:
     """One download to perform. ``cell`` holds the matrix values that define its group."""
@@ -121,6 +135,7 @@ class Experiment:
     qlog: bool = False
     background: Background | None = None
     competitor: Competitor | None = None
+    validity: Validity = field(default_factory=Validity)
     raw: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[dict[str, Any]]:
@@ -386,6 +401,14 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.reuse = _choice(doc, data.get("reuse", "cell"), "reuse", REUSE)
     exp.captures = _boolean(doc, data.get("captures", True), "captures")
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
+    validity = _expect_mapping(doc, data.get("validity"), "validity")
+    unknown = set(validity) - {"cpu_bound", "reruns"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
+                        fix="validity takes cpu_bound (flag or exclude) and reruns (a count)")
+    exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
+                            _count(doc, validity.get("reruns", 2), "validity.reruns", 0))
     return exp
 
 

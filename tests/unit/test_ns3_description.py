@@ -11,7 +11,7 @@ import pytest
 from quicbed import Topology
 from quicbed.backends.ns3.description import (Ns3Options, describe, ns3_channel, radio_owner,
                                               radio_settings, reference_loss_db)
-from quicbed.backends.ns3.stats import aggregated_mean, merge_histograms, summarize, validity
+from quicbed.backends.ns3.stats import aggregated_mean, merge_histograms, summarize, time_behind_share, validity
 from quicbed.errors import BackendError
 from quicbed.spec.link import Radio
 from quicbed.spec.loader import load_topology
@@ -224,11 +224,28 @@ def test_stats_summary_and_validity():
     raw = {"final": True, "ready": True, "interval": {"sim_s": 2.0, "wall_s": 2.0, "cpu_s": 1.0, "cpu_share": 0.5},
            "lag": {"samples": 2000, "max_ms": 3.0, "mean_ms": 0.1}, "radios": [radio], "wires": [], "taps": [],
            "mesh": []}
-    summary = summarize(raw, 10.0, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"})
+    summary = summarize(raw, 0.01, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"})
     assert summary["valid"] and summary["invalid_reasons"] == []
     assert summary["nodes"]["ap1"]["airtime_share"] == 0.25 and summary["nodes"]["ap1"]["mean_mpdus_per_ampdu"] == 8
     assert summary["radios"]["ap1:wifi"]["per_receiver"]["sta1"]["mean_mpdus_per_ampdu"] == 8
     assert summary["radios"]["ap1:wifi"]["mac_drops"] == 1 and summary["radios"]["ap1:wifi"]["queue_drops"] == 2
     assert summary["channels"]["36"]["busy_share"] == 0.25
-    valid, reasons = validity({**raw, "lag": {"samples": 10, "max_ms": 25.0, "mean_ms": 2}}, 10.0)
-    assert not valid and "25.0 ms behind" in reasons[0]
+    # one spike of 25 ms in 2 s: 21 probes (1 ms apart) more than 4 ms late = 1.05 % of the run
+    spike = {"samples": 2000, "max_ms": 25.0, "mean_ms": 0.2, "p99_ms": 16.4, "probe_interval_ms": 1.0,
+             "over_1ms": 24, "over_4ms": 21, "over_16ms": 9}
+    valid, reasons = validity({**raw, "lag": spike}, 0.01)
+    assert not valid and "for 1.1% of the run (limit 1.0%" in reasons[0] and "largest lag 25.0 ms" in reasons[0]
+    assert validity({**raw, "lag": spike}, 0.02) == (True, [])
+    # the old rule's false alarm: a single 10 ms late wake-up in an otherwise punctual run
+    single = {**spike, "max_ms": 10.2, "over_4ms": 6, "over_16ms": 0}
+    assert validity({**raw, "lag": single}) == (True, [])
+    assert summarize({**raw, "lag": spike})["behind_share"] == pytest.approx(0.0105)
+
+
+def test_time_behind_share_reads_the_probe_counters():
+    lag = {"probe_interval_ms": 0.5, "over_1ms": 400, "over_4ms": 100, "over_16ms": 10}
+    assert time_behind_share(lag, 10.0) == pytest.approx(0.005)
+    assert time_behind_share(lag, 10.0, behind_ms=16.0) == pytest.approx(0.0005)
+    assert time_behind_share(lag, 0.0) == 0.0
+    with pytest.raises(ValueError, match="no lag counter for 3"):
+        time_behind_share(lag, 10.0, behind_ms=3.0)

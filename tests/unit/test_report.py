@@ -267,3 +267,34 @@ def test_command_prints_the_summary_table(tmp_path: Path, capsys: pytest.Capture
 def test_command_error_for_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "nowhere")]) == 1
     assert "not found" in capsys.readouterr().err
+
+
+def test_cpu_bound_runs_are_counted_named_and_drawn(tmp_path: Path) -> None:
+    """Runs flagged CPU-bound stay counted, appear per cell and in the headline; CPU by role is drawn;
+    a run made again after an invalid attempt is counted as such."""
+    folder = make_matrix_folder(tmp_path / "e")
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        quic = line["transport"]["name"] == "quic"
+        if quic and line["status"] == "ok":
+            line["cpu_bound_reasons"] = ["client was CPU-bound (>= 90 % of a core) for 64 % of the transfer"]
+        if line["status"] != "failed":
+            line["metrics"].update(cpu_server=0.5, cpu_client=1.5 if quic else 0.4, cpu_channel=2.0,
+                                   cpu_client_bound=0.64 if quic else 0.0)
+        if line["run_id"] == "c002-r001":
+            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
+                                                      "invalid_reasons": ["ns-3 behind"]}])
+    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = build_report(folder, ReportOptions())
+    counts = result.summary.counts.set_index("cell_index")
+    assert list(counts["cpu_bound"]) == [3, 3, 0, 0, 0, 0]  # counted quic runs only, not the warm-up
+    assert list(counts["remade"]) == [0, 0, 1, 0, 0, 0]
+    summary_md = (folder / "summary.md").read_text()
+    assert "CPU-bound runs (an endpoint or the ns-3 channel" in summary_md
+    assert "quic 0: 3 of 3, quic 2: 3 of 3" in summary_md
+    assert "c000-r001: client was CPU-bound" in summary_md
+    assert "of which CPU-bound" in summary_md and "made again" in summary_md
+    assert "CPU-bound runs" in (folder / "index.html").read_text()
+    assert (folder / "report" / "cpu-by-role.png").exists() and (folder / "report" / "cpu-by-role.svg").exists()
+    client = _row(_summary(folder), "quic", 0, "cpu_client_bound")
+    assert client["mean"] == pytest.approx(0.64)

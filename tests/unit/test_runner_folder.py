@@ -98,3 +98,36 @@ def test_a_file_in_the_way_is_reported(tmp_path: Path, experiment_file: Path) ->
     blocker.write_text("not a folder")
     with pytest.raises(QuicbedError, match="is a file, not a results folder"):
         ResultsFolder(blocker, experiment_file, resume=False)
+
+
+def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
+    """validity.reruns: an invalid run is made again until it is valid or the budget is spent;
+    each new attempt names the earlier ones and why they did not count."""
+    from quicbed.runner.engine import ExperimentRunner, RunnerOptions
+    from quicbed.spec.experiment import Experiment, Run, Validity
+
+    statuses = iter(["invalid", "invalid", "ok", "invalid", "invalid", "invalid"])
+    made: list[list] = []
+
+    def one_run(run, keeper, folder, earlier=None):
+        made.append(list(earlier or []))
+        status = next(statuses)
+        return {"status": status, "invalid_reasons": ["ns-3 behind"] if status == "invalid" else [],
+                "attempt": 1 + len(earlier or [])}
+
+    experiment = Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=Validity(reruns=2))
+    runner = ExperimentRunner(experiment, RunnerOptions(out=tmp_path))
+    runner._one_run = one_run  # type: ignore[method-assign]
+    run = Run(0, 0, {}, 1, False)
+    record = runner._rerun_while_invalid(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    assert record["status"] == "ok" and record["attempt"] == 3
+    assert [len(earlier) for earlier in made] == [0, 1, 2]
+    assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
+                       {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
+    # the budget ends the attempts; a warm-up run is never made again
+    made.clear()
+    record = runner._rerun_while_invalid(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    assert record["status"] == "invalid" and len(made) == 3
+    warmup = Run(0, 0, {}, 1, True)
+    assert runner._rerun_while_invalid(warmup, {"status": "invalid", "invalid_reasons": []}, None, None)["status"] \
+        == "invalid"

@@ -1,0 +1,201 @@
+"""The pure parts of quicbed.host.cpu: parsers, window arithmetic, saturation reasons and
+backend choice. Deterministic, no root, nothing created on the host."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from quicbed.host import cpu
+from quicbed.host.cpu import (CpuAccounting, CpuReport, MachineCpu, MachineTicks, RoleCpu, Sample,
+                              compute_report, parse_mountinfo, parse_pid_stat, parse_proc_stat,
+                              saturation_reasons)
+
+HYBRID = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+46 45 0:28 / /var/tmp/chroot/sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+48 46 0:30 / /var/tmp/chroot/sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+"""
+PURE_V2 = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+"""
+COMOUNTED = """\
+30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:10 - cgroup cgroup rw,cpu,cpuacct
+31 25 0:27 / /sys/fs/cgroup/cpu\\040set rw,nosuid shared:11 - cgroup cgroup rw,cpuset
+32 25 0:28 / /sys/fs/cgroup/unified rw,nosuid shared:12 - cgroup2 cgroup2 rw,nsdelegate
+"""
+
+
+def test_mountinfo_hybrid_v1_first_mount_wins():
+    found = parse_mountinfo(HYBRID)
+    assert found["cpuacct"].mount == "/sys/fs/cgroup/cpuacct" and found["cpuacct"].version == 1
+    assert found["cpuset"].mount == "/sys/fs/cgroup/cpuset"
+    assert "cpu" not in found["cpuacct"].controllers
+    assert found["v2"] == cpu.Hierarchy(2, "/sys/fs/cgroup/unified")
+
+
+def test_mountinfo_pure_v2_and_comounted_v1():
+    found = parse_mountinfo(PURE_V2)
+    assert set(found) == {"v2"} and found["v2"].mount == "/sys/fs/cgroup"
+    comounted = parse_mountinfo(COMOUNTED)
+    assert comounted["cpuacct"] == comounted["cpu"] and "cpu" in comounted["cpuacct"].controllers
+    assert comounted["cpuset"].mount == "/sys/fs/cgroup/cpu set"  # octal escapes decoded
+
+
+def test_backend_choice(monkeypatch):
+    monkeypatch.delenv(cpu.ENV_BACKEND, raising=False)
+    assert CpuAccounting("r1", mountinfo=HYBRID).backend == "cgroup-v1"
+    assert CpuAccounting("r1", mountinfo=PURE_V2).backend == "cgroup-v2"
+    # cpuacct co-mounted with cpu would put the channel into cpu cgroups: v2 instead
+    assert CpuAccounting("r1", mountinfo=COMOUNTED).backend == "cgroup-v2"
+    assert CpuAccounting("r1", mountinfo="").backend == "proc"
+    monkeypatch.setenv(cpu.ENV_BACKEND, "proc")
+    assert CpuAccounting("r1", mountinfo=HYBRID).backend == "proc"
+    monkeypatch.setenv(cpu.ENV_BACKEND, "cgroup-v2")
+    acct = CpuAccounting("r1", mountinfo=HYBRID)
+    assert acct.backend == "cgroup-v2" and acct._candidates[-1][0] == "proc"
+    monkeypatch.setenv(cpu.ENV_BACKEND, "bogus")
+    with pytest.raises(ValueError, match="QUICBED_CPU_ACCOUNTING"):
+        CpuAccounting("r1", mountinfo=HYBRID)
+
+
+def test_names_checked_and_nothing_before_start(monkeypatch):
+    monkeypatch.setenv(cpu.ENV_BACKEND, "proc")
+    with pytest.raises(ValueError):
+        CpuAccounting("../etc")
+    with pytest.raises(ValueError):
+        CpuAccounting("r1", roles=("a/b",))
+    acct = CpuAccounting("r1", roles=("server",), mountinfo=HYBRID)
+    with pytest.raises(RuntimeError, match="start"):
+        acct.preexec("server")
+    report = acct.stop()  # never started: an empty report, not an error
+    assert report.window_s == 0 and report.warnings
+
+
+def test_unusable_cgroup_falls_back_to_proc(monkeypatch, tmp_path):
+    """A hierarchy that cannot be written (here: a mount point that does not exist) is
+    reported in the warnings and the proc backend is used; nothing is left behind."""
+    monkeypatch.setattr(cpu, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setenv(cpu.ENV_BACKEND, "cgroup-v1")
+    missing = tmp_path / "no-such-mount"
+    mountinfo = f"33 31 0:30 / {missing} rw,relatime - cgroup cgroup rw,cpuacct\n"
+    acct = CpuAccounting("r1", roles=("server",), interval=0.01, mountinfo=mountinfo).start()
+    try:
+        assert acct.backend == "proc" and "cgroup-v1 accounting unusable" in acct.warnings[0]
+        assert (tmp_path / "state" / "quicbed-r1.owner").exists()
+    finally:
+        report = acct.stop()
+    assert report.backend == "proc" and set(report.roles) == {"server"}
+    assert not missing.exists() and list((tmp_path / "state").iterdir()) == []
+
+
+PROC_STAT_0 = """\
+cpu  100 10 50 800 40 5 5 0 7 0
+cpu0 50 5 25 400 20 3 2 0 7 0
+cpu1 50 5 25 400 20 2 3 0 0 0
+intr 12345 0 0
+ctxt 999
+"""
+PROC_STAT_1 = """\
+cpu  160 10 70 820 40 5 15 20 7 0
+cpu0 90 5 35 405 20 3 7 10 7 0
+cpu1 70 5 35 415 20 2 8 10 0 0
+"""
+
+
+def test_proc_stat_parse_and_delta():
+    t0, cores = parse_proc_stat(PROC_STAT_0)
+    t1, _ = parse_proc_stat(PROC_STAT_1)
+    assert cores == 2
+    assert t0 == MachineTicks(busy=100 + 10 + 50 + 5 + 5, idle=840, steal=0)
+    assert (t1.busy - t0.busy, t1.idle - t0.idle, t1.steal - t0.steal) == (90, 20, 20)
+    report = compute_report([Sample(0.0, {}, t0), Sample(1.0, {}, t1)], 0.0, 1.0, cores=cores)
+    assert report.machine == MachineCpu(2, pytest.approx(90 / 130), pytest.approx(20 / 130), pytest.approx(20 / 130))
+
+
+def test_pid_stat_with_awkward_command_name():
+    text = "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 1 0 0 0 31 7 0 0 20 0 3 0 123456 1 2 3\n"
+    assert parse_pid_stat(text) == (17, 123456, 38)
+
+
+def _samples(server_rates, step=0.1, client_rate=0.0):
+    """Synthetic samples every `step` s: server uses server_rates[i] cores in interval i."""
+    samples, cumulative, machine = [], 0.0, 0
+    for i in range(len(server_rates) + 1):
+        samples.append(Sample(round(i * step, 9), {"server": cumulative, "client": client_rate * i * step},
+                              MachineTicks(busy=machine, idle=10 * i - machine, steal=0)))
+        if i < len(server_rates):
+            cumulative += server_rates[i] * step
+            machine += 5
+    return samples
+
+
+def test_window_figures_from_synthetic_samples():
+    rates = [1.0] * 6 + [0.5] * 4  # 0.6 s at a full core, then 0.4 s at half a core
+    samples = _samples(rates, client_rate=0.1)
+    whole = compute_report(samples, float("-inf"), float("inf"), backend="test", interval=0.1, cores=2)
+    server = whole.roles["server"]
+    assert whole.window_s == pytest.approx(1.0)
+    assert server.cpu_seconds == pytest.approx(0.8)
+    assert server.mean_share == pytest.approx(0.8)
+    assert server.peak_share == pytest.approx(1.0)
+    assert server.saturated_share == pytest.approx(0.6)
+    assert whole.roles["client"].cpu_seconds == pytest.approx(0.1)
+    assert whole.machine.busy_share == pytest.approx(0.5) and whole.warnings == []
+    # a window inside the samples: linear interpolation at its edges (0.55 .. 0.75 s)
+    part = compute_report(samples, 0.55, 0.75, interval=0.1)
+    assert part.window_s == pytest.approx(0.2)
+    assert part.roles["server"].cpu_seconds == pytest.approx(0.05 * 1.0 + 0.15 * 0.5)
+    assert part.roles["server"].saturated_share == pytest.approx(0.25)  # 0.05 of 0.2 s at a full core
+    json.dumps(part.to_dict())
+
+
+def test_window_edges_and_short_final_interval():
+    samples = _samples([1.0] * 5)
+    empty = compute_report(samples, 10.0, 11.0, interval=0.1)
+    assert empty.window_s == 0 and "no CPU samples" in empty.warnings[0]
+    partial = compute_report(samples, 0.0, 2.0, interval=0.1)
+    assert any("cover only" in w for w in partial.warnings)
+    # stop() takes a last sample right after the sampler's: its 2 ms interval, with coarse
+    # counters, must not make a peak of its own but is merged into the one before it
+    last = samples[-1]
+    noisy = [*samples, Sample(last.t + 0.002, {"server": last.roles["server"] + 0.01}, last.machine)]
+    assert compute_report(noisy, 0.0, 1.0, interval=0.1).roles["server"].peak_share < 1.2
+
+
+def _report(saturated=0.0, idle=0.5, steal=0.0, window=2.0):
+    roles = {"server": RoleCpu(1.5, 0.75, 1.0, saturated), "client": RoleCpu(0.1, 0.05, 0.2, 0.0)}
+    return CpuReport("cgroup-v1", 0.1, window, roles, MachineCpu(2, 1 - idle - steal, idle, steal))
+
+
+def test_saturation_reasons():
+    assert saturation_reasons(_report()) == []
+    assert saturation_reasons(_report(saturated=0.64)) == [
+        "server was CPU-bound (>= 90 % of a core) for 64 % of the transfer"]
+    assert saturation_reasons(_report(saturated=0.1)) == []
+    assert saturation_reasons(_report(saturated=0.1), threshold_share=0.05)[0].startswith("server")
+    assert saturation_reasons(_report(saturated=0.64), roles=("client",)) == []
+    assert saturation_reasons(_report(idle=0.03)) == ["the machine was 97 % busy (idle below 5 %)"]
+    assert saturation_reasons(_report(idle=0.5, steal=0.08)) == []  # a few % of steal is common on cloud VMs
+    assert saturation_reasons(_report(idle=0.5, steal=0.25)) == ["the hypervisor took 25 % of the CPU time (steal)"]
+    assert saturation_reasons(_report(idle=0.0, window=0.0)) == []  # no data is not a reason
+
+
+def test_demand_decides_saturation_where_schedstat_gives_it():
+    """An interval where a thread ran 50 % and waited 45 % of the time is CPU-bound; one where
+    it ran 95 % of a core but no demand was read falls back to the CPU share."""
+    machine = MachineTicks(0, 0, 0)
+    samples = [Sample(0.0, {"client": 0.0}, machine),
+               Sample(1.0, {"client": 0.5}, machine, {"client": 0.95}),
+               Sample(2.0, {"client": 1.0}, machine, {"client": 0.5}),
+               Sample(3.0, {"client": 1.95}, machine)]
+    report = compute_report(samples, 0.0, 3.0, interval=1.0, roles=["client"])
+    assert report.roles["client"].saturated_share == pytest.approx(2 / 3)
+    assert report.roles["client"].peak_share == pytest.approx(0.95)
