@@ -246,6 +246,21 @@ def _busybox() -> Capability:
                       "the microVM (virtme-ng builds its initramfs with it)", "apt-get install busybox-static")
 
 
+def _cpu_accounting() -> Capability:
+    """Which CPU accounting runs get: cgroups count exited children; schedstat tells a starved
+    endpoint (waiting for a core) from an idle one."""
+    from quicbed.host.cpu import CpuAccounting
+
+    backend = CpuAccounting("doctor").backend
+    schedstat = Path(f"/proc/{os.getpid()}/schedstat").exists()
+    ok = backend != "proc" and schedstat
+    detail = f"{backend}, " + ("run-queue wait from schedstat" if schedstat else "no schedstat (CONFIG_SCHED_INFO)")
+    return Capability("cpu_accounting", ok, detail,
+                      "exact per-role CPU of runs (the /proc fallback misses exited children; without schedstat "
+                      "a starved endpoint is only seen through its CPU share)",
+                      "run as root on a kernel with cgroups (v1 cpuacct or v2) and CONFIG_SCHED_INFO")
+
+
 def _tools() -> list[Capability]:
     return [
         _binary("nginx", ["nginx", "-v"], "the TCP (HTTP/1.1, HTTP/2) baseline", "apt-get install nginx"),
@@ -270,6 +285,7 @@ CHECKS: tuple[tuple[str, str, Callable[[], Capability | list[Capability]]], ...]
     ("vm_kernel", "the microVM", _vm_kernel),
     ("ns3", "the ns3 WiFi backend", _ns3),
     ("tools", "endpoints and captures", _tools),
+    ("cpu_accounting", "CPU accounting of runs", _cpu_accounting),
     ("mininet_wifi", "the mininet-wifi backend", _mininet_wifi),
     ("mininet", "the mininet-wifi backend", _mininet_version),
     ("flightradarapi", "the mininet-wifi backend", _flightradar),

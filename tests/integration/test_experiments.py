@@ -37,7 +37,7 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
     lines = run_experiment("quickstart", out)
     assert set(lines) == {"bquic", "quic", "tcp"}
     for line in lines.values():
-        # a run during which this busy machine held ns-3 back is flagged, not counted
+        # a run during which this busy machine held ns-3 back is invalid (made again up to twice)
         assert line["status"] == "ok" or (line["status"] == "invalid" and "behind the wall clock" in
                                           " ".join(line["invalid_reasons"])), line
         # 20 Mbit/s bottleneck, 10 ms each way: the data cannot arrive faster, nor sooner
@@ -47,6 +47,17 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
         assert line["metrics"]["lag_max"] > 0
     # BQUIC acknowledges fewer packets than QUIC (ACK decimation), the point of the comparison
     assert lines["bquic"]["metrics"]["ack_ratio"] < lines["quic"]["metrics"]["ack_ratio"]
+    # every run says who used the CPU: endpoints, the ns-3 channel, the machine
+    for name, line in lines.items():
+        cpu = json.loads((out / line["folder"] / "run.json").read_text())["details"]["cpu"]
+        assert cpu["window"] == "transfer" and cpu["backend"] in ("cgroup-v1", "cgroup-v2", "proc"), cpu
+        assert 0 < cpu["window_s"] <= line["metrics"]["download_time"] + 0.5
+        assert line["metrics"]["cpu_channel"] > 0 and line["metrics"]["cpu_client"] > 0, line["metrics"]
+        assert 0 < line["metrics"]["cpu_machine_busy"] <= 1
+        assert isinstance(line["cpu_bound_reasons"], list)
+    # aioquic's server spends CPU on every packet; nginx sends with the kernel's TCP
+    assert lines["quic"]["metrics"]["cpu_server"] > 5 * lines["tcp"]["metrics"]["cpu_server"]
+    assert "of which CPU-bound" in (out / "summary.md").read_text()
     for name in ("summary.csv", "summary.md", "index.html"):
         assert (out / name).stat().st_size > 0, name
     assert list((out / "report").glob("*.png")) and list((out / "report").glob("*.svg"))
@@ -67,3 +78,4 @@ def test_wifi_bquic_reports_aggregation_and_ack_ratio_per_profile(tmp_path: Path
     assert metrics["bquic"]["ack_ratio"] < metrics["quic"]["ack_ratio"]
     summary = (out / "summary.md").read_text()
     assert "MPDUs per A-MPDU" in summary and "ACK ratio" in summary and "goodput" in summary
+    assert (out / "report" / "cpu-by-role.png").exists()
