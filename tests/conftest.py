@@ -7,8 +7,12 @@ tests/vm_plugin.py and docs/microvm.md.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 _TESTS = Path(__file__).resolve().parent
 _ROOT = _TESTS.parent
@@ -27,9 +31,38 @@ def pytest_configure(config):
     tests/unit/test_vm.py and tests/integration/test_vm.py share a basename; pytest's
     default "prepend" mode cannot import both from folders without __init__.py.
     """
-    import os
-
     given = [*config.invocation_params.args, *config.getini("addopts"),
              *os.environ.get("PYTEST_ADDOPTS", "").split()]
     if not any(str(arg).startswith("--import-mode") for arg in given):
         config.option.importmode = "importlib"
+
+
+
+# --- no temporary folder left behind -----------------------------------------------------------
+
+LEFTOVER_PREFIX = "quicbed-"
+_BEFORE = pytest.StashKey[set]()
+
+
+def quicbed_temp_entries(directory: str | None = None) -> set[str]:
+    """Names in the temporary directory that quicbed code makes (``quicbed-*``)."""
+    folder = directory or tempfile.gettempdir()
+    try:
+        return {name for name in os.listdir(folder) if name.startswith(LEFTOVER_PREFIX)}
+    except OSError:
+        return set()
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_BEFORE] = quicbed_temp_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail a session whose tests (or the code they ran) left quicbed-* folders in the temp dir;
+    tmp_path folders of passing tests go too (pytest.ini: tmp_path_retention_policy)."""
+    left = sorted(quicbed_temp_entries() - session.config.stash.get(_BEFORE, set()))
+    if left:
+        print(f"\nERROR: the tests left {len(left)} folder(s) in {tempfile.gettempdir()}: {', '.join(left)} "
+              "(every temporary folder a test or quicbed makes must be removed)")
+        if session.exitstatus == 0:
+            session.exitstatus = 1

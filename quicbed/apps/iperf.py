@@ -252,12 +252,23 @@ def run(node: NodeHandle, server_address: str, *, timeout: float | None = None,
 class IperfClient:
     """A background iperf3 test (cross traffic); ``result()`` waits for it."""
 
-    def __init__(self, node: NodeHandle, process: Process, output: Path, limit: float) -> None:
+    def __init__(self, node: NodeHandle, process: Process, output: Path, limit: float,
+                 scratch: Path | None = None) -> None:
         self.node = node
         self.process = process
         self.output = output
         self.limit = limit
         self.started = time.monotonic()
+        #: a folder made for the output alone: removed once the output has been read
+        self.scratch = scratch
+        self._text: str | None = None
+
+    def _read_output(self) -> str:
+        if self._text is None:
+            self._text = self.output.read_text() if self.output.exists() else ""
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+        return self._text
 
     @property
     def running(self) -> bool:
@@ -271,13 +282,14 @@ class IperfClient:
             self.process.stop()
             return IperfResult("unknown", False, None, None, None, None, None,
                                error=f"iperf3 did not finish within {self.limit:g} s")
-        result = parse_result(self.output.read_text() if self.output.exists() else "")
+        result = parse_result(self._read_output())
         if result.error is None and self.process.returncode:
             result.error = f"iperf3 exited {self.process.returncode}: {self.process.errors().strip()}"
         return result
 
     def stop(self) -> None:
         self.process.stop()
+        self._read_output()
 
 
 def start(node: NodeHandle, server_address: str, *, log_dir: Path | None = None,
@@ -285,12 +297,17 @@ def start(node: NodeHandle, server_address: str, *, log_dir: Path | None = None,
     """Start an iperf3 test in the background (e.g. cross traffic during a download)."""
     _binary()
     argv = client_argv(server_address, **options)
-    directory = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="quicbed-iperf-"))
+    scratch = None if log_dir is not None else Path(tempfile.mkdtemp(prefix="quicbed-iperf-"))
     label = name or f"iperf3-{options.get('protocol', 'tcp')}-{options.get('port', DEFAULT_PORT)}"
-    process = node.start(argv, name=label, log_dir=directory)
+    try:
+        process = node.start(argv, name=label, log_dir=Path(log_dir) if log_dir is not None else scratch)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
     assert process.stdout_path is not None
     return IperfClient(node, process, process.stdout_path,
-                       float(options.get("duration", 5.0)) + MARGIN)
+                       float(options.get("duration", 5.0)) + MARGIN, scratch)
 
 
 def capacity_probe(client: NodeHandle, server: NodeHandle, *, duration: float = 3.0,

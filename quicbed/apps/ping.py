@@ -155,18 +155,28 @@ def ping(node: NodeHandle, destination: str, count: int = 10, interval: float = 
 class PingProbe:
     """A ping running in the background (RTT under load); ``result()`` waits for it."""
 
-    def __init__(self, process: Process, destination: str, limit: float) -> None:
+    def __init__(self, process: Process, destination: str, limit: float, scratch: Path | None = None) -> None:
         self.process = process
         self.destination = destination
         self.limit = limit
         self.started = time.monotonic()
+        #: a folder made for the output alone: removed once the output has been read
+        self.scratch = scratch
+        self._text: str | None = None
+
+    def _output(self) -> str:
+        if self._text is None:
+            self._text = self.process.output()
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+        return self._text
 
     def result(self) -> PingResult:
         try:
             self.process.wait(max(0.1, self.limit - (time.monotonic() - self.started)))
         except BackendError:
             self.process.stop()
-        return parse_output(self.process.output(), self.destination)
+        return parse_output(self._output(), self.destination)
 
     def stop(self) -> PingResult:
         """Stop early (SIGINT: ping prints its summary) and parse what it printed."""
@@ -179,13 +189,18 @@ class PingProbe:
                 self.process.wait(5)
             except (ProcessLookupError, BackendError):
                 self.process.stop()
-        return parse_output(self.process.output(), self.destination)
+        return parse_output(self._output(), self.destination)
 
 
 def start(node: NodeHandle, destination: str, count: int = 100, interval: float = 0.05,
           size: int | None = None, log_dir: Path | None = None, name: str = "ping",
           reply_timeout: float = 1.0) -> PingProbe:
     argv = ping_argv(destination, count, interval, size, reply_timeout=reply_timeout)
-    directory = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="quicbed-ping-"))
-    process = node.start(argv, name=name, log_dir=directory)
-    return PingProbe(process, destination, _limit(count, interval, reply_timeout))
+    scratch = None if log_dir is not None else Path(tempfile.mkdtemp(prefix="quicbed-ping-"))
+    try:
+        process = node.start(argv, name=name, log_dir=Path(log_dir) if log_dir is not None else scratch)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return PingProbe(process, destination, _limit(count, interval, reply_timeout), scratch)

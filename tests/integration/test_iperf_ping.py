@@ -115,3 +115,22 @@ def test_rtt_grows_under_load(net: NamespaceNetwork, servers: dict[int, iperf.Ip
     # 100 packets of 1.5 kB queued at 20 Mbit/s: ~60 ms of queueing at the peak
     assert max(loaded.rtts) > idle.max + 0.02
     assert statistics.median(loaded.rtts) > idle.avg
+
+
+def test_background_probes_remove_their_scratch_folders(net: NamespaceNetwork, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         servers: dict[int, iperf.IperfServer]) -> None:
+    """Without a log folder, a background iperf3 or ping writes into a folder of its own, which
+    goes once its output has been read (result() or stop())."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    client, server = net.node("client"), net.node("server")
+    probe = ping.start(client, server.address, count=3, interval=0.05)
+    cross = iperf.cross_traffic(client, server.address, rate="1mbit", duration=1, port=5202)
+    assert len(list(tmp_path.glob("quicbed-*"))) == 2  # they are writing
+    assert probe.result().received == 3
+    assert cross.result().ok
+    stopped = iperf.cross_traffic(client, server.address, rate="1mbit", duration=5, port=5202)
+    stopped.stop()
+    assert list(tmp_path.glob("quicbed-*")) == []
