@@ -1,4 +1,4 @@
-"""The per-run metrics a results folder carries: name, label, unit and direction.
+"""The per-run metrics a results folder carries: name, label, unit, direction and range.
 
 ``results.jsonl`` stores every metric in base units (seconds, bit/s, bytes, shares in
 [0, 1]); tables and plots show them scaled (``scale``) in ``unit``. Runners write only names
@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from quicbed.analysis.metrics import IDI_KS
 
+#: a share, ratio or probability in [0, 1]
+FRACTION: tuple[float, float | None] = (0.0, 1.0)
+#: a quantity that cannot be negative (no upper bound)
+NON_NEGATIVE: tuple[float, float | None] = (0.0, None)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -21,6 +26,11 @@ class Metric:
     better: str | None  # "higher", "lower" or None (descriptive)
     source: str  # where it comes from: record, captures, qlog, tcp, mac, cpu
     description: str
+    #: the range the stored (base-unit) value cannot leave: (0, 1) for shares, ratios and
+    #: probabilities that are fractions, (0, None) for non-negative quantities (times, rates,
+    #: counts, bytes, CPU seconds and cores, ratios that can exceed 1), None when unknown or
+    #: unbounded. Confidence intervals never leave it (stats.metric_mean_ci).
+    bounds: tuple[float, float | None] | None = None
 
     def show(self, value: float) -> float:
         return value * self.scale
@@ -32,72 +42,89 @@ class Metric:
 
 _METRICS = [
     Metric("download_time", "download time", "s", 1.0, "lower", "record",
-           "first request to last byte of the last object, at the client (page load time for pages)"),
+           "first request to last byte of the last object, at the client (page load time for pages)",
+           bounds=NON_NEGATIVE),
     Metric("goodput", "goodput", "Mbit/s", 1e-6, "higher", "record",
-           "application bytes over the download time minus connection set-up (first request to last byte)"),
+           "application bytes over the download time minus connection set-up (first request to last byte)",
+           bounds=NON_NEGATIVE),
     Metric("throughput", "throughput", "Mbit/s", 1e-6, "higher", "captures",
-           "transport payload received over first-to-last data packet at the client capture"),
+           "transport payload received over first-to-last data packet at the client capture", bounds=NON_NEGATIVE),
     Metric("transfer_time", "transfer time", "s", 1.0, "lower", "captures",
-           "first to last data packet at the client capture"),
+           "first to last data packet at the client capture", bounds=NON_NEGATIVE),
     Metric("loss", "loss", "%", 100.0, "lower", "captures",
-           "data packets sent by the server never seen at the client"),
-    Metric("owd_mean", "one-way delay", "ms", 1e3, "lower", "captures", "mean server-to-client delay of data packets"),
-    Metric("owd_p95", "one-way delay p95", "ms", 1e3, "lower", "captures", "95th percentile of the one-way delay"),
+           "data packets sent by the server never seen at the client", bounds=FRACTION),
+    Metric("owd_mean", "one-way delay", "ms", 1e3, "lower", "captures", "mean server-to-client delay of data packets",
+           bounds=NON_NEGATIVE),
+    Metric("owd_p95", "one-way delay p95", "ms", 1e3, "lower", "captures", "95th percentile of the one-way delay",
+           bounds=NON_NEGATIVE),
     Metric("ipt_server_short_share", "short gaps at server", "%", 100.0, None, "captures",
-           "share of inter-packet times below 100 us between data packets leaving the server (burstiness)"),
+           "share of inter-packet times below 100 us between data packets leaving the server (burstiness)",
+           bounds=FRACTION),
     Metric("ipt_client_short_share", "short gaps at client", "%", 100.0, None, "captures",
-           "share of inter-packet times below 100 us between data packets arriving at the client"),
+           "share of inter-packet times below 100 us between data packets arriving at the client", bounds=FRACTION),
     *(Metric(f"idi_server_k{k}", f"IDI k={k} at server", "", 1.0, None, "captures",
-             f"index of dispersion for intervals over {k} server departures (1: Poisson, >1: bursty)")
+             f"index of dispersion for intervals over {k} server departures (1: Poisson, >1: bursty)",
+             bounds=NON_NEGATIVE)
       for k in IDI_KS),
     Metric("out_of_order", "out of order", "%", 100.0, "lower", "captures",
-           "data packets arriving after a packet the server sent later"),
+           "data packets arriving after a packet the server sent later", bounds=FRACTION),
     Metric("ack_ratio", "ACK ratio", "", 1.0, None, "captures",
-           "client-to-server packets per server-to-client data packet"),
+           "client-to-server packets per server-to-client data packet", bounds=NON_NEGATIVE),
     Metric("cwnd_mean", "mean cwnd", "kB", 1e-3, None, "qlog/tcp",
-           "congestion window of the sender, time-weighted over the transfer"),
-    Metric("srtt_mean", "smoothed RTT", "ms", 1e3, "lower", "qlog/tcp", "sender's smoothed RTT, time-weighted"),
-    Metric("phase_slow_start", "slow start", "%", 100.0, None, "qlog/tcp", "share of the transfer in slow start"),
+           "congestion window of the sender, time-weighted over the transfer", bounds=NON_NEGATIVE),
+    Metric("srtt_mean", "smoothed RTT", "ms", 1e3, "lower", "qlog/tcp", "sender's smoothed RTT, time-weighted",
+           bounds=NON_NEGATIVE),
+    Metric("phase_slow_start", "slow start", "%", 100.0, None, "qlog/tcp", "share of the transfer in slow start",
+           bounds=FRACTION),
     Metric("phase_congestion_avoidance", "congestion avoidance", "%", 100.0, None, "qlog/tcp",
-           "share of the transfer in congestion avoidance"),
-    Metric("phase_recovery", "recovery", "%", 100.0, None, "qlog/tcp", "share of the transfer in loss recovery"),
+           "share of the transfer in congestion avoidance", bounds=FRACTION),
+    Metric("phase_recovery", "recovery", "%", 100.0, None, "qlog/tcp", "share of the transfer in loss recovery",
+           bounds=FRACTION),
     Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
-           "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)"),
+           "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)",
+           bounds=NON_NEGATIVE),
     Metric("airtime_share", "airtime", "%", 100.0, None, "mac",
-           "share of the run's time the radio carrying the download was transmitting"),
-    Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio"),
-    Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock"),
+           "share of the run's time the radio carrying the download was transmitting", bounds=FRACTION),
+    Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio",
+           bounds=NON_NEGATIVE),
+    Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock",
+           bounds=NON_NEGATIVE),
     Metric("lag_p99", "ns-3 lag p99", "ms", 1e3, "lower", "mac",
-           "99th percentile of the simulator's lag (upper bound of its power-of-two histogram bucket)"),
+           "99th percentile of the simulator's lag (upper bound of its power-of-two histogram bucket)",
+           bounds=NON_NEGATIVE),
     Metric("lag_behind_share", "ns-3 time behind", "%", 100.0, "lower", "mac",
-           "share of the run the simulator spent more than 4 ms behind the wall clock (the validity rule)"),
-    Metric("cpu_server", "server CPU", "s", 1.0, None, "cpu", "CPU seconds of the server role over the transfer"),
+           "share of the run the simulator spent more than 4 ms behind the wall clock (the validity rule)",
+           bounds=FRACTION),
+    Metric("cpu_server", "server CPU", "s", 1.0, None, "cpu", "CPU seconds of the server role over the transfer",
+           bounds=NON_NEGATIVE),
     Metric("cpu_server_peak", "server CPU peak", "cores", 1.0, None, "cpu",
-           "the server's busiest 100 ms, in cores"),
+           "the server's busiest 100 ms, in cores", bounds=NON_NEGATIVE),
     Metric("cpu_server_bound", "server CPU-bound", "%", 100.0, "lower", "cpu",
-           "share of the transfer the server used >= 90 % of a core"),
-    Metric("cpu_client", "client CPU", "s", 1.0, None, "cpu", "CPU seconds of the client role over the transfer"),
+           "share of the transfer the server used >= 90 % of a core", bounds=FRACTION),
+    Metric("cpu_client", "client CPU", "s", 1.0, None, "cpu", "CPU seconds of the client role over the transfer",
+           bounds=NON_NEGATIVE),
     Metric("cpu_client_peak", "client CPU peak", "cores", 1.0, None, "cpu",
-           "the client's busiest 100 ms, in cores"),
+           "the client's busiest 100 ms, in cores", bounds=NON_NEGATIVE),
     Metric("cpu_client_bound", "client CPU-bound", "%", 100.0, "lower", "cpu",
-           "share of the transfer the client used >= 90 % of a core"),
-    Metric("cpu_channel", "channel CPU", "s", 1.0, None, "cpu", "CPU seconds of the ns-3 channel over the transfer"),
+           "share of the transfer the client used >= 90 % of a core", bounds=FRACTION),
+    Metric("cpu_channel", "channel CPU", "s", 1.0, None, "cpu", "CPU seconds of the ns-3 channel over the transfer",
+           bounds=NON_NEGATIVE),
     Metric("cpu_channel_peak", "channel CPU peak", "cores", 1.0, None, "cpu",
-           "the ns-3 channel's busiest 100 ms, in cores"),
+           "the ns-3 channel's busiest 100 ms, in cores", bounds=NON_NEGATIVE),
     Metric("cpu_channel_bound", "channel CPU-bound", "%", 100.0, "lower", "cpu",
-           "share of the transfer the ns-3 channel used >= 90 % of a core"),
+           "share of the transfer the ns-3 channel used >= 90 % of a core", bounds=FRACTION),
     Metric("cpu_machine_busy", "machine busy", "%", 100.0, None, "cpu",
-           "share of all cores' time the machine was busy during the transfer"),
+           "share of all cores' time the machine was busy during the transfer", bounds=FRACTION),
     Metric("cpu_machine_steal", "CPU steal", "%", 100.0, "lower", "cpu",
-           "share of all cores' time the hypervisor took (steal) during the transfer"),
+           "share of all cores' time the hypervisor took (steal) during the transfer", bounds=FRACTION),
     Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
-           "download time of the competing transport's download (shared medium)"),
+           "download time of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
     Metric("competitor_goodput", "competitor goodput", "Mbit/s", 1e-6, None, "record",
-           "goodput of the competing transport's download (shared medium)"),
+           "goodput of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
     Metric("jain_index", "Jain's fairness", "", 1.0, "higher", "record",
-           "Jain's index of the two downloads' goodputs (1: equal shares, 0.5: one takes all)"),
+           "Jain's index of the two downloads' goodputs (1: equal shares, 0.5: one takes all)", bounds=FRACTION),
     Metric("background_throughput", "background", "Mbit/s", 1e-6, None, "background",
-           "background traffic received during the run (iperf3)"),
+           "background traffic received during the run (iperf3)", bounds=NON_NEGATIVE),
 ]
 
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}

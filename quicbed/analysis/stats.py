@@ -1,5 +1,6 @@
-"""Statistics over runs: means with Student-t intervals, relative gains, ECDF/CCDF with
-DKW bands, Jain's fairness index and bandwidth shares of parallel flows.
+"""Statistics over runs: means with Student-t confidence intervals (kept within a metric's
+range: :func:`metric_mean_ci`), relative gains, ECDF/CCDF with DKW bands, Jain's
+fairness index and bandwidth shares of parallel flows.
 
 Pure functions over sequences, numpy arrays and tidy pandas frames.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -16,6 +17,8 @@ import pandas as pd
 from scipy import stats as sps
 
 ArrayLike = Sequence[float] | np.ndarray | pd.Series
+#: a metric's declared range (catalogue ``Metric.bounds``): (low, high), high None for no upper bound
+Bounds = tuple[float, float | None]
 
 
 def _clean(values: ArrayLike) -> np.ndarray:
@@ -28,7 +31,8 @@ def _clean(values: ArrayLike) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MeanCI:
-    """Sample mean with a two-sided Student-t confidence interval."""
+    """Sample mean with a two-sided Student-t confidence interval (``method`` "t-truncated":
+    cut at the metric's range, :func:`metric_mean_ci`)."""
 
     n: int
     mean: float
@@ -37,9 +41,13 @@ class MeanCI:
     std: float  # sample standard deviation (ddof=1)
     median: float
     confidence: float
+    method: str = "t"
 
     @property
     def half_width(self) -> float:
+        """Half the interval's width, ``(high - low) / 2``. A truncated interval is not
+        symmetric about the mean: then ``mean ± half_width`` is not the interval (use
+        ``low``/``high``)."""
         return (self.high - self.low) / 2
 
 
@@ -62,20 +70,43 @@ def mean_ci(values: ArrayLike, confidence: float = 0.95) -> MeanCI:
     return MeanCI(n, mean, mean - half, mean + half, std, median, confidence)
 
 
+def metric_mean_ci(values: ArrayLike, bounds: Bounds | None,
+                   confidence: float = 0.95) -> MeanCI:
+    """Mean and confidence interval of a metric over runs, within the metric's declared range
+    (catalogue ``Metric.bounds``): the Student-t interval (:func:`mean_ci`) intersected with
+    the range. Loss of 0, 0, 2 and 5 % has the t interval [-2.0 %, 5.5 %]; shown: [0, 5.5 %].
+
+    Why an intersection and not a bootstrap or Wilson interval: the true mean lies inside the
+    range, so it lies in the intersection exactly when it lies in the t interval: coverage
+    stays 95 %. A percentile bootstrap of 3 runs is their range and covers the mean about
+    74 % of the time; Wilson needs counts of trials, and runs give per-run shares.
+    ``MeanCI.method`` is "t" or, when an end was cut at a bound, "t-truncated" (then the
+    interval is not symmetric about the mean). NaNs dropped; n < 2: no interval (nan).
+    """
+    result = mean_ci(values, confidence)
+    if bounds is None or math.isnan(result.low):
+        return result
+    low = max(result.low, bounds[0])
+    high = result.high if bounds[1] is None else min(result.high, bounds[1])
+    if (low, high) == (result.low, result.high):
+        return result
+    return replace(result, low=low, high=high, method="t-truncated")
+
+
 def summarize(frame: pd.DataFrame, by: str | Sequence[str], value: str,
-              confidence: float = 0.95) -> pd.DataFrame:
-    """Per group of ``by``: ``n``, ``mean``, ``ci_low``, ``ci_high``, ``std``, ``median``
-    of column ``value`` (Student-t interval, :func:`mean_ci`)."""
+              confidence: float = 0.95, bounds: Bounds | None = None) -> pd.DataFrame:
+    """Per group of ``by``: ``n``, ``mean``, ``ci_low``, ``ci_high``, ``std``, ``median``,
+    ``ci_method`` of column ``value`` (Student t, cut at ``bounds``: :func:`metric_mean_ci`)."""
     keys = [by] if isinstance(by, str) else list(by)
     rows = []
     for group, part in frame.groupby(keys, sort=True):
         group_values = group if isinstance(group, tuple) else (group,)
-        result = mean_ci(part[value], confidence)
+        result = metric_mean_ci(part[value], bounds, confidence)
         rows.append({**dict(zip(keys, group_values, strict=True)), "n": result.n, "mean": result.mean,
                      "ci_low": result.low, "ci_high": result.high, "std": result.std,
-                     "median": result.median})
+                     "median": result.median, "ci_method": result.method})
     return pd.DataFrame(rows, columns=[*keys, "n", "mean", "ci_low", "ci_high", "std",
-                                       "median"])
+                                       "median", "ci_method"])
 
 
 # --------------------------------------------------------------------------- gain
@@ -312,6 +343,7 @@ def jain_over_time(binned: pd.DataFrame, active_only: bool = True) -> pd.DataFra
     return pd.DataFrame(rows, columns=["time", "jain"])
 
 
-__all__ = ["Gain", "MeanCI", "bandwidth_share", "binned_bytes", "ccdf", "clip_series",
-           "dkw_epsilon", "ecdf", "jain_index", "jain_over_time", "mean_ci", "relative_gain",
-           "state_shares", "step_durations", "summarize", "time_weighted_mean_var"]
+__all__ = ["Bounds", "Gain", "MeanCI", "bandwidth_share",
+           "binned_bytes", "ccdf", "clip_series", "dkw_epsilon", "ecdf",
+           "jain_index", "jain_over_time", "mean_ci", "metric_mean_ci",
+           "relative_gain", "state_shares", "step_durations", "summarize", "time_weighted_mean_var"]

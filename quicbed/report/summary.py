@@ -2,6 +2,10 @@
 
 Runs that count: status ``ok`` (and ``invalid`` with ``include_invalid``), not warm-up.
 Values stay in base units (catalogue); ``*_shown`` columns carry them in display units.
+Confidence intervals are Student t, cut at the metric's declared range (catalogue ``bounds``;
+``ci_method`` "t-truncated" then: :func:`quicbed.analysis.stats.metric_mean_ci`).
+``ci_half_width`` is ``(ci_high - ci_low) / 2``; a cut interval is not symmetric about the mean,
+so read ``ci_low``/``ci_high``.
 """
 
 from __future__ import annotations
@@ -14,15 +18,15 @@ import numpy as np
 import pandas as pd
 
 from quicbed.analysis.catalogue import Metric, metric
-from quicbed.analysis.stats import mean_ci, relative_gain
+from quicbed.analysis.stats import metric_mean_ci, relative_gain
 from quicbed.report.load import ReportError, ResultsFolder
 
 #: display unit -> the base unit results.jsonl stores (docs/results.md, "Metrics")
 BASE_UNITS = {"s": "s", "ms": "s", "Mbit/s": "bit/s", "kbit/s": "bit/s", "%": "share", "kB": "bytes",
               "MB": "bytes", "": ""}
 
-SUMMARY_COLUMNS = ("metric", "label", "n", "mean", "ci_low", "ci_high", "ci_half_width", "median", "std",
-                   "base_unit", "unit", "scale", "mean_shown", "ci_low_shown", "ci_high_shown",
+SUMMARY_COLUMNS = ("metric", "label", "n", "mean", "ci_low", "ci_high", "ci_half_width", "ci_method", "median",
+                   "std", "base_unit", "unit", "scale", "mean_shown", "ci_low_shown", "ci_high_shown",
                    "ci_half_width_shown", "median_shown", "std_shown", "runs_total", "failed_excluded",
                    "invalid_excluded", "warmup_excluded")
 GAIN_COLUMNS = ("metric", "label", "baseline", "transport", "n_baseline", "n_transport", "mean_baseline",
@@ -75,7 +79,8 @@ def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
 
 def summarize_cells(results: ResultsFolder, include_invalid: bool = False,
                     confidence: float = 0.95) -> pd.DataFrame:
-    """n, mean, Student-t interval, median and std per cell and metric (rows with n >= 1)."""
+    """n, mean, confidence interval (Student t within the metric's range: ``ci_method``),
+    median and std per cell and metric (rows with n >= 1)."""
     runs = results.runs
     used = counted(runs, include_invalid)
     counts = cell_counts(results, include_invalid).set_index("cell_index")
@@ -83,14 +88,15 @@ def summarize_cells(results: ResultsFolder, include_invalid: bool = False,
     for cell_index, part in runs[used].groupby("cell_index", sort=True):
         cell: Any = counts.loc[cell_index]
         for column in results.metric_names:
-            stats = mean_ci(part[column], confidence)
+            entry = catalogue_entry(column)
+            stats = metric_mean_ci(part[column], entry.bounds, confidence)
             if stats.n == 0:
                 continue
-            entry = catalogue_entry(column)
             row: dict[str, Any] = {"cell_index": cell_index, "cell": cell["cell"],
                    **{axis: cell[axis] for axis in results.axes},
                    "metric": column, "label": entry.label, "n": stats.n, "mean": stats.mean,
                    "ci_low": stats.low, "ci_high": stats.high, "ci_half_width": stats.half_width,
+                   "ci_method": stats.method,
                    "median": stats.median, "std": stats.std, "base_unit": base_unit(entry),
                    "unit": entry.unit, "scale": entry.scale}
             for name in ("mean", "ci_low", "ci_high", "ci_half_width", "median", "std"):

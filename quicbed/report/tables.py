@@ -32,6 +32,28 @@ def mean_pm(mean: float, half_width: float) -> str:
     return f"{number(mean)} ± {number(half_width)}"
 
 
+def mean_interval(mean: float, low: float, high: float, half_width: float, method: str = "t") -> str:
+    """A mean with its interval: ``mean ± half-width``, or ``mean [low, high]`` when the interval
+    was cut at the metric's range (``t-truncated``) and so is not symmetric about the mean."""
+    if method != "t-truncated" or math.isnan(low) or math.isnan(high):
+        return mean_pm(mean, half_width)
+    return f"{number(mean)} [{number(low)}, {number(high)}]"
+
+
+def minus_plus(mean: float, low: float, high: float) -> str:
+    """The distances of an asymmetric interval's ends from the mean: ``−a +b``."""
+    if math.isnan(low) or math.isnan(high):
+        return DASH
+    below, above = spread(mean - low, mean), spread(high - mean, mean)
+    if below == 0 and above == 0:
+        return "0"
+    return f"−{number(below)} +{number(above)}"
+
+
+def _method(row: pd.Series) -> str:
+    return str(row["ci_method"]) if "ci_method" in row.index else "t"
+
+
 def spread(value: float, mean: float) -> float:
     """A standard deviation or half-width; rounding noise of identical values becomes 0."""
     return 0.0 if not math.isnan(value) and abs(value) <= 1e-9 * abs(mean) else value
@@ -73,25 +95,32 @@ def _cell_header(summary: Summary) -> list[str]:
 
 
 def metric_table(summary: Summary, column: str) -> Table:
-    """Per cell: n, mean, 95 % CI, median, std of one metric, in display units."""
+    """Per cell: n, mean, 95 % CI, median, std of one metric, in display units. The "±" column
+    is the half-width, or ``−a +b`` (the ends' distances from the mean) of an interval cut at
+    the metric's range."""
     rows = summary.table[summary.table["metric"] == column].sort_values("cell_index")
     body = []
     for _, row in rows.iterrows():
         interval = (f"[{number(row['ci_low_shown'])}, {number(row['ci_high_shown'])}]"
                     if not math.isnan(row["ci_low_shown"]) else DASH)
+        pm = (minus_plus(row["mean_shown"], row["ci_low_shown"], row["ci_high_shown"])
+              if _method(row) == "t-truncated" else number(spread(row["ci_half_width_shown"], row["mean_shown"])))
         body.append([*_cell_values(summary, row), str(row["n"]), number(row["mean_shown"]),
-                     number(spread(row["ci_half_width_shown"], row["mean_shown"])), interval, number(row["median_shown"]),
+                     pm, interval, number(row["median_shown"]),
                      number(spread(row["std_shown"], row["mean_shown"]))])
     return Table([*_cell_header(summary), "n", "mean", "± 95 % CI", "95 % CI", "median", "std"], body)
 
 
 def overview_table(summary: Summary, metrics: list[str]) -> Table:
-    """Cells as rows, the chosen metrics as ``mean ± CI half-width`` columns."""
+    """Cells as rows, the chosen metrics as columns: ``mean ± CI half-width``, or
+    ``mean [CI low, CI high]`` for an interval cut at the metric's range (:func:`mean_interval`)."""
     table = summary.table
     body = []
     for _, cell in summary.counts.sort_values("cell_index").iterrows():
         values = table[table["cell_index"] == cell["cell_index"]].set_index("metric")
-        shown = [mean_pm(values.loc[m, "mean_shown"], values.loc[m, "ci_half_width_shown"])
+        shown = [mean_interval(values.loc[m, "mean_shown"], values.loc[m, "ci_low_shown"],
+                               values.loc[m, "ci_high_shown"], values.loc[m, "ci_half_width_shown"],
+                               _method(values.loc[m]))
                  if m in values.index else DASH for m in metrics]
         body.append([*_cell_values(summary, cell), str(cell["used"]), *shown])
     return Table([*_cell_header(summary), "n", *(metric_heading(m) for m in metrics)], body)

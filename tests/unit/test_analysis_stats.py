@@ -182,3 +182,63 @@ def test_time_weighted_series() -> None:
     shares = stats.state_shares(times, ["a", "b", "a"], end=4.0)
     assert shares == pytest.approx({"a": 0.5, "b": 0.5})
     assert stats.step_durations([0.0, 1.0, 3.0]).tolist() == [1.0, 2.0, 0.0]
+
+
+# --------------------------------------------------------------------------- intervals of bounded metrics
+
+
+LOSS = [0.0, 0.0, 0.02, 0.05]
+
+
+def test_loss_interval_is_the_t_interval_cut_at_zero() -> None:
+    from quicbed.analysis.catalogue import metric
+
+    bounds = metric("loss").bounds
+    assert bounds == (0.0, 1.0)
+    plain = stats.mean_ci(LOSS)
+    assert plain.low < 0  # what the Student-t interval alone gives
+    result = stats.metric_mean_ci(LOSS, bounds)
+    assert result.method == "t-truncated" and result.mean == pytest.approx(0.0175)
+    assert (result.low, result.high) == (0.0, pytest.approx(plain.high))
+    assert result.std == pytest.approx(np.std(LOSS, ddof=1)) and result.median == pytest.approx(0.01)
+
+
+def test_both_ends_are_cut_and_an_interval_inside_the_range_is_untouched() -> None:
+    share = stats.metric_mean_ci([0.0, 0.9, 1.0], (0.0, 1.0))  # t: [-0.73, 2.0]
+    assert (share.low, share.high, share.method) == (0.0, 1.0, "t-truncated")
+    rates = stats.metric_mean_ci(DATA, (0.0, None))  # far from zero: plain t
+    assert rates == stats.mean_ci(DATA) and rates.method == "t"
+    assert stats.metric_mean_ci([1.0, 1.0, 1.0], (0.0, 1.0)) == stats.mean_ci([1.0, 1.0, 1.0])
+
+
+def test_unbounded_metrics_keep_the_student_t_interval() -> None:
+    from quicbed.analysis.catalogue import metric
+
+    assert metric("not_in_the_catalogue").bounds is None
+    result = stats.metric_mean_ci([-5.0, 1.0, 2.0], None)
+    assert result == stats.mean_ci([-5.0, 1.0, 2.0]) and result.low < -5
+    table = stats.summarize(pd.DataFrame({"g": ["a"] * len(DATA), "v": DATA}), "g", "v")
+    assert table["ci_method"].tolist() == ["t"]
+    bounded = stats.summarize(pd.DataFrame({"g": ["a"] * 4, "v": LOSS}), "g", "v", bounds=(0.0, 1.0))
+    assert bounded["ci_method"].tolist() == ["t-truncated"] and bounded["ci_low"].iloc[0] == 0
+
+
+def test_intervals_without_enough_runs() -> None:
+    one = stats.metric_mean_ci([0.3], (0.0, 1.0))
+    assert one.n == 1 and one.mean == 0.3 and math.isnan(one.low) and math.isnan(one.high)
+    assert stats.metric_mean_ci([], (0.0, 1.0)).n == 0
+    assert stats.metric_mean_ci([0.1, np.nan, 0.3], (0.0, 1.0)).n == 2  # NaNs dropped
+
+
+def test_catalogue_declares_the_range_of_every_metric() -> None:
+    from quicbed.analysis.catalogue import METRICS
+
+    fractions = {"loss", "out_of_order", "ipt_server_short_share", "ipt_client_short_share", "jain_index",
+                 "airtime_share", "phase_slow_start", "phase_congestion_avoidance", "phase_recovery",
+                 "lag_behind_share", "cpu_server_bound", "cpu_client_bound", "cpu_channel_bound",
+                 "cpu_machine_busy", "cpu_machine_steal"}
+    for name, entry in METRICS.items():
+        assert entry.bounds == ((0.0, 1.0) if name in fractions else (0.0, None)), name
+        if entry.unit == "%":  # every share shown in percent is a fraction
+            assert name in fractions, name
+    assert METRICS["ack_ratio"].bounds == (0.0, None)  # can exceed 1

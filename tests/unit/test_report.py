@@ -52,6 +52,7 @@ def test_summary_csv_has_mean_ci_median_of_counted_runs_only(matrix_report: Path
     row = _row(summary, "quic", 0, "goodput")
     values = np.array(GOODPUT["quic"])  # not the warm-up (1e6), failed (99e6) or invalid (20e6) run
     low, high = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
+    assert row["ci_method"] == "t"
     assert row["n"] == 3
     assert row["mean"] == pytest.approx(values.mean())
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low), pytest.approx(high))
@@ -298,3 +299,44 @@ def test_cpu_bound_runs_are_counted_named_and_drawn(tmp_path: Path) -> None:
     assert (folder / "report" / "cpu-by-role.png").exists() and (folder / "report" / "cpu-by-role.svg").exists()
     client = _row(_summary(folder), "quic", 0, "cpu_client_bound")
     assert client["mean"] == pytest.approx(0.64)
+
+
+# --------------------------------------------------------------------------- intervals of bounded metrics
+
+
+def test_intervals_are_cut_at_the_metric_range(tmp_path: Path) -> None:
+    """Catalogued metrics keep their interval within their range; unknown (unbounded) ones keep plain t.
+    A CPU-bound share of 0, 0.9 and 1 has the t interval [-73 %, 200 %]: shown as [0, 100]."""
+    from quicbed.report.tables import metric_table, overview_table
+
+    folder = make_matrix_folder(tmp_path / "e")
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    offsets = {"c000-r001": -1.5, "c000-r002": 0.5, "c000-r003": 2.0}
+    shares = {"c000-r001": 0.0, "c000-r002": 0.9, "c000-r003": 1.0}
+    for line in lines:
+        if line["metrics"]:
+            line["metrics"]["custom_offset"] = offsets.get(line["run_id"], 0.0)
+            line["metrics"]["cpu_client_bound"] = shares.get(line["run_id"], 0.5)
+    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = build_report(folder, ReportOptions(plots=False))
+    summary = _summary(folder)
+    custom = _row(summary, "quic", 0, "custom_offset")
+    values = np.array([-1.5, 0.5, 2.0])
+    low, high = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
+    assert custom["ci_method"] == "t" and (custom["ci_low"], custom["ci_high"]) == (pytest.approx(low),
+                                                                                     pytest.approx(high))
+    row = _row(summary, "quic", 0, "cpu_client_bound")
+    assert row["ci_method"] == "t-truncated" and (row["ci_low_shown"], row["ci_high_shown"]) == (0, 100)
+    for metric in ("loss", "goodput", "download_time", "ack_ratio", "ipt_server_short_share", "cpu_client_bound"):
+        rows = summary[summary["metric"] == metric]
+        assert (rows["ci_low"] >= 0).all() and (rows["ci_low"] <= rows["mean"] + 1e-12).all(), metric
+    overview = overview_table(result.summary, ["goodput", "cpu_client_bound"])
+    column = overview.header.index("client CPU-bound (%)")
+    assert overview.rows[0][column] == "63.3 [0, 100]"
+    for cells in overview.rows:  # every number shown lies in [0, 100] %
+        numbers = [float(text) for text in re.findall(r"-?\d+(?:\.\d+)?", cells[column])]
+        assert numbers and all(0 <= value <= 100 for value in numbers), cells[column]
+    assert overview.rows[1][column] == "50 ± 0"  # equal values: a zero-width interval
+    table = metric_table(result.summary, "cpu_client_bound")
+    assert table.rows[0][3:6] == ["63.3", "−63.3 +36.7", "[0, 100]"]
+    assert "63.3 [0, 100]" in (folder / "summary.md").read_text()
