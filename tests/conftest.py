@@ -8,6 +8,7 @@ tests/vm_plugin.py and docs/microvm.md.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -55,6 +56,11 @@ def quicbed_temp_entries(directory: str | None = None) -> set[str]:
 
 def pytest_sessionstart(session):
     session.config.stash[_BEFORE] = quicbed_temp_entries()
+    # A shell starts background jobs (`cmd &`, CI runners) with SIGINT ignored, and Python
+    # keeps it ignored: the Ctrl-C tests would send SIGINT into the void. Tests get Python's
+    # own Ctrl-C, as a user at a terminal has.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session, exitstatus):
