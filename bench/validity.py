@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs:
             run["error"] = (run["goodput"] / reference - 1) if reference else None
             error = f"{run['error']:+7.1%}" if run["error"] is not None else "     - "
-            print(f"{fault.describe():<22} {run['goodput'] / 1e6:8.2f}        {error}   {run['lag_max_ms']:6.1f}"
+            print(f"{fault.describe():<23}{run['goodput'] / 1e6:8.2f}        {error}   {run['lag_max_ms']:6.1f}"
                   f"  {run['lag_p99_ms']:5.1f}   {run['behind_share']:6.2%}   {'FLAG' if run['old_rule_flags'] else 'ok':<8}"
                   f"  {'FLAG' if run['rule_flags'] else 'ok':<5}  {run['channel_cpu']:4.0%}", flush=True)
         figures["faults"][fault.name] = {"fault": fault.describe(), "runs": runs}

@@ -39,15 +39,20 @@ class CpuAccountant(Protocol):
 
 
 def _preexec_for(network: "Network") -> Callable[[], None]:
-    """The child's set-up before exec: die with quicbed, and join the CPU role's cgroup if one is set."""
+    """The child's set-up before exec: die with quicbed, join the CPU role's cgroup if one is
+    set, and keep to the cores the network allows (``endpoint_cores``)."""
     joining = network.accounting.preexec(network.cpu_role) \
         if network.accounting is not None and network.cpu_role is not None else None
-    if joining is None:
+    cores = network.endpoint_cores
+    if joining is None and cores is None:
         return _die_with_parent
 
     def prepare() -> None:
         _die_with_parent()
-        joining()
+        if joining is not None:
+            joining()
+        if cores is not None:
+            os.sched_setaffinity(0, cores)
     return prepare
 
 
@@ -180,6 +185,8 @@ class Network(ABC):
         #: when set, processes started in nodes are counted in the CPU role ``cpu_role``
         self.accounting: CpuAccountant | None = None
         self.cpu_role: str | None = None
+        #: when set, processes started in nodes run on these cores only (the channel has another)
+        self.endpoint_cores: set[int] | None = None
 
     @abstractmethod
     def start(self) -> None:

@@ -671,3 +671,12 @@ def cleanup_leftovers(root: str = "quicbed", mountinfo: str | None = None) -> li
         except OSError:
             pass
     return removed
+
+
+def set_process_affinity(pid: int, cores: set[int]) -> None:
+    """Restrict every thread of a running process to ``cores`` (sched_setaffinity is per thread)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except ProcessLookupError:
+            pass  # the thread ended meanwhile

@@ -26,7 +26,7 @@ from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.tcp.run import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
-from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons
+from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
 from quicbed.spec.experiment import Experiment, Run, Transport
 from quicbed.spec.units import parse_rate, parse_size
 
@@ -154,6 +154,7 @@ class RunExecution:
         counted = self.network.counted_as
         with ExitStack() as stack:
             accounting = stack.enter_context(self._cpu_accounting())
+            stack.enter_context(self._isolated_channel())
             for download in self.downloads:
                 with counted("server" if download.role == "main" else "competitor"):
                     stack.enter_context(self._server(download))
@@ -203,6 +204,28 @@ class RunExecution:
         finally:
             self.network.accounting = None
             accounting.stop()
+
+    @contextlib.contextmanager
+    def _isolated_channel(self) -> Iterator[None]:
+        """With ``isolate_channel``: the ns-3 channel on the last core, what the run starts on the
+        others, so that neither takes CPU from the other (needs two cores and a channel)."""
+        channel = self.network.service_processes().get("channel")
+        cores = sorted(os.sched_getaffinity(0))
+        if not self.experiment.isolate_channel or channel is None or len(cores) < 2:
+            if self.experiment.isolate_channel and channel is not None:
+                self.details["isolation"] = {"applied": False, "why": f"only {len(cores)} core"}
+            yield
+            return
+        own, others = {cores[-1]}, set(cores[:-1])
+        set_process_affinity(channel, own)
+        self.network.endpoint_cores = others
+        self.details["isolation"] = {"applied": True, "channel_cores": sorted(own), "endpoint_cores": sorted(others)}
+        try:
+            yield
+        finally:
+            self.network.endpoint_cores = None
+            with contextlib.suppress(OSError):
+                set_process_affinity(channel, set(cores))
 
     def _record_cpu(self, accounting: CpuAccounting, record: dict[str, Any]) -> None:
         """CPU over the transfer (request to last byte), or over the whole run if the client

@@ -29,7 +29,7 @@ from quicbed.spec.yamlfile import LocatedData, load_yaml
 
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor", "validity")
+             "background", "competitor", "validity", "isolate_channel")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -136,6 +136,8 @@ class Experiment:
     background: Background | None = None
     competitor: Competitor | None = None
     validity: Validity = field(default_factory=Validity)
+    #: the ns-3 channel on a core of its own, the endpoints on the others (docs/metrics.md)
+    isolate_channel: bool = True
     raw: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[dict[str, Any]]:
@@ -401,6 +403,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.reuse = _choice(doc, data.get("reuse", "cell"), "reuse", REUSE)
     exp.captures = _boolean(doc, data.get("captures", True), "captures")
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
+    exp.isolate_channel = _boolean(doc, data.get("isolate_channel", True), "isolate_channel")
     validity = _expect_mapping(doc, data.get("validity"), "validity")
     unknown = set(validity) - {"cpu_bound", "reruns"}
     if unknown:
