@@ -36,6 +36,7 @@ import os
 import platform
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from quicbed import Topology
 from quicbed.apps import objects
+from quicbed.apps.quic.implementations import CEILINGS_FILE, IMPLEMENTATIONS, native_binary, save_ceilings
+from quicbed.spec.experiment import BUILTIN_TRANSPORTS
 from quicbed.apps.tcp import nginx
 from quicbed.apps.tcp.run import module_argv
 from quicbed.backends.base import NodeHandle, Process
@@ -183,15 +186,20 @@ class Bench:
 
 
 def quic_pair(bench: Bench, name: str, profile: str, size: int, qlog: str, cert: Path,
-              key: Path, root: Path, port: int) -> Pair:
+              key: Path, root: Path, port: int, implementation: str = "aioquic",
+              knobs: dict[str, Any] | None = None) -> Pair:
     qlog_args = [] if qlog == "off" else ["--qlog-mode", qlog]
+    profile_args = ["--profile", profile, *[item for knob, value in (knobs or {}).items()
+                                            for item in ("--knob", f"{knob}={json.dumps(value)}")]]
+    server_module, *server_leading = IMPLEMENTATIONS[implementation].server
+    client_module, *client_leading = IMPLEMENTATIONS[implementation].client
     run_dir = bench.work / f"quic-{name.replace(' ', '_')}"
     run_dir.mkdir()
-    server_args = ["--root", str(root), "--cert", str(cert), "--key", str(key), "--port",
-                   str(port), "--profile", profile, "--ready-file", str(run_dir / "ready.json")]
+    server_args = [*server_leading, "--root", str(root), "--cert", str(cert), "--key", str(key), "--port",
+                   str(port), *profile_args, "--ready-file", str(run_dir / "ready.json")]
     if qlog != "off":
         server_args += ["--qlog-dir", str(run_dir / "qlog-server"), *qlog_args]
-    process = bench.server.start(module_argv("quicbed.apps.quic.server", server_args),
+    process = bench.server.start(module_argv(server_module, server_args),
                                  name=f"quic-server-{port}", log_dir=run_dir)
     deadline = time.monotonic() + 30
     while not (run_dir / "ready.json").exists():
@@ -201,10 +209,9 @@ def quic_pair(bench: Bench, name: str, profile: str, size: int, qlog: str, cert:
 
     def client_argv(path: str, output: Path) -> list[str]:
         extra = [] if qlog == "off" else ["--qlog-dir", str(run_dir / "qlog-client"), *qlog_args]
-        return module_argv("quicbed.apps.quic.client", [
-            "--host", bench.server.address, "--port", str(port), "--insecure", "--profile",
-            profile, "--path", path, "--timeout", str(bench.timeout - 5), "--output", str(output),
-            *extra])
+        return module_argv(client_module, [
+            *client_leading, "--host", bench.server.address, "--port", str(port), "--insecure", *profile_args,
+            "--path", path, "--timeout", str(bench.timeout - 5), "--output", str(output), *extra])
 
     return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size,
                 kind="quic")
@@ -223,6 +230,91 @@ def tcp_pair(bench: Bench, name: str, server: nginx.NginxServer, http: str, size
     return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size)
 
 
+def native_pairs(bench: Bench, size: int, cert: Path, key: Path, root: Path, port: int) -> list[Pair]:
+    """quinn with the quic profile and as the built-in bquic-native transport, if it is built."""
+    if native_binary() is None:
+        print("quinn: not built, its pairs are left out (./scripts/install.sh builds it)", file=sys.stderr)
+        return []
+    return [quic_pair(bench, "quinn quic", "quic", size, "off", cert, key, root, port, "quinn"),
+            quic_pair(bench, "quinn bquic-native", "bquic", size, "off", cert, key, root, port + 1, "quinn",
+                      BUILTIN_TRANSPORTS["bquic-native"]["knobs"])]
+
+
+# --------------------------------------------------------------------------- the 802.11n cell
+
+WIFI_TRANSPORTS = ("quic", "bquic", "quic-native", "bquic-native", "tcp")
+WIFI_OBJECT = "10MB"
+
+
+def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
+    """experiments/wifi-bquic.yaml (ns-3 802.11n cell, MCS 7) with both QUIC implementations,
+    through 'quicbed run': goodput, MPDUs per A-MPDU, ACK ratio and CPU per transport."""
+    from quicbed.backends.ns3 import build
+
+    missing = build.missing()
+    if missing is not None:
+        print(f"802.11n cell left out: ns-3 missing ({missing})", file=sys.stderr)
+        return []
+    transports = [t for t in WIFI_TRANSPORTS if BUILTIN_TRANSPORTS[t].get("impl") != "quinn" or native_binary()]
+    command = [sys.executable, "-m", "quicbed", "run", str(ROOT / "experiments" / "wifi-bquic.yaml"),
+               "--repetitions", str(rounds), "--warmup", "0", "--out", str(work), "--no-report",
+               "--set", f"workload.object={WIFI_OBJECT}", "--set", f"matrix.transport=[{', '.join(transports)}]"]
+    print("802.11n cell: " + " ".join(command[3:]), file=sys.stderr, flush=True)
+    subprocess.run(command, cwd=ROOT, timeout=len(transports) * rounds * (timeout + 60), check=False)
+    results = work / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    rows = []
+    for transport in transports:
+        done = [line for line in lines if line["cell"]["transport"] == transport and line["status"] == "ok"]
+        if not done:
+            rows.append({"transport": transport, "runs": 0})
+            continue
+
+        def median(metric: str) -> float:
+            values = [line["metrics"].get(metric) for line in done]
+            return statistics.median(v for v in values if v is not None) if any(
+                v is not None for v in values) else float("nan")
+
+        rows.append({"transport": transport, "runs": len(done),
+                     "goodput_mbit": median("goodput") / 1e6, "ampdu_mean": median("ampdu_mean"),
+                     "ack_ratio": median("ack_ratio"), "cpu_server_peak": median("cpu_server_peak"),
+                     "cpu_client_peak": median("cpu_client_peak"), "cpu_channel_peak": median("cpu_channel_peak"),
+                     "cpu_bound_runs": sum(bool(line.get("cpu_bound_reasons")) for line in done)})
+    return rows
+
+
+def print_wifi(rows: list[dict[str, Any]]) -> None:
+    print(f"\nThe 802.11n cell of topologies/wifi_ap.py (ns-3, MCS 7, 20 MHz), {WIFI_OBJECT} downloads "
+          "through quicbed run (median; CPU = busiest 100 ms, in cores)")
+    print(f"{'transport':<14} {'runs':>4} {'Mbit/s':>7} {'MPDUs/A-MPDU':>13} {'ACK ratio':>10} "
+          f"{'server CPU':>11} {'client CPU':>11} {'ns-3 CPU':>9} {'CPU-bound':>10}")
+    for row in rows:
+        if not row["runs"]:
+            print(f"{row['transport']:<14}    0 (no valid run)")
+            continue
+        print(f"{row['transport']:<14} {row['runs']:>4} {row['goodput_mbit']:>7.1f} {row['ampdu_mean']:>13.1f} "
+              f"{row['ack_ratio']:>10.3f} {row['cpu_server_peak']:>11.2f} {row['cpu_client_peak']:>11.2f} "
+              f"{row['cpu_channel_peak']:>9.2f} {row['cpu_bound_runs']:>6}/{row['runs']}")
+
+
+def _row(rows: list[dict[str, Any]], pair: str) -> dict[str, Any] | None:
+    return next((row for row in rows if row.get("pair") == pair and "mbit_per_s" in row), None)
+
+
+def print_targets(rows: list[dict[str, Any]], limited_rows: list[dict[str, Any]], rate: str) -> None:
+    """The native stack's targets: 500 Mbit/s on one connection, under 0.1 core per endpoint at 50 Mbit/s."""
+    unshaped, limited = _row(rows, "quinn quic"), _row(limited_rows, "quinn quic")
+    if unshaped is None:
+        return
+    print(f"\ntarget: quinn quic >= 500 Mbit/s unshaped: {unshaped['mbit_per_s']:.0f} Mbit/s "
+          f"({'met' if unshaped['mbit_per_s'] >= 500 else 'NOT met'})")
+    if limited is not None:
+        worst = max(limited["client_cpu_share"], limited["server_cpu_share"])
+        print(f"target: quinn quic < 0.1 core per endpoint at {rate}: client {limited['client_cpu_share']:.3f}, "
+              f"server {limited['server_cpu_share']:.3f} core ({'met' if worst < 0.1 else 'NOT met'}"
+              f"{'' if rate == '50mbit' else '; the target is stated at 50mbit'})")
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -237,6 +329,8 @@ def summary(pair: Pair) -> dict[str, Any]:
             mbit_per_s=statistics.median(rates), mbit_min=min(rates), mbit_max=max(rates),  # type: ignore[type-var]
             client_cpu_s=statistics.median(r.client_cpu for r in done),
             server_cpu_s=statistics.median(r.server_cpu for r in done),
+            client_cpu_per_gb=statistics.median(r.client_cpu for r in done) / pair.size * 1e9,
+            server_cpu_per_gb=statistics.median(r.server_cpu for r in done) / pair.size * 1e9,
             client_cpu_share=statistics.median(r.client_cpu / r.completion_time for r in done),  # type: ignore[operator]
             server_cpu_share=statistics.median(r.server_cpu / r.completion_time for r in done),  # type: ignore[operator]
             udp_drops=sum(r.udp_drops for r in done) if pair.kind == "quic" else None)
@@ -246,7 +340,7 @@ def summary(pair: Pair) -> dict[str, Any]:
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
     print(f"\n{title}")
     print(f"{'pair':<34} {'object':>7} {'runs':>5} {'Mbit/s':>7} {'(min-max)':>11} "
-          f"{'client CPU':>15} {'server CPU':>15} {'UDP drops':>10}")
+          f"{'client CPU s/GB':>20} {'server CPU s/GB':>20} {'UDP drops':>10}")
     for row in rows:
         if "mbit_per_s" not in row:
             print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']}/{row['runs']:<3} "
@@ -255,8 +349,8 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
         drops = "-" if row["udp_drops"] is None else str(row["udp_drops"])
         print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']:>2}/{row['runs']:<2} "
               f"{row['mbit_per_s']:>7.0f} {row['mbit_min']:>5.0f}-{row['mbit_max']:<5.0f} "
-              f"{row['client_cpu_s']:>7.2f} s {row['client_cpu_share'] * 100:>3.0f}% "
-              f"{row['server_cpu_s']:>7.2f} s {row['server_cpu_share'] * 100:>3.0f}% {drops:>10}")
+              f"{row['client_cpu_per_gb']:>10.1f} s/GB {row['client_cpu_share'] * 100:>3.0f}% "
+              f"{row['server_cpu_per_gb']:>10.1f} s/GB {row['server_cpu_share'] * 100:>3.0f}% {drops:>10}")
 
 
 def machine() -> dict[str, Any]:
@@ -277,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quic-size", default=None, help="QUIC object (default 20MB, quick 10MB)")
     parser.add_argument("--tcp-size", default=None, help="TCP object (default 200MB, quick 50MB)")
     parser.add_argument("--qlog-size", default="10MB", help="object for the qlog comparison")
-    parser.add_argument("--rate", default="100mbit", help="the rate-limited section's link rate")
+    parser.add_argument("--rate", default="50mbit", help="the rate-limited section's link rate")
+    parser.add_argument("--no-wifi", action="store_true", help="skip the 802.11n cell (ns-3) section")
     parser.add_argument("--limited-size", default="20MB", help="object for the rate-limited "
                         "section")
     parser.add_argument("--timeout", type=float, default=90.0, help="per download, seconds")
@@ -331,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             main_pairs = [
                 quic_pair(bench, "aioquic quic", "quic", quic_size, "off", cert, key, root, 4433),
                 quic_pair(bench, "aioquic bquic", "bquic", quic_size, "off", cert, key, root, 4434),
+                *native_pairs(bench, tcp_size, cert, key, root, 4435),
                 tcp_pair(bench, "nginx + quicbed client HTTP/1.1", server, "1.1", tcp_size),
                 tcp_pair(bench, "nginx + quicbed client HTTP/2", server, "2", tcp_size),
                 tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", tcp_size, "curl"),
@@ -356,12 +452,16 @@ def main(argv: list[str] | None = None) -> int:
                 limited_pairs = [
                     quic_pair(bench, "aioquic quic", "quic", limited_size, "off",
                               work / "tls/cert.pem", work / "tls/key.pem", root, 4433),
+                    quic_pair(bench, "aioquic bquic", "bquic", limited_size, "off",
+                              work / "tls/cert.pem", work / "tls/key.pem", root, 4434),
+                    *native_pairs(bench, limited_size, work / "tls/cert.pem", work / "tls/key.pem", root, 4435),
                     tcp_pair(bench, "nginx + quicbed client HTTP/1.1", server, "1.1", limited_size),
                     tcp_pair(bench, "nginx + quicbed client HTTP/2", server, "2", limited_size),
                     tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", limited_size,
                              "curl")]
                 run_rounds(limited_pairs, bench)
                 server.stop()
+        wifi_rows = [] if args.no_wifi or out_of_time() else wifi_cell(work / "wifi", rounds, args.timeout)
     rows = [summary(pair) for pair in main_pairs]
     qlog_rows = [summary(pair) for pair in qlog_pairs]
     limited_rows = [summary(pair) for pair in limited_pairs]
@@ -385,12 +485,18 @@ def main(argv: list[str] | None = None) -> int:
     if limited_rows:
         print_table(limited_rows, f"The same clients through a {args.rate} token bucket "
                     "(is the client the bottleneck at emulated rates?)")
-    print(f"\n(took {time.monotonic() - started:.0f} s)")
+    if wifi_rows:
+        print_wifi(wifi_rows)
+    print_targets(rows, limited_rows, args.rate)
+    save_ceilings({name: {"profile": "quic", "mbit_per_s": row["mbit_per_s"], "measured": time.strftime("%Y-%m-%d")}
+                   for name, row in (("aioquic", _row(rows, "aioquic quic")), ("quinn", _row(rows, "quinn quic")))
+                   if row is not None})
+    print(f"\n(took {time.monotonic() - started:.0f} s; ceilings kept in {CEILINGS_FILE} for quicbed doctor)")
     if args.json:
         args.json.write_text(json.dumps({
             "machine": info, "load_before": load_before, "rounds": rounds,
             "pairs": rows, "qlog": qlog_rows, "rate_limited": {"rate": args.rate,
-                                                               "pairs": limited_rows},
+                                                               "pairs": limited_rows}, "wifi": wifi_rows,
             "runs": [vars(r) for p in main_pairs + qlog_pairs + limited_pairs for r in p.runs]}, indent=1) + "\n")
     return 0 if all("mbit_per_s" in r for r in rows + qlog_rows + limited_rows) else 1
 

@@ -6,9 +6,11 @@
 #   scripts/install.sh --test     also what the test suite needs (ansible, vagrant); the microVM
 #                                 is then required, because the netem tests run in it
 #   scripts/install.sh --no-vm    skip the microVM
+#   scripts/install.sh --no-native  skip the native QUIC endpoint (Rust, native/quinn)
 #
-# The main job's parts must install or this script fails. The microVM is optional for the
-# main job: when a part of it fails, the script warns with the fix and goes on.
+# The main job's parts must install or this script fails. The microVM and the native QUIC
+# endpoint are optional for the main job: when one fails, the script warns with the fix and
+# goes on (with --test both are required).
 # The virtualenv is QUICBED_VENV (default: .venv in this checkout); `quicbed` is linked into
 # /usr/local/bin unless that name is taken by something else.
 set -euo pipefail
@@ -17,11 +19,13 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${QUICBED_VENV:-$repo/.venv}
 with_tests=false
 with_vm=true
+with_native=true
 for arg in "$@"; do
   case $arg in
     --test) with_tests=true ;;
     --no-vm) with_vm=false ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --no-native) with_native=false ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +36,10 @@ warn() { printf '\ninstall.sh: warning: %s\n' "$*" >&2; }
 die() { printf '\ninstall.sh: %s\n' "$*" >&2; exit 1; }
 
 # An optional part that failed: fatal when the tests need it, a warning otherwise.
+native_failed() {
+  if $with_tests; then die "$1"; fi
+  warn "$1; the native QUIC transports (quic-native, bquic-native) are unavailable until it is fixed"
+}
 optional_failed() {
   if $vm_required; then
     die "$1 (the tests need the microVM; run with --no-vm to install without it, and the tests that need it skip)"
@@ -49,7 +57,7 @@ required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod 
                    python3 python3-venv python3-pip util-linux libns3-dev g++ make)
 # The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
 vm_packages=(qemu-system-x86 busybox-static file binutils)
-test_packages=(vagrant git)
+test_packages=(vagrant git nftables)
 
 missing_of() {
   local package
@@ -121,6 +129,37 @@ if $with_vm && ! command -v virtiofsd >/dev/null && [ ! -x /usr/libexec/virtiofs
       || warn "building virtiofsd failed: the microVM will use 9p (slower file access)"
   else
     warn "no virtiofsd package and no cargo: the microVM will use 9p (slower file access)"
+  fi
+fi
+
+# The native QUIC endpoint: Rust from the distribution (Debian 12's cargo-web is 1.96; the
+# plain cargo package is too old there), crates from crates.io as pinned in Cargo.lock, and
+# quinn-proto with quicbed's pacing switch (native/quinn/prepare.sh needs patch).
+native_min_rust=1.80
+cargo_recent() {
+  local version
+  version=$("$1" --version 2>/dev/null | awk '{print $2}')
+  [ -n "$version" ] && [ "$(printf '%s\n%s\n' "$native_min_rust" "$version" | sort -V | head -1)" = "$native_min_rust" ]
+}
+if $with_native; then
+  cargo_bin=$(command -v cargo || true)
+  if [ -z "$cargo_bin" ] || ! cargo_recent "$cargo_bin"; then
+    rust_package=cargo
+    apt-cache show cargo-web >/dev/null 2>&1 && rust_package=cargo-web
+    say "installing Rust for the native QUIC endpoint ($rust_package)"
+    apt_install "$rust_package" || true
+    cargo_bin=$(command -v cargo || true)
+  fi
+  if [ -z "$cargo_bin" ] || ! cargo_recent "$cargo_bin"; then
+    native_failed "the native QUIC endpoint needs cargo >= $native_min_rust (found: $("${cargo_bin:-cargo}" --version 2>/dev/null || echo none); fix: install Rust with rustup, then run this script again)"
+  else
+    say "building the native QUIC endpoint (native/quinn, $("$cargo_bin" --version); a few minutes the first time)"
+    apt_install patch || true
+    if (cd "$repo/native/quinn" && ./prepare.sh && "$cargo_bin" build --release --locked --quiet); then
+      install -m 0755 "$repo/native/quinn/target/release/quicbed-quinn" "$venv/bin/quicbed-quinn"
+    else
+      native_failed "building native/quinn failed (above; fix: run './prepare.sh && cargo build --release' in native/quinn)"
+    fi
   fi
 fi
 

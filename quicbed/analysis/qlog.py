@@ -37,6 +37,11 @@ METRIC_FIELDS = ("cwnd", "bytes_in_flight", "ssthresh", "smoothed_rtt", "min_rtt
                  "latest_rtt", "rtt_variance")
 _RTT_FIELDS = ("smoothed_rtt", "min_rtt", "latest_rtt", "rtt_variance")
 STATES = ("slow_start", "congestion_avoidance", "recovery")
+#: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs):
+#: quinn logs RTTs in seconds where qlog says milliseconds, and no ssthresh
+QUINN_DESCRIPTION = "quicbed-quinn"
+#: qlog 0.3's name for the congestion window; aioquic's (and this module's) is ``cwnd``
+_CWND_ALIASES = ("congestion_window",)
 #: aioquic's datagram size: a window with this much room is not what limits the sender
 MAX_DATAGRAM = 1200
 
@@ -48,6 +53,17 @@ class QlogTrace:
     vantage: str
     odcid: str | None
     events: list[dict[str, Any]] = field(repr=False)
+    #: who wrote it: "quinn" (quicbed's native endpoint) or "unknown" (aioquic and others)
+    producer: str = "unknown"
+
+    @property
+    def rtt_unit(self) -> float:
+        """Seconds per unit of the RTT fields (qlog: milliseconds; quinn: seconds)."""
+        return 1.0 if self.producer == "quinn" else 1e-3
+
+    @property
+    def logs_ssthresh(self) -> bool:
+        return self.producer != "quinn"
 
     def named(self, *names: str) -> list[dict[str, Any]]:
         wanted = set(names)
@@ -116,7 +132,12 @@ def _sequential_trace(text: str) -> QlogTrace:
     common = trace.get("common_fields", {}) or {}
     return QlogTrace(vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
                      odcid=common.get("ODCID") or common.get("group_id"),
-                     events=_normalise(events, common))
+                     events=_normalise(events, common), producer=_producer(header))
+
+
+def _producer(header: Mapping[str, Any]) -> str:
+    descriptions = (header.get("description"), (header.get("trace") or {}).get("description"))
+    return "quinn" if any(str(text or "").startswith(QUINN_DESCRIPTION) for text in descriptions) else "unknown"
 
 
 def _normalise(events: Iterable[Mapping[str, Any]], common: Mapping[str, Any]
@@ -134,8 +155,11 @@ def _normalise(events: Iterable[Mapping[str, Any]], common: Mapping[str, Any]
             when = reference + value
         else:
             when = value
-        result.append({"name": event.get("name", ""), "time": when / 1000.0,
-                       "data": event.get("data", {}) or {}})
+        data = dict(event.get("data", {}) or {})
+        for alias in _CWND_ALIASES:
+            if alias in data and "cwnd" not in data:
+                data["cwnd"] = data.pop(alias)
+        result.append({"name": event.get("name", ""), "time": when / 1000.0, "data": data})
     result.sort(key=lambda event: event["time"])  # stable: ties keep the logged order
     return result
 
@@ -157,7 +181,7 @@ def metrics_frame(trace: QlogTrace) -> pd.DataFrame:
         for name in METRIC_FIELDS:
             if name in data and data[name] is not None:
                 value = float(data[name])
-                row[name] = value / 1000.0 if name in _RTT_FIELDS else value
+                row[name] = value * trace.rtt_unit if name in _RTT_FIELDS else value
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["time", *METRIC_FIELDS])
     frame[list(METRIC_FIELDS)] = frame[list(METRIC_FIELDS)].astype(float).ffill()
@@ -222,6 +246,8 @@ def congestion_states(trace: QlogTrace) -> pd.DataFrame:
     ``recovery:congestion_state_updated`` events, else :func:`derive_congestion_states`.
     Column ``source`` says which ("logged" or "derived")."""
     logged = trace.named("recovery:congestion_state_updated")
+    if not logged and not trace.logs_ssthresh:  # no way to tell slow start from the rest
+        return pd.DataFrame([], columns=["time", "state", "source"])
     if logged:
         rows = [(event["time"], str(event["data"].get("new")), "logged") for event in logged]
     else:

@@ -270,8 +270,27 @@ def _tools() -> list[Capability]:
                 "apt-get install tcpdump"),
         _binary("ethtool", ["ethtool", "--version"], "turning offloads off (captures show real packets)",
                 "apt-get install ethtool"),
-        _python_package("aioquic", "aioquic", "QUIC and BQUIC endpoints", "pip install aioquic"),
     ]
+
+
+def _quic_implementations() -> list[Capability]:
+    """Each QUIC implementation, its version and, if bench/endpoints.py ran here, its ceiling."""
+    from quicbed.apps.quic.implementations import measured_ceiling, native_binary, native_version
+
+    aioquic = _python_package("aioquic", "aioquic", "the aioquic QUIC and BQUIC endpoints", "pip install aioquic")
+    binary = native_binary()
+    version = native_version(binary) if binary is not None else None
+    quinn = Capability("quinn", version is not None,
+                       f"{version} ({binary})" if version else
+                       ("not built" if binary is None else f"{binary} does not run"),
+                       "the native QUIC endpoints (transports quic-native, bquic-native; impl: quinn)",
+                       "./scripts/install.sh builds it (apt cargo-web, crates.io), or cargo build --release "
+                       "in native/quinn")
+    for line in (aioquic, quinn):
+        ceiling = measured_ceiling(line.name) if line.available else None
+        if ceiling:
+            line.detail += f"; {ceiling}"
+    return [aioquic, quinn]
 
 
 #: every check, in the order doctor prints them: (name if it fails, what it disables, check)
@@ -285,6 +304,7 @@ CHECKS: tuple[tuple[str, str, Callable[[], Capability | list[Capability]]], ...]
     ("vm_kernel", "the microVM", _vm_kernel),
     ("ns3", "the ns3 WiFi backend", _ns3),
     ("tools", "endpoints and captures", _tools),
+    ("quic_implementations", "QUIC endpoints", _quic_implementations),
     ("cpu_accounting", "CPU accounting of runs", _cpu_accounting),
     ("mininet_wifi", "the mininet-wifi backend", _mininet_wifi),
     ("mininet", "the mininet-wifi backend", _mininet_version),

@@ -20,6 +20,7 @@ from typing import Any
 from quicbed.apps import iperf, objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
+from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION, IMPLEMENTATIONS
 from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
@@ -279,7 +280,8 @@ class RunExecution:
                 *_quic_profile_arguments(download.transport)]
         if self.experiment.qlog and download.role == "main":
             argv += ["--qlog-dir", str(self.folder / "qlog")]
-        process = self.server.start(module_argv("quicbed.apps.quic.server", argv), name=f"{prefix}quic-server",
+        module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].server
+        process = self.server.start(module_argv(module, [*leading, *argv]), name=f"{prefix}quic-server",
                                     log_dir=self.logs)
         try:
             _wait_for_file(ready, process, "the HTTP/3 server")
@@ -348,7 +350,8 @@ class RunExecution:
                   "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets),
                   *extra]
         if download.transport.kind == "quic":
-            return module_argv("quicbed.apps.quic.client", [*common, *_quic_profile_arguments(download.transport)])
+            module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].client
+            return module_argv(module, [*leading, *common, *_quic_profile_arguments(download.transport)])
         return module_argv("quicbed.apps.tcp.client", [*common, "--http", download.transport.http])
 
     def _record(self, download: Download, why: str) -> dict[str, Any]:
@@ -390,7 +393,10 @@ class RunExecution:
         return [self._record(d, p.errors()) for d, p in zip(downloads, processes)]
 
     def _collect_server_files(self) -> None:
-        qlogs = sorted((self.folder / "qlog").glob("*_server.qlog")) if (self.folder / "qlog").is_dir() else []
+        qlog_dir = self.folder / "qlog"
+        # aioquic: ODCID_server.qlog; quinn: server-N-ADDRESS.sqlog (both JSON-SEQ or JSON)
+        qlogs = sorted([*qlog_dir.glob("*_server.qlog"), *qlog_dir.glob("server-*.sqlog")],
+                       key=lambda path: path.stat().st_mtime) if qlog_dir.is_dir() else []
         if qlogs:
             qlogs[-1].rename(self.folder / "server.qlog")  # one connection per run
             shutil.rmtree(self.folder / "qlog", ignore_errors=True)

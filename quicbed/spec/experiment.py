@@ -41,6 +41,11 @@ BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
     "quic": {"kind": "quic", "profile": "quic"},
     "bquic": {"kind": "quic", "profile": "bquic"},
     "aioquic": {"kind": "quic", "profile": "aioquic"},
+    # the native stack; BQUIC there asks for one ACK frequency from the first packet, with the
+    # delay capped at 25 ms (quinn cannot switch after N packets, nor cap at a fraction of the RTT)
+    "quic-native": {"kind": "quic", "impl": "quinn", "profile": "quic"},
+    "bquic-native": {"kind": "quic", "impl": "quinn", "profile": "bquic",
+                     "knobs": {"ack_decimation_after": 0, "ack_delay_rtt_fraction": None}},
     "tcp": {"kind": "tcp", "http": "2", "cc": "cubic"},
     "tcp-h1": {"kind": "tcp", "http": "1.1", "cc": "cubic"},
     "tcp-bbr": {"kind": "tcp", "http": "2", "cc": "bbr"},
@@ -51,15 +56,16 @@ BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
 @dataclass(frozen=True)
 class Transport:
     name: str
-    kind: str  # "quic" (aioquic endpoints) or "tcp" (nginx + client)
+    kind: str  # "quic" (HTTP/3 endpoints) or "tcp" (nginx + client)
     profile: str | None = None  # QUIC transport profile
     http: str = "3"
     cc: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
+    implementation: str | None = None  # QUIC: "aioquic" or "quinn" (quicbed.apps.quic.implementations)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "profile": self.profile, "http": self.http,
-                "cc": self.cc, "knobs": dict(self.knobs)}
+                "cc": self.cc, "knobs": dict(self.knobs), "impl": self.implementation}
 
 
 @dataclass(frozen=True)
@@ -185,17 +191,17 @@ def _boolean(doc: LocatedData, value: Any, field: str) -> bool:
 
 def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
     spec = _expect_mapping(doc, spec, field)
-    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs"}
+    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs", "impl"}
     if unknown:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown transport option {key!r}", f"{field}.{key}",
-                        fix="transports take kind, profile, http, cc, knobs")
+                        fix="transports take kind, profile, http, cc, knobs, impl")
     kind = _choice(doc, spec.get("kind"), f"{field}.kind", ("quic", "tcp"))
     http = str(spec.get("http", "3" if kind == "quic" else "2"))
     _choice(doc, http, f"{field}.http", ("3",) if kind == "quic" else HTTP_VERSIONS)
     cc = spec.get("cc")
     if cc is not None:
-        _choice(doc, cc, f"{field}.cc", CONGESTION_CONTROLS if kind == "tcp" else ("cubic", "reno"))
+        _choice(doc, cc, f"{field}.cc", CONGESTION_CONTROLS)
     profile = spec.get("profile")
     if kind == "quic":
         profile = profile or "quic"
@@ -208,7 +214,33 @@ def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
     elif profile is not None:
         raise doc.error("TCP transports have no QUIC profile", f"{field}.profile", fix="remove 'profile'")
     knobs = _expect_mapping(doc, spec.get("knobs"), f"{field}.knobs")
-    return Transport(name, kind, profile, http, cc, dict(knobs))
+    implementation = None
+    if kind == "quic":
+        implementation = _quic_implementation(doc, spec, field, str(profile), cc, knobs)
+    elif "impl" in spec:
+        raise doc.error("TCP transports have no QUIC implementation", f"{field}.impl", fix="remove 'impl'")
+    return Transport(name, kind, profile, http, cc, dict(knobs), implementation)
+
+
+def _quic_implementation(doc: LocatedData, spec: dict[str, Any], field: str, profile: str, cc: str | None,
+                         knobs: dict[str, Any]) -> str:
+    """The transport's QUIC implementation, once its profile with these knobs is known to run there."""
+    from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION, IMPLEMENTATIONS, refusals
+    from quicbed.apps.quic.profiles import get_profile
+
+    implementation = _choice(doc, spec.get("impl", DEFAULT_IMPLEMENTATION), f"{field}.impl", tuple(IMPLEMENTATIONS))
+    overrides = {**knobs, **({"congestion_control": cc} if cc else {})}
+    try:
+        resolved = get_profile(profile, (), overrides)
+    except SpecError as error:
+        raise doc.error(error.message, f"{field}.knobs.{error.field}" if error.field else f"{field}.knobs",
+                        fix=error.fix) from None
+    refused = refusals(resolved, implementation)
+    if refused:
+        raise doc.error(f"{implementation} cannot run profile {profile!r} as given: {'; '.join(refused)}",
+                        f"{field}.knobs", fix="set these knobs under knobs: (values the implementation has), "
+                                              "or use impl: aioquic")
+    return implementation
 
 
 def _check_page(doc: LocatedData, value: Any, field: str) -> None:

@@ -40,7 +40,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("QUICBED_TEST_VENV", "/opt/quicbed/venv"))
 # Capabilities `quicbed doctor` must report once the roles ran (offline mode included).
-PROVISIONED = ("tcpdump", "iperf3", "nginx", "aioquic", "ns3", "qemu")
+PROVISIONED = ("tcpdump", "iperf3", "nginx", "aioquic", "quinn", "ns3", "qemu")
 # What ansible-lint sees: the Ansible content only, copied so that its cache directory
 # (.ansible/, created in the project it lints) does not land in the checkout.
 ANSIBLE_CONTENT = ("site.yml", "ansible.cfg", ".ansible-lint", "roles", "group_vars", "inventory")

@@ -179,3 +179,18 @@ def test_relative_and_delta_times_and_json_seq(tmp_path: Path) -> None:
     assert [e["time"] for e in trace.events] == pytest.approx([2.001, 2.003])
     with pytest.raises(ValueError, match="expected one trace of server"):
         qlog.load_trace(sequential, "server")
+
+
+def test_quinn_qlog_units_and_names() -> None:
+    """quicbed's native endpoint (quinn) logs RTTs in seconds and the window as
+    congestion_window, and no ssthresh: read in this module's units, phases not guessed.
+    Expected values: zcat server.sqlog.gz | grep min_rtt (smallest 5.453e-05) and
+    grep -o congestion_window (largest 278944)."""
+    trace = qlog.load_trace(FIXTURES / "quinn" / "server.sqlog.gz")
+    assert trace.producer == "quinn" and not trace.logs_ssthresh
+    metrics = qlog.metrics_frame(trace)
+    assert metrics["min_rtt"].min() == pytest.approx(5.453e-05)
+    assert metrics["cwnd"].max() == 278944
+    summary = qlog.summarize_trace(trace)
+    assert summary.phases == {} and summary.states_source == "none"
+    assert summary.cwnd_mean > 0

@@ -152,3 +152,31 @@ def test_a_tcp_competitor_may_use_its_own_congestion_control(tmp_path):
     exp = load_experiment(write(tmp_path, GOOD.replace("[quic, bquic, tcp]", "[quic, bquic]")
                                 + "competitor: {transport: tcp-bbr}\n"))
     assert exp.competitor is not None and exp.competitor.transport == "tcp-bbr"
+
+
+def test_a_quic_transport_names_its_implementation_and_runs_only_knobs_it_has(tmp_path):
+    text = GOOD.replace("[quic, bquic, tcp]", "[quic-native, bquic-native, mine]") + dedent("""\
+        transports:
+          mine: {kind: quic, impl: quinn, profile: quic, cc: bbr, knobs: {slow_start_exit_rtt_increase: null}}
+        """)
+    exp = load_experiment(write(tmp_path, text))
+    assert exp.transports["quic"].implementation == "aioquic"
+    assert exp.transports["quic-native"].implementation == "quinn"
+    assert exp.transports["bquic-native"].knobs["ack_decimation_after"] == 0
+    assert exp.transports["mine"].describe()["impl"] == "quinn" and exp.transports["mine"].cc == "bbr"
+    # BQUIC as defined switches to decimation after 100 packets, which quinn cannot: refused at
+    # load, naming the knobs
+    refused = text.replace("cc: bbr, knobs: {slow_start_exit_rtt_increase: null}", "knobs: {}").replace(
+        "profile: quic,", "profile: bquic,")
+    with pytest.raises(SpecError) as caught:
+        load_experiment(write(tmp_path, refused))
+    message = str(caught.value)
+    for fragment in ("transports.mine.knobs", "quinn cannot run profile 'bquic'",
+                     "ack_decimation_after=100", "ack_delay_rtt_fraction=0.25", "impl: aioquic"):
+        assert fragment in message, message
+    with pytest.raises(SpecError, match="transports.mine.impl.*msquic"):
+        load_experiment(write(tmp_path, text.replace("impl: quinn", "impl: msquic")))
+    with pytest.raises(SpecError, match="aioquic cannot run profile 'quic' as given: congestion_control=bbr"):
+        load_experiment(write(tmp_path, text.replace("impl: quinn, ", "")))
+    with pytest.raises(SpecError, match="transports.mine.knobs.pacing"):
+        load_experiment(write(tmp_path, text.replace("slow_start_exit_rtt_increase: null", "pacing: maybe")))

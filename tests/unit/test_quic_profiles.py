@@ -96,7 +96,7 @@ def test_switching_the_ack_scheduler_off_drops_its_knobs(tmp_path: Path) -> None
     ("  x:\n    loss_time_threshold: 7/8\n", "profiles.x.loss_time_threshold", ">= 1"),
     ("  x:\n    max_ack_delay: 25\n", "profiles.x.max_ack_delay", "no unit"),
     ("  x:\n    max_ack_delay: 20s\n", "profiles.x.max_ack_delay", "too large"),
-    ("  x:\n    congestion_control: bbr\n", "profiles.x.congestion_control", "reno, cubic"),
+    ("  x:\n    congestion_control: vegas\n", "profiles.x.congestion_control", "reno, cubic, bbr"),
     ("  x:\n    ack_delay_rtt_fraction: 1/4\n", "profiles.x.ack_delay_rtt_fraction",
      "ACK scheduler"),
     ("  x:\n    extends: nope\n", "profiles.x.extends", "unknown profile"),

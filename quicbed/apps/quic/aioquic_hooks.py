@@ -154,6 +154,9 @@ def _register_slow_start_variant(base_name: str, rtt_increase: float) -> str:
 
 def configure(configuration: QuicConfiguration, profile: TransportProfile) -> QuicConfiguration:
     """Put a profile's configuration-level knobs (congestion control) on a configuration."""
+    from quicbed.apps.quic.implementations import require_supported
+
+    require_supported(profile, "aioquic")
     configuration.congestion_control_algorithm = congestion_control_name(profile)
     return configuration
 

@@ -36,7 +36,7 @@ from quicbed.spec.units import format_time, parse_time
 
 BUILTIN_PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 FILE_VERSION = 1
-CONGESTION_CONTROLS = ("reno", "cubic")
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 # The transport parameter max_ack_delay must be below 2^14 ms (RFC 9000 section 18.2).
 MAX_ACK_DELAY_LIMIT = 2**14 / 1000.0
 # ACK every this many ack-eliciting packets before decimation starts (RFC 9000 13.2.2).
@@ -181,9 +181,9 @@ def _optional(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
 
 
 KNOBS: tuple[Knob, ...] = (
-    Knob("congestion_control", "reno | cubic",
-         "Congestion controller (aioquic's NewReno or CUBIC; both get the slow-start exit "
-         "rule of slow_start_exit_rtt_increase).", _congestion_control),
+    Knob("congestion_control", "reno | cubic | bbr",
+         "Congestion controller: NewReno or CUBIC (both get the slow-start exit rule of "
+         "slow_start_exit_rtt_increase), or BBR (quinn only).", _congestion_control),
     Knob("ack_every", "int >= 1 | null",
          "Receiver: send an ACK once this many ack-eliciting packets are unacknowledged. "
          "null = aioquic's own ACK scheduling (ACK 1 ms after the first unacknowledged "

@@ -1,0 +1,130 @@
+"""QUIC implementations quicbed runs, and which knob values each can honour.
+
+A transport profile (docs/transport-profiles.md) means the same on every implementation;
+a knob value an implementation has no way to honour is refused with the reason, never
+approximated. ``aioquic`` is the Python stack (quicbed.apps.quic.server/client), ``quinn``
+the native one (native/quinn, started through quicbed.apps.quic.native).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from quicbed.apps.quic.profiles import TransportProfile
+from quicbed.errors import QuicbedError
+
+NATIVE_BINARY = "quicbed-quinn"
+#: where a source checkout builds the binary (cargo build --release in native/quinn)
+SOURCE_BUILD = Path(__file__).resolve().parents[3] / "native" / "quinn" / "target" / "release" / NATIVE_BINARY
+
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str
+    #: ``python -m`` module and leading arguments of the server and of the client; both take
+    #: the options of quicbed.apps.quic.server / .client after these
+    server: tuple[str, ...]
+    client: tuple[str, ...]
+    description: str
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "aioquic": Implementation("aioquic", ("quicbed.apps.quic.server",), ("quicbed.apps.quic.client",),
+                              "aioquic (Python), every knob"),
+    "quinn": Implementation("quinn", ("quicbed.apps.quic.native", "server"), ("quicbed.apps.quic.native", "client"),
+                            "quinn + h3 (Rust, native/quinn)"),
+}
+DEFAULT_IMPLEMENTATION = "aioquic"
+
+
+def refusals(profile: TransportProfile, implementation: str) -> list[str]:
+    """Each knob value of ``profile`` that ``implementation`` cannot honour, with the reason."""
+    refused: list[str] = []
+    if implementation == "aioquic":
+        if profile.congestion_control == "bbr":
+            refused.append("congestion_control=bbr: aioquic has NewReno and CUBIC only")
+    elif implementation == "quinn":
+        if profile.ack_decimation_after:
+            refused.append(f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "
+                           "one ACK frequency per connection, it cannot change it after N packets")
+        if profile.ack_delay_rtt_fraction is not None:
+            refused.append(f"ack_delay_rtt_fraction={profile.ack_delay_rtt_fraction:g}: quinn caps the ACK "
+                           "delay it asks for at one RTT, not at a fraction of it")
+        if profile.congestion_control == "bbr" and profile.slow_start_exit_rtt_increase is not None:
+            refused.append("slow_start_exit_rtt_increase with congestion_control=bbr: BBR leaves startup by "
+                           "its own bandwidth rule")
+    else:
+        raise QuicbedError(f"unknown QUIC implementation {implementation!r}: use one of "
+                           f"{', '.join(IMPLEMENTATIONS)}")
+    return refused
+
+
+def require_supported(profile: TransportProfile, implementation: str) -> None:
+    """Raise a QuicbedError naming every knob ``implementation`` cannot honour."""
+    refused = refusals(profile, implementation)
+    if refused:
+        raise QuicbedError(f"{implementation} cannot run profile {profile.name!r}: " + "; ".join(refused)
+                           + ". Change these knobs (--knob NAME=VALUE, or knobs: in the transport) or use another "
+                           "implementation (docs/transport-profiles.md has a column per implementation)")
+
+
+def native_binary() -> Path | None:
+    """The quicbed-quinn binary: beside this Python (installed into the virtualenv), on PATH,
+    or the source checkout's release build."""
+    beside = Path(sys.executable).parent / NATIVE_BINARY
+    for candidate in (beside, shutil.which(NATIVE_BINARY), SOURCE_BUILD):
+        if candidate is not None and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def require_native_binary() -> Path:
+    binary = native_binary()
+    if binary is None:
+        raise QuicbedError(f"the native QUIC endpoint ({NATIVE_BINARY}) is not built: run ./scripts/install.sh "
+                           "(it installs cargo from Debian and builds it) or, with Rust >= 1.80, "
+                           "./prepare.sh && cargo build --release in native/quinn")
+    return binary
+
+
+def native_version(binary: Path) -> str | None:
+    """'quinn 0.11.12 (quicbed-quinn 0.1.0)' from the binary itself, or None if it does not run."""
+    try:
+        output = subprocess.run([str(binary), "version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        versions = json.loads(output.stdout)
+    except ValueError:
+        return None
+    return f"quinn {versions.get('quinn')}, h3 {versions.get('h3')} (quicbed-quinn {versions.get('quicbed_quinn')})"
+
+
+#: where bench/endpoints.py leaves the ceilings it measured on this machine (quicbed doctor shows them)
+CEILINGS_FILE = Path(os.environ.get("QUICBED_STATE_DIR", "/var/lib/quicbed")) / "bench" / "endpoints.json"
+
+
+def save_ceilings(ceilings: dict[str, dict[str, object]], path: Path = CEILINGS_FILE) -> None:
+    """Keep ``{implementation: {profile, mbit_per_s, measured}}`` for doctor (written whole, atomically)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(ceilings, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
+
+
+def measured_ceiling(implementation: str, path: Path = CEILINGS_FILE) -> str | None:
+    """'1234 Mbit/s (quic, bench/endpoints.py 2026-11-25)' if bench/endpoints.py measured it here."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8")).get(implementation)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or "mbit_per_s" not in entry:
+        return None
+    return (f"ceiling {float(entry['mbit_per_s']):.0f} Mbit/s on one connection ({entry.get('profile')} profile, "
+            f"unshaped veth, bench/endpoints.py {entry.get('measured')})")
