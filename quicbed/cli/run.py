@@ -149,6 +149,7 @@ def _run_here(args: argparse.Namespace, experiment: Experiment, backend: str, pa
               out: Path) -> int:
     from quicbed.runner.engine import ExperimentRunner, RunnerOptions
 
+    _require_endpoints(experiment)
     install_termination_handlers()
     runs = len(expand(experiment))
     print(f"running {experiment.name}: {runs} runs, backend {backend}, results in {out}", flush=True)
@@ -159,6 +160,20 @@ def _run_here(args: argparse.Namespace, experiment: Experiment, backend: str, pa
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")
     print(f"results: {out.resolve()}")
     return 0 if summary.ok or summary.invalid or not (summary.total - summary.skipped) else 1
+
+
+def _require_endpoints(experiment: Experiment) -> None:
+    """Refuse before the results folder exists when a transport's endpoint is not installed."""
+    from quicbed.apps.quic.implementations import NATIVE_BINARY, native_binary
+
+    used = {str(cell["transport"]) for cell in experiment.cells()}
+    if experiment.competitor is not None:
+        used.add(experiment.competitor.transport)
+    native = sorted(name for name in used if experiment.transports[name].implementation == "quinn")
+    if native and native_binary() is None:
+        raise QuicbedError(f"{experiment.source}: transport(s) {', '.join(native)} run the native QUIC endpoint "
+                           f"({NATIVE_BINARY}), which is not built (fix: ./scripts/install.sh builds it; or leave "
+                           "them out, e.g. --set 'matrix.transport=[quic, bquic, tcp]')")
 
 
 def print_runs(experiment: Experiment, backend: str) -> None:

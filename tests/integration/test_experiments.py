@@ -71,16 +71,22 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
 def test_wifi_bquic_reports_aggregation_and_ack_ratio_per_profile(tmp_path: Path) -> None:
     out = tmp_path / "wifi-bquic"
     lines = run_experiment("wifi-bquic", out, "--set", "workload.object=3MB")
-    assert set(lines) == {"quic", "bquic", "tcp"}
+    assert set(lines) == {"quic", "bquic", "quic-native", "bquic-native", "tcp"}
     for line in lines.values():
         assert line["status"] == "ok" or (line["status"] == "invalid" and "behind the wall clock" in
                                           " ".join(line["invalid_reasons"])), line
         assert line["client"] == "sta1" and line["metrics"]["ampdu_mean"] >= 1
+        assert line["metrics"]["cpu_server"] > 0 and line["metrics"]["cpu_client"] > 0
         assert (out / line["folder"] / "mac-stats.json").exists()
     metrics = {name: line["metrics"] for name, line in lines.items()}
     # the E1 effect: bursts fill A-MPDUs, paced QUIC's packets go out nearly one by one
     assert metrics["tcp"]["ampdu_mean"] > metrics["bquic"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"]
     assert metrics["bquic"]["ack_ratio"] < metrics["quic"]["ack_ratio"]
+    # the native stack keeps up with the cell: its packets reach the AP in aggregates, not one by one
+    assert metrics["quic-native"]["ampdu_mean"] > 2 * metrics["quic"]["ampdu_mean"], metrics
+    assert metrics["bquic-native"]["ack_ratio"] < 0.5 * metrics["quic-native"]["ack_ratio"], metrics
+    # and spends far less CPU per byte than aioquic
+    assert metrics["quic-native"]["cpu_server"] < metrics["quic"]["cpu_server"] / 3, metrics
     summary = (out / "summary.md").read_text()
     assert "MPDUs per A-MPDU" in summary and "ACK ratio" in summary and "goodput" in summary
     assert (out / "report" / "cpu-by-role.png").exists()

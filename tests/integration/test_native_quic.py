@@ -139,11 +139,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, NativeR
 
 
 def ack_ratio(run: NativeRun) -> float:
-    """Station -> server packets per server -> station data packet, in the station's capture."""
-    acks = [p for p in run.client_packets if p.dst == run.server_address and p.dport == PORT]
-    data = [p for p in run.client_packets
-            if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD]
-    return len(acks) / len(data)
+    """Station -> server packets per server -> station data packet, in the station's capture
+    (quicbed's ACK ratio metric, on the download's flow)."""
+    from quicbed.analysis.metrics import ack_ratio as flow_ack_ratio, main_flow
+
+    return flow_ack_ratio(run.client_packets, main_flow(run.client_packets))
 
 
 def test_records_match_the_aioquic_endpoints(runs: dict[str, NativeRun]) -> None:

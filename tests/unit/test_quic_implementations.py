@@ -14,6 +14,8 @@ from quicbed.apps.quic.implementations import (measured_ceiling, refusals, requi
 from quicbed.apps.quic.profiles import get_profile
 from quicbed.errors import QuicbedError
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_quinn_runs_quic_and_unpaced_profiles_but_not_bquics_ack_switch() -> None:
     assert refusals(get_profile("quic"), "quinn") == []
@@ -83,3 +85,17 @@ def test_ceilings_are_kept_for_doctor(tmp_path: Path) -> None:
                                                 "veth, bench/endpoints.py 2026-11-25)")
     assert measured_ceiling("aioquic", path) is None
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_a_run_needing_the_missing_native_endpoint_stops_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from quicbed.cli.run import _require_endpoints
+    from quicbed.spec.experiment import load_experiment
+
+    experiment = load_experiment(str(ROOT / "experiments" / "wifi-bquic.yaml"))
+    monkeypatch.setattr(implementations, "native_binary", lambda: None)
+    with pytest.raises(QuicbedError) as caught:
+        _require_endpoints(experiment)
+    message = str(caught.value)
+    assert "wifi-bquic.yaml: transport(s) bquic-native, quic-native run the native QUIC endpoint" in message
+    assert "./scripts/install.sh" in message
+    _require_endpoints(load_experiment(str(ROOT / "experiments" / "quickstart.yaml")))  # aioquic only: fine
