@@ -284,8 +284,8 @@ def _quic_implementations() -> list[Capability]:
                        f"{version} ({binary})" if version else
                        ("not built" if binary is None else f"{binary} does not run"),
                        "the native QUIC endpoints (transports quic-native, bquic-native; impl: quinn)",
-                       "./scripts/install.sh builds it (apt cargo-web, crates.io), or ./prepare.sh && cargo build --release "
-                       "in native/quinn")
+                       "./scripts/install.sh builds it (apt cargo-web, crates.io), or in native/quinn: "
+                       "./prepare.sh && cargo build --release")
     for line in (aioquic, quinn):
         ceiling = measured_ceiling(line.name) if line.available else None
         if ceiling:

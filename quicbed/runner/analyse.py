@@ -76,7 +76,8 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
     if (folder / "server.qlog").exists():
         from quicbed.analysis.qlog import summarize_qlog
 
-        qlog = summarize_qlog(folder / "server.qlog", vantage=None).to_dict()  # the server's file (quinn declares no vantage)
+        # the server's file, whatever vantage it declares (quinn's say "unknown")
+        qlog = summarize_qlog(folder / "server.qlog", vantage=None).to_dict()
         summary = {"cwnd_mean": qlog["cwnd_mean"], "srtt_mean": qlog["smoothed_rtt_mean"], **{
             f"phase_{phase}": share for phase, share in qlog["phases"].items()}}
     elif (folder / "tcp_probe.txt.gz").exists():
