@@ -19,6 +19,8 @@ from quicbed.backends.netns import NamespaceNetwork, clean
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
+#: durations no other process on the machine uses, so pgrep finds only this session's sleeps
+SLEEPS = [f"{300 + n}.{os.getpid()}" for n in range(3)]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create network namespaces")
 
 
@@ -94,13 +96,13 @@ def test_rate_limit_is_enforced_by_tbf():
 def test_ctrl_c_tears_everything_down():
     before = host_state()
     process = quicbed_cli("topo", "up", "topologies/chain.py", "-p", "hops=2", "-p", "delay=0ms",
-                          "--exec", "server:sleep 300")
+                          "--exec", f"server:sleep {SLEEPS[0]}")
     wait_for_line(process, "press Ctrl-C")
     assert len(ownership.quicbed_namespaces()) == len(before["namespaces"]) + 4
     process.send_signal(signal.SIGINT)
     assert process.wait(30) == 130  # the conventional status after Ctrl-C
     assert host_state() == before
-    assert subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-f", f"sleep {SLEEPS[0]}"], capture_output=True).returncode == 1
 
 
 @pytest.mark.parametrize("moment", ["while up", "while building"])
@@ -113,12 +115,12 @@ def test_clean_after_sigkill_removes_exactly_what_the_run_left(moment):
     try:
         survivor_namespaces = set(ownership.quicbed_namespaces())
         victim = quicbed_cli("topo", "up", "topologies/chain.py", "-p", "hops=6", "-p", "delay=0ms",
-                             "-p", "rate=30mbit", "--exec", "server:sleep 301 & sleep 302 & wait")
+                             "-p", "rate=30mbit", "--exec", f"server:sleep {SLEEPS[1]} & sleep {SLEEPS[2]} & wait")
         if moment == "while up":
             wait_for_line(victim, "press Ctrl-C")
             time.sleep(0.5)
             # the backgrounded sleeps escape the process tree: only namespace ownership finds them
-            assert subprocess.run(["pgrep", "-f", "sleep 301"], capture_output=True).returncode == 0
+            assert subprocess.run(["pgrep", "-f", f"sleep {SLEEPS[1]}"], capture_output=True).returncode == 0
         else:
             deadline = time.monotonic() + 20
             while len(set(ownership.quicbed_namespaces()) - survivor_namespaces) < 3:
@@ -133,7 +135,8 @@ def test_clean_after_sigkill_removes_exactly_what_the_run_left(moment):
         assert cleaner.returncode == 0, err
         assert all(f"namespace {ns}" in out for ns in left)
         assert set(ownership.quicbed_namespaces()) == survivor_namespaces
-        assert subprocess.run(["pgrep", "-f", "sleep 30[12]"], capture_output=True).returncode == 1
+        for sleep in SLEEPS[1:]:
+            assert subprocess.run(["pgrep", "-f", f"sleep {sleep}"], capture_output=True).returncode == 1
         assert "qbforeign" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     finally:
         subprocess.run(["ip", "netns", "del", "qbforeign"], check=False)
