@@ -132,3 +132,42 @@ def loss_count_interval(model: LossModel, packets: int, z: float = Z99) -> tuple
     correlated = 2 * decay / (1 - decay) * model.pi_good * model.pi_bad * (model.loss_good - model.loss_bad) ** 2
     spread = z * math.sqrt(packets * (mean * (1 - mean) + correlated))
     return packets * mean - spread, packets * mean + spread
+
+
+def _loss_runs(lost: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+    """Per row of a (replicas x packets) boolean loss matrix: packets lost and loss runs."""
+    import numpy as np
+
+    padded = np.pad(lost.astype(np.int8), ((0, 0), (1, 0)))
+    run_starts = (np.diff(padded, axis=1) == 1).sum(axis=1)
+    return lost.sum(axis=1), run_starts
+
+
+def mean_burst_interval(model: LossModel, packets: int, z: float = Z99, replicas: int = 2000,
+                        seed: int = 0) -> tuple[float, float]:
+    """Interval that holds the measured mean loss-run length of a ``packets`` probe with the
+    confidence of ``z``, from the model's own sampling distribution.
+
+    The measured mean is a ratio (lost packets / loss runs) over runs that are skewed and,
+    for Gilbert-Elliott, correlated within a Bad sojourn: the runs' own standard error
+    understates its spread (by a third for E4's chain; a 99.9 % check then failed one probe
+    in fifty). So the chain is simulated ``replicas`` times for ``packets`` packets and the
+    interval is the simulated mean +- z simulated standard deviations (the mean of ~100+
+    runs is close to normal; its bias, a few hundredths of a packet, is in the simulated mean).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if isinstance(model, Bernoulli):
+        lost = rng.random((replicas, packets)) < model.probability
+    else:
+        lost = np.empty((replicas, packets), dtype=bool)
+        bad = rng.random(replicas) < model.pi_bad
+        for index in range(packets):
+            lost[:, index] = rng.random(replicas) < np.where(bad, model.loss_bad, model.loss_good)
+            move = rng.random(replicas)
+            bad = np.where(bad, move >= model.r, move < model.p)
+    total, runs = _loss_runs(lost)
+    means = total[runs > 0] / runs[runs > 0]
+    centre, spread = float(means.mean()), float(means.std(ddof=1))
+    return centre - z * spread, centre + z * spread

@@ -79,8 +79,11 @@ def test_wifi_bquic_reports_aggregation_and_ack_ratio_per_profile(tmp_path: Path
         assert line["metrics"]["cpu_server"] > 0 and line["metrics"]["cpu_client"] > 0
         assert (out / line["folder"] / "mac-stats.json").exists()
     metrics = {name: line["metrics"] for name, line in lines.items()}
-    # the E1 effect: bursts fill A-MPDUs, paced QUIC's packets go out nearly one by one
-    assert metrics["tcp"]["ampdu_mean"] > metrics["bquic"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"]
+    # the E1 effect: bursts fill A-MPDUs, aioquic's paced packets go out nearly one by one.
+    # (TCP and BQUIC have no fixed order: on a 3 MB download BQUIC's aggregates were once
+    # larger than TCP's, 24.8 against 22.3 MPDUs, TCP spending more of it in slow start.)
+    assert metrics["tcp"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"], metrics
+    assert metrics["bquic"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"], metrics
     assert metrics["bquic"]["ack_ratio"] < metrics["quic"]["ack_ratio"]
     # the native stack keeps up with the cell: its packets reach the AP in aggregates, not one by one
     assert metrics["quic-native"]["ampdu_mean"] > 2 * metrics["quic"]["ampdu_mean"], metrics

@@ -2,7 +2,8 @@
 
 import pytest
 
-from quicbed.analysis.linkstats import ProbeLog, expected_iqr, link_stats, loss_count_interval
+from quicbed.analysis.linkstats import (ProbeLog, expected_iqr, link_stats, loss_count_interval,
+                                        mean_burst_interval)
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 
 MS = 1_000_000
@@ -33,6 +34,20 @@ def test_binomial_interval_and_the_wider_gilbert_elliott_interval():
     ge_low, ge_high = loss_count_interval(GilbertElliott.from_mean_loss(0.05), 5000)
     assert ge_low < low and ge_high > high  # correlated losses vary more
     assert (ge_low + ge_high) / 2 == pytest.approx(250)
+
+
+def test_mean_burst_interval_from_the_models_sampling_distribution():
+    # Bernoulli: runs are geometric, mean 1/(1-p); ~190 runs in 4000 packets at 5 %
+    low, high = mean_burst_interval(Bernoulli(0.05), 4000, z=3.29)
+    assert low < 1 / 0.95 < high and high - low < 0.15
+    assert mean_burst_interval(Bernoulli(0.05), 4000, z=3.29) == (low, high)  # seeded
+    # E4's chain: the interval holds the analytical mean and is wider than the runs' own
+    # standard error gives (correlated runs within a Bad sojourn)
+    ge = GilbertElliott.from_mean_loss(0.05)
+    ge_low, ge_high = mean_burst_interval(ge, 15000, z=3.29, replicas=1000)
+    assert ge_low < ge.mean_burst_length < ge_high
+    # a real 15000-packet probe of this chain: 3.29 x the runs' standard error was +-0.033
+    assert (ge_high - ge_low) / 2 > 0.045
 
 
 def test_expected_iqr():
