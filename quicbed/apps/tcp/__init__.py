@@ -4,6 +4,8 @@
   run folder, serving the same content tree as the HTTP/3 server.
 * :mod:`quicbed.apps.tcp.client` - ``python -m quicbed.apps.tcp.client``: fetch an object or a
   page, write the same JSON record layout as the HTTP/3 client.
+* :mod:`quicbed.apps.tcp.settings` - what the client is asked to fetch (shared by its python
+  and curl engines).
 * :mod:`quicbed.apps.tcp.tcpinfo` - TCP_INFO of a namespace's sockets over netlink (what
   ``ss -ti`` shows), once or sampled over time.
 * :mod:`quicbed.apps.tcp.ports` - waiting until a node listens on a port.

@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quicbed import __version__
 from quicbed.apps.record import (
     add_request_arguments,
     base_record,
@@ -60,57 +59,14 @@ from quicbed.apps.record import (
     run_client,
 )
 from quicbed.apps.tcp import tcpinfo
+from quicbed.apps.tcp.settings import DEFAULT_TCPINFO_INTERVAL, ENGINES, PROTOCOLS, ClientSettings
 from quicbed.errors import QuicbedError
 
-USER_AGENT = f"quicbed/{__version__}"
-PROTOCOLS = {"1.1": "http/1.1", "2": "h2", "3": "h3"}
 ALPN = {"1.1": "http/1.1", "2": "h2"}
-ENGINES = ("python", "curl")
-DEFAULT_TCPINFO_INTERVAL = 0.05
 # HTTP/2 receive windows: large, as browsers use, so flow control never limits a download
 H2_STREAM_WINDOW = 16 * 1024 * 1024
 H2_CONNECTION_WINDOW = 64 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
-
-
-@dataclass
-class ClientSettings:
-    host: str
-    paths: list[str]
-    http: str = "2"  # "1.1", "2" or "3" (3: curl engine with an HTTP3 curl only)
-    port: int = 8443
-    parallel: int = 6
-    timeout: float = 60.0
-    server_name: str | None = None
-    ca_file: Path | None = None
-    insecure: bool = False
-    page: str | None = None
-    label: str | None = None
-    engine: str = "python"
-    curl: str = "curl"
-    socket_buffer: int | None = None  # SO_RCVBUF; None keeps the kernel's autotuning
-    tcpinfo_interval: float = DEFAULT_TCPINFO_INTERVAL
-    tcpinfo_log: Path | None = None  # every TCP_INFO sample as JSON lines (netlink sampler)
-    user_agent: str = USER_AGENT
-
-    @property
-    def protocol(self) -> str:
-        return PROTOCOLS[self.http]
-
-    def check(self) -> None:
-        if self.http not in PROTOCOLS:
-            raise QuicbedError(f"--http must be one of {', '.join(PROTOCOLS)}, got {self.http!r}")
-        if self.engine not in ENGINES:
-            raise QuicbedError(f"--engine must be one of {', '.join(ENGINES)}")
-        if self.http == "3" and self.engine != "curl":
-            raise QuicbedError("HTTP/3 over this client needs --engine curl (and a curl built "
-                               "with HTTP3); quicbed's HTTP/3 client is quicbed.apps.quic.client")
-        if self.parallel < 1:
-            raise QuicbedError("--parallel must be at least 1")
-        if not self.paths:
-            raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
-        if self.timeout <= 0:
-            raise QuicbedError("--timeout must be positive")
 
 
 # --------------------------------------------------------------------------- the record

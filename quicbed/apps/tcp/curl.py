@@ -33,13 +33,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from quicbed.apps.tcp import tcpinfo
+from quicbed.apps.tcp.settings import ClientSettings
 from quicbed.errors import MissingDependency
-
-if TYPE_CHECKING:
-    from quicbed.apps.tcp.client import ClientSettings
 
 WRITE_OUT_MARK = "QBCURL "
 CURL_FLAGS = {"1.1": "--http1.1", "2": "--http2", "3": "--http3-only"}
