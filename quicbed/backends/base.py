@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, Sequence
 
 from quicbed.errors import BackendError
-from quicbed.spec.topology import ResolvedTopology, Topology
+from quicbed.spec.resolve import ResolvedTopology
+from quicbed.spec.topology import Topology
 
 _PR_SET_PDEATHSIG = 1
 

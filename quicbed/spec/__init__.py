@@ -3,7 +3,8 @@
 from quicbed.spec.link import Radio, Shape, Slot, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.node import AccessPoint, Host, MeshPoint, Node, Station, Switch
-from quicbed.spec.topology import Interface, ResolvedTopology, Route, Topology
+from quicbed.spec.resolve import Interface, ResolvedTopology, Route
+from quicbed.spec.topology import Topology
 
 __all__ = [
     "AccessPoint", "Bernoulli", "GilbertElliott", "Host", "Interface", "MeshPoint", "Node",

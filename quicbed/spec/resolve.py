@@ -10,11 +10,53 @@ from __future__ import annotations
 
 import ipaddress
 from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from quicbed.errors import SpecError
 from quicbed.spec.link import WirelessLink
 from quicbed.spec.node import AccessPoint, MeshPoint, Station
-from quicbed.spec.topology import Interface, ResolvedTopology, Route, Topology
+
+if TYPE_CHECKING:
+    from quicbed.spec.topology import Topology
+
+
+@dataclass(frozen=True)
+class Interface:
+    node: str
+    name: str
+    segment: int
+    address: str | None  # "10.0.1.2/24" on routed nodes, None on switch/AP ports
+    link: str
+
+
+@dataclass(frozen=True)
+class Route:
+    node: str
+    destination: str
+    via: str
+    device: str
+
+
+@dataclass
+class ResolvedTopology:
+    """Interfaces, segments, addresses and routes derived from a Topology."""
+
+    topology: Topology
+    interfaces: list[Interface]
+    segments: dict[int, str]  # segment id -> subnet
+    routes: list[Route]
+
+    def interfaces_of(self, node: str) -> list[Interface]:
+        return [i for i in self.interfaces if i.node == node]
+
+    def address(self, node: str) -> str:
+        """The node's first IP address (without prefix length), for apps to connect to."""
+        for iface in self.interfaces_of(node):
+            if iface.address:
+                return iface.address.split("/")[0]
+        raise SpecError(f"node {node!r} has no IP address", field=f"nodes[{node}]",
+                        fix="only hosts, stations and mesh points have addresses")
 
 
 class SpecErrors(SpecError):

@@ -11,8 +11,8 @@ addresses and routes (pure computation); backends realise the resolved form.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
 
 from quicbed.errors import SpecError
 from quicbed.spec.link import (
@@ -26,6 +26,9 @@ from quicbed.spec.link import (
     parse_shape,
 )
 from quicbed.spec.node import AccessPoint, Host, MeshPoint, Node, Station, Switch
+
+if TYPE_CHECKING:
+    from quicbed.spec.resolve import ResolvedTopology
 
 NODE_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")
 DEFAULT_SUBNET_POOL = "10.0.0.0/16"
@@ -185,8 +188,8 @@ class Topology:
     def needs_netem(self) -> bool:
         return any(link.needs_netem() for link in self.links)
 
-    def resolve(self) -> "ResolvedTopology":
-        from quicbed.spec.resolve import resolve
+    def resolve(self) -> ResolvedTopology:
+        from quicbed.spec.resolve import resolve  # resolve.py reads Topology: imported when used
 
         return resolve(self)
 
@@ -225,42 +228,4 @@ def _link_dict(link: Link) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True)
-class Interface:
-    node: str
-    name: str
-    segment: int
-    address: str | None  # "10.0.1.2/24" on routed nodes, None on switch/AP ports
-    link: str
-
-
-@dataclass(frozen=True)
-class Route:
-    node: str
-    destination: str
-    via: str
-    device: str
-
-
-@dataclass
-class ResolvedTopology:
-    """Interfaces, segments, addresses and routes derived from a Topology."""
-
-    topology: Topology
-    interfaces: list[Interface]
-    segments: dict[int, str]  # segment id -> subnet
-    routes: list[Route]
-
-    def interfaces_of(self, node: str) -> list[Interface]:
-        return [i for i in self.interfaces if i.node == node]
-
-    def address(self, node: str) -> str:
-        """The node's first IP address (without prefix length), for apps to connect to."""
-        for iface in self.interfaces_of(node):
-            if iface.address:
-                return iface.address.split("/")[0]
-        raise SpecError(f"node {node!r} has no IP address", field=f"nodes[{node}]",
-                        fix="only hosts, stations and mesh points have addresses")
-
-
-__all__ = ["Topology", "ResolvedTopology", "Interface", "Route", "SHAPE_FIELDS"]
+__all__ = ["Topology", "SHAPE_FIELDS"]

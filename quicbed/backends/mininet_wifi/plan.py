@@ -8,7 +8,8 @@ from typing import Any, Sequence
 from quicbed.errors import BackendError
 from quicbed.spec.link import Radio, WiredLink, WirelessLink
 from quicbed.spec.node import AccessPoint, Host, MeshPoint, Station, Switch
-from quicbed.spec.topology import ResolvedTopology, Topology
+from quicbed.spec.resolve import ResolvedTopology
+from quicbed.spec.topology import Topology
 
 WMEDIUMD_MODES = ("interference", "snr", "error_prob")
 

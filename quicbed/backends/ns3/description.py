@@ -44,7 +44,7 @@ from quicbed.errors import BackendError
 from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.node import AccessPoint, MeshPoint, Switch
-from quicbed.spec.topology import Interface, ResolvedTopology
+from quicbed.spec.resolve import Interface, ResolvedTopology
 
 SCHEMA_VERSION = 1
 DEFAULT_DISTANCE = 5.0  # metres between a station and its AP when nothing says otherwise
