@@ -14,8 +14,8 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
-from pathlib import Path
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import IO, Any, Protocol, Sequence
 
 from quicbed.errors import BackendError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from quicbed.backends.netns import clean
+from quicbed.backends.namespaces import clean
 from quicbed.errors import MissingDependency
 from quicbed.host.cpu import cleanup_leftovers
 

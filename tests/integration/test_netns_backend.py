@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from quicbed.backends import ownership
-from quicbed.backends.netns import NamespaceNetwork, clean
+from quicbed.backends.namespaces import clean
+from quicbed.backends.netns import NamespaceNetwork
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]

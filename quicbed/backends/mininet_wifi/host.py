@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from quicbed.backends.namespaces import require_root_and_tools
 from quicbed.backends.mininet_wifi.plan import (
     MininetWifiOptions,
 )
@@ -119,17 +120,15 @@ def networkmanager_leaves_hwsim_alone(root: Path = Path("/etc/NetworkManager")) 
 
 
 def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
-    if os.geteuid() != 0:
-        raise MissingDependency("the mininet-wifi backend needs root (fix: run quicbed with sudo)")
+    require_root_and_tools("the mininet-wifi backend needs root", ())
     problem = import_problem()
     if problem:
         raise MissingDependency(problem)
-    for binary, package in (("mnexec", "Mininet's mnexec (roles/mininet_wifi builds it)"),
-                            ("hostapd", "apt-get install hostapd"), ("wpa_supplicant", "apt-get install wpasupplicant"),
-                            ("iw", "apt-get install iw"), ("tc", "apt-get install iproute2"),
-                            ("nsenter", "apt-get install util-linux"), ("ethtool", "apt-get install ethtool")):
-        if shutil.which(binary) is None:
-            raise MissingDependency(f"'{binary}' is not installed (fix: {package})")
+    require_root_and_tools("the mininet-wifi backend needs root", (
+        ("mnexec", "Mininet's mnexec (roles/mininet_wifi builds it)"),
+        ("hostapd", "apt-get install hostapd"), ("wpa_supplicant", "apt-get install wpasupplicant"),
+        ("iw", "apt-get install iw"), ("tc", "apt-get install iproute2"),
+        ("nsenter", "apt-get install util-linux"), ("ethtool", "apt-get install ethtool")))
     if topology.has_wireless() and subprocess.run(["modprobe", "mac80211_hwsim", "radios=0"], capture_output=True,
                                                   check=False).returncode != 0 \
             and not Path("/sys/module/mac80211_hwsim").exists():

@@ -36,7 +36,7 @@ from quicbed.backends.mininet_wifi.plan import (
     plan,
     reconnect_commands,
 )
-from quicbed.backends.netns import OFFLOADS, allow_congestion_controls
+from quicbed.backends.namespaces import OFFLOADS, allow_congestion_controls
 from quicbed.backends.tc import qdisc_commands
 from quicbed.errors import BackendError, MissingDependency
 from quicbed.spec.link import WiredLink, WirelessLink
@@ -425,7 +425,7 @@ class MininetWifiNetwork(Network):
             if self._ovs is not None:
                 self._ovs.stop()
             self.record.pids = []
-            from quicbed.backends.netns import remove_leftovers
+            from quicbed.backends.namespaces import remove_leftovers
 
             remove_leftovers(self.record)
             if self.work_dir is not None and self.log_dir is None:

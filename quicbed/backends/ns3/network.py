@@ -77,7 +77,14 @@ from typing import Any
 
 from quicbed.backends import ownership
 from quicbed.backends.base import Network, _die_with_parent
-from quicbed.backends.netns import OFFLOADS, NamespaceNode, allow_congestion_controls, remove_leftovers
+from quicbed.backends.namespaces import (
+    OFFLOADS,
+    NamespaceNode,
+    allow_congestion_controls,
+    remove_leftovers,
+    require_root_and_tools,
+    run_checked,
+)
 from quicbed.backends.ns3.build import ensure_built
 from quicbed.backends.ns3.description import Ns3Options, describe, radio_owner
 from quicbed.backends.ns3.stats import summarize
@@ -216,9 +223,9 @@ class Ns3Network(Network):
         self.record.save()  # before anything exists, so a kill -9 from here on is cleanable
         allow_congestion_controls(self.record)
         for node in self._nodes.values():
-            _run(["ip", "netns", "add", node.namespace], "creating a namespace")
-            _run(["ip", "-n", node.namespace, "link", "set", "lo", "up"], f"configuring {node.name}")
-            _run(["ip", "netns", "exec", node.namespace, "sysctl", "-q", "-w",
+            run_checked(["ip", "netns", "add", node.namespace], "creating a namespace")
+            run_checked(["ip", "-n", node.namespace, "link", "set", "lo", "up"], f"configuring {node.name}")
+            run_checked(["ip", "netns", "exec", node.namespace, "sysctl", "-q", "-w",
                   "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
                   "net.ipv4.ip_forward=1"], "setting namespace sysctls")
         config = self.work_dir / "channel.json"
@@ -288,7 +295,7 @@ class Ns3Network(Network):
             interfaces = self.resolved.interfaces_of(node.name)
             batch = []
             for iface in interfaces:
-                _run(["ip", "netns", "exec", node.namespace, "ethtool", "-K", iface.name,
+                run_checked(["ip", "netns", "exec", node.namespace, "ethtool", "-K", iface.name,
                       *(word for offload in OFFLOADS for word in (offload, "off"))],
                      f"turning offloads off on {node.name}:{iface.name}")
                 if iface.address:
@@ -338,19 +345,9 @@ def _hint(payload: str) -> str:
     return ""
 
 
-def _run(argv: list[str], what: str) -> None:
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise BackendError(f"{what} failed: {' '.join(argv)}: {result.stderr.strip() or result.stdout.strip()}")
-
-
 def check_requirements(options: Ns3Options) -> None:
-    if os.geteuid() != 0:
-        raise MissingDependency("the ns3 backend needs root to create namespaces and TAP devices "
-                                "(fix: run quicbed with sudo)")
-    for binary, package in (("ip", "iproute2"), ("ethtool", "ethtool")):
-        if shutil.which(binary) is None:
-            raise MissingDependency(f"'{binary}' is not installed (fix: apt-get install {package})")
+    require_root_and_tools("the ns3 backend needs root to create namespaces and TAP devices",
+                           (("ip", "apt-get install iproute2"), ("ethtool", "apt-get install ethtool")))
     if options.realtime_priority > 0 and shutil.which("chrt") is None:
         raise MissingDependency("'chrt' is not installed; ns-3 needs SCHED_FIFO to keep real time "
                                 "(fix: apt-get install util-linux)")
