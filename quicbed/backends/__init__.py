@@ -1,4 +1,5 @@
-"""Backends realise a Topology as a running Network. Pick one by name with ``create``."""
+"""Backends realise a Topology as a running Network. Pick one by name with ``create``; ask
+what they need from the host with ``host_checks`` (``quicbed doctor``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib
 
 from quicbed.backends.base import Network
 from quicbed.errors import SpecError
+from quicbed.host.capabilities import Capability, Check
 from quicbed.spec.topology import Topology
 
 #: backend name -> "module:class"; modules are imported only when used
@@ -13,6 +15,11 @@ BACKENDS = {
     "netns": "quicbed.backends.netns:NamespaceNetwork",
     "ns3": "quicbed.backends.ns3.network:Ns3Network",
     "mininet-wifi": "quicbed.backends.mininet_wifi:MininetWifiNetwork",
+}
+#: backend name -> module whose CHECKS say what the backend needs beyond the host's own checks
+CHECK_MODULES = {
+    "ns3": "quicbed.backends.ns3.checks",
+    "mininet-wifi": "quicbed.backends.mininet_wifi.checks",
 }
 
 
@@ -28,3 +35,18 @@ def create(name: str, topology: Topology) -> Network:
             raise SpecError(f"backend {name!r} is not part of this installation", field="backend") from None
         raise
     return getattr(module, class_name)(topology)
+
+
+def host_checks() -> list[Check]:
+    """Every backend's doctor checks. A checks module that fails to import (a broken
+    installation) becomes one check that raises, so doctor reports it as an error line."""
+    checks: list[Check] = []
+    for name, module_name in CHECK_MODULES.items():
+        try:
+            checks += importlib.import_module(module_name).CHECKS
+        except Exception as problem:  # noqa: BLE001 - doctor must report, not crash
+            def broken(problem: Exception = problem) -> Capability:
+                raise problem
+
+            checks.append((name.replace("-", "_"), f"the {name} backend", broken))
+    return checks

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-import glob
 import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,7 +30,11 @@ class Capability:
         return asdict(self)
 
 
-def _version(argv: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)?)") -> str:
+#: a doctor check: (name of its line if it fails, what a failure disables, the check)
+Check = tuple[str, str, Callable[[], Capability | list[Capability]]]
+
+
+def tool_version(argv: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)?)") -> str:
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -40,11 +43,11 @@ def _version(argv: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)?)") -> str:
     return match.group(1) if match else ""
 
 
-def _binary(name: str, version_argv: list[str], disables: str, fix: str, pattern: str | None = None) -> Capability:
+def binary_capability(name: str, version_argv: list[str], disables: str, fix: str, pattern: str | None = None) -> Capability:
     path = shutil.which(version_argv[0])
     if not path:
         return Capability(name, False, "not installed", disables, fix)
-    version = _version(version_argv, pattern) if pattern else _version(version_argv)
+    version = tool_version(version_argv, pattern) if pattern else tool_version(version_argv)
     return Capability(name, True, f"{version or 'version unknown'} ({path})", disables, fix)
 
 
@@ -91,94 +94,6 @@ def _kernel_module(name: str) -> tuple[bool, str]:
             return False, "module present but module loading is disabled"
         return True, "loadable"
     return False, "not in this kernel"
-
-
-def _ns3() -> Capability:
-    libraries = glob.glob("/usr/lib/*/libns3*-wifi*.so*") + glob.glob("/usr/lib/libns3*-wifi*.so*")
-    headers = Path("/usr/include/ns3/wifi-module.h").exists() or bool(glob.glob("/usr/include/ns3*/ns3/wifi-module.h"))
-    version = _version(["dpkg-query", "-W", "-f", "${Version}", "libns3-dev"], r"([\d.]+\S*)")
-    ok = bool(libraries) and headers
-    detail = f"libns3-dev {version}" if ok else ("libraries without headers" if libraries else "not installed")
-    return Capability("ns3", ok, detail, "the ns3 WiFi backend (airtime, A-MPDU, CSMA/CA)",
-                      "apt-get install libns3-dev")
-
-
-MININET_WIFI_FIX = "install Mininet-WiFi with the Ansible role roles/mininet_wifi (docs/mininet-wifi.md)"
-
-
-def _mininet_wifi() -> Capability:
-    """Mininet-WiFi importable, with the versions of Mininet and FlightRadarAPI it needs."""
-    from quicbed.backends.mininet_wifi import import_problem, versions
-
-    problem = import_problem()
-    if problem:
-        what, _, fix = problem.partition(" (fix: ")
-        return Capability("mininet_wifi", False, what, "the mininet-wifi backend", fix.rstrip(")") or MININET_WIFI_FIX)
-    found = versions()
-    detail = ", ".join(f"{name} {info.get('version')}" + (f" @{info['commit'][:12]}" if info.get("commit") else "")
-                       for name, info in found.items())
-    return Capability("mininet_wifi", True, detail, "the mininet-wifi backend", MININET_WIFI_FIX)
-
-
-def _mininet_version() -> Capability:
-    """Mininet-WiFi uses mininet.util.fmtBps (Mininet >= 2.3.1b2; Debian and PyPI ship 2.3.0)."""
-    try:
-        import mininet.net  # type: ignore[import-not-found]
-        import mininet.util  # type: ignore[import-not-found]
-    except ImportError:
-        return Capability("mininet", False, "not importable", "the mininet-wifi backend", MININET_WIFI_FIX)
-    version = getattr(mininet.net, "VERSION", "?")
-    ok = hasattr(mininet.util, "fmtBps")
-    return Capability("mininet", ok, f"{version}" + ("" if ok else " (too old: no fmtBps, needs >= 2.3.1b2)"),
-                      "the mininet-wifi backend", "install Mininet >= 2.3.1b2 from upstream git (roles/mininet_wifi)")
-
-
-def _flightradar() -> Capability:
-    """mn_wifi.net imports the FlightRadar24 module, which FlightRadarAPI 1.6 removed."""
-    try:
-        version = importlib.metadata.version("FlightRadarAPI")
-    except importlib.metadata.PackageNotFoundError:
-        return Capability("flightradarapi", False, "not installed", "the mininet-wifi backend (mn_wifi imports it)",
-                          "pip install 'FlightRadarAPI<1.6'")
-    major_minor = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
-    ok = major_minor < (1, 6)
-    return Capability("flightradarapi", ok, version + ("" if ok else " (1.6 removed the module mn_wifi imports)"),
-                      "the mininet-wifi backend (mn_wifi imports it)", "pip install 'FlightRadarAPI<1.6'")
-
-
-def _ovs_running() -> Capability:
-    from quicbed.backends.mininet_wifi import ovs_running
-
-    running = ovs_running()
-    return Capability("ovs_running", running, "ovsdb-server and ovs-vswitchd answer" if running else "not running",
-                      "Mininet-WiFi access points on this host (they need Open vSwitch before they are created; "
-                      "inside the microVM the backend starts a private one)",
-                      "systemctl start openvswitch-switch")
-
-
-def _networkmanager() -> Capability:
-    from quicbed.backends.mininet_wifi import networkmanager_problem
-
-    problem = networkmanager_problem()
-    return Capability("networkmanager", problem is None,
-                      "leaves mac80211_hwsim radios alone (or is not running)" if problem is None
-                      else "running and managing mac80211_hwsim radios",
-                      "Mininet-WiFi radios (NetworkManager would fight hostapd and wpa_supplicant)",
-                      "unmanaged-devices=driver:mac80211_hwsim in /etc/NetworkManager/conf.d (roles/mininet_wifi)")
-
-
-def _mininet_wifi_tools() -> list[Capability]:
-    backend = "the mininet-wifi backend"
-    return [
-        _binary("mnexec", ["mnexec", "-v"], backend, "roles/mininet_wifi builds it from Mininet", r"(\S+)"),
-        _binary("hwsim_mgmt", ["hwsim_mgmt", "-h"], backend + " (creates radios at run time)",
-                "roles/mininet_wifi builds it from ramonfontes/mac80211_hwsim_mgmt", r"(\d+\.\d+)"),
-        _binary("hostapd", ["hostapd", "-v"], backend + " (access points)", "apt-get install hostapd"),
-        _binary("wpa_supplicant", ["wpa_supplicant", "-v"], backend + " (stations)", "apt-get install wpasupplicant"),
-        _binary("iw", ["iw", "--version"], backend + " (radios, 802.11s mesh)", "apt-get install iw"),
-        _binary("wmediumd", ["wmediumd", "-V"], "wmediumd in the mininet-wifi backend (optional medium simulation)",
-                "build ramonfontes/wmediumd (optional; HT radios work better without it)"),
-    ]
 
 
 def _kvm() -> Capability:
@@ -234,7 +149,7 @@ def _vng() -> Capability:
     found = vm.find_vng()
     if found is None:
         return Capability("vng", False, "not installed", "the microVM", "pip install virtme-ng")
-    return Capability("vng", True, f"{_version([found, '--version']) or 'version unknown'} ({found})",
+    return Capability("vng", True, f"{tool_version([found, '--version']) or 'version unknown'} ({found})",
                       "the microVM", "pip install virtme-ng")
 
 
@@ -263,12 +178,12 @@ def _cpu_accounting() -> Capability:
 
 def _tools() -> list[Capability]:
     return [
-        _binary("nginx", ["nginx", "-v"], "the TCP (HTTP/1.1, HTTP/2) baseline", "apt-get install nginx"),
-        _binary("iperf3", ["iperf3", "--version"], "capacity probes and background traffic",
+        binary_capability("nginx", ["nginx", "-v"], "the TCP (HTTP/1.1, HTTP/2) baseline", "apt-get install nginx"),
+        binary_capability("iperf3", ["iperf3", "--version"], "capacity probes and background traffic",
                 "apt-get install iperf3"),
-        _binary("tcpdump", ["tcpdump", "--version"], "packet captures (loss, OWD, IPT metrics)",
+        binary_capability("tcpdump", ["tcpdump", "--version"], "packet captures (loss, OWD, IPT metrics)",
                 "apt-get install tcpdump"),
-        _binary("ethtool", ["ethtool", "--version"], "turning offloads off (captures show real packets)",
+        binary_capability("ethtool", ["ethtool", "--version"], "turning offloads off (captures show real packets)",
                 "apt-get install ethtool"),
     ]
 
@@ -293,25 +208,19 @@ def _quic_implementations() -> list[Capability]:
     return [aioquic, quinn]
 
 
-#: every check, in the order doctor prints them: (name if it fails, what it disables, check)
-CHECKS: tuple[tuple[str, str, Callable[[], Capability | list[Capability]]], ...] = (
+#: every host check, in the order doctor prints them; each backend adds its own
+#: (``quicbed.backends.host_checks``)
+CHECKS: tuple[Check, ...] = (
     ("kernel", "network emulation on this kernel", _kernel_capabilities),
     ("kvm", "fast microVMs", _kvm),
-    ("qemu", "the microVM", lambda: _binary("qemu", ["qemu-system-x86_64", "--version"], "the microVM",
+    ("qemu", "the microVM", lambda: binary_capability("qemu", ["qemu-system-x86_64", "--version"], "the microVM",
                                             "apt-get install qemu-system-x86")),
     ("vng", "the microVM", _vng),
     ("busybox_static", "the microVM", _busybox),
     ("vm_kernel", "the microVM", _vm_kernel),
-    ("ns3", "the ns3 WiFi backend", _ns3),
     ("tools", "endpoints and captures", _tools),
     ("quic_implementations", "QUIC endpoints", _quic_implementations),
     ("cpu_accounting", "CPU accounting of runs", _cpu_accounting),
-    ("mininet_wifi", "the mininet-wifi backend", _mininet_wifi),
-    ("mininet", "the mininet-wifi backend", _mininet_version),
-    ("flightradarapi", "the mininet-wifi backend", _flightradar),
-    ("ovs_running", "Mininet-WiFi access points on this host", _ovs_running),
-    ("networkmanager", "Mininet-WiFi radios", _networkmanager),
-    ("mininet_wifi_tools", "the mininet-wifi backend", _mininet_wifi_tools),
 )
 
 
@@ -332,5 +241,6 @@ def run_check(name: str, disables: str, check: Callable[[], Capability | list[Ca
     return found if isinstance(found, list) else [found]
 
 
-def capabilities() -> list[Capability]:
-    return [line for name, disables, check in CHECKS for line in run_check(name, disables, check)]
+def capabilities(more: Sequence[Check] = ()) -> list[Capability]:
+    """The lines of this module's checks, then of ``more`` (the backends' checks)."""
+    return [line for name, disables, check in (*CHECKS, *more) for line in run_check(name, disables, check)]
