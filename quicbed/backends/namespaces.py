@@ -1,7 +1,7 @@
 """What every backend does on the host around its network namespaces.
 
 The netns, ns3 and mininet-wifi backends all put nodes in namespaces named after their run
-(``quicbed.backends.ownership``), turn offloads off so captures show real packets, widen the
+(``quicbed.host.ownership``), turn offloads off so captures show real packets, widen the
 host's allowed TCP congestion controls, check for root and tools, and remove what a run
 left behind; this module is that shared part, so no backend imports another.
 """
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from quicbed.backends import ownership
 from quicbed.backends.base import NodeHandle
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host import ownership
 
 ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -13,7 +13,6 @@ import subprocess
 import time
 from typing import Any
 
-from quicbed.backends import ownership
 from quicbed.backends.base import Network
 from quicbed.backends.namespaces import (
     OFFLOADS,
@@ -25,6 +24,7 @@ from quicbed.backends.namespaces import (
 )
 from quicbed.backends.tc import qdisc_commands
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host import ownership
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.topology import Topology
 

@@ -19,7 +19,7 @@ Without KVM (the default; KVM is used only once a test boot with it has succeede
 function (netem, hwsim, 802.11 stack), not for CPU-bound speed measurements.
 
 While the VM runs, its processes (vng, qemu, virtiofsd) are listed in an ownership
-record (:mod:`quicbed.backends.ownership`), so ``quicbed clean`` kills them if quicbed
+record (:mod:`quicbed.host.ownership`), so ``quicbed clean`` kills them if quicbed
 itself was killed; Ctrl-C and timeouts kill the VM and remove the record.
 """
 
@@ -608,7 +608,7 @@ def _prune_jobs(directory: Path, keep: int = KEEP_JOBS) -> None:
 
 def _ownership_record(run_id: str):  # -> ownership.Ownership | None
     try:
-        from quicbed.backends import ownership
+        from quicbed.host import ownership
     except ImportError:
         return None
     return ownership.Ownership.create(run_id)
@@ -616,7 +616,7 @@ def _ownership_record(run_id: str):  # -> ownership.Ownership | None
 
 def _new_run_id() -> str:
     try:
-        from quicbed.backends.ownership import new_run_id
+        from quicbed.host.ownership import new_run_id
         return new_run_id()
     except ImportError:
         return os.urandom(3).hex()

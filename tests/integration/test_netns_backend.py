@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from quicbed.backends import ownership
 from quicbed.backends.namespaces import clean
 from quicbed.backends.netns import NamespaceNetwork
+from quicbed.host import ownership
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]

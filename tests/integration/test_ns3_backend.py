@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from quicbed.apps import iperf
-from quicbed.backends import ownership
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.description import Ns3Options, describe
 from quicbed.backends.ns3.network import Ns3Network
+from quicbed.host import ownership
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from quicbed.backends import ownership
+from quicbed.host import ownership
 from quicbed.runner.folder import read_results
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from quicbed.backends import ownership
-from quicbed.host import kernel, vm
+from quicbed.host import kernel, ownership, vm
 
 DEBIAN_DEPENDS = """\
 linux-image-amd64

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from quicbed.backends import ownership
 from quicbed.backends.base import Network, NodeHandle
 from quicbed.backends.mininet_wifi.host import (
     WMEDIUMD_SOCKET,
@@ -39,6 +38,7 @@ from quicbed.backends.mininet_wifi.plan import (
 from quicbed.backends.namespaces import OFFLOADS, allow_congestion_controls
 from quicbed.backends.tc import qdisc_commands
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host import ownership
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.node import MeshPoint
 from quicbed.spec.topology import Topology

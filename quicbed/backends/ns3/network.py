@@ -75,7 +75,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quicbed.backends import ownership
 from quicbed.backends.base import Network, _die_with_parent
 from quicbed.backends.namespaces import (
     OFFLOADS,
@@ -89,6 +88,7 @@ from quicbed.backends.ns3.build import ensure_built
 from quicbed.backends.ns3.description import Ns3Options, describe, radio_owner
 from quicbed.backends.ns3.stats import summarize
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host import ownership
 from quicbed.spec.topology import Topology
 
 PREFIX = "QUICBED-NS3 "
