@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class QuicbedError(Exception):
     """An error with a message meant for the user (printed without a traceback)."""
@@ -41,3 +43,16 @@ class MissingDependency(QuicbedError):
 
 class BackendError(QuicbedError):
     """Realising a topology or running a process in it failed."""
+
+
+class VmError(QuicbedError):
+    """The microVM could not run the command (the command's own failure is not an error)."""
+
+    def __init__(self, message: str, *, log: Path | None = None, console_tail: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+        self.console_tail = console_tail
+
+
+class VmTimeout(VmError):
+    """The microVM did not finish within the timeout and was killed."""

@@ -21,62 +21,61 @@ function (netem, hwsim, 802.11 stack), not for CPU-bound speed measurements.
 While the VM runs, its processes (vng, qemu, virtiofsd) are listed in an ownership
 record (:mod:`quicbed.host.ownership`), so ``quicbed clean`` kills them if quicbed
 itself was killed; Ctrl-C and timeouts kill the VM and remove the record.
+
+This module finds what the VM needs, builds vng's command line, tests KVM and runs the
+job; :mod:`quicbed.host.vm_job` writes what the guest runs and reads its exit status,
+:mod:`quicbed.host.vm_processes` owns the VM's processes and copies its console.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from quicbed.errors import MissingDependency, QuicbedError
+from quicbed.errors import MissingDependency, VmError, VmTimeout
 from quicbed.host import kernel as kernel_mod
+from quicbed.host import ownership
 from quicbed.host.kernel import KernelImage
+from quicbed.host.vm_job import (
+    IN_VM_VARIABLE,
+    REAPER,
+    guest_environment,
+    module_list,
+    read_exit_code,
+    render_job_script,
+    source_root,
+)
+from quicbed.host.vm_processes import (
+    ConsoleReader,
+    OutputFollower,
+    kill_session,
+    session_members,
+    sigterm_as_interrupt,
+)
 
-IN_VM_VARIABLE = "QUICBED_IN_VM"
 DEFAULT_VM_DIR = "/var/lib/quicbed/vm"
 DEFAULT_MEMORY = "2G"
 DEFAULT_CPUS = 2
 DEFAULT_TIMEOUT = 1800.0
 KVM_PROBE_TIMEOUT = 60.0
 KVM_RESULT = "kvm.json"
-BASE_MODULES = ("sch_netem",)
-#: modules a caller may ask for by feature name
-FEATURE_MODULES = {"netem": "sch_netem", "mac80211_hwsim": "mac80211_hwsim", "hwsim": "mac80211_hwsim",
-                   "openvswitch": "openvswitch", "ovs": "openvswitch"}
 #: paths that are a fresh, empty tmpfs inside the guest (not shared with the host)
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib/apt",
                "/var/lib/private", "/usr/lib/modules")
 KEEP_JOBS = 20
-EXIT_MODULE_FAILED = 125
 
 Progress = Callable[[str], None]
-
-
-class VmError(QuicbedError):
-    """The microVM could not run the command (the command's own failure is not an error)."""
-
-    def __init__(self, message: str, *, log: Path | None = None, console_tail: str = "") -> None:
-        super().__init__(message)
-        self.log = log
-        self.console_tail = console_tail
-
-
-class VmTimeout(VmError):
-    """The microVM did not finish within the timeout and was killed."""
 
 
 @dataclass
@@ -229,174 +228,6 @@ def vm_available(allow_fetch: bool = True) -> tuple[bool, str]:
     return True, f"{what}; {'KVM' if kvm else 'software emulation (~13x slower CPU)'}: {kvm_detail}"
 
 
-# --- the job script --------------------------------------------------------------------
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MODULE = re.compile(r"[A-Za-z0-9_\-]+")
-
-
-def parse_module_spec(spec: str) -> tuple[str, list[str]]:
-    """``"mac80211_hwsim radios=0"`` -> (``"mac80211_hwsim"``, ``["radios=0"]``); feature names map to modules."""
-    parts = spec.split()
-    if not parts or not _MODULE.fullmatch(parts[0]):
-        raise VmError(f"not a kernel module name: {spec!r} (expected e.g. 'mac80211_hwsim' or "
-                      f"'mac80211_hwsim radios=0')")
-    for parameter in parts[1:]:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+(=[A-Za-z0-9_.,:\-]*)?", parameter):
-            raise VmError(f"module parameter {parameter!r} of {parts[0]} is not of the form name=value")
-    return FEATURE_MODULES.get(parts[0], parts[0]), parts[1:]
-
-
-def module_list(extra: Iterable[str] = (), *, base: bool = True) -> list[str]:
-    """Module specs to load: sch_netem (unless not ``base``) plus ``extra``, each module once."""
-    specs: list[str] = []
-    seen = set()
-    for spec in [*(BASE_MODULES if base else ()), *extra]:
-        name, params = parse_module_spec(spec)
-        if name not in seen:
-            seen.add(name)
-            specs.append(" ".join([name, *params]))
-    return specs
-
-
-def _source_root() -> str | None:
-    """The directory holding the ``quicbed`` package, if it is a source tree (not site-packages)."""
-    root = Path(__file__).resolve().parents[2]
-    if "site-packages" in root.parts or "dist-packages" in root.parts:
-        return None
-    return str(root)
-
-
-def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping[str, str] | None = None,
-                      python: str | None = None) -> dict[str, str]:
-    """The environment the command gets in the guest (the guest starts with almost none).
-
-    PATH starts with the directory of this Python (pyenv shims are not usable there),
-    PYTHONPATH keeps the host's and adds this quicbed source tree, QUICBED_* variables
-    are passed on, QUICBED_IN_VM=1 and QUICBED_TBF_BURST_MS=10 are set; ``env`` overrides all of these.
-    """
-    host_env = os.environ if host_env is None else host_env
-    python = python or sys.executable
-    path = [str(Path(python).parent)]
-    for entry in host_env.get("PATH", "").split(":"):
-        if entry and os.path.isabs(entry) and not entry.rstrip("/").endswith("/shims"):
-            path.append(entry)
-    path += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-    result = {
-        "PATH": ":".join(dict.fromkeys(path)),
-        "HOME": "/root" if os.geteuid() == 0 else host_env.get("HOME", "/root"),
-        "LANG": host_env.get("LANG") or "C.UTF-8",
-        "TERM": "dumb",
-        # software-emulated timers fire milliseconds late: deeper token buckets keep rate limits
-        # accurate (see quicbed.backends.tc.tbf_burst)
-        "QUICBED_TBF_BURST_MS": "10",
-    }
-    pythonpath = [p for p in [_source_root(), *host_env.get("PYTHONPATH", "").split(":")] if p]
-    if pythonpath:
-        result["PYTHONPATH"] = ":".join(dict.fromkeys(pythonpath))
-    for key, value in host_env.items():
-        if key.startswith("QUICBED_") and key not in ("QUICBED_STATE_DIR",):
-            result[key] = value
-    result[IN_VM_VARIABLE] = "1"
-    for key, value in (env or {}).items():
-        if not _NAME.fullmatch(key):
-            raise VmError(f"not an environment variable name: {key!r}")
-        result[key] = str(value)
-    return result
-
-
-REAPER = '''\
-"""Run argv as a child subreaper and exit with its status (orphans get reaped, not left as zombies)."""
-import ctypes, os, sys
-PR_SET_CHILD_SUBREAPER = 36
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-except (OSError, AttributeError):
-    pass
-argv = sys.argv[1:]
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as error:
-        print(f"quicbed-vm: cannot run {argv[0]}: {error.strerror}", file=sys.stderr, flush=True)
-        os._exit(127 if isinstance(error, FileNotFoundError) else 126)
-while True:
-    try:
-        done, status = os.wait()
-    except ChildProcessError:
-        sys.exit(1)
-    except InterruptedError:
-        continue
-    if done == pid:
-        code = os.waitstatus_to_exitcode(status)
-        sys.exit(128 - code if code < 0 else code)
-'''
-
-
-def render_job_script(job_dir: Path | str, argv: Sequence[str], cwd: Path | str, env: Mapping[str, str],
-                      modules: Sequence[str] = BASE_MODULES, *, nofile: int = 65536,
-                      python: str | None = None) -> str:
-    """The POSIX sh script the guest runs (pure: no files touched)."""
-    if not argv:
-        raise VmError("no command given to run in the microVM")
-    q = shlex.quote
-    job = str(job_dir)
-    python = python or sys.executable
-    lines = [
-        "#!/bin/sh",
-        "# quicbed microVM job (generated by quicbed.host.vm); the guest runs it as root.",
-        f"JOB={q(job)}",
-        'echo "quicbed-vm: job script started"',
-    ]
-    for key, value in env.items():
-        if not _NAME.fullmatch(key):
-            raise VmError(f"not an environment variable name: {key!r}")
-        lines.append(f"export {key}={q(value)}")
-    lines += [
-        f"ulimit -n {int(nofile)} 2>/dev/null || ulimit -n 4096 2>/dev/null || true",
-        ": > \"$JOB/output\"",
-        "status=0",
-    ]
-    for spec in modules:
-        name, params = parse_module_spec(spec)
-        command = " ".join(q(part) for part in ["modprobe", name, *params])
-        lines += [
-            f"if [ $status -eq 0 ] && ! {command} >> \"$JOB/output\" 2>&1; then",
-            f"  echo {q(name)} > \"$JOB/module-failed\"",
-            f"  echo \"quicbed-vm: could not load the kernel module {name}\" >> \"$JOB/output\"",
-            f"  status={EXIT_MODULE_FAILED}",
-            "fi",
-        ]
-    # -I -S: the reaper needs no site-packages; skipping them saves seconds in the guest.
-    command = " ".join(q(part) for part in [python, "-I", "-S", f"{job}/reaper.py", *argv])
-    lines += [
-        "if [ $status -eq 0 ]; then",
-        f"  if cd {q(str(cwd))}; then",
-        f"    {command} >> \"$JOB/output\" 2>&1 < /dev/null",
-        "    status=$?",
-        "  else",
-        f"    echo \"quicbed-vm: cannot change to the directory {cwd}\" >> \"$JOB/output\"",
-        "    status=126",
-        "  fi",
-        "fi",
-        'echo "$status" > "$JOB/exit-code.tmp" && mv -f "$JOB/exit-code.tmp" "$JOB/exit-code"',
-        "sync",
-        'echo "quicbed-vm: command exited with code $status"',
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def read_exit_code(job_dir: Path | str) -> int | None:
-    """The exit status the guest wrote, or None if it wrote none (VM died, timed out...)."""
-    try:
-        text = (Path(job_dir) / "exit-code").read_text().strip()
-    except OSError:
-        return None
-    return int(text) if re.fullmatch(r"-?\d+", text) else None
-
-
 #: where scripts/install.sh builds virtiofsd when the distribution has no package for it
 VIRTIOFSD_DIR = Path(os.environ.get("QUICBED_VIRTIOFSD_DIR", "/var/lib/quicbed/virtiofsd"))
 
@@ -491,111 +322,6 @@ def _probable_cause(error: VmError) -> str:
     return lines[-1][:200] if lines else str(error).splitlines()[0]
 
 
-# --- processes -------------------------------------------------------------------------
-
-def session_members(session: int) -> list[int]:
-    """Pids whose session id is ``session`` (vng runs in a session of its own)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 3 and fields[3] == str(session):
-            members.append(int(entry.name))
-    return sorted(members)
-
-
-def _kill_session(process: subprocess.Popen[bytes], grace: float = 3.0) -> None:
-    members = set(session_members(process.pid)) | {process.pid}
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        for pid in members:  # members that left the process group (qemu daemonising, ...)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        try:
-            process.wait(timeout=grace)
-            if not session_members(process.pid):
-                return
-        except subprocess.TimeoutExpired:
-            pass
-        time.sleep(0.2)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=grace)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While the VM runs, SIGTERM (if nobody handles it) stops the VM like Ctrl-C does."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-class _ConsoleReader(threading.Thread):
-    """Copies vng's output (the console) to the log, optionally to the user; keeps a tail."""
-
-    def __init__(self, source: BinaryIO, log: BinaryIO, echo: TextIO | None) -> None:
-        super().__init__(daemon=True, name="quicbed-vm-console")
-        self.source, self.log, self.echo = source, log, echo
-        self.tail: collections.deque[str] = collections.deque(maxlen=60)
-
-    def run(self) -> None:
-        for raw in iter(self.source.readline, b""):
-            self.log.write(raw)
-            self.log.flush()
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            self.tail.append(line)
-            if self.echo is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    self.echo.write(f"[vm] {line}\n")
-                    self.echo.flush()
-
-
-class _OutputFollower:
-    """Copies what the guest appends to the output file to a stream, as it appears."""
-
-    def __init__(self, path: Path, stream: TextIO | BinaryIO | None) -> None:
-        self.path, self.stream, self.offset = path, stream, 0
-
-    def poll(self) -> None:
-        if self.stream is None:
-            return
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return
-        if not data:
-            return
-        self.offset += len(data)
-        target = getattr(self.stream, "buffer", None)
-        with contextlib.suppress(OSError, ValueError):
-            if target is not None:  # a text stream with a byte buffer (sys.stdout)
-                self.stream.flush()
-                target.write(data)
-                target.flush()
-            elif hasattr(self.stream, "encoding"):  # a text stream without one (StringIO)
-                self.stream.write(data.decode("utf-8", "replace"))  # type: ignore[arg-type]
-            else:
-                self.stream.write(data)  # type: ignore[arg-type]
-                self.stream.flush()
-
-
 def _prune_jobs(directory: Path, keep: int = KEEP_JOBS) -> None:
     """Keep the newest ``keep`` finished job directories (they help when something failed)."""
     with contextlib.suppress(OSError):
@@ -604,22 +330,6 @@ def _prune_jobs(directory: Path, keep: int = KEEP_JOBS) -> None:
         for old in jobs[:-keep] if keep else jobs:
             if (old / "exit-code").exists() or (old / "finished").exists():
                 shutil.rmtree(old, ignore_errors=True)
-
-
-def _ownership_record(run_id: str):  # -> ownership.Ownership | None
-    try:
-        from quicbed.host import ownership
-    except ImportError:
-        return None
-    return ownership.Ownership.create(run_id)
-
-
-def _new_run_id() -> str:
-    try:
-        from quicbed.host.ownership import new_run_id
-        return new_run_id()
-    except ImportError:
-        return os.urandom(3).hex()
 
 
 def new_job_dir() -> Path:
@@ -633,7 +343,7 @@ def new_job_dir() -> Path:
     except OSError as error:
         raise VmError(f"cannot create {jobs} ({error.strerror}): run as root or set QUICBED_VM_DIR") from None
     _prune_jobs(jobs)
-    job_dir = jobs / f"{time.strftime('%Y%m%d-%H%M%S')}-{_new_run_id()}"
+    job_dir = jobs / f"{time.strftime('%Y%m%d-%H%M%S')}-{ownership.new_run_id()}"
     job_dir.mkdir()
     return job_dir
 
@@ -661,7 +371,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
         raise VmError("no command given to run in the microVM")
     if inside_vm():
         raise VmError("already inside the microVM: run the command directly (nested microVMs are not supported)")
-    shared = guest_private_dirs([cwd, Path(sys.prefix), Path(_source_root() or cwd)])
+    shared = guest_private_dirs([cwd, Path(sys.prefix), Path(source_root() or cwd)])
     vng = find_vng()
     if vng is None:
         raise MissingDependency(f"virtme-ng (command 'vng') is not installed: {sys.executable} -m pip install "
@@ -680,7 +390,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     job_dir.mkdir(parents=True, exist_ok=True)
     run_id = job_dir.name.rsplit("-", 1)[-1]
     if not re.fullmatch(r"[0-9a-f]{6}", run_id):
-        run_id = _new_run_id()
+        run_id = ownership.new_run_id()
     script = job_dir / "job.sh"
     (job_dir / "reaper.py").write_text(REAPER)
     guest_env = guest_environment(env)
@@ -695,14 +405,14 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     if progress:
         progress(f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
                  f"{cpus} CPU, {memory}); console log: {log}")
-    record = _ownership_record(run_id)
+    record = ownership.Ownership.create(run_id)
     started = time.monotonic()
-    follower = _OutputFollower(job_dir / "output", stream)
+    follower = OutputFollower(job_dir / "output", stream)
     timed_out = False
-    with open(log, "wb") as log_file, _sigterm_as_interrupt():
+    with open(log, "wb") as log_file, sigterm_as_interrupt():
         process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True, env=vng_environment(vng))
-        reader = _ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
+        reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
         reader.start()
         known: set[int] = set()
         try:
@@ -720,19 +430,19 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
                 follower.poll()
                 if timeout is not None and now - started > timeout:
                     timed_out = True
-                    _kill_session(process)
+                    kill_session(process)
                     break
                 time.sleep(0.2)
         except BaseException:
-            _kill_session(process)
+            kill_session(process)
             raise
         finally:
             if process.poll() is None:
-                _kill_session(process)
+                kill_session(process)
             # qemu may outlive vng for a moment; make sure nothing of the VM is left.
             leftovers = session_members(process.pid)
             if leftovers:
-                _kill_session(process)
+                kill_session(process)
             reader.join(timeout=5)
             if record is not None:
                 record.remove()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from quicbed.host import kernel, ownership, vm
+from quicbed.host import kernel, ownership, vm, vm_job
 
 DEBIAN_DEPENDS = """\
 linux-image-amd64
@@ -157,13 +157,13 @@ def test_unwritable_cache_says_how_to_fix(tmp_path, monkeypatch):
 # --- job script -----------------------------------------------------------------------------
 
 def test_module_specs():
-    assert vm.parse_module_spec("netem") == ("sch_netem", [])
-    assert vm.parse_module_spec("mac80211_hwsim radios=0") == ("mac80211_hwsim", ["radios=0"])
+    assert vm_job.parse_module_spec("netem") == ("sch_netem", [])
+    assert vm_job.parse_module_spec("mac80211_hwsim radios=0") == ("mac80211_hwsim", ["radios=0"])
     assert vm.module_list(["hwsim", "sch_netem", "mac80211_hwsim radios=3"]) == ["sch_netem", "mac80211_hwsim"]
     assert vm.module_list(["openvswitch"], base=False) == ["openvswitch"]
     for bad in ("", "x; rm -rf /", "mac80211_hwsim radios=$(reboot)"):
         with pytest.raises(vm.VmError):
-            vm.parse_module_spec(bad)
+            vm_job.parse_module_spec(bad)
 
 
 def test_guest_environment():
@@ -228,7 +228,7 @@ def test_job_script_missing_command_is_127(tmp_path):
 def test_job_script_stops_when_a_module_cannot_be_loaded(tmp_path):
     code = _run_script(tmp_path, ["touch", str(tmp_path / "ran")], modules=["sch_netem", "mac80211_hwsim"],
                        fake_modprobe_fails="mac80211_hwsim")
-    assert code == vm.EXIT_MODULE_FAILED
+    assert code == vm_job.EXIT_MODULE_FAILED
     assert (tmp_path / "module-failed").read_text().strip() == "mac80211_hwsim"
     assert not (tmp_path / "ran").exists()
 
