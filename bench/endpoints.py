@@ -53,7 +53,7 @@ from quicbed.apps import objects
 from quicbed.apps.quic.implementations import CEILINGS_FILE, IMPLEMENTATIONS, native_binary, save_ceilings
 from quicbed.spec.experiment import BUILTIN_TRANSPORTS
 from quicbed.apps.tcp import nginx
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.base import NodeHandle, Process
 from quicbed.backends.netns import OFFLOADS, NamespaceNetwork
 

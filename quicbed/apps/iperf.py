@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from quicbed.apps.tcp.ports import wait_for_listener
+from quicbed.apps.ports import wait_for_listener
 from quicbed.errors import BackendError, MissingDependency, QuicbedError
 from quicbed.spec.units import parse_rate
 

@@ -24,7 +24,7 @@ from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION, IMPLEMENTA
 from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.apps.capture import Capture, CaptureSet
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.netns import NamespaceNetwork
 from quicbed.errors import BackendError
 from quicbed.spec.loader import load_topology

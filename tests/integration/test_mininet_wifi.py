@@ -29,7 +29,7 @@ from quicbed import Topology
 from quicbed.apps import objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.mininet_wifi import MininetWifiNetwork, import_problem
 from quicbed.spec.loader import load_topology
 

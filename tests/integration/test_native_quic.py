@@ -27,7 +27,7 @@ from quicbed.apps import objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
 from quicbed.apps.quic.implementations import native_binary
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.network import Ns3Network
 from quicbed.spec.loader import load_topology

@@ -30,7 +30,7 @@ import pytest
 from quicbed.apps import objects
 from quicbed.apps.capture import CaptureSet, CaptureStats
 from quicbed.apps.quic import certs
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.network import Ns3Network
 from quicbed.spec.loader import load_topology

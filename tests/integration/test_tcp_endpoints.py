@@ -22,7 +22,7 @@ from quicbed.apps.quic.client import new_record as quic_new_record
 from quicbed.apps.quic.profiles import get_profile
 from quicbed.apps.tcp import client as tcp_client
 from quicbed.apps.tcp import nginx
-from quicbed.apps.tcp.run import module_argv
+from quicbed.apps.launch import module_argv
 from quicbed.backends.netns import NamespaceNetwork
 from quicbed.errors import BackendError
 from quicbed.spec.loader import load_topology

@@ -1,4 +1,4 @@
-"""TCP endpoints: nginx as the HTTP/1.1 and HTTP/2 server, curl driven from Python as the client.
+"""TCP endpoints: nginx as the HTTP/1.1 and HTTP/2 server, and a client of quicbed's own.
 
 * :mod:`quicbed.apps.tcp.nginx` - one nginx instance per server node, its own config and
   run folder, serving the same content tree as the HTTP/3 server.
@@ -8,5 +8,8 @@
   and curl engines).
 * :mod:`quicbed.apps.tcp.tcpinfo` - TCP_INFO of a namespace's sockets over netlink (what
   ``ss -ti`` shows), once or sampled over time.
-* :mod:`quicbed.apps.tcp.ports` - waiting until a node listens on a port.
+* :mod:`quicbed.apps.tcp.curl` - the client's alternative engine (``--engine curl``).
+* :mod:`quicbed.apps.tcp.port_cc` - a congestion control for one server port.
+* :mod:`quicbed.apps.tcp.tracepoints` - the kernel's tcp_probe tracepoint (cwnd, ssthresh
+  over time).
 """

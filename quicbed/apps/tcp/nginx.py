@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from quicbed.apps.objects import CONTENT_TYPES
 from quicbed.apps.quic import certs
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER
-from quicbed.apps.tcp.ports import wait_for_listener
+from quicbed.apps.ports import wait_for_listener
 from quicbed.errors import BackendError, MissingDependency, QuicbedError
 
 if TYPE_CHECKING:
