@@ -9,6 +9,7 @@ import platform
 from rich.console import Console
 from rich.table import Table
 
+from quicbed.apps.quic import checks as quic_checks
 from quicbed.backends import host_checks
 from quicbed.host.capabilities import capabilities
 
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every check ran (missing pieces are reported, not errors); 1 when a check
     itself failed, which means a broken installation."""
-    found = capabilities(host_checks())
+    found = capabilities([*quic_checks.CHECKS, *host_checks()])
     status = 1 if any(c.error for c in found) else 0
     if args.json:
         print(json.dumps({c.name: c.to_dict() for c in found}, indent=1))

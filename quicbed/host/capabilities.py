@@ -51,7 +51,7 @@ def binary_capability(name: str, version_argv: list[str], disables: str, fix: st
     return Capability(name, True, f"{version or 'version unknown'} ({path})", disables, fix)
 
 
-def _python_package(name: str, distribution: str, disables: str, fix: str) -> Capability:
+def python_package_capability(name: str, distribution: str, disables: str, fix: str) -> Capability:
     try:
         return Capability(name, True, importlib.metadata.version(distribution), disables, fix)
     except importlib.metadata.PackageNotFoundError:
@@ -188,28 +188,8 @@ def _tools() -> list[Capability]:
     ]
 
 
-def _quic_implementations() -> list[Capability]:
-    """Each QUIC implementation, its version and, if bench/endpoints.py ran here, its ceiling."""
-    from quicbed.apps.quic.implementations import measured_ceiling, native_binary, native_version
-
-    aioquic = _python_package("aioquic", "aioquic", "the aioquic QUIC and BQUIC endpoints", "pip install aioquic")
-    binary = native_binary()
-    version = native_version(binary) if binary is not None else None
-    quinn = Capability("quinn", version is not None,
-                       f"{version} ({binary})" if version else
-                       ("not built" if binary is None else f"{binary} does not run"),
-                       "the native QUIC endpoints (transports quic-native, bquic-native; impl: quinn)",
-                       "./scripts/install.sh builds it (apt cargo-web, crates.io), or in native/quinn: "
-                       "./prepare.sh && cargo build --release")
-    for line in (aioquic, quinn):
-        ceiling = measured_ceiling(line.name) if line.available else None
-        if ceiling:
-            line.detail += f"; {ceiling}"
-    return [aioquic, quinn]
-
-
-#: every host check, in the order doctor prints them; each backend adds its own
-#: (``quicbed.backends.host_checks``)
+#: every host check, in the order doctor prints them; the QUIC endpoints and each backend add
+#: their own (``quicbed.apps.quic.checks``, ``quicbed.backends.host_checks``)
 CHECKS: tuple[Check, ...] = (
     ("kernel", "network emulation on this kernel", _kernel_capabilities),
     ("kvm", "fast microVMs", _kvm),
@@ -219,7 +199,6 @@ CHECKS: tuple[Check, ...] = (
     ("busybox_static", "the microVM", _busybox),
     ("vm_kernel", "the microVM", _vm_kernel),
     ("tools", "endpoints and captures", _tools),
-    ("quic_implementations", "QUIC endpoints", _quic_implementations),
     ("cpu_accounting", "CPU accounting of runs", _cpu_accounting),
 )
 
