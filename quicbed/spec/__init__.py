@@ -1,4 +1,4 @@
-"""Spec layer: topologies (and, later, experiments) as pure, validated data."""
+"""Spec layer: topologies and experiments as pure, validated data."""
 
 from quicbed.spec.link import Radio, Shape, Slot, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
