@@ -40,53 +40,73 @@
 //   block-ack agreement exists, print "QUICBED-NS3 READY {...}" and reset statistics.
 // * Statistics: SIGUSR1 writes a snapshot, SIGUSR2 resets counters (and writes a
 //   snapshot), SIGTERM/SIGINT stop the simulation and write the final statistics.
+//
+// Files:
+//   qbchannel.cc  this overview; Program (builds and runs the simulation), signals, main
+//   common.h      the qbchannel namespace, the ethertypes of our own frames, Say and Die
+//   json.h        the JSON reader for CONFIG.json and helpers to write JSON
+//   tap.h/.cc     TAP devices inside namespaces (open, set MAC) and TapWriter, their writer
+//   loss.h/.cc    QbLossModel (wired links) and QbFrameErrorModel (radios)
+//   wifi.h/.cc    WifiPort, the channel of each band, building radios, QbApWifiMac
+//   wired.h/.cc   QbWireChannel and Wire (wired links) and building them
+//   lag.h/.cc     LagMeter (real-time lag) and TxCounters (transmit statistics)
+//   ports.h/.cc   TapPort, WirePort, Port; Switch (learning bridge), StationRelay (station)
+//   mesh.h/.cc    MeshRelay and QbMeshHeader (mesh points)
 
-#include "json.h"
+#include "common.h"
+#include "lag.h"
+#include "loss.h"
+#include "mesh.h"
+#include "ports.h"
+#include "tap.h"
+#include "wifi.h"
+#include "wired.h"
 
-#include "ns3/core-module.h"
-#include "ns3/fd-net-device-module.h"
-#include "ns3/mobility-module.h"
-#include "ns3/network-module.h"
-#include "ns3/propagation-module.h"
-#include "ns3/wifi-module.h"
+#include "ns3/block-ack-manager.h"
+#include "ns3/config.h"
+#include "ns3/constant-position-mobility-model.h"
+#include "ns3/global-value.h"
+#include "ns3/node.h"
+#include "ns3/nstime.h"
+#include "ns3/originator-block-ack-agreement.h"
+#include "ns3/packet.h"
+#include "ns3/qos-txop.h"
+#include "ns3/realtime-simulator-impl.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/sta-wifi-mac.h"
+#include "ns3/string.h"
+#include "ns3/vector.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <fcntl.h>
+#include <ctime>
 #include <fstream>
 #include <iostream>
-#include <linux/if.h>
-#include <linux/if_arp.h>
-#include <linux/if_tun.h>
-#include <sched.h>
+#include <map>
+#include <memory>
 #include <set>
-#include <sys/ioctl.h>
+#include <sstream>
+#include <string>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <vector>
 
-using namespace ns3;
-using qbjson::Num;
-using qbjson::Quote;
-using qbjson::Value;
+namespace qbchannel
+{
+namespace
+{
 
-static const char* VERSION = "quicbed-ns3-channel 1";
-static const uint16_t PROTO_MESH = 0x88B5;   // IEEE local experimental ethertype 1
-static const uint16_t PROTO_WARMUP = 0x88B6; // IEEE local experimental ethertype 2
+const char* VERSION = "quicbed-ns3-channel 1";
 
-static volatile sig_atomic_t g_stop = 0;
-static volatile sig_atomic_t g_dump = 0;
-static volatile sig_atomic_t g_reset = 0;
+volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_dump = 0;
+volatile sig_atomic_t g_reset = 0;
 
-static void
+void
 OnSignal(int sig)
 {
     if (sig == SIGUSR1)
@@ -103,21 +123,7 @@ OnSignal(int sig)
     }
 }
 
-static void
-Say(const std::string& line)
-{
-    std::cout << "QUICBED-NS3 " << line << std::endl;
-}
-
-[[noreturn]] static void
-Die(const std::string& message)
-{
-    std::cout << "QUICBED-NS3 ERROR " << message << std::endl;
-    std::cerr << "quicbed-ns3-channel: " << message << std::endl;
-    _exit(2);
-}
-
-static std::string
+std::string
 MacStr(const Mac48Address& mac)
 {
     std::ostringstream out;
@@ -125,7 +131,7 @@ MacStr(const Mac48Address& mac)
     return out.str();
 }
 
-static double
+double
 NowWallSeconds()
 {
     struct timespec ts;
@@ -133,7 +139,7 @@ NowWallSeconds()
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double
+double
 CpuSeconds()
 {
     struct rusage usage;
@@ -141,1152 +147,6 @@ CpuSeconds()
     return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec +
            usage.ru_stime.tv_usec * 1e-6;
 }
-
-// ---------------------------------------------------------------------------------------
-// TAP devices inside network namespaces
-// ---------------------------------------------------------------------------------------
-
-class NetnsGuard
-{
-  public:
-    explicit NetnsGuard(const std::string& ns)
-    {
-        m_self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-        std::string path = "/var/run/netns/" + ns;
-        int target = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (m_self < 0 || target < 0)
-        {
-            Die("cannot open network namespace " + path + ": " + strerror(errno));
-        }
-        if (setns(target, CLONE_NEWNET) != 0)
-        {
-            Die("setns into " + ns + " failed: " + strerror(errno));
-        }
-        close(target);
-    }
-
-    ~NetnsGuard()
-    {
-        if (setns(m_self, CLONE_NEWNET) != 0)
-        {
-            Die(std::string("setns back failed: ") + strerror(errno));
-        }
-        close(m_self);
-    }
-
-  private:
-    int m_self;
-};
-
-static int
-OpenTap(const std::string& ns, const std::string& ifname)
-{
-    NetnsGuard guard(ns);
-    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-    {
-        Die(std::string("cannot open /dev/net/tun: ") + strerror(errno));
-    }
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-    strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-    if (ioctl(fd, TUNSETIFF, &ifr) != 0)
-    {
-        Die("TUNSETIFF " + ifname + " in " + ns + " failed: " + strerror(errno));
-    }
-    return fd;
-}
-
-static void
-SetTapMac(const std::string& ns, const std::string& ifname, const Mac48Address& mac)
-{
-    NetnsGuard guard(ns);
-    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (sock < 0)
-    {
-        Die(std::string("socket: ") + strerror(errno));
-    }
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-    ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
-    mac.CopyTo(reinterpret_cast<uint8_t*>(ifr.ifr_hwaddr.sa_data));
-    if (ioctl(sock, SIOCSIFHWADDR, &ifr) != 0)
-    {
-        Die("setting the MAC of " + ifname + " in " + ns + " failed: " + strerror(errno));
-    }
-    close(sock);
-}
-
-/// Writes frames to the TAPs from its own thread. A write into a TAP runs the receiving
-/// namespace's network stack (IP, TCP, the ACK it sends, wake-ups of the app) in the
-/// writer's context; on the simulator thread that cost ~25 % of its time at 50 Mbit/s.
-class TapWriter
-{
-  public:
-    void Start()
-    {
-        m_thread = std::thread(&TapWriter::Loop, this);
-    }
-
-    void Stop()
-    {
-        {
-            std::lock_guard<std::mutex> lock(m_mutex);
-            m_stop = true;
-        }
-        m_wake.notify_one();
-        if (m_thread.joinable())
-        {
-            m_thread.join();
-        }
-    }
-
-    /// Queue one Ethernet frame for fd (called on the simulator thread).
-    void Write(int fd, std::vector<uint8_t>&& frame, uint64_t* errors)
-    {
-        bool wake;
-        {
-            std::lock_guard<std::mutex> lock(m_mutex);
-            m_queue.push_back(Item{fd, std::move(frame), errors});
-            wake = m_sleeping;
-            m_sleeping = false;
-        }
-        if (wake)
-        {
-            m_wake.notify_one();
-        }
-    }
-
-  private:
-    struct Item
-    {
-        int fd;
-        std::vector<uint8_t> frame;
-        uint64_t* errors;
-    };
-
-    void Loop()
-    {
-        std::vector<Item> batch;
-        for (;;)
-        {
-            // While traffic flows, poll every 50 us instead of being woken per frame: a
-            // wake-up costs the simulator thread a futex call and an IPI (VM exit in a VM).
-            for (int idle = 0; idle < 8; idle++)
-            {
-                {
-                    std::lock_guard<std::mutex> lock(m_mutex);
-                    if (!m_queue.empty() || m_stop)
-                    {
-                        break;
-                    }
-                }
-                struct timespec pause = {0, 50000};
-                nanosleep(&pause, nullptr);
-            }
-            {
-                std::unique_lock<std::mutex> lock(m_mutex);
-                while (m_queue.empty() && !m_stop)
-                {
-                    m_sleeping = true;
-                    m_wake.wait(lock);
-                }
-                if (m_queue.empty() && m_stop)
-                {
-                    return;
-                }
-                batch.swap(m_queue);
-            }
-            for (auto& item : batch)
-            {
-                ssize_t n = write(item.fd, item.frame.data(), item.frame.size());
-                if (n != ssize_t(item.frame.size()))
-                {
-                    __atomic_add_fetch(item.errors, 1, __ATOMIC_RELAXED);
-                }
-            }
-            batch.clear();
-        }
-    }
-
-    std::mutex m_mutex;
-    std::condition_variable m_wake;
-    std::vector<Item> m_queue;
-    bool m_sleeping = false;
-    bool m_stop = false;
-    std::thread m_thread;
-};
-
-static TapWriter g_writer;
-
-// ---------------------------------------------------------------------------------------
-// Loss models
-// ---------------------------------------------------------------------------------------
-
-/// Bernoulli or Gilbert-Elliott packet loss (netem semantics), plus independent corruption.
-class QbLossModel : public ErrorModel
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid = TypeId("ns3::QbLossModel").SetParent<ErrorModel>().SetGroupName("Quicbed");
-        return tid;
-    }
-
-    QbLossModel()
-    {
-        m_random = CreateObject<UniformRandomVariable>();
-    }
-
-    void Configure(const Value& loss, double corrupt)
-    {
-        m_corrupt = corrupt;
-        if (loss.kind == Value::OBJECT)
-        {
-            std::string model = loss.Str("model", "bernoulli");
-            if (model == "bernoulli")
-            {
-                m_lossGood = loss.Num("probability", 0);
-            }
-            else if (model == "gilbert_elliott")
-            {
-                m_ge = true;
-                m_p = loss.Num("p", 0);
-                m_r = loss.Num("r", 1);
-                m_lossBad = loss.Num("loss_bad", 1);
-                m_lossGood = loss.Num("loss_good", 0);
-            }
-            else
-            {
-                Die("unknown loss model " + model);
-            }
-        }
-    }
-
-    uint64_t drops = 0;
-
-  private:
-    bool DoCorrupt(Ptr<Packet> p) override
-    {
-        bool lost;
-        if (m_ge)
-        {
-            // netem gemodel: the loss probability of the current state, then the transition
-            lost = m_random->GetValue() < (m_bad ? m_lossBad : m_lossGood);
-            if (m_bad ? m_random->GetValue() < m_r : m_random->GetValue() < m_p)
-            {
-                m_bad = !m_bad;
-            }
-        }
-        else
-        {
-            lost = m_lossGood > 0 && m_random->GetValue() < m_lossGood;
-        }
-        if (!lost && m_corrupt > 0 && m_random->GetValue() < m_corrupt)
-        {
-            lost = true; // a corrupted frame fails its checksum at the receiver
-        }
-        drops += lost;
-        return lost;
-    }
-
-    void DoReset() override
-    {
-        m_bad = false;
-    }
-
-    Ptr<UniformRandomVariable> m_random;
-    bool m_ge = false;
-    bool m_bad = false;
-    double m_p = 0, m_r = 1, m_lossBad = 1, m_lossGood = 0, m_corrupt = 0;
-};
-
-NS_OBJECT_ENSURE_REGISTERED(QbLossModel);
-
-/// A fixed frame error rate per transmitter, applied to data MPDUs after the PHY's own
-/// SNR-based decision (WifiPhy::PostReceptionErrorModel).
-class QbFrameErrorModel : public ErrorModel
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid =
-            TypeId("ns3::QbFrameErrorModel").SetParent<ErrorModel>().SetGroupName("Quicbed");
-        return tid;
-    }
-
-    QbFrameErrorModel()
-    {
-        m_random = CreateObject<UniformRandomVariable>();
-    }
-
-    std::map<Mac48Address, double> rates;
-    uint64_t drops = 0;
-
-  private:
-    bool DoCorrupt(Ptr<Packet> p) override
-    {
-        uint8_t buf[20];
-        if (p->GetSize() < sizeof(buf))
-        {
-            return false;
-        }
-        p->CopyData(buf, sizeof(buf));
-        size_t offset = 0;
-        if (buf[3] == 0x4e) // A-MPDU subframe delimiter signature: the MAC header follows it
-        {
-            offset = 4;
-        }
-        uint8_t type = (buf[offset] >> 2) & 0x3;
-        if (type != 2) // only data frames
-        {
-            return false;
-        }
-        Mac48Address ta;
-        ta.CopyFrom(buf + offset + 10);
-        auto it = rates.find(ta);
-        if (it == rates.end() || it->second <= 0)
-        {
-            return false;
-        }
-        bool lost = m_random->GetValue() < it->second;
-        drops += lost;
-        return lost;
-    }
-
-    void DoReset() override
-    {
-    }
-
-    Ptr<UniformRandomVariable> m_random;
-};
-
-NS_OBJECT_ENSURE_REGISTERED(QbFrameErrorModel);
-
-/// ns-3 3.37's AP forwards every subframe of an uplink A-MSDU back into the BSS, even when
-/// its destination is behind the AP (the DS): with A-MSDU on, a station's packets to the
-/// wired side were lost. This AP delivers such subframes up to the bridge instead.
-class QbApWifiMac : public ApWifiMac
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid = TypeId("ns3::QbApWifiMac")
-                                .SetParent<ApWifiMac>()
-                                .SetGroupName("Quicbed")
-                                .AddConstructor<QbApWifiMac>();
-        return tid;
-    }
-
-  protected:
-    void DeaggregateAmsduAndForward(Ptr<const WifiMpdu> mpdu) override
-    {
-        for (auto& i : *PeekPointer(mpdu))
-        {
-            Mac48Address from = i.second.GetSourceAddr();
-            Mac48Address to = i.second.GetDestinationAddr();
-            bool inBss = to.IsGroup() || GetWifiRemoteStationManager()->IsAssociated(to);
-            if (to != GetAddress() && inBss)
-            {
-                Enqueue(i.first->Copy(), to, from); // (the TID falls back to 0, as for all our traffic)
-            }
-            if (to == GetAddress() || !inBss || to.IsGroup())
-            {
-                ForwardUp(i.first, from, to);
-            }
-        }
-    }
-};
-
-NS_OBJECT_ENSURE_REGISTERED(QbApWifiMac);
-
-// ---------------------------------------------------------------------------------------
-// Wired links
-// ---------------------------------------------------------------------------------------
-
-/// A full-duplex cable: per-direction delay and jitter between two SimpleNetDevices.
-class QbWireChannel : public SimpleChannel
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid =
-            TypeId("ns3::QbWireChannel").SetParent<SimpleChannel>().SetGroupName("Quicbed");
-        return tid;
-    }
-
-    QbWireChannel()
-    {
-        m_uniform = CreateObject<UniformRandomVariable>();
-        m_normal = CreateObject<NormalRandomVariable>();
-    }
-
-    Ptr<SimpleNetDevice> ends[2];
-    Time delay[2];
-    Time jitter[2];
-    bool normalJitter[2] = {false, false};
-    uint64_t packets[2] = {0, 0};
-    uint64_t bytes[2] = {0, 0};
-
-    void Send(Ptr<Packet> p,
-              uint16_t protocol,
-              Mac48Address to,
-              Mac48Address from,
-              Ptr<SimpleNetDevice> sender) override
-    {
-        int dir = sender == ends[0] ? 0 : 1;
-        Ptr<SimpleNetDevice> receiver = ends[1 - dir];
-        Time d = delay[dir];
-        if (jitter[dir].IsStrictlyPositive())
-        {
-            double j = jitter[dir].GetSeconds();
-            double sample = normalJitter[dir] ? m_normal->GetValue(0, j * j, 4 * j)
-                                              : m_uniform->GetValue(-j, j);
-            d += Seconds(sample);
-            if (d.IsNegative())
-            {
-                d = Seconds(0);
-            }
-        }
-        packets[dir]++;
-        bytes[dir] += p->GetSize();
-        Simulator::ScheduleWithContext(receiver->GetNode()->GetId(),
-                                       d,
-                                       &SimpleNetDevice::Receive,
-                                       receiver,
-                                       p->Copy(),
-                                       protocol,
-                                       to,
-                                       from);
-    }
-
-  private:
-    Ptr<UniformRandomVariable> m_uniform;
-    Ptr<NormalRandomVariable> m_normal;
-};
-
-NS_OBJECT_ENSURE_REGISTERED(QbWireChannel);
-
-struct Wire
-{
-    std::string name;
-    Ptr<QbWireChannel> channel;
-    Ptr<SimpleNetDevice> dev[2];
-    Ptr<QbLossModel> loss[2]; // loss[0]: a->b, applied at b
-    Ptr<Queue<Packet>> queue[2];
-    uint64_t packetsBase[2] = {0, 0}, bytesBase[2] = {0, 0}, lossBase[2] = {0, 0};
-    uint64_t queueBase[2] = {0, 0};
-};
-
-// ---------------------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------------------
-
-struct TxCounters
-{
-    uint64_t psdus = 0;
-    uint64_t mpdus = 0;
-    uint64_t bytes = 0;
-    uint64_t retries = 0;
-    std::map<uint32_t, uint64_t> hist; // MPDUs per PSDU -> count
-
-    void Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries)
-    {
-        psdus++;
-        mpdus += nMpdus;
-        bytes += size;
-        retries += nRetries;
-        hist[nMpdus]++;
-    }
-
-    std::string Json() const
-    {
-        std::ostringstream o;
-        o << "{\"psdus\": " << psdus << ", \"mpdus\": " << mpdus << ", \"bytes\": " << bytes
-          << ", \"retries\": " << retries
-          << ", \"mean_mpdus_per_psdu\": " << Num(psdus ? double(mpdus) / psdus : 0)
-          << ", \"mpdus_per_psdu\": {";
-        bool first = true;
-        for (auto& [k, v] : hist)
-        {
-            o << (first ? "" : ", ") << "\"" << k << "\": " << v;
-            first = false;
-        }
-        o << "}}";
-        return o.str();
-    }
-};
-
-class LagMeter
-{
-  public:
-    void Reset()
-    {
-        m_samples = 0;
-        m_sum = 0;
-        m_max = 0;
-        std::fill(std::begin(m_buckets), std::end(m_buckets), 0);
-    }
-
-    void Add(int64_t lagUs)
-    {
-        if (lagUs < 0)
-        {
-            lagUs = 0;
-        }
-        m_samples++;
-        m_sum += lagUs;
-        m_max = std::max(m_max, lagUs);
-        int bucket = 0;
-        while (bucket < NBUCKETS - 1 && (int64_t(1) << bucket) <= lagUs)
-        {
-            bucket++;
-        }
-        m_buckets[bucket]++;
-    }
-
-    /// Upper bound (ms) of the bucket holding quantile q.
-    double QuantileMs(double q) const
-    {
-        if (!m_samples)
-        {
-            return 0;
-        }
-        uint64_t need = uint64_t(std::ceil(q * m_samples));
-        uint64_t seen = 0;
-        for (int b = 0; b < NBUCKETS; b++)
-        {
-            seen += m_buckets[b];
-            if (seen >= need)
-            {
-                return std::min<double>(double(int64_t(1) << b), double(m_max)) / 1000.0;
-            }
-        }
-        return m_max / 1000.0;
-    }
-
-    uint64_t Over(int64_t us) const
-    {
-        // counted from the histogram: buckets whose lower bound is >= us
-        uint64_t n = 0;
-        for (int b = 1; b < NBUCKETS; b++)
-        {
-            if ((int64_t(1) << (b - 1)) >= us)
-            {
-                n += m_buckets[b];
-            }
-        }
-        return n;
-    }
-
-    std::string Json(double intervalMs) const
-    {
-        std::ostringstream o;
-        o << "{\"samples\": " << m_samples << ", \"probe_interval_ms\": " << Num(intervalMs)
-          << ", \"mean_ms\": " << Num(m_samples ? m_sum / 1000.0 / m_samples : 0)
-          << ", \"max_ms\": " << Num(m_max / 1000.0) << ", \"p50_ms\": " << Num(QuantileMs(0.5))
-          << ", \"p99_ms\": " << Num(QuantileMs(0.99))
-          << ", \"p999_ms\": " << Num(QuantileMs(0.999)) << ", \"over_1ms\": " << Over(1024)
-          << ", \"over_4ms\": " << Over(4096) << ", \"over_16ms\": " << Over(16384) << "}";
-        return o.str();
-    }
-
-    double MaxMs() const
-    {
-        return m_max / 1000.0;
-    }
-
-    double MeanMs() const
-    {
-        return m_samples ? m_sum / 1000.0 / m_samples : 0;
-    }
-
-  private:
-    static const int NBUCKETS = 24;
-    uint64_t m_samples = 0;
-    double m_sum = 0;
-    int64_t m_max = 0;
-    uint64_t m_buckets[NBUCKETS] = {};
-};
-
-// ---------------------------------------------------------------------------------------
-// Ports
-// ---------------------------------------------------------------------------------------
-
-struct TapPort
-{
-    std::string id;
-    std::string ns;
-    std::string ifname;
-    int fd = -1;
-    Mac48Address mac;
-    bool macFromRadio = false;
-    Ptr<FdNetDevice> dev;
-    uint64_t fromNs = 0, toNs = 0, writeErrors = 0, foreignSource = 0;
-};
-
-struct WifiPort
-{
-    std::string id;
-    std::string node;
-    std::string role; // ap, sta, adhoc
-    int channelNumber = 0;
-    Ptr<WifiNetDevice> dev;
-    Ptr<WifiPhy> phy;
-    Ptr<WifiMac> mac;
-    Mac48Address addr;
-    WifiPhyBand band = WIFI_PHY_BAND_5GHZ;
-    bool qos = false;
-    bool needsBa = false;
-    std::vector<std::string> peerIds;
-    std::vector<Mac48Address> peers;
-    Ptr<QbFrameErrorModel> frameErrors;
-    std::map<std::string, double> frameErrorById;
-
-    // statistics
-    TxCounters data;
-    std::map<Mac48Address, TxCounters> perReceiver;
-    double airData = 0, airCtrl = 0, airMgmt = 0;
-    uint64_t ctrlFrames = 0, mgmtFrames = 0;
-    uint64_t dropQueue = 0, dropRetry = 0, dropLifetime = 0, dropOld = 0, txDrop = 0;
-    uint64_t rxUp = 0;
-    uint64_t frameErrorBase = 0;
-
-    void ResetStats()
-    {
-        data = TxCounters();
-        perReceiver.clear();
-        airData = airCtrl = airMgmt = 0;
-        ctrlFrames = mgmtFrames = 0;
-        dropQueue = dropRetry = dropLifetime = dropOld = txDrop = 0;
-        rxUp = 0;
-        frameErrorBase = frameErrors ? frameErrors->drops : 0;
-    }
-
-    void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/)
-    {
-        double duration = WifiPhy::CalculateTxDuration(psdus, txVector, band).GetSeconds();
-        for (auto& [staId, psdu] : psdus)
-        {
-            const WifiMacHeader& first = psdu->GetHeader(0);
-            if (first.IsData() && first.HasData())
-            {
-                uint32_t retries = 0;
-                for (size_t i = 0; i < psdu->GetNMpdus(); i++)
-                {
-                    retries += psdu->GetHeader(i).IsRetry();
-                }
-                uint32_t n = psdu->GetNMpdus();
-                data.Add(n, psdu->GetSize(), retries);
-                perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries);
-                airData += duration;
-            }
-            else if (first.IsCtl())
-            {
-                ctrlFrames++;
-                airCtrl += duration;
-            }
-            else
-            {
-                mgmtFrames++;
-                airMgmt += duration;
-            }
-            break; // SU PPDUs only
-        }
-    }
-
-    void OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/)
-    {
-        switch (reason)
-        {
-        case WIFI_MAC_DROP_FAILED_ENQUEUE:
-            dropQueue++;
-            break;
-        case WIFI_MAC_DROP_EXPIRED_LIFETIME:
-            dropLifetime++;
-            break;
-        case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
-            dropRetry++;
-            break;
-        default:
-            dropOld++;
-        }
-    }
-
-    void OnTxDrop(Ptr<const Packet>)
-    {
-        txDrop++;
-    }
-
-    void SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
-    {
-        dev->Send(p, dst, proto);
-    }
-
-    Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
-
-    /// Hand a frame to the MAC. ns-3 3.37's queue scheduler drops the newest MPDU of a full
-    /// queue without a trace, so queue overflow is detected (and counted) here.
-    void Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
-    {
-        if (queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
-        {
-            dropQueue++;
-            return;
-        }
-        if (role == "ap")
-        {
-            dev->SendFrom(p, src, dst, proto);
-        }
-        else
-        {
-            dev->Send(p, dst, proto);
-        }
-    }
-};
-
-struct WirePort
-{
-    Wire* wire;
-    int end; // 0 = node1 side, 1 = node2 side
-};
-
-// A port of a forwarding node: exactly one of tap, wifi, wire is set.
-struct Port
-{
-    TapPort* tap = nullptr;
-    WifiPort* wifi = nullptr;
-    WirePort wire{nullptr, 0};
-
-    Ptr<NetDevice> Device() const
-    {
-        if (tap)
-        {
-            return tap->dev;
-        }
-        if (wifi)
-        {
-            return wifi->dev;
-        }
-        return wire.wire->dev[wire.end];
-    }
-
-    void Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) const
-    {
-        if (tap)
-        {
-            if (tap->fd < 0)
-            {
-                return;
-            }
-            std::vector<uint8_t> frame(14 + p->GetSize());
-            dst.CopyTo(frame.data());
-            src.CopyTo(frame.data() + 6);
-            frame[12] = proto >> 8;
-            frame[13] = proto & 0xff;
-            p->CopyData(frame.data() + 14, p->GetSize());
-            tap->toNs++;
-            g_writer.Write(tap->fd, std::move(frame), &tap->writeErrors);
-        }
-        else if (wifi)
-        {
-            wifi->Enqueue(p, src, dst, proto);
-        }
-        else
-        {
-            // account for the Ethernet header on the wire, as tbf/netem do
-            EthernetHeader eth(false);
-            eth.SetSource(src);
-            eth.SetDestination(dst);
-            eth.SetLengthType(proto);
-            p->AddHeader(eth);
-            wire.wire->dev[wire.end]->SendFrom(p, src, dst, proto);
-        }
-    }
-};
-
-static bool
-IgnoreRx(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
-{
-    return true;
-}
-
-/// Strips what Port::Send added on a wire; returns a private copy of the packet.
-static Ptr<Packet>
-Unwrap(const Port& port, Ptr<const Packet> packet)
-{
-    Ptr<Packet> copy = packet->Copy();
-    if (port.wire.wire)
-    {
-        EthernetHeader eth(false);
-        copy->RemoveHeader(eth);
-    }
-    return copy;
-}
-
-// ---------------------------------------------------------------------------------------
-// Forwarding nodes
-// ---------------------------------------------------------------------------------------
-
-/// A learning bridge (access point, switch, a host's wired interface).
-class Switch
-{
-  public:
-    std::string name;
-    std::vector<Port> ports;
-    uint64_t flooded = 0, sameSegment = 0, received = 0;
-
-    void Attach()
-    {
-        for (auto& port : ports)
-        {
-            Ptr<NetDevice> dev = port.Device();
-            dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-            dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this));
-        }
-    }
-
-  private:
-    std::map<Mac48Address, size_t> m_table;
-
-    bool Receive(Ptr<NetDevice> dev,
-                 Ptr<const Packet> packet,
-                 uint16_t proto,
-                 const Address& fromAddr,
-                 const Address& toAddr,
-                 NetDevice::PacketType type)
-    {
-        if (proto == PROTO_WARMUP)
-        {
-            return true;
-        }
-        size_t in = 0;
-        while (in < ports.size() && ports[in].Device() != dev)
-        {
-            in++;
-        }
-        Mac48Address from = Mac48Address::ConvertFrom(fromAddr);
-        Mac48Address to = Mac48Address::ConvertFrom(toAddr);
-        if (ports[in].tap)
-        {
-            ports[in].tap->fromNs++;
-        }
-        received++;
-        if (ports[in].wifi)
-        {
-            ports[in].wifi->rxUp++;
-        }
-        static const bool debug = getenv("QUICBED_NS3_DEBUG") != nullptr;
-        if (debug) // one line per bridged frame on stderr (channel.err)
-        {
-            std::cerr << Simulator::Now().GetSeconds() << " " << name << " in=" << in << " " << from
-                      << " -> " << to << " proto=" << proto << " type=" << type << std::endl;
-        }
-        m_table[from] = in;
-        if (!to.IsGroup())
-        {
-            auto it = m_table.find(to);
-            if (it != m_table.end())
-            {
-                if (it->second != in)
-                {
-                    ports[it->second].Send(Unwrap(ports[in], packet), from, to, proto);
-                }
-                else
-                {
-                    sameSegment++;
-                }
-                return true;
-            }
-            flooded++;
-        }
-        for (size_t i = 0; i < ports.size(); i++)
-        {
-            if (i != in)
-            {
-                ports[i].Send(Unwrap(ports[in], packet), from, to, proto);
-            }
-        }
-        return true;
-    }
-};
-
-/// A station: the namespace's TAP is the STA radio (same MAC).
-class StationRelay
-{
-  public:
-    std::string name;
-    TapPort* tap = nullptr;
-    WifiPort* radio = nullptr;
-
-    void Attach()
-    {
-        tap->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-        tap->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromTap, this));
-        radio->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-        radio->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromRadio, this));
-    }
-
-  private:
-    bool FromTap(Ptr<NetDevice>,
-                 Ptr<const Packet> packet,
-                 uint16_t proto,
-                 const Address& fromAddr,
-                 const Address& toAddr,
-                 NetDevice::PacketType)
-    {
-        tap->fromNs++;
-        if (Mac48Address::ConvertFrom(fromAddr) != radio->addr)
-        {
-            tap->foreignSource++; // a 3-address station sends its own frames only
-            return true;
-        }
-        radio->Enqueue(packet->Copy(), radio->addr, Mac48Address::ConvertFrom(toAddr), proto);
-        return true;
-    }
-
-    bool FromRadio(Ptr<NetDevice>,
-                   Ptr<const Packet> packet,
-                   uint16_t proto,
-                   const Address& fromAddr,
-                   const Address& toAddr,
-                   NetDevice::PacketType type)
-    {
-        if (proto == PROTO_WARMUP || type == NetDevice::NS3_PACKET_OTHERHOST)
-        {
-            return true;
-        }
-        radio->rxUp++;
-        Port out;
-        out.tap = tap;
-        out.Send(packet->Copy(),
-                 Mac48Address::ConvertFrom(fromAddr),
-                 Mac48Address::ConvertFrom(toAddr),
-                 proto);
-        return true;
-    }
-};
-
-/// Mesh header: final destination, origin, TTL, sequence number, inner protocol.
-class QbMeshHeader : public Header
-{
-  public:
-    Mac48Address dst, src;
-    uint8_t ttl = 32;
-    uint32_t seq = 0; // 24 bits used
-    uint16_t proto = 0;
-
-    static TypeId GetTypeId()
-    {
-        static TypeId tid = TypeId("ns3::QbMeshHeader")
-                                .SetParent<Header>()
-                                .SetGroupName("Quicbed")
-                                .AddConstructor<QbMeshHeader>();
-        return tid;
-    }
-
-    TypeId GetInstanceTypeId() const override
-    {
-        return GetTypeId();
-    }
-
-    uint32_t GetSerializedSize() const override
-    {
-        return 18;
-    }
-
-    void Serialize(Buffer::Iterator it) const override
-    {
-        it.WriteHtonU16(proto);
-        WriteTo(it, dst);
-        WriteTo(it, src);
-        it.WriteU8(ttl);
-        it.WriteU8((seq >> 16) & 0xff);
-        it.WriteHtonU16(seq & 0xffff);
-    }
-
-    uint32_t Deserialize(Buffer::Iterator it) override
-    {
-        proto = it.ReadNtohU16();
-        ReadFrom(it, dst);
-        ReadFrom(it, src);
-        ttl = it.ReadU8();
-        seq = uint32_t(it.ReadU8()) << 16;
-        seq |= it.ReadNtohU16();
-        return 18;
-    }
-
-    void Print(std::ostream& os) const override
-    {
-        os << "mesh dst=" << dst << " src=" << src << " ttl=" << +ttl << " seq=" << seq;
-    }
-};
-
-NS_OBJECT_ENSURE_REGISTERED(QbMeshHeader);
-
-class MeshRelay
-{
-  public:
-    std::string name;
-    TapPort* tap = nullptr;
-    std::vector<WifiPort*> radios;
-    // final destination (identity MAC) -> (radio index, next hop radio MAC)
-    std::map<Mac48Address, std::pair<size_t, Mac48Address>> routes;
-    uint64_t delivered = 0, forwarded = 0, noRoute = 0, ttlDrops = 0, duplicates = 0,
-             notPeer = 0, broadcasts = 0;
-
-    void Attach()
-    {
-        tap->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-        tap->dev->SetPromiscReceiveCallback(MakeCallback(&MeshRelay::FromTap, this));
-        for (auto radio : radios)
-        {
-            radio->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-            radio->dev->SetPromiscReceiveCallback(MakeCallback(&MeshRelay::FromRadio, this));
-        }
-    }
-
-    void ResetStats()
-    {
-        delivered = forwarded = noRoute = ttlDrops = duplicates = notPeer = broadcasts = 0;
-    }
-
-  private:
-    uint32_t m_seq = 0;
-    std::map<Mac48Address, std::deque<uint32_t>> m_seen;
-
-    void Flood(Ptr<const Packet> inner, const QbMeshHeader& header)
-    {
-        for (auto radio : radios)
-        {
-            Ptr<Packet> p = inner->Copy();
-            p->AddHeader(header);
-            radio->Enqueue(p, radio->addr, Mac48Address::GetBroadcast(), PROTO_MESH);
-        }
-    }
-
-    bool FromTap(Ptr<NetDevice>,
-                 Ptr<const Packet> packet,
-                 uint16_t proto,
-                 const Address& fromAddr,
-                 const Address& toAddr,
-                 NetDevice::PacketType)
-    {
-        tap->fromNs++;
-        QbMeshHeader header;
-        header.src = Mac48Address::ConvertFrom(fromAddr);
-        header.dst = Mac48Address::ConvertFrom(toAddr);
-        header.proto = proto;
-        if (header.src != tap->mac)
-        {
-            tap->foreignSource++;
-            return true;
-        }
-        if (header.dst.IsGroup())
-        {
-            header.seq = (++m_seq) & 0xffffff;
-            broadcasts++;
-            Flood(packet, header);
-            return true;
-        }
-        Route(packet->Copy(), header);
-        return true;
-    }
-
-    void Route(Ptr<Packet> inner, const QbMeshHeader& header)
-    {
-        auto it = routes.find(header.dst);
-        if (it == routes.end())
-        {
-            noRoute++;
-            return;
-        }
-        inner->AddHeader(header);
-        WifiPort* radio = radios[it->second.first];
-        radio->Enqueue(inner, radio->addr, it->second.second, PROTO_MESH);
-    }
-
-    bool Seen(const QbMeshHeader& header)
-    {
-        auto& recent = m_seen[header.src];
-        if (std::find(recent.begin(), recent.end(), header.seq) != recent.end())
-        {
-            return true;
-        }
-        recent.push_back(header.seq);
-        if (recent.size() > 64)
-        {
-            recent.pop_front();
-        }
-        return false;
-    }
-
-    bool FromRadio(Ptr<NetDevice> dev,
-                   Ptr<const Packet> packet,
-                   uint16_t proto,
-                   const Address& fromAddr,
-                   const Address& toAddr,
-                   NetDevice::PacketType type)
-    {
-        if (proto != PROTO_MESH || type == NetDevice::NS3_PACKET_OTHERHOST)
-        {
-            return true;
-        }
-        WifiPort* radio = nullptr;
-        for (auto r : radios)
-        {
-            if (r->dev == dev)
-            {
-                radio = r;
-            }
-        }
-        Mac48Address from = Mac48Address::ConvertFrom(fromAddr);
-        if (std::find(radio->peers.begin(), radio->peers.end(), from) == radio->peers.end())
-        {
-            notPeer++; // heard, but not a peer link of ours (like an unpeered 802.11s neighbour)
-            return true;
-        }
-        radio->rxUp++;
-        Ptr<Packet> inner = packet->Copy();
-        QbMeshHeader header;
-        inner->RemoveHeader(header);
-        Port out;
-        out.tap = tap;
-        if (header.dst.IsGroup())
-        {
-            if (header.src == tap->mac || Seen(header))
-            {
-                duplicates++;
-                return true;
-            }
-            delivered++;
-            out.Send(inner->Copy(), header.src, header.dst, header.proto);
-            if (header.ttl > 1)
-            {
-                header.ttl--;
-                Flood(inner, header);
-            }
-            return true;
-        }
-        if (header.dst == tap->mac)
-        {
-            delivered++;
-            out.Send(inner, header.src, header.dst, header.proto);
-            return true;
-        }
-        if (header.ttl <= 1)
-        {
-            ttlDrops++;
-            return true;
-        }
-        header.ttl--;
-        forwarded++;
-        Route(inner, header);
-        return true;
-    }
-};
 
 // ---------------------------------------------------------------------------------------
 // The channel program
@@ -1297,7 +157,8 @@ class Program
   public:
     explicit Program(const Value& config, bool dryRun)
         : m_config(config),
-          m_dryRun(dryRun)
+          m_dryRun(dryRun),
+          m_channels(config)
     {
     }
 
@@ -1307,7 +168,7 @@ class Program
   private:
     const Value& m_config;
     bool m_dryRun;
-    std::map<std::string, Ptr<YansWifiChannel>> m_channels; // band -> channel
+    WifiChannels m_channels;
     std::map<std::string, Value> m_channelSpecs;
     std::vector<std::unique_ptr<TapPort>> m_taps;
     std::vector<std::unique_ptr<WifiPort>> m_radios;
@@ -1333,7 +194,6 @@ class Program
     Time m_simStart;
     std::string m_statsFile, m_snapshotFile, m_liveFile;
 
-    Ptr<YansWifiChannel> GetChannel(const std::string& band);
     WifiPort* BuildRadio(Ptr<Node> node, const std::string& nodeName, const Value& spec);
     TapPort* BuildTap(Ptr<Node> node, const Value& spec);
     void BuildWires();
@@ -1351,237 +211,10 @@ class Program
     void WriteFile(const std::string& path, const std::string& text) const;
 };
 
-Ptr<YansWifiChannel>
-Program::GetChannel(const std::string& band)
-{
-    auto it = m_channels.find(band);
-    if (it != m_channels.end())
-    {
-        return it->second;
-    }
-    const Value& props = m_config["propagation"];
-    Ptr<YansWifiChannel> channel = CreateObject<YansWifiChannel>();
-    channel->SetPropagationDelayModel(CreateObject<ConstantSpeedPropagationDelayModel>());
-    std::string model = props.Str("model", "log_distance");
-    const Value& byBand = props["reference_loss_db"];
-    double refLoss = byBand.kind == Value::OBJECT ? byBand.Num(band, 46.6777) : 46.6777;
-    if (model == "log_distance")
-    {
-        Ptr<LogDistancePropagationLossModel> loss = CreateObject<LogDistancePropagationLossModel>();
-        loss->SetPathLossExponent(props.Num("exponent", 3.0));
-        loss->SetReference(1.0, refLoss);
-        channel->SetPropagationLossModel(loss);
-    }
-    else if (model == "fixed_rss")
-    {
-        Ptr<FixedRssLossModel> loss = CreateObject<FixedRssLossModel>();
-        loss->SetRss(props.Num("rss_dbm", -50));
-        channel->SetPropagationLossModel(loss);
-    }
-    else if (model == "friis")
-    {
-        Ptr<FriisPropagationLossModel> loss = CreateObject<FriisPropagationLossModel>();
-        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : 5.25e9);
-        channel->SetPropagationLossModel(loss);
-    }
-    else
-    {
-        Die("unknown propagation model " + model);
-    }
-    m_channels[band] = channel;
-    return channel;
-}
-
-static std::string
-ModeName(const std::string& standard, const std::string& band, int mcs)
-{
-    if (standard == "802.11n")
-    {
-        return "HtMcs" + std::to_string(mcs);
-    }
-    if (standard == "802.11ac")
-    {
-        return "VhtMcs" + std::to_string(mcs);
-    }
-    if (standard == "802.11g" || (standard != "802.11a" && band == "2.4GHz"))
-    {
-        return "ErpOfdmRate54Mbps";
-    }
-    return "OfdmRate54Mbps";
-}
-
 WifiPort*
 Program::BuildRadio(Ptr<Node> node, const std::string& nodeName, const Value& spec)
 {
-    auto port = std::make_unique<WifiPort>();
-    port->id = spec.At("id").AsStr();
-    port->node = nodeName;
-    port->role = spec.At("role").AsStr();
-    std::string standard = spec.Str("standard", "802.11n");
-    std::string band = spec.Str("band", "5GHz");
-    int width = int(spec.Num("width", 20));
-    int number = int(spec.At("ns3_channel").AsNum());
-    int primary20 = int(spec.Num("primary20", 0));
-    port->channelNumber = int(spec.Num("channel", number));
-    bool ht = standard == "802.11n" || standard == "802.11ac";
-    port->band = band == "2.4GHz" ? WIFI_PHY_BAND_2_4GHZ : WIFI_PHY_BAND_5GHZ;
-
-    WifiHelper wifi;
-    if (standard == "802.11n")
-    {
-        wifi.SetStandard(WIFI_STANDARD_80211n);
-    }
-    else if (standard == "802.11ac")
-    {
-        wifi.SetStandard(WIFI_STANDARD_80211ac);
-    }
-    else if (standard == "802.11g")
-    {
-        wifi.SetStandard(WIFI_STANDARD_80211g);
-    }
-    else if (standard == "802.11a")
-    {
-        wifi.SetStandard(WIFI_STANDARD_80211a);
-    }
-    else
-    {
-        Die("unknown standard " + standard);
-    }
-    int mcs = int(spec.Num("mcs", 7));
-    int nss = 1;
-    std::string rateControl = spec.Str("rate_control", "constant");
-    if (rateControl == "minstrel")
-    {
-        wifi.SetRemoteStationManager(ht ? "ns3::MinstrelHtWifiManager" : "ns3::MinstrelWifiManager");
-        if (standard == "802.11n")
-        {
-            nss = int(spec.Num("spatial_streams", 1));
-        }
-    }
-    else
-    {
-        if (standard == "802.11n")
-        {
-            nss = mcs / 8 + 1;
-        }
-        std::string control = band == "2.4GHz" ? "ErpOfdmRate6Mbps" : "OfdmRate6Mbps";
-        wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",
-                                     "DataMode",
-                                     StringValue(ModeName(standard, band, mcs)),
-                                     "ControlMode",
-                                     StringValue(control));
-    }
-    YansWifiPhyHelper phy;
-    phy.SetChannel(GetChannel(band));
-    std::ostringstream settings;
-    settings << "{" << number << ", " << width << ", "
-             << (band == "2.4GHz" ? "BAND_2_4GHZ" : "BAND_5GHZ") << ", " << primary20 << "}";
-    phy.Set("ChannelSettings", StringValue(settings.str()));
-    double power = spec.Num("tx_power_dbm", 16.0206);
-    phy.Set("TxPowerStart", DoubleValue(power));
-    phy.Set("TxPowerEnd", DoubleValue(power));
-    if (nss > 1)
-    {
-        phy.Set("Antennas", UintegerValue(nss));
-        phy.Set("MaxSupportedTxSpatialStreams", UintegerValue(nss));
-        phy.Set("MaxSupportedRxSpatialStreams", UintegerValue(nss));
-    }
-
-    WifiMacHelper mac;
-    uint32_t ampdu = uint32_t(spec.Num("ampdu_max_bytes", 65535));
-    uint32_t amsdu = uint32_t(spec.Num("amsdu_max_bytes", 0));
-    Ssid ssid(spec.Str("ssid", "quicbed"));
-    if (port->role == "ap")
-    {
-        mac.SetType("ns3::QbApWifiMac",
-                    "Ssid",
-                    SsidValue(ssid),
-                    "BE_MaxAmpduSize",
-                    UintegerValue(ampdu),
-                    "BE_MaxAmsduSize",
-                    UintegerValue(amsdu));
-    }
-    else if (port->role == "sta")
-    {
-        mac.SetType("ns3::StaWifiMac",
-                    "Ssid",
-                    SsidValue(ssid),
-                    "BE_MaxAmpduSize",
-                    UintegerValue(ampdu),
-                    "BE_MaxAmsduSize",
-                    UintegerValue(amsdu));
-    }
-    else if (port->role == "adhoc")
-    {
-        mac.SetType("ns3::AdhocWifiMac",
-                    "BE_MaxAmpduSize",
-                    UintegerValue(ampdu),
-                    "BE_MaxAmsduSize",
-                    UintegerValue(amsdu));
-    }
-    else
-    {
-        Die("unknown radio role " + port->role);
-    }
-    NetDeviceContainer devices = wifi.Install(phy, mac, node);
-    port->dev = DynamicCast<WifiNetDevice>(devices.Get(0));
-    port->phy = port->dev->GetPhy();
-    port->mac = port->dev->GetMac();
-    port->addr = Mac48Address::ConvertFrom(port->dev->GetAddress());
-    port->qos = ht;
-    port->needsBa = ht && (ampdu > 0 || standard == "802.11ac");
-    if (ht)
-    {
-        port->dev->GetHtConfiguration()->SetShortGuardIntervalSupported(
-            spec.Str("guard_interval", "long") == "short");
-        Ptr<QosTxop> be = port->mac->GetQosTxop(AC_BE);
-        port->queue = be->GetWifiMacQueue();
-        be->GetWifiMacQueue()->SetMaxSize(
-            QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
-        if (spec.Has("queue_max_delay_ms"))
-        {
-            be->GetWifiMacQueue()->SetAttribute(
-                "MaxDelay",
-                TimeValue(MilliSeconds(spec.At("queue_max_delay_ms").AsNum())));
-        }
-    }
-    else
-    {
-        port->queue = port->mac->GetTxop()->GetWifiMacQueue();
-        port->queue->SetMaxSize(
-            QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
-    }
-    if (port->role == "adhoc")
-    {
-        // An AP advertises the mandatory rates as its basic rate set; do the same for the
-        // ad-hoc radios so that control responses (block ACKs) use the same rates.
-        Ptr<WifiRemoteStationManager> manager = port->dev->GetRemoteStationManager();
-        for (const auto& mode : port->phy->GetModeList())
-        {
-            if (mode.IsMandatory() && mode.GetModulationClass() != WIFI_MOD_CLASS_DSSS &&
-                mode.GetModulationClass() != WIFI_MOD_CLASS_HR_DSSS)
-            {
-                manager->AddBasicMode(mode);
-            }
-        }
-    }
-    for (const auto& peer : spec["peers"].Arr())
-    {
-        port->peerIds.push_back(peer.AsStr());
-    }
-    const Value& errors = spec["frame_error"];
-    if (errors.kind == Value::OBJECT)
-    {
-        for (auto& [peerId, rate] : errors.o)
-        {
-            port->frameErrorById[peerId] = rate.AsNum();
-        }
-    }
-    port->phy->TraceConnectWithoutContext("PhyTxPsduBegin",
-                                          MakeCallback(&WifiPort::OnPsduBegin, port.get()));
-    port->mac->TraceConnectWithoutContext("DroppedMpdu",
-                                          MakeCallback(&WifiPort::OnDropped, port.get()));
-    port->mac->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&WifiPort::OnTxDrop, port.get()));
+    std::unique_ptr<WifiPort> port = BuildWifiPort(node, nodeName, spec, m_channels);
     WifiPort* raw = port.get();
     m_radioById[raw->id] = raw;
     m_radios.push_back(std::move(port));
@@ -1616,43 +249,10 @@ Program::BuildWires()
 {
     for (const auto& spec : m_config["wires"].Arr())
     {
-        auto wire = std::make_unique<Wire>();
-        wire->name = spec.At("name").AsStr();
-        wire->channel = CreateObject<QbWireChannel>();
-        const char* dirs[2] = {"forward", "backward"};
-        for (int d = 0; d < 2; d++)
-        {
-            const Value& shape = spec[dirs[d]];
-            Ptr<SimpleNetDevice> dev = CreateObject<SimpleNetDevice>();
-            dev->SetAddress(Mac48Address::Allocate());
-            double rate = shape.Num("rate_bps", 0);
-            if (rate > 0)
-            {
-                dev->SetAttribute("DataRate", DataRateValue(DataRate(uint64_t(rate))));
-            }
-            Ptr<DropTailQueue<Packet>> queue = CreateObject<DropTailQueue<Packet>>();
-            queue->SetMaxSize(
-                QueueSize(QueueSizeUnit::PACKETS, uint32_t(shape.Num("queue_packets", 1000))));
-            dev->SetQueue(queue);
-            wire->queue[d] = queue;
-            wire->dev[d] = dev;
-            wire->channel->delay[d] = Seconds(shape.Num("delay_s", 0));
-            wire->channel->jitter[d] = Seconds(shape.Num("jitter_s", 0));
-            wire->channel->normalJitter[d] = shape.Str("jitter_distribution", "uniform") == "normal";
-            Ptr<QbLossModel> loss = CreateObject<QbLossModel>();
-            loss->Configure(shape["loss"], shape.Num("corrupt", 0));
-            wire->loss[d] = loss;
-        }
-        for (int d = 0; d < 2; d++)
-        {
-            wire->dev[d]->SetChannel(wire->channel);
-            wire->channel->ends[d] = wire->dev[d];
-            // the loss of direction d (d's device sends) is applied where it arrives
-            wire->dev[1 - d]->SetReceiveErrorModel(wire->loss[d]);
-        }
-        m_wires.push_back(std::move(wire));
+        m_wires.push_back(BuildWire(spec));
     }
 }
+
 
 void
 Program::Build()
@@ -2286,9 +886,14 @@ Program::Run()
     Simulator::Destroy();
 }
 
+} // namespace
+} // namespace qbchannel
+
 int
 main(int argc, char** argv)
 {
+    using namespace qbchannel;
+
     bool dryRun = false;
     std::string path;
     for (int i = 1; i < argc; i++)

@@ -1,0 +1,206 @@
+// Ports, bridges and stations (see ports.h).
+
+#include "ports.h"
+
+#include "tap.h"
+#include "wifi.h"
+#include "wired.h"
+
+#include "ns3/ethernet-header.h"
+#include "ns3/simulator.h"
+
+#include <cstdlib>
+#include <vector>
+
+namespace qbchannel
+{
+
+Ptr<NetDevice>
+Port::Device() const
+{
+    if (tap)
+    {
+        return tap->dev;
+    }
+    if (wifi)
+    {
+        return wifi->dev;
+    }
+    return wire.wire->dev[wire.end];
+}
+
+void
+Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) const
+{
+    if (tap)
+    {
+        if (tap->fd < 0)
+        {
+            return;
+        }
+        std::vector<uint8_t> frame(14 + p->GetSize());
+        dst.CopyTo(frame.data());
+        src.CopyTo(frame.data() + 6);
+        frame[12] = proto >> 8;
+        frame[13] = proto & 0xff;
+        p->CopyData(frame.data() + 14, p->GetSize());
+        tap->toNs++;
+        g_writer.Write(tap->fd, std::move(frame), &tap->writeErrors);
+    }
+    else if (wifi)
+    {
+        wifi->Enqueue(p, src, dst, proto);
+    }
+    else
+    {
+        // account for the Ethernet header on the wire, as tbf/netem do
+        EthernetHeader eth(false);
+        eth.SetSource(src);
+        eth.SetDestination(dst);
+        eth.SetLengthType(proto);
+        p->AddHeader(eth);
+        wire.wire->dev[wire.end]->SendFrom(p, src, dst, proto);
+    }
+}
+
+bool
+IgnoreRx(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
+{
+    return true;
+}
+
+Ptr<Packet>
+Unwrap(const Port& port, Ptr<const Packet> packet)
+{
+    Ptr<Packet> copy = packet->Copy();
+    if (port.wire.wire)
+    {
+        EthernetHeader eth(false);
+        copy->RemoveHeader(eth);
+    }
+    return copy;
+}
+
+void
+Switch::Attach()
+{
+    for (auto& port : ports)
+    {
+        Ptr<NetDevice> dev = port.Device();
+        dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
+        dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this));
+    }
+}
+
+bool
+Switch::Receive(Ptr<NetDevice> dev,
+                Ptr<const Packet> packet,
+                uint16_t proto,
+                const Address& fromAddr,
+                const Address& toAddr,
+                NetDevice::PacketType type)
+{
+    if (proto == PROTO_WARMUP)
+    {
+        return true;
+    }
+    size_t in = 0;
+    while (in < ports.size() && ports[in].Device() != dev)
+    {
+        in++;
+    }
+    Mac48Address from = Mac48Address::ConvertFrom(fromAddr);
+    Mac48Address to = Mac48Address::ConvertFrom(toAddr);
+    if (ports[in].tap)
+    {
+        ports[in].tap->fromNs++;
+    }
+    received++;
+    if (ports[in].wifi)
+    {
+        ports[in].wifi->rxUp++;
+    }
+    static const bool debug = getenv("QUICBED_NS3_DEBUG") != nullptr;
+    if (debug) // one line per bridged frame on stderr (channel.err)
+    {
+        std::cerr << Simulator::Now().GetSeconds() << " " << name << " in=" << in << " " << from
+                  << " -> " << to << " proto=" << proto << " type=" << type << std::endl;
+    }
+    m_table[from] = in;
+    if (!to.IsGroup())
+    {
+        auto it = m_table.find(to);
+        if (it != m_table.end())
+        {
+            if (it->second != in)
+            {
+                ports[it->second].Send(Unwrap(ports[in], packet), from, to, proto);
+            }
+            else
+            {
+                sameSegment++;
+            }
+            return true;
+        }
+        flooded++;
+    }
+    for (size_t i = 0; i < ports.size(); i++)
+    {
+        if (i != in)
+        {
+            ports[i].Send(Unwrap(ports[in], packet), from, to, proto);
+        }
+    }
+    return true;
+}
+
+void
+StationRelay::Attach()
+{
+    tap->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
+    tap->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromTap, this));
+    radio->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
+    radio->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromRadio, this));
+}
+
+bool
+StationRelay::FromTap(Ptr<NetDevice>,
+                      Ptr<const Packet> packet,
+                      uint16_t proto,
+                      const Address& fromAddr,
+                      const Address& toAddr,
+                      NetDevice::PacketType)
+{
+    tap->fromNs++;
+    if (Mac48Address::ConvertFrom(fromAddr) != radio->addr)
+    {
+        tap->foreignSource++; // a 3-address station sends its own frames only
+        return true;
+    }
+    radio->Enqueue(packet->Copy(), radio->addr, Mac48Address::ConvertFrom(toAddr), proto);
+    return true;
+}
+
+bool
+StationRelay::FromRadio(Ptr<NetDevice>,
+                        Ptr<const Packet> packet,
+                        uint16_t proto,
+                        const Address& fromAddr,
+                        const Address& toAddr,
+                        NetDevice::PacketType type)
+{
+    if (proto == PROTO_WARMUP || type == NetDevice::NS3_PACKET_OTHERHOST)
+    {
+        return true;
+    }
+    radio->rxUp++;
+    Port out;
+    out.tap = tap;
+    out.Send(packet->Copy(),
+             Mac48Address::ConvertFrom(fromAddr),
+             Mac48Address::ConvertFrom(toAddr),
+             proto);
+    return true;
+}
+
+} // namespace qbchannel

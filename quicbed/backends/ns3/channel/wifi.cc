@@ -1,0 +1,395 @@
+// Radios (see wifi.h), and QbApWifiMac, the AP MAC that BuildWifiPort selects by TypeId name.
+
+#include "wifi.h"
+
+#include "ns3/ap-wifi-mac.h"
+#include "ns3/double.h"
+#include "ns3/ht-configuration.h"
+#include "ns3/propagation-delay-model.h"
+#include "ns3/propagation-loss-model.h"
+#include "ns3/qos-txop.h"
+#include "ns3/ssid.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+#include "ns3/wifi-helper.h"
+#include "ns3/wifi-mac-helper.h"
+#include "ns3/wifi-psdu.h"
+#include "ns3/yans-wifi-helper.h"
+
+namespace qbchannel
+{
+
+namespace
+{
+
+/// ns-3 3.37's AP forwards every subframe of an uplink A-MSDU back into the BSS, even when
+/// its destination is behind the AP (the DS): with A-MSDU on, a station's packets to the
+/// wired side were lost. This AP delivers such subframes up to the bridge instead.
+class QbApWifiMac : public ApWifiMac
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::QbApWifiMac")
+                                .SetParent<ApWifiMac>()
+                                .SetGroupName("Quicbed")
+                                .AddConstructor<QbApWifiMac>();
+        return tid;
+    }
+
+  protected:
+    void DeaggregateAmsduAndForward(Ptr<const WifiMpdu> mpdu) override
+    {
+        for (auto& i : *PeekPointer(mpdu))
+        {
+            Mac48Address from = i.second.GetSourceAddr();
+            Mac48Address to = i.second.GetDestinationAddr();
+            bool inBss = to.IsGroup() || GetWifiRemoteStationManager()->IsAssociated(to);
+            if (to != GetAddress() && inBss)
+            {
+                Enqueue(i.first->Copy(), to, from); // (the TID falls back to 0, as for all our traffic)
+            }
+            if (to == GetAddress() || !inBss || to.IsGroup())
+            {
+                ForwardUp(i.first, from, to);
+            }
+        }
+    }
+};
+
+NS_OBJECT_ENSURE_REGISTERED(QbApWifiMac);
+
+} // namespace
+
+void
+WifiPort::ResetStats()
+{
+    data = TxCounters();
+    perReceiver.clear();
+    airData = airCtrl = airMgmt = 0;
+    ctrlFrames = mgmtFrames = 0;
+    dropQueue = dropRetry = dropLifetime = dropOld = txDrop = 0;
+    rxUp = 0;
+    frameErrorBase = frameErrors ? frameErrors->drops : 0;
+}
+
+void
+WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/)
+{
+    double duration = WifiPhy::CalculateTxDuration(psdus, txVector, band).GetSeconds();
+    for (auto& [staId, psdu] : psdus)
+    {
+        const WifiMacHeader& first = psdu->GetHeader(0);
+        if (first.IsData() && first.HasData())
+        {
+            uint32_t retries = 0;
+            for (size_t i = 0; i < psdu->GetNMpdus(); i++)
+            {
+                retries += psdu->GetHeader(i).IsRetry();
+            }
+            uint32_t n = psdu->GetNMpdus();
+            data.Add(n, psdu->GetSize(), retries);
+            perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries);
+            airData += duration;
+        }
+        else if (first.IsCtl())
+        {
+            ctrlFrames++;
+            airCtrl += duration;
+        }
+        else
+        {
+            mgmtFrames++;
+            airMgmt += duration;
+        }
+        break; // SU PPDUs only
+    }
+}
+
+void
+WifiPort::OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/)
+{
+    switch (reason)
+    {
+    case WIFI_MAC_DROP_FAILED_ENQUEUE:
+        dropQueue++;
+        break;
+    case WIFI_MAC_DROP_EXPIRED_LIFETIME:
+        dropLifetime++;
+        break;
+    case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
+        dropRetry++;
+        break;
+    default:
+        dropOld++;
+    }
+}
+
+void
+WifiPort::OnTxDrop(Ptr<const Packet>)
+{
+    txDrop++;
+}
+
+void
+WifiPort::SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
+{
+    dev->Send(p, dst, proto);
+}
+
+void
+WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
+{
+    if (queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
+    {
+        dropQueue++;
+        return;
+    }
+    if (role == "ap")
+    {
+        dev->SendFrom(p, src, dst, proto);
+    }
+    else
+    {
+        dev->Send(p, dst, proto);
+    }
+}
+
+Ptr<YansWifiChannel>
+WifiChannels::Get(const std::string& band)
+{
+    auto it = m_channels.find(band);
+    if (it != m_channels.end())
+    {
+        return it->second;
+    }
+    const Value& props = m_config["propagation"];
+    Ptr<YansWifiChannel> channel = CreateObject<YansWifiChannel>();
+    channel->SetPropagationDelayModel(CreateObject<ConstantSpeedPropagationDelayModel>());
+    std::string model = props.Str("model", "log_distance");
+    const Value& byBand = props["reference_loss_db"];
+    double refLoss = byBand.kind == Value::OBJECT ? byBand.Num(band, 46.6777) : 46.6777;
+    if (model == "log_distance")
+    {
+        Ptr<LogDistancePropagationLossModel> loss = CreateObject<LogDistancePropagationLossModel>();
+        loss->SetPathLossExponent(props.Num("exponent", 3.0));
+        loss->SetReference(1.0, refLoss);
+        channel->SetPropagationLossModel(loss);
+    }
+    else if (model == "fixed_rss")
+    {
+        Ptr<FixedRssLossModel> loss = CreateObject<FixedRssLossModel>();
+        loss->SetRss(props.Num("rss_dbm", -50));
+        channel->SetPropagationLossModel(loss);
+    }
+    else if (model == "friis")
+    {
+        Ptr<FriisPropagationLossModel> loss = CreateObject<FriisPropagationLossModel>();
+        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : 5.25e9);
+        channel->SetPropagationLossModel(loss);
+    }
+    else
+    {
+        Die("unknown propagation model " + model);
+    }
+    m_channels[band] = channel;
+    return channel;
+}
+
+static std::string
+ModeName(const std::string& standard, const std::string& band, int mcs)
+{
+    if (standard == "802.11n")
+    {
+        return "HtMcs" + std::to_string(mcs);
+    }
+    if (standard == "802.11ac")
+    {
+        return "VhtMcs" + std::to_string(mcs);
+    }
+    if (standard == "802.11g" || (standard != "802.11a" && band == "2.4GHz"))
+    {
+        return "ErpOfdmRate54Mbps";
+    }
+    return "OfdmRate54Mbps";
+}
+
+std::unique_ptr<WifiPort>
+BuildWifiPort(Ptr<Node> node,
+              const std::string& nodeName,
+              const Value& spec,
+              WifiChannels& channels)
+{
+    auto port = std::make_unique<WifiPort>();
+    port->id = spec.At("id").AsStr();
+    port->node = nodeName;
+    port->role = spec.At("role").AsStr();
+    std::string standard = spec.Str("standard", "802.11n");
+    std::string band = spec.Str("band", "5GHz");
+    int width = int(spec.Num("width", 20));
+    int number = int(spec.At("ns3_channel").AsNum());
+    int primary20 = int(spec.Num("primary20", 0));
+    port->channelNumber = int(spec.Num("channel", number));
+    bool ht = standard == "802.11n" || standard == "802.11ac";
+    port->band = band == "2.4GHz" ? WIFI_PHY_BAND_2_4GHZ : WIFI_PHY_BAND_5GHZ;
+
+    WifiHelper wifi;
+    if (standard == "802.11n")
+    {
+        wifi.SetStandard(WIFI_STANDARD_80211n);
+    }
+    else if (standard == "802.11ac")
+    {
+        wifi.SetStandard(WIFI_STANDARD_80211ac);
+    }
+    else if (standard == "802.11g")
+    {
+        wifi.SetStandard(WIFI_STANDARD_80211g);
+    }
+    else if (standard == "802.11a")
+    {
+        wifi.SetStandard(WIFI_STANDARD_80211a);
+    }
+    else
+    {
+        Die("unknown standard " + standard);
+    }
+    int mcs = int(spec.Num("mcs", 7));
+    int nss = 1;
+    std::string rateControl = spec.Str("rate_control", "constant");
+    if (rateControl == "minstrel")
+    {
+        wifi.SetRemoteStationManager(ht ? "ns3::MinstrelHtWifiManager" : "ns3::MinstrelWifiManager");
+        if (standard == "802.11n")
+        {
+            nss = int(spec.Num("spatial_streams", 1));
+        }
+    }
+    else
+    {
+        if (standard == "802.11n")
+        {
+            nss = mcs / 8 + 1;
+        }
+        std::string control = band == "2.4GHz" ? "ErpOfdmRate6Mbps" : "OfdmRate6Mbps";
+        wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",
+                                     "DataMode",
+                                     StringValue(ModeName(standard, band, mcs)),
+                                     "ControlMode",
+                                     StringValue(control));
+    }
+    YansWifiPhyHelper phy;
+    phy.SetChannel(channels.Get(band));
+    std::ostringstream settings;
+    settings << "{" << number << ", " << width << ", "
+             << (band == "2.4GHz" ? "BAND_2_4GHZ" : "BAND_5GHZ") << ", " << primary20 << "}";
+    phy.Set("ChannelSettings", StringValue(settings.str()));
+    double power = spec.Num("tx_power_dbm", 16.0206);
+    phy.Set("TxPowerStart", DoubleValue(power));
+    phy.Set("TxPowerEnd", DoubleValue(power));
+    if (nss > 1)
+    {
+        phy.Set("Antennas", UintegerValue(nss));
+        phy.Set("MaxSupportedTxSpatialStreams", UintegerValue(nss));
+        phy.Set("MaxSupportedRxSpatialStreams", UintegerValue(nss));
+    }
+
+    WifiMacHelper mac;
+    uint32_t ampdu = uint32_t(spec.Num("ampdu_max_bytes", 65535));
+    uint32_t amsdu = uint32_t(spec.Num("amsdu_max_bytes", 0));
+    Ssid ssid(spec.Str("ssid", "quicbed"));
+    if (port->role == "ap")
+    {
+        mac.SetType("ns3::QbApWifiMac",
+                    "Ssid",
+                    SsidValue(ssid),
+                    "BE_MaxAmpduSize",
+                    UintegerValue(ampdu),
+                    "BE_MaxAmsduSize",
+                    UintegerValue(amsdu));
+    }
+    else if (port->role == "sta")
+    {
+        mac.SetType("ns3::StaWifiMac",
+                    "Ssid",
+                    SsidValue(ssid),
+                    "BE_MaxAmpduSize",
+                    UintegerValue(ampdu),
+                    "BE_MaxAmsduSize",
+                    UintegerValue(amsdu));
+    }
+    else if (port->role == "adhoc")
+    {
+        mac.SetType("ns3::AdhocWifiMac",
+                    "BE_MaxAmpduSize",
+                    UintegerValue(ampdu),
+                    "BE_MaxAmsduSize",
+                    UintegerValue(amsdu));
+    }
+    else
+    {
+        Die("unknown radio role " + port->role);
+    }
+    NetDeviceContainer devices = wifi.Install(phy, mac, node);
+    port->dev = DynamicCast<WifiNetDevice>(devices.Get(0));
+    port->phy = port->dev->GetPhy();
+    port->mac = port->dev->GetMac();
+    port->addr = Mac48Address::ConvertFrom(port->dev->GetAddress());
+    port->qos = ht;
+    port->needsBa = ht && (ampdu > 0 || standard == "802.11ac");
+    if (ht)
+    {
+        port->dev->GetHtConfiguration()->SetShortGuardIntervalSupported(
+            spec.Str("guard_interval", "long") == "short");
+        Ptr<QosTxop> be = port->mac->GetQosTxop(AC_BE);
+        port->queue = be->GetWifiMacQueue();
+        be->GetWifiMacQueue()->SetMaxSize(
+            QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
+        if (spec.Has("queue_max_delay_ms"))
+        {
+            be->GetWifiMacQueue()->SetAttribute(
+                "MaxDelay",
+                TimeValue(MilliSeconds(spec.At("queue_max_delay_ms").AsNum())));
+        }
+    }
+    else
+    {
+        port->queue = port->mac->GetTxop()->GetWifiMacQueue();
+        port->queue->SetMaxSize(
+            QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
+    }
+    if (port->role == "adhoc")
+    {
+        // An AP advertises the mandatory rates as its basic rate set; do the same for the
+        // ad-hoc radios so that control responses (block ACKs) use the same rates.
+        Ptr<WifiRemoteStationManager> manager = port->dev->GetRemoteStationManager();
+        for (const auto& mode : port->phy->GetModeList())
+        {
+            if (mode.IsMandatory() && mode.GetModulationClass() != WIFI_MOD_CLASS_DSSS &&
+                mode.GetModulationClass() != WIFI_MOD_CLASS_HR_DSSS)
+            {
+                manager->AddBasicMode(mode);
+            }
+        }
+    }
+    for (const auto& peer : spec["peers"].Arr())
+    {
+        port->peerIds.push_back(peer.AsStr());
+    }
+    const Value& errors = spec["frame_error"];
+    if (errors.kind == Value::OBJECT)
+    {
+        for (auto& [peerId, rate] : errors.o)
+        {
+            port->frameErrorById[peerId] = rate.AsNum();
+        }
+    }
+    port->phy->TraceConnectWithoutContext("PhyTxPsduBegin",
+                                          MakeCallback(&WifiPort::OnPsduBegin, port.get()));
+    port->mac->TraceConnectWithoutContext("DroppedMpdu",
+                                          MakeCallback(&WifiPort::OnDropped, port.get()));
+    port->mac->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&WifiPort::OnTxDrop, port.get()));
+    return port;
+}
+
+} // namespace qbchannel

@@ -1,0 +1,89 @@
+// Radios: WifiPort (one radio's devices, statistics and transmit path), WifiChannels (the
+// YansWifiChannel of each band) and BuildWifiPort, which makes a radio from its spec.
+#pragma once
+
+#include "common.h"
+#include "lag.h"
+#include "loss.h"
+
+#include "ns3/mac48-address.h"
+#include "ns3/node.h"
+#include "ns3/packet.h"
+#include "ns3/wifi-mac-queue.h"
+#include "ns3/wifi-mac.h"
+#include "ns3/wifi-net-device.h"
+#include "ns3/wifi-phy.h"
+#include "ns3/yans-wifi-channel.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qbchannel
+{
+
+struct WifiPort
+{
+    std::string id;
+    std::string node;
+    std::string role; // ap, sta, adhoc
+    int channelNumber = 0;
+    Ptr<WifiNetDevice> dev;
+    Ptr<WifiPhy> phy;
+    Ptr<WifiMac> mac;
+    Mac48Address addr;
+    WifiPhyBand band = WIFI_PHY_BAND_5GHZ;
+    bool qos = false;
+    bool needsBa = false;
+    std::vector<std::string> peerIds;
+    std::vector<Mac48Address> peers;
+    Ptr<QbFrameErrorModel> frameErrors;
+    std::map<std::string, double> frameErrorById;
+
+    // statistics
+    TxCounters data;
+    std::map<Mac48Address, TxCounters> perReceiver;
+    double airData = 0, airCtrl = 0, airMgmt = 0;
+    uint64_t ctrlFrames = 0, mgmtFrames = 0;
+    uint64_t dropQueue = 0, dropRetry = 0, dropLifetime = 0, dropOld = 0, txDrop = 0;
+    uint64_t rxUp = 0;
+    uint64_t frameErrorBase = 0;
+
+    void ResetStats();
+    void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
+    void OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/);
+    void OnTxDrop(Ptr<const Packet>);
+    void SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto);
+
+    Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
+
+    /// Hand a frame to the MAC. ns-3 3.37's queue scheduler drops the newest MPDU of a full
+    /// queue without a trace, so queue overflow is detected (and counted) here.
+    void Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
+};
+
+/// The YansWifiChannel of each band, made on first use from the configuration's
+/// "propagation" settings.
+class WifiChannels
+{
+  public:
+    explicit WifiChannels(const Value& config)
+        : m_config(config)
+    {
+    }
+
+    Ptr<YansWifiChannel> Get(const std::string& band);
+
+  private:
+    const Value& m_config;
+    std::map<std::string, Ptr<YansWifiChannel>> m_channels; // band -> channel
+};
+
+/// One radio of node nodeName from its spec (a "wifi" port), on the channel of its band.
+std::unique_ptr<WifiPort> BuildWifiPort(Ptr<Node> node,
+                                        const std::string& nodeName,
+                                        const Value& spec,
+                                        WifiChannels& channels);
+
+} // namespace qbchannel
