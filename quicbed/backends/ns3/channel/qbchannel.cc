@@ -42,7 +42,10 @@
 //   snapshot), SIGTERM/SIGINT stop the simulation and write the final statistics.
 //
 // Files:
-//   qbchannel.cc  this overview; Program (builds and runs the simulation), signals, main
+//   qbchannel.cc  this overview; Program's building and running, signals, main
+//   program.h     Program, the simulation: what it owns and what it does
+//   startup.cc    Program's start-up: associations, block-ack agreements, READY
+//   stats.cc      Program's statistics files and the clocks they use
 //   common.h      the qbchannel namespace, the ethertypes of our own frames, Say and Die
 //   json.h        the JSON reader for CONFIG.json and helpers to write JSON
 //   tap.h/.cc     TAP devices inside namespaces (open, set MAC) and TapWriter, their writer
@@ -53,28 +56,18 @@
 //   ports.h/.cc   TapPort, WirePort, Port; Switch (learning bridge), StationRelay (station)
 //   mesh.h/.cc    MeshRelay and QbMeshHeader (mesh points)
 
-#include "common.h"
-#include "lag.h"
 #include "loss.h"
-#include "mesh.h"
-#include "ports.h"
-#include "tap.h"
-#include "wifi.h"
-#include "wired.h"
+#include "program.h"
 
-#include "ns3/block-ack-manager.h"
 #include "ns3/config.h"
 #include "ns3/constant-position-mobility-model.h"
 #include "ns3/global-value.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
-#include "ns3/originator-block-ack-agreement.h"
 #include "ns3/packet.h"
-#include "ns3/qos-txop.h"
 #include "ns3/realtime-simulator-impl.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/simulator.h"
-#include "ns3/sta-wifi-mac.h"
 #include "ns3/string.h"
 #include "ns3/vector.h"
 
@@ -88,7 +81,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <string>
 #include <sys/mman.h>
@@ -97,10 +89,11 @@
 
 namespace qbchannel
 {
+
+const char* const VERSION = "quicbed-ns3-channel 1";
+
 namespace
 {
-
-const char* VERSION = "quicbed-ns3-channel 1";
 
 volatile sig_atomic_t g_stop = 0;
 volatile sig_atomic_t g_dump = 0;
@@ -123,93 +116,7 @@ OnSignal(int sig)
     }
 }
 
-std::string
-MacStr(const Mac48Address& mac)
-{
-    std::ostringstream out;
-    out << mac;
-    return out.str();
-}
-
-double
-NowWallSeconds()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double
-CpuSeconds()
-{
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec +
-           usage.ru_stime.tv_usec * 1e-6;
-}
-
-// ---------------------------------------------------------------------------------------
-// The channel program
-// ---------------------------------------------------------------------------------------
-
-class Program
-{
-  public:
-    explicit Program(const Value& config, bool dryRun)
-        : m_config(config),
-          m_dryRun(dryRun),
-          m_channels(config)
-    {
-    }
-
-    void Build();
-    void Run();
-
-  private:
-    const Value& m_config;
-    bool m_dryRun;
-    WifiChannels m_channels;
-    std::map<std::string, Value> m_channelSpecs;
-    std::vector<std::unique_ptr<TapPort>> m_taps;
-    std::vector<std::unique_ptr<WifiPort>> m_radios;
-    std::vector<std::unique_ptr<Wire>> m_wires;
-    std::vector<std::unique_ptr<Switch>> m_switches;
-    std::vector<std::unique_ptr<StationRelay>> m_stations;
-    std::vector<std::unique_ptr<MeshRelay>> m_meshes;
-    std::map<std::string, WifiPort*> m_radioById;
-    std::map<std::string, TapPort*> m_tapByNode; // mesh node name -> its TAP (identity)
-
-    Ptr<RealtimeSimulatorImpl> m_rt;
-    Time m_probeInterval = MicroSeconds(1000);
-    Time m_liveInterval = Seconds(1);
-    LagMeter m_lag;
-    bool m_ready = false;
-    int m_phase = 0;
-    Time m_lastWarmup;
-    Time m_allAssociatedSince = Time(-1);
-    std::map<std::string, Time> m_missingSince; // link -> when its agreement was first missing
-    uint64_t m_snapshots = 0;
-    uint64_t m_resets = 0;
-    double m_wallStart = 0, m_cpuStart = 0;
-    Time m_simStart;
-    std::string m_statsFile, m_snapshotFile, m_liveFile;
-
-    WifiPort* BuildRadio(Ptr<Node> node, const std::string& nodeName, const Value& spec);
-    TapPort* BuildTap(Ptr<Node> node, const Value& spec);
-    void BuildWires();
-    void ResolvePeers();
-
-    void Probe();
-    void Live();
-    void ReadyCheck();
-    void SendWarmup();
-    std::vector<std::string> MissingAgreements() const;
-    void ResetStuckAgreements(const std::vector<std::string>& missing);
-    size_t UnassociatedStations() const;
-    void ResetStats();
-    std::string StatsJson(bool final) const;
-    void WriteFile(const std::string& path, const std::string& text) const;
-};
+} // namespace
 
 WifiPort*
 Program::BuildRadio(Ptr<Node> node, const std::string& nodeName, const Value& spec)
@@ -475,337 +382,6 @@ Program::ResolvePeers()
     }
 }
 
-size_t
-Program::UnassociatedStations() const
-{
-    size_t n = 0;
-    for (auto& radio : m_radios)
-    {
-        if (radio->role == "sta" && !DynamicCast<StaWifiMac>(radio->mac)->IsAssociated())
-        {
-            n++;
-        }
-    }
-    return n;
-}
-
-std::vector<std::string>
-Program::MissingAgreements() const
-{
-    std::vector<std::string> missing;
-    for (auto& radio : m_radios)
-    {
-        if (!radio->needsBa)
-        {
-            continue;
-        }
-        Ptr<QosTxop> be = radio->mac->GetQosTxop(AC_BE);
-        for (size_t i = 0; i < radio->peers.size(); i++)
-        {
-            if (!be->GetBaAgreementEstablished(radio->peers[i], 0))
-            {
-                missing.push_back(radio->id + "->" + radio->peerIds[i]);
-            }
-        }
-    }
-    return missing;
-}
-
-void
-Program::ResetStuckAgreements(const std::vector<std::string>& missing)
-{
-    // An ADDBA request lost together with an association (see ReadyCheck) leaves the
-    // agreement PENDING for good, and no new request is ever sent: reset such agreements.
-    std::set<std::string> now(missing.begin(), missing.end());
-    for (auto it = m_missingSince.begin(); it != m_missingSince.end();)
-    {
-        it = now.count(it->first) ? std::next(it) : m_missingSince.erase(it);
-    }
-    for (auto& radio : m_radios)
-    {
-        if (!radio->needsBa)
-        {
-            continue;
-        }
-        Ptr<QosTxop> be = radio->mac->GetQosTxop(AC_BE);
-        for (size_t i = 0; i < radio->peers.size(); i++)
-        {
-            std::string link = radio->id + "->" + radio->peerIds[i];
-            if (!now.count(link))
-            {
-                continue;
-            }
-            auto [entry, fresh] = m_missingSince.emplace(link, Simulator::Now());
-            if (!fresh && Simulator::Now() - entry->second > Seconds(1) &&
-                be->GetBaManager()->ExistsAgreementInState(radio->peers[i],
-                                                           0,
-                                                           OriginatorBlockAckAgreement::PENDING))
-            {
-                be->GetBaManager()->NotifyAgreementReset(radio->peers[i], 0);
-                entry->second = Simulator::Now();
-            }
-        }
-    }
-}
-
-void
-Program::SendWarmup()
-{
-    uint32_t packets = uint32_t(m_config["warmup"].Num("packets", 8));
-    uint32_t size = uint32_t(m_config["warmup"].Num("bytes", 200));
-    for (auto& radio : m_radios)
-    {
-        Ptr<QosTxop> be = radio->qos ? radio->mac->GetQosTxop(AC_BE) : nullptr;
-        for (auto& peer : radio->peers)
-        {
-            if (be && be->GetBaAgreementEstablished(peer, 0))
-            {
-                continue;
-            }
-            for (uint32_t i = 0; i < packets; i++)
-            {
-                // in the radio's node context, like traffic arriving from its namespace
-                Simulator::ScheduleWithContext(radio->dev->GetNode()->GetId(),
-                                               Seconds(0),
-                                               &WifiPort::SendRaw,
-                                               radio.get(),
-                                               Create<Packet>(size),
-                                               peer,
-                                               PROTO_WARMUP);
-            }
-        }
-    }
-}
-
-void
-Program::ReadyCheck()
-{
-    if (m_ready)
-    {
-        return;
-    }
-    double timeout = m_config["warmup"].Num("timeout_s", 20);
-    if (m_phase == 0)
-    {
-        size_t waiting = UnassociatedStations();
-        if (waiting == 0 && m_allAssociatedSince.IsNegative())
-        {
-            m_allAssociatedSince = Simulator::Now();
-        }
-        else if (waiting > 0)
-        {
-            m_allAssociatedSince = Time(-1);
-        }
-        // ns-3 3.37 arms a STA's beacon watchdog when it starts associating and refreshes it
-        // only on beacons received once associated: a STA whose association took about a
-        // second (dozens of STAs at once) drops it again right away. Wait until every STA
-        // has stayed associated for two beacon intervals.
-        if (waiting == 0 && Simulator::Now() - m_allAssociatedSince >= MilliSeconds(210))
-        {
-            m_phase = 1;
-            Say("ASSOCIATED {\"t\": " + Num(Simulator::Now().GetSeconds()) + "}");
-            SendWarmup();
-            m_lastWarmup = Simulator::Now();
-        }
-        else if (Simulator::Now().GetSeconds() > timeout)
-        {
-            std::string list;
-            for (auto& radio : m_radios)
-            {
-                if (radio->role == "sta" && !DynamicCast<StaWifiMac>(radio->mac)->IsAssociated())
-                {
-                    list += (list.empty() ? "" : ", ") + Quote(radio->id);
-                }
-            }
-            Say("NOT-READY {\"reason\": \"association\", \"unassociated\": [" + list + "]}");
-            m_ready = true; // give up checking; quicbed decides
-            return;
-        }
-    }
-    else
-    {
-        auto missing = MissingAgreements();
-        if (missing.empty())
-        {
-            m_ready = true;
-            size_t agreements = 0;
-            for (auto& radio : m_radios)
-            {
-                agreements += radio->needsBa ? radio->peers.size() : 0;
-            }
-            std::ostringstream line;
-            line << "READY {\"t\": " << Num(Simulator::Now().GetSeconds())
-                 << ", \"radios\": " << m_radios.size() << ", \"agreements\": " << agreements
-                 << ", \"lag_max_ms\": " << Num(m_lag.MaxMs()) << "}";
-            ResetStats();
-            Say(line.str());
-            return;
-        }
-        if (Simulator::Now().GetSeconds() > timeout)
-        {
-            std::string list;
-            for (auto& m : missing)
-            {
-                list += (list.empty() ? "" : ", ") + Quote(m);
-            }
-            Say("NOT-READY {\"reason\": \"block-ack agreements\", \"missing\": [" + list + "]}");
-            m_ready = true;
-            return;
-        }
-        ResetStuckAgreements(missing);
-        if (Simulator::Now() - m_lastWarmup > MilliSeconds(250))
-        {
-            SendWarmup();
-            m_lastWarmup = Simulator::Now();
-        }
-    }
-    Simulator::Schedule(MilliSeconds(20), &Program::ReadyCheck, this);
-}
-
-void
-Program::ResetStats()
-{
-    m_lag.Reset();
-    m_wallStart = NowWallSeconds();
-    m_cpuStart = CpuSeconds();
-    m_simStart = Simulator::Now();
-    for (auto& radio : m_radios)
-    {
-        radio->ResetStats();
-    }
-    for (auto& wire : m_wires)
-    {
-        for (int d = 0; d < 2; d++)
-        {
-            wire->packetsBase[d] = wire->channel->packets[d];
-            wire->bytesBase[d] = wire->channel->bytes[d];
-            wire->lossBase[d] = wire->loss[d]->drops;
-            wire->queueBase[d] = wire->queue[d]->GetTotalDroppedPackets();
-        }
-    }
-    for (auto& tap : m_taps)
-    {
-        tap->fromNs = tap->toNs = tap->writeErrors = tap->foreignSource = 0;
-    }
-    for (auto& mesh : m_meshes)
-    {
-        mesh->ResetStats();
-    }
-    for (auto& sw : m_switches)
-    {
-        sw->flooded = sw->sameSegment = sw->received = 0;
-    }
-}
-
-std::string
-Program::StatsJson(bool final) const
-{
-    double wall = NowWallSeconds() - m_wallStart;
-    double cpu = CpuSeconds() - m_cpuStart;
-    double sim = (Simulator::Now() - m_simStart).GetSeconds();
-    std::map<Mac48Address, std::string> names;
-    for (auto& radio : m_radios)
-    {
-        names[radio->addr] = radio->id;
-    }
-    std::ostringstream o;
-    o << "{\"version\": " << Quote(VERSION) << ", \"final\": " << (final ? "true" : "false")
-      << ", \"snapshot\": " << m_snapshots << ", \"resets\": " << m_resets
-      << ", \"ready\": " << (m_ready ? "true" : "false") << ",\n \"interval\": {\"sim_s\": "
-      << Num(sim) << ", \"wall_s\": " << Num(wall) << ", \"cpu_s\": " << Num(cpu)
-      << ", \"cpu_share\": " << Num(wall > 0 ? cpu / wall : 0) << "},\n \"lag\": "
-      << m_lag.Json(m_probeInterval.GetSeconds() * 1000) << ",\n \"radios\": [";
-    for (size_t i = 0; i < m_radios.size(); i++)
-    {
-        const WifiPort& r = *m_radios[i];
-        double air = r.airData + r.airCtrl + r.airMgmt;
-        o << (i ? ",\n  " : "\n  ") << "{\"id\": " << Quote(r.id) << ", \"node\": " << Quote(r.node)
-          << ", \"role\": " << Quote(r.role) << ", \"mac\": " << Quote(MacStr(r.addr))
-          << ", \"channel\": " << r.channelNumber << ", \"tx_data\": " << r.data.Json()
-          << ", \"airtime_s\": {\"data\": " << Num(r.airData) << ", \"control\": " << Num(r.airCtrl)
-          << ", \"management\": " << Num(r.airMgmt) << ", \"total\": " << Num(air) << "}"
-          << ", \"airtime_share\": " << Num(sim > 0 ? air / sim : 0)
-          << ", \"control_frames\": " << r.ctrlFrames << ", \"management_frames\": " << r.mgmtFrames
-          << ", \"drops\": {\"queue_full\": " << r.dropQueue << ", \"retry_limit\": " << r.dropRetry
-          << ", \"lifetime\": " << r.dropLifetime << ", \"other\": " << r.dropOld
-          << ", \"not_associated\": " << r.txDrop << ", \"frame_errors\": "
-          << (r.frameErrors ? r.frameErrors->drops - r.frameErrorBase : 0) << "}"
-          << ", \"rx_forwarded\": " << r.rxUp << ", \"per_receiver\": {";
-        bool first = true;
-        for (auto& [mac, counters] : r.perReceiver)
-        {
-            auto it = names.find(mac);
-            std::string key = it != names.end() ? it->second : MacStr(mac);
-            o << (first ? "" : ", ") << Quote(key) << ": " << counters.Json();
-            first = false;
-        }
-        o << "}}";
-    }
-    o << "],\n \"wires\": [";
-    for (size_t i = 0; i < m_wires.size(); i++)
-    {
-        const Wire& w = *m_wires[i];
-        o << (i ? ",\n  " : "\n  ") << "{\"name\": " << Quote(w.name);
-        const char* dirs[2] = {"forward", "backward"};
-        for (int d = 0; d < 2; d++)
-        {
-            o << ", " << Quote(dirs[d]) << ": {\"packets\": "
-              << w.channel->packets[d] - w.packetsBase[d]
-              << ", \"bytes\": " << w.channel->bytes[d] - w.bytesBase[d]
-              << ", \"queue_drops\": " << w.queue[d]->GetTotalDroppedPackets() - w.queueBase[d]
-              << ", \"loss_drops\": " << w.loss[d]->drops - w.lossBase[d] << "}";
-        }
-        o << "}";
-    }
-    o << "],\n \"taps\": [";
-    for (size_t i = 0; i < m_taps.size(); i++)
-    {
-        const TapPort& t = *m_taps[i];
-        o << (i ? ",\n  " : "\n  ") << "{\"id\": " << Quote(t.id) << ", \"mac\": "
-          << Quote(MacStr(t.mac)) << ", \"from_namespace\": " << t.fromNs
-          << ", \"to_namespace\": " << t.toNs << ", \"write_errors\": " << t.writeErrors
-          << ", \"foreign_source\": " << t.foreignSource << "}";
-    }
-    o << "],\n \"bridges\": [";
-    for (size_t i = 0; i < m_switches.size(); i++)
-    {
-        const Switch& b = *m_switches[i];
-        o << (i ? ",\n  " : "\n  ") << "{\"node\": " << Quote(b.name) << ", \"received\": " << b.received
-          << ", \"flooded\": " << b.flooded << ", \"same_segment\": " << b.sameSegment << "}";
-    }
-    o << "],\n \"mesh\": [";
-    for (size_t i = 0; i < m_meshes.size(); i++)
-    {
-        const MeshRelay& m = *m_meshes[i];
-        o << (i ? ",\n  " : "\n  ") << "{\"node\": " << Quote(m.name)
-          << ", \"delivered\": " << m.delivered << ", \"forwarded\": " << m.forwarded
-          << ", \"broadcasts\": " << m.broadcasts << ", \"no_route\": " << m.noRoute
-          << ", \"ttl_drops\": " << m.ttlDrops << ", \"duplicates\": " << m.duplicates
-          << ", \"not_peer\": " << m.notPeer << "}";
-    }
-    o << "]}\n";
-    return o.str();
-}
-
-void
-Program::WriteFile(const std::string& path, const std::string& text) const
-{
-    if (path.empty())
-    {
-        return;
-    }
-    std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp);
-        out << text;
-    }
-    if (rename(tmp.c_str(), path.c_str()) != 0)
-    {
-        std::cerr << "quicbed-ns3-channel: cannot write " << path << ": " << strerror(errno)
-                  << std::endl;
-    }
-}
-
 void
 Program::Probe()
 {
@@ -886,7 +462,6 @@ Program::Run()
     Simulator::Destroy();
 }
 
-} // namespace
 } // namespace qbchannel
 
 int
