@@ -133,6 +133,7 @@ class RunExecution:
         self.assets = assets
         self.folder = folder
         self.logs = folder / "logs"
+        self.logs.mkdir(exist_ok=True)  # not every run starts a process that would create it (TCP without captures)
         self.workload = workload_of(experiment, run.cell)
         self.server: NodeHandle = network.node(experiment.server)
         transport = experiment.transport_of(run.cell)

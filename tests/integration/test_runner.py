@@ -98,6 +98,18 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     assert network["interfaces"]["server"]["offloads"]["eth0"]["tcp-segmentation-offload"] == "off"
 
 
+def test_runs_without_captures_complete_for_every_transport(tmp_path: Path) -> None:
+    """With captures off no capture process creates a run's logs/ folder: the run still has one."""
+    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\nworkload: {object: 300kB}\ncaptures: false\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    lines = _assert_only_complete_runs(out)
+    assert [line["status"] for line in lines] == ["ok", "ok"], [line["error"] for line in lines]
+    for line in lines:
+        folder = out / "runs" / line["run_id"]
+        assert (folder / "logs").is_dir() and not (folder / "server.pcap").exists()
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
 def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path: Path, how: str) -> None:
     exp = _experiment(tmp_path, "workload: {object: 300kB}\nmatrix:\n  transport: [quic, tcp]\nrepetitions: 3\n")
