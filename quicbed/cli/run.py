@@ -12,7 +12,9 @@ from quicbed.backends import BACKENDS
 from quicbed.backends.base import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
-from quicbed.spec.experiment import Experiment, expand, load_experiment
+from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, header, run_lines, summary_lines
+from quicbed.spec.experiment import Experiment, load_experiment
+from quicbed.spec.shard import Shard
 
 #: kernel modules the microVM loads for a backend (sch_netem is always loaded)
 VM_MODULES = {"mininet-wifi": ["mac80211_hwsim radios=0", "openvswitch"]}
@@ -41,7 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="fields",
                         help="override any field of the file (repeatable; YAML values), e.g. --set "
                              "workload.object=1MB --set 'matrix.transport=[quic, bquic]'")
-    parser.add_argument("--dry-run", action="store_true", help="print the runs in order and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help=f"print the runs in order and exit (above {LARGE_PLAN} runs: a summary with the "
+                             "estimated time, unless --all)")
+    parser.add_argument("--all", action="store_true", help="with --dry-run: list every run, however many")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="run only shard K of N (a deterministic split; whole cells per shard), e.g. on "
+                             "host K of N; 'quicbed merge' joins the shards' folders (docs/multi-host.md)")
+    parser.add_argument("--shard-by", default="cell", metavar="cell|run|AXIS",
+                        help="cell (default: a cell's runs share one machine), a matrix axis (the cells with one "
+                             "value of it share a machine, e.g. --shard-by link.bottleneck.loss keeps the "
+                             "transports compared at one loss rate together) or run (balances shards when there "
+                             "are fewer cells than machines)")
+    parser.add_argument("--yes", action="store_true",
+                        help=f"run an experiment (or shard) of more than {LARGE_PLAN} runs without asking")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
@@ -94,9 +109,18 @@ def handle(args: argparse.Namespace) -> int:
     experiment = load_experiment(experiment_file, overrides)
     backend = args.backend or experiment.backend
     params = parse_params(args.param)
+    if args.shard_by != "cell" and not args.shard:
+        raise QuicbedError("--shard-by goes with --shard K/N (fix: add e.g. --shard 1/2)")
+    shard = Shard.parse(args.shard, args.shard_by) if args.shard else None
+    if shard is not None:
+        shard.check(list(experiment.matrix))
+    plan = Plan.of(experiment, backend, shard)
     if args.dry_run:
-        print_runs(experiment, backend)
+        print_plan(plan, every_run=args.all)
         return 0
+    if plan.large_here and not args.yes:
+        raise QuicbedError(f"{experiment_file}: {len(plan.runs)} runs, {estimate(plan)} (fix: add --yes to run "
+                           "them, or split them over machines with --shard K/N, see docs/multi-host.md)")
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
     if args.retry_failed and not args.resume:
@@ -111,7 +135,7 @@ def handle(args: argparse.Namespace) -> int:
             status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
                                 VM_MODULES.get(backend, []))
         else:
-            status = _run_here(args, experiment, backend, params, out)
+            status = _run_here(args, plan, params, out)
     except KeyboardInterrupt:
         print(f"\ninterrupted; finished runs are kept. Continue with: quicbed run {args.experiment} --resume "
               f"--out {out}", file=sys.stderr)
@@ -135,26 +159,30 @@ def _run_in_vm(args: argparse.Namespace, experiment_file: Path, out: Path, reaso
     print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
     argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--no-report",
             "--out", str(out), *(f"-p{p}" for p in args.param), *(f"--set={f}" for f in args.fields)]
-    for flag in ("resume", "retry_failed"):
+    for flag in ("resume", "retry_failed", "yes"):
         if getattr(args, flag):
             argv.append(f"--{flag.replace('_', '-')}")
-    for option in ("backend", "repetitions", "warmup"):
+    for option in ("backend", "repetitions", "warmup", "shard"):
         if getattr(args, option) is not None:
             argv += [f"--{option}", str(getattr(args, option))]
+    if args.shard:
+        argv += ["--shard-by", args.shard_by]
     result = vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout, modules=modules, timeout=None)
     return result.returncode
 
 
-def _run_here(args: argparse.Namespace, experiment: Experiment, backend: str, params: dict[str, object],
-              out: Path) -> int:
+def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], out: Path) -> int:
     from quicbed.runner.engine import ExperimentRunner, RunnerOptions
 
+    experiment = plan.experiment
     _require_endpoints(experiment)
     install_termination_handlers()
-    runs = len(expand(experiment))
-    print(f"running {experiment.name}: {runs} runs, backend {backend}, results in {out}", flush=True)
+    shard = f" (shard {plan.shard} of {len(plan.every_run)})" if plan.shard else ""
+    print(f"running {experiment.name}: {len(plan.runs)} runs{shard}, backend {plan.backend}, results in {out}",
+          flush=True)
     runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, retry_failed=args.retry_failed,
-                                                        backend=backend, params=params, command=sys.argv))
+                                                        backend=plan.backend, params=params, command=sys.argv,
+                                                        shard=plan.shard))
     summary = runner.run()
     skipped = f", {summary.skipped} done before" if summary.skipped else ""
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")
@@ -176,12 +204,13 @@ def _require_endpoints(experiment: Experiment) -> None:
                            "them out, e.g. --set 'matrix.transport=[quic, bquic, tcp]')")
 
 
-def print_runs(experiment: Experiment, backend: str) -> None:
-    runs = expand(experiment)
-    cells = experiment.cells()
-    print(f"{experiment.name}: {len(cells)} cell(s) x {experiment.repetitions} repetition(s)"
-          f"{f' + {experiment.warmup} warm-up run(s) per cell' if experiment.warmup else ''} = {len(runs)} runs, "
-          f"order {experiment.order}{f' (seed {experiment.seed})' if experiment.order == 'random' else ''}, "
-          f"backend {backend}, timeout {experiment.timeout:g} s per run")
-    for run in runs:
-        print(f"{run.index + 1:>5}  {run.run_id}  {'warm-up  ' if run.warmup else ''}{run.label or '(single cell)'}")
+def print_plan(plan: Plan, every_run: bool = False) -> None:
+    if plan.large and not every_run:
+        print("\n".join(summary_lines(plan)))
+        return
+    print(header(plan))
+    if plan.shard is not None and not plan.runs:
+        print(f"shard {plan.shard} has no runs: the experiment has {len(plan.experiment.cells())} cell(s) for "
+              f"{plan.shard.count} shards (fix: fewer shards, or --shard-by run)")
+    for line in run_lines(plan):
+        print(line)

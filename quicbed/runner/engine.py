@@ -24,6 +24,7 @@ from quicbed.analysis.catalogue import metric
 from quicbed.backends import create
 from quicbed.backends.base import Network, deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
+from quicbed.host import bench_results
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import cpu_metrics, run_metrics_of
 from quicbed.runner.folder import ResultsFolder
@@ -31,6 +32,7 @@ from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, worklo
 from quicbed.spec.experiment import Experiment, Run, expand
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.loader import load_topology
+from quicbed.spec.shard import Shard
 from quicbed.spec.topology import Topology
 
 #: shown after each run, when the run has them
@@ -45,6 +47,7 @@ class RunnerOptions:
     backend: str | None = None  # default: the experiment's
     params: dict[str, Any] = field(default_factory=dict)  # topology parameter overrides
     command: list[str] = field(default_factory=list)  # what the user typed, for the metadata
+    shard: Shard | None = None  # only this shard's runs (--shard K/N)
 
 
 @dataclass
@@ -229,21 +232,31 @@ class ExperimentRunner:
                                "--set, -p or --backend); resuming would mix two experiments (fix: resume with the "
                                "options of the first session, see metadata.json)")
 
-    def _start_metadata(self, folder: ResultsFolder, runs: list[Run]) -> None:
+    def _shard_record(self, runs: list[Run], total: int) -> dict[str, Any] | None:
+        shard = self.options.shard
+        return None if shard is None else {**shard.describe(), "runs": len(runs), "of": total}
+
+    def _start_metadata(self, folder: ResultsFolder, runs: list[Run], total: int) -> None:
         exp = self.experiment
         previous = folder.read_metadata()
+        shard = self._shard_record(runs, total)
         if self.options.resume:
             self._check_resumable(previous)
+            if _shard_identity(previous.get("shard")) != _shard_identity(shard):
+                raise QuicbedError(f"{self.options.out} holds shard {_shard_text(previous.get('shard'))}, not "
+                                   f"{_shard_text(shard)} (fix: resume with the --shard and --shard-by it was "
+                                   "started with, see metadata.json)")
         now = time.time()
         session = {"started": now, "finished": None, "status": "running", "command": self.options.command,
                    "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
-                   "backend": self.backend, "networks": []}
+                   "calibration": bench_results.calibration(), "backend": self.backend, "networks": []}
         self.metadata = {
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
-            "experiment": {**self._resolved(), "runs": len(runs)},
+            "experiment": {**self._resolved(), "runs": total}, "shard": shard,
             "started": previous.get("started", now), "finished": None, "status": "running",
             "backend": self.backend, "host": session["host"], "versions": session["versions"],
-            "git": session["git"], "sessions": [*previous.get("sessions", []), session],
+            "git": session["git"], "calibration": session["calibration"],
+            "sessions": [*previous.get("sessions", []), session],
         }
         folder.write_metadata(self.metadata)
 
@@ -271,7 +284,8 @@ class ExperimentRunner:
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> RunnerSummary:
-        runs = expand(self.experiment)
+        every_run = expand(self.experiment)
+        runs = self.options.shard.select(every_run) if self.options.shard else every_run
         with ResultsFolder(self.options.out, self.experiment.source, resume=self.options.resume) as folder:
             self.folder = folder
             finished = folder.finished()
@@ -279,7 +293,7 @@ class ExperimentRunner:
                 finished = {run_id: line for run_id, line in finished.items() if line["status"] != "failed"}
             todo = [run for run in runs if run.run_id not in finished]
             summary = RunnerSummary(total=len(runs), skipped=len(runs) - len(todo))
-            self._start_metadata(folder, runs)
+            self._start_metadata(folder, runs, len(every_run))
             work = self.options.out / ".work"
             keeper = NetworkKeeper(self.experiment, self.backend, self.options.params, self._record_network)
             progress = self.progress = Progress(len(runs), summary.skipped)
@@ -367,6 +381,15 @@ class ExperimentRunner:
         with deferred_signals():  # a Ctrl-C now must not separate the folder from its line
             folder.commit_run(run.run_id, partial, record)
         return record
+
+
+def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    """Which shard a folder holds (its run count may grow with --repetitions on resume)."""
+    return None if not shard else (shard.get("index"), shard.get("count"), shard.get("by"))
+
+
+def _shard_text(shard: dict[str, Any] | None) -> str:
+    return "none (all runs)" if not shard else f"{shard['index']}/{shard['count']} by {shard['by']}"
 
 
 def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[str]:

@@ -1,0 +1,114 @@
+"""What an experiment (or one shard of it) will run, and about how long that takes.
+
+The time estimate has two parts: an upper bound (every run hitting its timeout) and, when
+earlier results folders of the same experiment are in ``results/``, the median duration of
+their runs times the number of runs. A plan above ``LARGE_PLAN`` runs is summarised instead
+of listed, and a real run (or shard) that large asks for ``--yes``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from quicbed.spec.experiment import Experiment, Run, expand
+from quicbed.spec.shard import Shard
+
+#: more runs than this: --dry-run prints a summary (unless --all), a real run needs --yes
+LARGE_PLAN = 2000
+#: how many earlier runs are enough to estimate a run's duration
+ESTIMATE_RUNS = 200
+
+
+@dataclass
+class Plan:
+    experiment: Experiment
+    backend: str
+    shard: Shard | None
+    every_run: list[Run]
+    runs: list[Run]  # this shard's, or all
+
+    @classmethod
+    def of(cls, experiment: Experiment, backend: str, shard: Shard | None = None) -> Plan:
+        every_run = expand(experiment)
+        return cls(experiment, backend, shard, every_run, shard.select(every_run) if shard else every_run)
+
+    @property
+    def large(self) -> bool:
+        """Too many runs to list one by one (the whole experiment's)."""
+        return len(self.every_run) > LARGE_PLAN
+
+    @property
+    def large_here(self) -> bool:
+        """Too many runs to start without --yes (this shard's, or all)."""
+        return len(self.runs) > LARGE_PLAN
+
+    def shard_sizes(self) -> list[int]:
+        if self.shard is None:
+            return [len(self.runs)]
+        return [len(Shard(k, self.shard.count, self.shard.by).select(self.every_run))
+                for k in range(1, self.shard.count + 1)]
+
+
+def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tuple[float, int] | None:
+    """Median duration of the finished runs of earlier folders of experiment ``name`` under
+    ``results_root`` (newest folders first, up to ESTIMATE_RUNS runs), and how many runs."""
+    durations: list[float] = []
+    folders = sorted(results_root.glob(f"{name}-*/results.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if results_root.is_dir() else []
+    for results in folders:
+        for line in results.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+                duration = float(record["finished"]) - float(record["started"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if duration > 0:
+                durations.append(duration)
+        if len(durations) >= ESTIMATE_RUNS:
+            break
+    return (statistics.median(durations), len(durations)) if durations else None
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+def estimate(plan: Plan, results_root: Path = Path("results")) -> str:
+    """'about 3.2 h at the 9.1 s median of 200 earlier runs; at most 41.7 h (every run at its 60 s timeout)'."""
+    count = len(plan.runs)
+    bound = f"at most {_hours(count * plan.experiment.timeout)} (every run at its {plan.experiment.timeout:g} s timeout)"
+    measured = measured_run_seconds(plan.experiment.name, results_root)
+    if measured is None:
+        return f"{bound}; no earlier run of {plan.experiment.name} in {results_root}/ to estimate from"
+    median, runs = measured
+    return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs; {bound}"
+
+
+def header(plan: Plan) -> str:
+    exp = plan.experiment
+    warmup = f" + {exp.warmup} warm-up run(s) per cell" if exp.warmup else ""
+    order = f"order {exp.order}{f' (seed {exp.seed})' if exp.order == 'random' else ''}"
+    text = (f"{exp.name}: {len(exp.cells())} cell(s) x {exp.repetitions} repetition(s){warmup} = "
+            f"{len(plan.every_run)} runs, {order}, backend {plan.backend}, timeout {exp.timeout:g} s per run")
+    if plan.shard is not None:
+        text += f"\nshard {plan.shard}: {len(plan.runs)} of the {len(plan.every_run)} runs"
+    return text
+
+
+def summary_lines(plan: Plan, results_root: Path = Path("results")) -> list[str]:
+    """What --dry-run prints for a large plan instead of every run."""
+    lines = [header(plan)]
+    if plan.shard is not None:
+        sizes = plan.shard_sizes()
+        lines.append(f"runs per shard (1..{plan.shard.count}): {', '.join(map(str, sizes))}")
+    lines.append(f"time: {estimate(plan, results_root)}")
+    lines.append(f"(more than {LARGE_PLAN} runs: not listed one by one; --all lists them)")
+    return lines
+
+
+def run_lines(plan: Plan) -> list[str]:
+    return [f"{run.index + 1:>5}  {run.run_id}  {'warm-up  ' if run.warmup else ''}{run.label or '(single cell)'}"
+            for run in plan.runs]

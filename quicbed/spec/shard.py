@@ -1,0 +1,65 @@
+"""Shards: a deterministic split of an experiment's runs over N machines (``--shard K/N``).
+
+By cell (the default) every run of a cell, warm-up runs included, goes to one shard, so a
+cell's repetitions share one machine and its warm-up: cell ``c`` belongs to shard
+``c mod N + 1``, which spreads the matrix's axes over the shards. By a matrix axis
+(``--shard-by link.bottleneck.loss``) the cells that share that axis's value go to one
+shard (the i-th value to shard ``i mod N + 1``), so the cells compared along the other
+axes (e.g. the transports at one loss rate) share a machine. By run (``--shard-by run``)
+the runs in execution order are dealt out in turn, which balances shards when there are
+fewer cells than machines; a shard may then measure a cell it did not warm up.
+Within a shard the runs keep the experiment's order. Every run lands in exactly one shard.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from quicbed.errors import QuicbedError
+from quicbed.spec.experiment import Run
+
+#: besides these, --shard-by takes the name of a matrix axis
+SHARD_BY = ("cell", "run")
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # K, from 1
+    count: int  # N
+    by: str = "cell"
+
+    @classmethod
+    def parse(cls, text: str, by: str = "cell") -> Shard:
+        match = _SHARD.fullmatch(text)
+        if not match:
+            raise QuicbedError(f"--shard {text!r}: expected K/N, e.g. --shard 2/4 (the second of four shards)")
+        index, count = int(match.group(1)), int(match.group(2))
+        if count < 1 or not 1 <= index <= count:
+            raise QuicbedError(f"--shard {text}: K must be between 1 and N, and N at least 1 (e.g. 1/{max(count, 2)})")
+        return cls(index, count, by)
+
+    def check(self, axes: list[str]) -> None:
+        """Refuse a --shard-by that is neither cell, run nor one of the experiment's matrix axes."""
+        if self.by not in SHARD_BY and self.by not in axes:
+            raise QuicbedError(f"--shard-by {self.by!r}: use cell, run or a matrix axis of this experiment "
+                               f"({', '.join(axes) or 'it has none'})")
+
+    def select(self, runs: list[Run]) -> list[Run]:
+        if self.by == "run":
+            return [run for run in runs if run.index % self.count == self.index - 1]
+        if self.by == "cell":
+            return [run for run in runs if run.cell_index % self.count == self.index - 1]
+        # by axis: the axis's values in cell order, each value (and all its cells) to one shard
+        values: list[object] = []
+        for run in sorted(runs, key=lambda r: r.cell_index):
+            if run.cell[self.by] not in values:
+                values.append(run.cell[self.by])
+        return [run for run in runs if values.index(run.cell[self.by]) % self.count == self.index - 1]
+
+    def describe(self) -> dict[str, object]:
+        return {"index": self.index, "count": self.count, "by": self.by}
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count} (by {self.by})"
