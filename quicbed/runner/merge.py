@@ -1,0 +1,217 @@
+"""One results folder from the folders of an experiment's shards (``quicbed merge``).
+
+Shards are the folders ``quicbed run --shard K/N`` wrote, usually on different machines.
+They merge only when they ran the same experiment file with the same settings and the
+same code (``force`` turns these refusals into warnings kept in the metadata); a run id
+found in two shards is always refused, since nothing says which one counts. The merged
+folder has every shard's run folders (hard links where the file system allows, else
+copies), their results lines in run order, and metadata that lists each shard with its
+host, kernel, tool versions, code and calibration. It is built beside ``out`` and renamed
+into place, so a failed merge leaves nothing behind and the shards are never changed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quicbed.errors import QuicbedError
+from quicbed.runner.folder import EXPERIMENT_COPY, LOCK, METADATA, RESULTS, read_results, write_json_atomic
+from quicbed.spec.experiment import Run
+
+#: metadata.json keys of the resolved experiment that may differ between shards
+PER_SHARD_KEYS = ("runs",)
+
+
+@dataclass
+class ShardFolder:
+    path: Path
+    metadata: dict[str, Any]
+    experiment_file: bytes
+    records: list[dict[str, Any]]  # every line, in the order written
+
+    @property
+    def run_ids(self) -> list[str]:
+        return list(dict.fromkeys(record["run_id"] for record in self.records))
+
+    @property
+    def shard(self) -> dict[str, Any] | None:
+        return self.metadata.get("shard")
+
+    def describe(self) -> str:
+        shard = self.shard
+        split = f"shard {shard['index']}/{shard['count']} by {shard['by']}" if shard else "unsharded"
+        return f"{self.path} ({split})"
+
+
+@dataclass
+class MergeResult:
+    out: Path
+    shards: list[ShardFolder]
+    expected: list[str]
+    present: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[str]:
+        present = set(self.present)
+        return [run_id for run_id in self.expected if run_id not in present]
+
+
+def read_shard(path: Path) -> ShardFolder:
+    for name in (METADATA, EXPERIMENT_COPY):
+        if not (path / name).is_file():
+            raise QuicbedError(f"{path} is not a results folder of 'quicbed run' (no {name}) (fix: give the "
+                               "folders that 'quicbed run --shard K/N' wrote)")
+    lock = path / LOCK
+    if lock.exists():
+        with lock.open("a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+            except BlockingIOError:
+                raise QuicbedError(f"{path} is being written by a running experiment (fix: wait until it has "
+                                   "finished)") from None
+    try:
+        metadata = json.loads((path / METADATA).read_text())
+    except ValueError as error:
+        raise QuicbedError(f"{path / METADATA} is not JSON ({error})") from None
+    return ShardFolder(path, metadata, (path / EXPERIMENT_COPY).read_bytes(), read_results(path / RESULTS))
+
+
+def expected_run_ids(metadata: dict[str, Any]) -> list[str]:
+    """Every run id of the whole (unsharded) experiment, from its resolved description."""
+    experiment = metadata.get("experiment") or {}
+    cells = experiment.get("cells") or [{}]
+    repetitions, warmup = int(experiment.get("repetitions", 1)), int(experiment.get("warmup", 0))
+    ids = [Run(0, c, cell, r, True).run_id for r in range(1, warmup + 1) for c, cell in enumerate(cells)]
+    return ids + [Run(0, c, cell, r, False).run_id for r in range(1, repetitions + 1) for c, cell in enumerate(cells)]
+
+
+def _settings(shard: ShardFolder) -> dict[str, Any]:
+    experiment = shard.metadata.get("experiment") or {}
+    return {key: value for key, value in experiment.items() if key not in PER_SHARD_KEYS}
+
+
+def _code(shard: ShardFolder) -> tuple[Any, Any]:
+    git = shard.metadata.get("git") or {}
+    return (git.get("commit"), (shard.metadata.get("versions") or {}).get("quicbed"))
+
+
+def differences(shards: list[ShardFolder]) -> list[str]:
+    """Why these shards are not parts of one experiment (empty when they are)."""
+    first, problems = shards[0], []
+    for other in shards[1:]:
+        if other.experiment_file != first.experiment_file:
+            problems.append(f"{other.path} ran another experiment file than {first.path} (their experiment.yaml "
+                            "differ)")
+        elif _settings(other) != _settings(first):
+            changed = sorted(key for key in set(_settings(other)) | set(_settings(first))
+                             if _settings(other).get(key) != _settings(first).get(key))
+            problems.append(f"{other.path} ran the experiment with other settings than {first.path} "
+                            f"({', '.join(changed)} differ: --set, -p or --backend)")
+        if _code(other) != _code(first):
+            problems.append(f"{other.path} ran other code than {first.path} (commit {_code(other)[0]}, quicbed "
+                            f"{_code(other)[1]} against commit {_code(first)[0]}, quicbed {_code(first)[1]})")
+    splits = {((s.shard or {}).get("count"), (s.shard or {}).get("by")) for s in shards}
+    if len(splits) > 1:
+        problems.append("the folders come from different splits (" + ", ".join(s.describe() for s in shards) + ")")
+    problems += [f"{shard.path} has uncommitted code changes (git status was not clean)"
+                 for shard in shards if (shard.metadata.get("git") or {}).get("dirty")]
+    return problems
+
+
+def duplicates(shards: list[ShardFolder]) -> dict[str, list[Path]]:
+    found: dict[str, list[Path]] = {}
+    for shard in shards:
+        for run_id in shard.run_ids:
+            found.setdefault(run_id, []).append(shard.path)
+    return {run_id: paths for run_id, paths in found.items() if len(paths) > 1}
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _shard_entry(shard: ShardFolder) -> dict[str, Any]:
+    metadata = shard.metadata
+    return {"folder": str(shard.path.resolve()), "shard": shard.shard, "runs": len(shard.run_ids),
+            "status": metadata.get("status"), "started": metadata.get("started"), "finished": metadata.get("finished"),
+            "host": metadata.get("host"), "versions": metadata.get("versions"), "git": metadata.get("git"),
+            "calibration": metadata.get("calibration"), "backend": metadata.get("backend")}
+
+
+def _merged_metadata(shards: list[ShardFolder], result: MergeResult, force: bool) -> dict[str, Any]:
+    first = shards[0].metadata
+    hostnames = list(dict.fromkeys(str((s.metadata.get("host") or {}).get("hostname")) for s in shards))
+    started = [s.metadata["started"] for s in shards if isinstance(s.metadata.get("started"), (int, float))]
+    finished = [s.metadata["finished"] for s in shards if isinstance(s.metadata.get("finished"), (int, float))]
+    complete = not result.missing and all(s.metadata.get("status") == "complete" for s in shards)
+    return {
+        **{key: value for key, value in first.items() if key not in ("shard", "calibration")},
+        "host": {**(first.get("host") or {}), "hostname": ", ".join(hostnames), "hosts": len(hostnames)},
+        "started": min(started) if started else None, "finished": max(finished) if finished else None,
+        "status": "complete" if complete else "incomplete",
+        "sessions": [{**session, "shard": s.shard} for s in shards for session in s.metadata.get("sessions", [])],
+        "shards": [_shard_entry(s) for s in shards],
+        "merged": {"runs": len(result.present), "expected": len(result.expected), "missing": result.missing,
+                   "force": force, "warnings": result.warnings},
+    }
+
+
+def merge(folders: list[Path], out: Path, force: bool = False) -> MergeResult:
+    if not folders:
+        raise QuicbedError("nothing to merge (fix: give the shard folders, e.g. quicbed merge shards/* --out DIR)")
+    if any(folder.resolve() == out.resolve() for folder in folders):
+        raise QuicbedError(f"--out {out} is one of the shard folders (fix: merge into a new folder)")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise QuicbedError(f"{out} exists; results are never overwritten (fix: choose another --out)")
+    shards = [read_shard(folder) for folder in folders]
+    doubled = duplicates(shards)
+    if doubled:
+        run_id, paths = next(iter(doubled.items()))
+        raise QuicbedError(f"{len(doubled)} run id(s) are in more than one folder, e.g. {run_id} in "
+                           f"{', '.join(map(str, paths))}; nothing says which counts (fix: merge each shard once, "
+                           "and only shards of one split)")
+    problems = differences(shards)
+    refusals = [p for p in problems if "uncommitted" not in p]
+    if refusals and not force:
+        raise QuicbedError("these folders are not shards of one experiment:\n  " + "\n  ".join(refusals) +
+                           "\n(fix: run every shard with the same experiment file, options and code; --force "
+                           "merges them anyway and records why)")
+    present = [run_id for shard in shards for run_id in shard.run_ids]
+    result = MergeResult(out, shards, expected_run_ids(shards[0].metadata), present, warnings=problems)
+    building = out.parent / f".{out.name}.merging-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    try:
+        (building / "runs").mkdir(parents=True)
+        lines = []
+        for shard in shards:
+            for record in shard.records:
+                lines.append(record)
+            for run_id in shard.run_ids:
+                source = shard.path / "runs" / run_id
+                if source.is_dir():
+                    shutil.copytree(source, building / "runs" / run_id, copy_function=_link_or_copy)
+            if (shard.path / "attempts").is_dir():
+                shutil.copytree(shard.path / "attempts", building / "attempts", copy_function=_link_or_copy,
+                                dirs_exist_ok=True)
+        lines.sort(key=lambda record: int(record.get("index", 0)))  # stable: a run's later line stays later
+        (building / RESULTS).write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
+        shutil.copyfile(shards[0].path / EXPERIMENT_COPY, building / EXPERIMENT_COPY)
+        write_json_atomic(building / METADATA, _merged_metadata(shards, result, force))
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(building, out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return result
