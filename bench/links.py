@@ -130,7 +130,27 @@ def main() -> int:
               f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel {kernel}), "
               f"{time.time() - started:.0f} s")
         print_table(rows)
+        saved = save_host_summary(rows)
+        print(f"\nthis host's rate accuracy kept in {saved} (results folders record it as calibration)")
     return 0
+
+
+#: a rate limit counts as accurate when the measured rate is within this share of the configured one
+RATE_TOLERANCE = 0.02
+
+
+def save_host_summary(rows: list[dict]) -> Path:
+    """Keep what the rate rows measured on this host's kernel, and the highest configured rate
+    that stayed within RATE_TOLERANCE (results folders carry it; see quicbed.host.bench_results)."""
+    from quicbed.host import bench_results
+
+    rates = [{"configured_mbit": row["configured"], "measured_mbit": row["measured"], "ratio": row["ratio"]}
+             for row in rows if row["case"].startswith("rate ") and row["where"] == "host"]
+    accurate = [rate["configured_mbit"] for rate in rates if abs(rate["ratio"] - 1) <= RATE_TOLERANCE]
+    return bench_results.save("links", {
+        "measured": time.strftime("%Y-%m-%d"), "rates": rates, "tolerance": RATE_TOLERANCE,
+        "accurate_up_to_mbit": max(accurate) if accurate else None,
+        "netem_measured": sorted({row["where"] for row in rows if not row["case"].startswith("rate ")})})
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from quicbed.report.figures import Figures
+from quicbed.report.hosts import hosts_table
 from quicbed.report.load import (
     EXPERIMENT_FILE,
     METADATA_FILE,
@@ -174,6 +175,9 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
         parts.append("<h2>Environment</h2><table><tbody>" + "".join(
             f'<tr><th class="text">{escape(label)}</th><td class="text">{escape(value)}</td></tr>'
             for label, value in environment) + "</tbody></table>")
+    hosts = hosts_table(results.metadata, len(results.runs))
+    if hosts is not None:
+        parts += ["<h2>Hosts</h2>", html_table(hosts, text_columns=len(hosts.header))]
     if results.metadata:
         dump = json.dumps(results.metadata, indent=1, default=str)
         dump = dump if len(dump) < 200_000 else dump[:200_000] + "\n… (truncated; see metadata.json)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quicbed.report.figures import Figures
+from quicbed.report.hosts import hosts_table
 from quicbed.report.load import ResultsFolder
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
@@ -48,6 +49,9 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
         parts += [f"**{headline}**", ""]
     parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",
               "## Runs per cell", "", counts_table(summary).markdown(), ""]
+    hosts = hosts_table(results.metadata, len(results.runs))
+    if hosts is not None:
+        parts += ["## Hosts", "", hosts.markdown(), ""]
     excluded = excluded_runs(results, summary.include_invalid)
     if excluded:
         parts += ["Failed and invalid runs:", "", *(f"- {line}" for line in excluded), ""]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from quicbed.apps.quic.profiles import TransportProfile
 from quicbed.errors import QuicbedError
+from quicbed.host import bench_results
 
 NATIVE_BINARY = "quicbed-quinn"
 #: where a source checkout builds the binary (cargo build --release in native/quinn)
@@ -107,23 +108,17 @@ def native_version(binary: Path) -> str | None:
 
 
 #: where bench/endpoints.py leaves the ceilings it measured on this machine (quicbed doctor shows them)
-CEILINGS_FILE = Path(os.environ.get("QUICBED_STATE_DIR", "/var/lib/quicbed")) / "bench" / "endpoints.json"
+CEILINGS_FILE = bench_results.bench_dir() / "endpoints.json"
 
 
 def save_ceilings(ceilings: dict[str, dict[str, object]], path: Path = CEILINGS_FILE) -> None:
     """Keep ``{implementation: {profile, mbit_per_s, measured}}`` for doctor (written whole, atomically)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(ceilings, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    bench_results.write_json(path, ceilings)
 
 
 def measured_ceiling(implementation: str, path: Path = CEILINGS_FILE) -> str | None:
     """'1234 Mbit/s (quic, bench/endpoints.py 2026-11-25)' if bench/endpoints.py measured it here."""
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8")).get(implementation)
-    except (OSError, ValueError):
-        return None
+    entry = (bench_results.read_json(path) or {}).get(implementation)
     if not isinstance(entry, dict) or "mbit_per_s" not in entry:
         return None
     return (f"ceiling {float(entry['mbit_per_s']):.0f} Mbit/s on one connection ({entry.get('profile')} profile, "
