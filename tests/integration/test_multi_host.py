@@ -64,14 +64,13 @@ def test_the_playbook_shards_over_two_hosts_and_merges_what_one_run_makes(tmp_pa
     experiment = tmp_path / "multihost-check.yaml"
     experiment.write_text(EXPERIMENT)
     inventory = tmp_path / "hosts.ini"
-    # per-host variables: group_vars/all.yml (quicbed_src) outranks an inventory's group vars
-    common = f"ansible_connection=local quicbed_src={ROOT} quicbed_command={QUICBED}"
     inventory.write_text(
         "[pair]\n"
-        f"alpha {common} quicbed_shard_dir={tmp_path / 'alpha'}\n"
-        f"beta {common} quicbed_shard_dir={tmp_path / 'beta'}\n"
+        f"alpha ansible_connection=local quicbed_shard_dir={tmp_path / 'alpha'}\n"
+        f"beta ansible_connection=local quicbed_shard_dir={tmp_path / 'beta'}\n"
         "[pair:vars]\n"
-        f"ansible_python_interpreter={sys.executable}\nshard_become=false\n")
+        f"ansible_python_interpreter={sys.executable}\nquicbed_src={ROOT}\nquicbed_command={QUICBED}\n"
+        "shard_become=false\n")
     out = tmp_path / "merged"
 
     played = _playbook(tmp_path, inventory, experiment, out)
