@@ -170,6 +170,21 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
     assert "1 ok, 0 invalid, 0 failed, 1 done before" in output
 
 
+def test_a_shard_runs_its_runs_and_resumes_only_as_that_shard(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "workload: {object: 200kB}\nmatrix:\n  transport: [quic, tcp]\nrepetitions: 2\n")
+    out = tmp_path / "out"
+    output = _run_to_completion(exp, out, "--shard", "2/2")
+    assert "running runner-test: 2 runs (shard 2/2 (by cell) of 4)" in output
+    assert sorted(line["run_id"] for line in _assert_only_complete_runs(out)) == ["c001-r001", "c001-r002"]
+    shard = json.loads((out / "metadata.json").read_text())["shard"]
+    assert shard == {"index": 2, "count": 2, "by": "cell", "runs": 2, "of": 4}
+    output = _run_to_completion(exp, out, "--resume", "--shard", "1/2", status=1)
+    assert "holds shard 2/2 by cell, not 1/2 by cell" in output
+    output = _run_to_completion(exp, out, "--resume", status=1)
+    assert "not none (all runs)" in output
+    assert "0 ok, 0 invalid, 0 failed, 2 done before" in _run_to_completion(exp, out, "--resume", "--shard", "2/2")
+
+
 def _competitor_run(tmp_path: Path, transport: str, competitor: str) -> tuple[dict, Path]:
     """The results line and folder of one 2 MB run of ``transport`` against ``competitor``."""
     exp = _experiment(tmp_path, f"workload: {{object: 2MB}}\ncompetitor: {{transport: {competitor}}}\n"
