@@ -12,6 +12,7 @@ from quicbed.backends import BACKENDS
 from quicbed.backends.base import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
+from quicbed.runner.backend_choice import choose_backend, require_realisable
 from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, header, run_lines, summary_lines
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.shard import Shard
@@ -107,8 +108,15 @@ def handle(args: argparse.Namespace) -> int:
     overrides = {**field_overrides(args.fields),
                  **{key: value for key in ("repetitions", "warmup") if (value := getattr(args, key)) is not None}}
     experiment = load_experiment(experiment_file, overrides)
-    backend = args.backend or experiment.backend
     params = parse_params(args.param)
+    try:
+        choice = choose_backend(experiment, args.backend, params, vm_requested=args.vm)
+        require_realisable(experiment, choice.backend, params)
+    except SpecError as error:
+        raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
+    backend = choice.backend
+    if choice.note:
+        print(f"note: {choice.note}", flush=True)
     if args.shard_by != "cell" and not args.shard:
         raise QuicbedError("--shard-by goes with --shard K/N (fix: add e.g. --shard 1/2)")
     shard = Shard.parse(args.shard, args.shard_by) if args.shard else None
@@ -135,7 +143,7 @@ def handle(args: argparse.Namespace) -> int:
             status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
                                 VM_MODULES.get(backend, []))
         else:
-            status = _run_here(args, plan, params, out)
+            status = _run_here(args, plan, params, out, choice.note)
     except KeyboardInterrupt:
         print(f"\ninterrupted; finished runs are kept. Continue with: quicbed run {args.experiment} --resume "
               f"--out {out}", file=sys.stderr)
@@ -171,7 +179,8 @@ def _run_in_vm(args: argparse.Namespace, experiment_file: Path, out: Path, reaso
     return result.returncode
 
 
-def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], out: Path) -> int:
+def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], out: Path,
+              backend_note: str | None = None) -> int:
     from quicbed.runner.engine import ExperimentRunner, RunnerOptions
 
     experiment = plan.experiment
@@ -182,7 +191,7 @@ def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], o
           flush=True)
     runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, retry_failed=args.retry_failed,
                                                         backend=plan.backend, params=params, command=sys.argv,
-                                                        shard=plan.shard))
+                                                        shard=plan.shard, backend_note=backend_note))
     summary = runner.run()
     skipped = f", {summary.skipped} done before" if summary.skipped else ""
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")

@@ -48,6 +48,7 @@ class RunnerOptions:
     params: dict[str, Any] = field(default_factory=dict)  # topology parameter overrides
     command: list[str] = field(default_factory=list)  # what the user typed, for the metadata
     shard: Shard | None = None  # only this shard's runs (--shard K/N)
+    backend_note: str | None = None  # why this backend, when quicbed chose it
 
 
 @dataclass
@@ -254,7 +255,8 @@ class ExperimentRunner:
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
             "experiment": {**self._resolved(), "runs": total}, "shard": shard,
             "started": previous.get("started", now), "finished": None, "status": "running",
-            "backend": self.backend, "host": session["host"], "versions": session["versions"],
+            "backend": self.backend, "backend_note": self.options.backend_note,
+            "host": session["host"], "versions": session["versions"],
             "git": session["git"], "calibration": session["calibration"],
             "sessions": [*previous.get("sessions", []), session],
         }

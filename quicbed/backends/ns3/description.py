@@ -45,6 +45,7 @@ from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.node import AccessPoint, MeshPoint, Switch
 from quicbed.spec.resolve import Interface, ResolvedTopology
+from quicbed.spec.topology import Topology
 
 SCHEMA_VERSION = 1
 DEFAULT_DISTANCE = 5.0  # metres between a station and its AP when nothing says otherwise
@@ -191,6 +192,19 @@ def _shape(shape: Shape, where: str) -> dict[str, Any]:
     if shape.corrupt:
         out["corrupt"] = shape.corrupt
     return out
+
+
+def unrealisable(topo: Topology) -> list[str]:
+    """Why the ns3 backend cannot build these wired links as configured (empty when it can)."""
+    problems = []
+    for link in topo.links:
+        if isinstance(link, WiredLink):
+            for direction in ("forward", "backward"):
+                try:
+                    _shape(getattr(link, direction), f"links[{link.name}].{direction}")
+                except BackendError as error:
+                    problems.append(str(error))
+    return problems
 
 
 def link_segments(resolved: ResolvedTopology) -> dict[str, int]:

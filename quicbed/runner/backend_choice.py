@@ -1,0 +1,89 @@
+"""Which backend runs an experiment whose file does not name one, on a kernel without netem.
+
+Experiment files without ``backend:`` mean netns (namespaces, veth, tc). When their links
+need netem (delay, jitter, loss, corruption) and this kernel has none, there are two ways
+to run them: the ns3 backend, which simulates the same wired links on this host at its
+full speed, or netns in the microVM, a real kernel with netem whose CPU is emulated (~13x
+slower). ns3 is taken when it can realise every link parameter the experiment uses and
+is installed; otherwise the microVM. A backend named in the file or with ``--backend``
+(and ``--vm``) is always kept. Before anything runs, an experiment on ns3 whose links ns3
+cannot realise (reordering, duplication, slotting, other jitter distributions) is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from quicbed.backends.ns3.build import missing as ns3_missing
+from quicbed.backends.ns3.description import unrealisable
+from quicbed.errors import QuicbedError
+from quicbed.host.capabilities import has_netem
+from quicbed.runner.engine import topology_for
+from quicbed.spec.experiment import Experiment
+from quicbed.spec.link import WiredLink
+from quicbed.spec.topology import Topology
+
+#: the netem features a link may use, as shown to users
+NETEM_FIELDS = ("delay", "jitter", "loss", "corrupt", "reorder", "duplicate", "slot")
+
+
+@dataclass
+class BackendChoice:
+    backend: str
+    #: what was decided and why, shown before the runs and kept in metadata.json (None: nothing to say)
+    note: str | None = None
+
+
+def _topologies(experiment: Experiment, params: dict[str, Any]) -> list[Topology]:
+    return [topology_for(experiment, cell, params) for cell in experiment.cells()]
+
+
+def _netem_uses(topologies: list[Topology]) -> list[str]:
+    """'bottleneck (delay, loss)' for every wired link that needs netem somewhere in the matrix."""
+    uses: dict[str, set[str]] = {}
+    for topo in topologies:
+        for link in topo.links:
+            if isinstance(link, WiredLink) and link.needs_netem():
+                for shape in (link.forward, link.backward):
+                    uses.setdefault(link.name, set()).update(f for f in NETEM_FIELDS if getattr(shape, f))
+    return [f"{name} ({', '.join(f for f in NETEM_FIELDS if f in fields)})" for name, fields in uses.items()]
+
+
+def ns3_problems(topologies: list[Topology]) -> list[str]:
+    """Why ns3 cannot run these topologies (each problem once)."""
+    missing = ns3_missing()
+    problems = [missing] if missing else []
+    for topo in topologies:
+        problems += [p for p in unrealisable(topo) if p not in problems]
+    return problems
+
+
+def choose_backend(experiment: Experiment, requested: str | None, params: dict[str, Any],
+                   vm_requested: bool = False) -> BackendChoice:
+    backend = requested or experiment.backend
+    if requested or "backend" in experiment.raw or vm_requested or backend != "netns" or has_netem():
+        return BackendChoice(backend)
+    topologies = _topologies(experiment, params)
+    uses = _netem_uses(topologies)
+    if not uses:
+        return BackendChoice(backend)
+    problems = ns3_problems(topologies)
+    needing = f"this kernel has no netem, which the links {', '.join(uses)} of {experiment.source} need"
+    if problems:
+        return BackendChoice("netns", f"{needing}, and the ns3 backend cannot run them ({'; '.join(problems)}): "
+                                      "they run on netns in the microVM (a real kernel with netem, ~13x slower CPU)")
+    return BackendChoice("ns3", f"{needing}: running them on the ns3 backend, which simulates the same wired links "
+                                "on this host at its full speed (the other choice, --backend netns, runs netem in the "
+                                "microVM with a ~13x slower CPU; name a backend in the file or with --backend to "
+                                "choose)")
+
+
+def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:
+    """Refuse, before any run, an experiment on ns3 with link parameters ns3 cannot realise."""
+    if backend != "ns3":
+        return
+    problems = [p for topo in _topologies(experiment, params) for p in unrealisable(topo)]
+    if problems:
+        raise QuicbedError(f"{experiment.source}: the ns3 backend cannot realise this experiment's links: "
+                           f"{'; '.join(dict.fromkeys(problems))}")

@@ -1,0 +1,79 @@
+"""Which backend runs an experiment file that names none, on a kernel without netem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quicbed.cli import main
+from quicbed.runner import backend_choice
+
+ROOT = Path(__file__).resolve().parents[2]
+E4 = ROOT / "experiments" / "e4-random-loss.yaml"
+
+
+def _experiment(tmp_path: Path, body: str, name: str = "choice.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(f"name: choice\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+                    f"  params: {{rate: 20mbit, delay: 10ms}}\nrepetitions: 1\n{body}")
+    return path
+
+
+@pytest.fixture
+def no_netem(monkeypatch):
+    monkeypatch.setattr(backend_choice, "has_netem", lambda: False)
+    monkeypatch.setattr(backend_choice, "ns3_missing", lambda: None)
+
+
+def test_without_netem_ns3_is_chosen_and_said(no_netem, capsys):
+    assert main(["run", str(E4), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("note: this kernel has no netem, which the links bottleneck (delay, loss) of ")
+    assert "running them on the ns3 backend" in out and "--backend netns" in out and "microVM" in out
+    assert "= 18 runs, order round-robin, backend ns3," in out
+
+
+@pytest.mark.parametrize("how", ["option", "file"])
+def test_a_named_backend_is_kept(no_netem, capsys, tmp_path, how):
+    if how == "option":
+        argv = [str(E4), "--backend", "netns"]
+    else:
+        argv = [str(_experiment(tmp_path, "backend: netns\nmatrix:\n  transport: [tcp]\n"))]
+    assert main(["run", *argv, "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note:" not in out and "backend netns," in out
+
+
+def test_with_netem_nothing_changes(monkeypatch, capsys):
+    monkeypatch.setattr(backend_choice, "has_netem", lambda: True)
+    assert main(["run", str(E4), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note:" not in out and "backend netns," in out
+
+
+def test_links_ns3_cannot_realise_go_to_the_microvm_and_say_why(no_netem, capsys, tmp_path):
+    exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\n  link.bottleneck.duplicate: [1]\n")
+    assert main(["run", str(exp), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "the ns3 backend cannot run them (links[bottleneck].forward: the ns3 backend does not model duplicate" in out
+    assert "they run on netns in the microVM" in out and "backend netns," in out
+
+
+def test_ns3_refuses_what_it_cannot_realise_before_anything_runs(capsys, tmp_path):
+    exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\n  link.bottleneck.duplicate: [1]\n")
+    out = tmp_path / "results"
+    assert main(["run", str(exp), "--backend", "ns3", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{exp}: the ns3 backend cannot realise this experiment's links: links[bottleneck].forward" in err
+    assert "does not model duplicate on wired links (fix: remove them, or use the netns backend" in err
+    assert not out.exists()
+
+
+def test_bit_errors_are_realised_on_ns3(no_netem, capsys):
+    """netem's corruption has a meaning ns3 keeps: the corrupted packet fails its checksum and
+    the receiver drops it (docs/ns3-backend.md)."""
+    assert main(["run", str(ROOT / "experiments" / "e4-bit-errors.yaml"), "--dry-run", "--repetitions", "1",
+                 "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "links bottleneck (delay, corrupt)" in out and "backend ns3," in out
