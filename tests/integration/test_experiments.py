@@ -85,10 +85,10 @@ def test_wifi_bquic_reports_aggregation_and_ack_ratio_per_profile(tmp_path: Path
     assert metrics["tcp"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"], metrics
     assert metrics["bquic"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"], metrics
     assert metrics["bquic"]["ack_ratio"] < metrics["quic"]["ack_ratio"]
-    # the native stack keeps up with the cell: larger aggregates than aioquic's paced QUIC
-    # (3 MB: 13.3 against 8.2 MPDUs on an idle machine, 20 against 2.4 on a busy one), a
-    # server never near a core, far less CPU than aioquic's
-    assert metrics["quic-native"]["ampdu_mean"] > metrics["quic"]["ampdu_mean"], metrics
+    # the native stack keeps up with the cell: a server never near a core, far less CPU than
+    # aioquic's. (Its paced aggregates have no fixed order against aioquic's: 13.3 against 8.2
+    # MPDUs on an idle machine, 20 against 2.4 on a busy one, 8.9 against 9.4 on an idle fresh
+    # root where aioquic kept up too; both pace, so the cell sees similar trains.)
     assert metrics["bquic-native"]["ack_ratio"] < 0.5 * metrics["quic-native"]["ack_ratio"], metrics
     for name in ("quic-native", "bquic-native"):
         assert metrics[name]["cpu_server_bound"] < 0.2, metrics[name]
