@@ -209,6 +209,19 @@ def test_options_reach_the_description():
     assert description["lag_interval_us"] == 500 and description["seed"] == 7
 
 
+def test_every_network_draws_its_own_random_streams_unless_told():
+    """Rebuilt networks (each cell of a link axis, a run made again) must not repeat the same
+    losses, backoffs and frame errors: each gets its own ns-3 run number, recorded."""
+    from quicbed.backends.ns3.network import Ns3Network
+
+    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"loss": 2})
+    networks = [Ns3Network(topo) for _ in range(3)]
+    runs = {network.description["run"] for network in networks}
+    assert len(runs) == 3 and all(run >= 1 for run in runs)
+    assert {network.describe()["channel"]["rng"]["run"] for network in networks} == runs
+    assert Ns3Network(topo, run=5).description["run"] == 5  # a run can be repeated
+
+
 def test_stats_summary_and_validity():
     histogram = {"1": 10, "10": 5, "20": 5}
     assert aggregated_mean(histogram) == 15

@@ -88,7 +88,10 @@ class Ns3Options:
     warmup_packets: int = 8
     warmup_timeout_s: float = 20.0
     seed: int = 1
-    run: int = 1
+    #: ns-3's RNG run number (substream); None: a fresh one for every network the backend
+    #: builds, so that networks built again (another cell, a failed run) draw independent
+    #: losses, backoffs and frame errors instead of repeating the same ones
+    run: int | None = None
     #: extra keys merged into the description (for experiments with the channel program)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -415,7 +418,7 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
                       "ports": [tap_port(node, iface), *(port for _, port in ends)]})
 
     description: dict[str, Any] = {
-        "version": SCHEMA_VERSION, "topology": topo.name, "seed": options.seed, "run": options.run,
+        "version": SCHEMA_VERSION, "topology": topo.name, "seed": options.seed, "run": options.run or 1,
         **(files or {}),
         "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
         "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},

@@ -67,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -111,6 +112,8 @@ class Ns3Network(Network):
         if unknown:
             raise BackendError(f"unknown ns3 backend option(s) {sorted(unknown)} (known: {', '.join(sorted(known))})")
         self.options = dataclasses.replace(options or Ns3Options(), **option_overrides)
+        if self.options.run is None:  # recorded in describe(): a run can be repeated with run=...
+            self.options = dataclasses.replace(self.options, run=secrets.randbelow(2**31 - 1) + 1)
         self.run_id = run_id or ownership.new_run_id()
         self._nodes = {name: Ns3Node(self, name) for name, node in topology.nodes.items() if node.routed}
         self.record = ownership.Ownership.create(self.run_id)
@@ -162,6 +165,7 @@ class Ns3Network(Network):
             "channel": {"binary": str(self.binary) if self.binary else None,
                         "pid": self.channel.pid if self.channel else None,
                         "realtime_priority": self.options.realtime_priority,
+                        "rng": {"seed": self.options.seed, "run": self.options.run},
                         "config": str(self.work_dir / "channel.json")},
             "options": dataclasses.asdict(self.options),
             "ready": self.ready_info,
