@@ -1,9 +1,11 @@
 """Measure what an emulated wired link really does, next to what it was configured to do.
 
-A two-host network is built once; for each configuration the a -> b direction of its link
-is reshaped and probed. Loss and delay are probed with quicbed's UDP probe (per-packet
+A two-host network is built; for each configuration the a -> b direction of its link is
+reshaped and probed. Loss and delay are probed with quicbed's UDP probe (per-packet
 one-way delays on one clock); rate with iperf3, whose C sender saturates the link even in a
-slow microVM. Used by bench/links.py and the link-accuracy tests.
+slow microVM. On the netns backend the live link's qdiscs are replaced between cases; on
+ns3, whose cables are fixed when the channel program starts, the network is built again
+for each case. Used by bench/links.py, bench/backends.py and the link-accuracy tests.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 
 from quicbed import Topology
 from quicbed.analysis.linkstats import HEADERS_BYTES, LinkStats, ProbeLog, link_stats
-from quicbed.backends.base import Process
-from quicbed.backends.netns import NamespaceNetwork
+from quicbed.backends import create
+from quicbed.backends.base import Network, Process
 from quicbed.errors import BackendError
 from quicbed.spec.link import Shape
 
@@ -45,10 +47,9 @@ class ProbePlan:
 class LinkCalibrator:
     """A two-host network whose a->b direction is reshaped and measured, case after case."""
 
-    def __init__(self, work_dir: Path | None = None) -> None:
-        topo = Topology("calibration", description="a -> b shaped, b -> a ideal")
-        topo.add_link(topo.add_host("a"), topo.add_host("b"), name="probed")
-        self.network = NamespaceNetwork(topo)
+    def __init__(self, work_dir: Path | None = None, backend: str = "netns") -> None:
+        self.backend = backend
+        self.network: Network = create(backend, self._topology())
         self._scratch = tempfile.TemporaryDirectory(prefix="quicbed-calibration-")
         self.work_dir = work_dir or Path(self._scratch.name)
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -63,8 +64,21 @@ class LinkCalibrator:
         self.network.__exit__(*exc)
         self._scratch.cleanup()
 
+    @staticmethod
+    def _topology() -> Topology:
+        topo = Topology("calibration", description="a -> b shaped, b -> a ideal")
+        topo.add_link(topo.add_host("a"), topo.add_host("b"), name="probed")
+        return topo
+
     def configure(self, shape: dict[str, Any]) -> Shape:
-        self.network.set_link_shape("probed", direction="forward", reset=True, **shape)
+        if self.backend == "netns":
+            self.network.set_link_shape("probed", direction="forward", reset=True, **shape)  # type: ignore[attr-defined]
+        else:
+            topo = self._topology()
+            topo.set_link_shape("probed", direction="forward", reset=True, **shape)
+            self.network.__exit__(None, None, None)
+            self.network = create(self.backend, topo)
+            self.network.__enter__()
         return self.network.topology.link("probed").forward  # type: ignore[union-attr]
 
     def probe(self, shape: dict[str, Any], plan: ProbePlan) -> tuple[Shape, LinkStats]:
