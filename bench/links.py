@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from quicbed.analysis.linkstats import expected_iqr, loss_count_interval  # noqa: E402
+from quicbed.analysis.linkstats import Z99, expected_iqr, loss_count_interval, mean_burst_interval  # noqa: E402
 from quicbed.calibration import LinkCalibrator, ProbePlan  # noqa: E402
 
 RATE_CASES = ["2mbit", "10mbit", "50mbit", "200mbit"]
@@ -49,6 +49,12 @@ def rate_rows(calibrator: LinkCalibrator, rates: list[str]) -> list[dict]:
     return rows
 
 
+def iqr_tolerance(samples: int) -> float:
+    """Relative half-width of the 99 % interval of a sample IQR: its standard error is at
+    most 1.17 / sqrt(n) of the IQR (normal: 1.166, uniform: 1.0, asymptotically)."""
+    return Z99 * 1.17 / max(1, samples) ** 0.5
+
+
 def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
     rows = []
     scale = 0.3 if quick else 1.0
@@ -63,7 +69,8 @@ def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
             expected = expected_iqr(configured.jitter, distribution)
             rows.append({"case": f"jitter {jitter} {distribution}", "where": where(),
                          "configured": expected * 1e3, "measured": stats.owd_iqr * 1e3,
-                         "unit": "ms (OWD IQR)", "ratio": stats.owd_iqr / expected})
+                         "unit": "ms (OWD IQR)", "ratio": stats.owd_iqr / expected,
+                         "tolerance": iqr_tolerance(stats.received)})
     for shape in LOSS_CASES:
         packets = int(20000 * scale)
         configured, stats = calibrator.probe(shape, ProbePlan(count=packets, rate=2000))
@@ -75,10 +82,13 @@ def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
                      "ratio": stats.loss / model.mean_loss,
                      "note": f"99% interval {low / packets * 100:.2f}-{high / packets * 100:.2f} %, "
                              f"{'inside' if low <= stats.lost <= high else 'OUTSIDE'}"})
+        burst_low, burst_high = mean_burst_interval(model, packets)
         rows.append({"case": "  mean loss burst", "where": where(), "configured": model.mean_burst_length,
                      "measured": stats.mean_burst, "unit": "packets",
-                     "ratio": stats.mean_burst / model.mean_burst_length,
-                     "note": f"± {2.58 * stats.burst_stderr:.3f} (99 %), {stats.loss_runs} runs"})
+                     "ratio": stats.mean_burst / model.mean_burst_length, "interval": [burst_low, burst_high],
+                     "note": f"99% interval {burst_low:.3f}-{burst_high:.3f} (the model's sampling), "
+                             f"{'inside' if burst_low <= stats.mean_burst <= burst_high else 'OUTSIDE'}, "
+                             f"{stats.loss_runs} runs"})
     return rows
 
 

@@ -41,3 +41,15 @@ def test_delay_and_gilbert_elliott_loss_on_an_ns3_cable(calibrator):
 def test_an_ns3_cable_keeps_its_rate(calibrator):
     shape, measured = calibrator.rate({"rate": "8mbit", "queue_limit": 200})
     assert abs(measured / shape.rate - 1) < 0.02, measured
+
+
+def test_bit_errors_drop_the_corrupted_share_on_an_ns3_cable(calibrator):
+    """netem's corrupt means: that share of packets fails its checksum and the receiver drops
+    it. The ns3 cable drops the same share (a Bernoulli draw per packet)."""
+    from quicbed.spec.loss import Bernoulli
+
+    plan = ProbePlan(count=4000, rate=1000)
+    _, stats = calibrator.probe({"corrupt": 5}, plan)
+    low, high = loss_count_interval(Bernoulli(0.05), plan.count, z=Z999)
+    assert low <= stats.lost <= high, f"{stats.lost} of {plan.count} outside [{low:.0f}, {high:.0f}]"
+
