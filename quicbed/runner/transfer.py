@@ -250,7 +250,8 @@ class RunExecution:
         # the namespace's default is the main server's; a competitor's own port gets its own
         settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
                                  port=download.port, host=self.server.address,
-                                 congestion_control=download.transport.cc if main else None)
+                                 congestion_control=download.transport.cc if main else None,
+                                 keepalive_timeout=self.experiment.timeout, send_timeout=self.experiment.timeout)
         nginx = NginxServer(self.server, settings, self.folder / ("nginx" if main else f"nginx-{download.role}"))
         undo_port_cc: Callable[[], None] = lambda: None
         info: dict[str, Any] = {}

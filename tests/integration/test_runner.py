@@ -100,7 +100,8 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
 
 def test_runs_without_captures_complete_for_every_transport(tmp_path: Path) -> None:
     """With captures off no capture process creates a run's logs/ folder: the run still has one."""
-    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\nworkload: {object: 300kB}\ncaptures: false\n")
+    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\nworkload: {object: 300kB}\ncaptures: false\n"
+                                "timeout: 40s\n")
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     lines = _assert_only_complete_runs(out)
@@ -108,6 +109,10 @@ def test_runs_without_captures_complete_for_every_transport(tmp_path: Path) -> N
     for line in lines:
         folder = out / "runs" / line["run_id"]
         assert (folder / "logs").is_dir() and not (folder / "server.pcap").exists()
+        if line["transport"]["kind"] == "tcp":
+            # nginx's idle and send timers give a link-stalled transfer the experiment's time
+            config = (folder / "nginx" / "nginx.conf").read_text()
+            assert "keepalive_timeout 40s;" in config and "send_timeout 40s;" in config
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])

@@ -68,7 +68,8 @@ def test_config_lives_in_the_run_folder(tmp_path: Path) -> None:
     user = pwd.getpwuid(os.geteuid()).pw_name
     for line in ("daemon off;", "master_process on;", "worker_processes 1;",
                  f"pid {run}/nginx.pid;", f"error_log {run}/logs/error.log notice;",
-                 f"user {user} ", "sendfile on;", "tcp_nodelay on;"):
+                 f"user {user} ", "sendfile on;", "tcp_nodelay on;",
+                 "keepalive_timeout 65s;", "send_timeout 60s;"):
         assert line in text, line
     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         assert f"{kind}_temp_path {run}/tmp/{kind};" in text
@@ -98,6 +99,8 @@ def test_config_for_newer_nginx_and_http3(tmp_path: Path) -> None:
     ({"congestion_control": "vegas"}, "unknown TCP congestion control"),
     ({"port": 0}, "out of range"),
     ({"socket_buffer": 100}, "too small"),
+    ({"send_timeout": 0}, "send_timeout 0 must be a positive"),
+    ({"keepalive_timeout": -1.0}, "keepalive_timeout -1.0 must be a positive"),
 ])
 def test_bad_settings_are_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     with pytest.raises(QuicbedError, match=message):

@@ -152,7 +152,12 @@ class NginxSettings:
     sendfile: bool = True
     worker_connections: int = 1024
     keepalive_requests: int = 100_000
+    # Both also bound a transfer that the link has stalled: HTTP/2's idle timer
+    # (keepalive_timeout) runs while the kernel still holds unsent data, and send_timeout
+    # between two writes. A lossy link's RTO backoff can exceed nginx's 65 s and 60 s
+    # defaults, so runs set both to the experiment's timeout.
     keepalive_timeout: float = 65.0
+    send_timeout: float = 60.0
     http2_max_concurrent_streams: int = 128
     backlog: int = 1024
     user: str | None = None  # workers' user when started as root (default: the caller's)
@@ -164,6 +169,9 @@ class NginxSettings:
                                f"(fix: use one of {', '.join(CONGESTION_CONTROLS)})")
         if not 0 < self.port < 65536:
             raise QuicbedError(f"port {self.port} is out of range")
+        for name in ("keepalive_timeout", "send_timeout"):
+            if not getattr(self, name) > 0:
+                raise QuicbedError(f"{name} {getattr(self, name)!r} must be a positive number of seconds")
         if self.socket_buffer is not None and self.socket_buffer < 4096:
             raise QuicbedError(f"socket_buffer {self.socket_buffer} is too small (>= 4096 bytes)")
 
@@ -220,7 +228,8 @@ def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild,
               f"sendfile {'on' if settings.sendfile else 'off'};", "tcp_nopush on;",
               "tcp_nodelay on;", "gzip off;", "server_tokens off;", "etag off;",
               f"keepalive_requests {settings.keepalive_requests};",
-              f"keepalive_timeout {settings.keepalive_timeout:g}s;"]
+              f"keepalive_timeout {settings.keepalive_timeout:g}s;",
+              f"send_timeout {settings.send_timeout:g}s;"]
     if settings.http2:
         inner.append(f"http2_max_concurrent_streams {settings.http2_max_concurrent_streams};")
     address = f"[{settings.host}]" if ":" in settings.host else settings.host
