@@ -210,6 +210,25 @@ def loss_rate(sent: Sequence[Packet], received: Sequence[Packet]) -> float:
     return len(lost_packets(sent, received)) / len(sent)
 
 
+def loss_bursts(sent: Sequence[Packet], received: Sequence[Packet]) -> list[int]:
+    """Lengths of the runs of consecutively lost data packets, in the server's send order.
+
+    Bernoulli loss gives runs of mean 1/(1-p); a Gilbert-Elliott channel's Bad state gives
+    longer ones. Packets the server sent back to back met the link back to back, so this is
+    the link's loss-burst length as the flow saw it.
+    """
+    bursts, length = [], 0
+    for index in match(sent, received):
+        if index is None:
+            length += 1
+        elif length:
+            bursts.append(length)
+            length = 0
+    if length:
+        bursts.append(length)
+    return bursts
+
+
 def one_way_delays(sent: Sequence[Packet], received: Sequence[Packet]) -> np.ndarray:
     """Per sent packet: arrival time at the client minus departure time at the server (s),
     NaN for lost packets. Both captures must share one clock."""
@@ -390,6 +409,7 @@ class RunMetrics:
     transfer_time: float  # client capture, first to last data packet
     download_time: float  # client record
     loss: float
+    loss_burst_mean: float  # packets; NaN without loss
     owd_mean: float
     owd_median: float
     owd_p95: float
@@ -412,6 +432,7 @@ def run_metrics(server: Sequence[Packet], client: Sequence[Packet],
     sent, received = data_packets(server, key), data_packets(client, key)
     delays = one_way_delays(sent, received)
     delays = delays[~np.isnan(delays)]
+    bursts = loss_bursts(sent, received)
     ipt_server, ipt_client = inter_packet_times(sent), inter_packet_times(received)
     ks = list(ks)
     app_bytes = int(record["bytes"]) if record and record.get("bytes") else (
@@ -429,6 +450,7 @@ def run_metrics(server: Sequence[Packet], client: Sequence[Packet],
         transfer_time=transfer_time(received),
         download_time=download_time(record) if record else math.nan,
         loss=loss_rate(sent, received),
+        loss_burst_mean=float(np.mean(bursts)) if bursts else math.nan,
         owd_mean=float(delays.mean()) if delays.size else math.nan,
         owd_median=quantile(0.5),
         owd_p95=quantile(0.95),
@@ -459,6 +481,7 @@ __all__ = [
     "is_ack",
     "is_data",
     "loss_rate",
+    "loss_bursts",
     "lost_packets",
     "main_flow",
     "match",

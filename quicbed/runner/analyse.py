@@ -54,7 +54,7 @@ def capture_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
     # with a competitor the captures hold two downloads: measure the one from the record's port
     flow = download_flow(client_packets, (record.get("server") or {}).get("port"))
     result = run_metrics(read_pcap(server), client_packets, record, flow=flow).to_dict()
-    values = {name: result[name] for name in ("throughput", "transfer_time", "loss", "owd_mean", "owd_p95",
+    values = {name: result[name] for name in ("throughput", "transfer_time", "loss", "loss_burst_mean", "owd_mean", "owd_p95",
                                               "ipt_server_short_share", "ipt_client_short_share",
                                               "out_of_order", "ack_ratio")}
     values.update({f"idi_server_k{k}": v for k, v in result["idi_server"].items()})

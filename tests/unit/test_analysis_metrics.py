@@ -212,11 +212,25 @@ def test_matching_loss_owd_and_reordering_on_a_handmade_run() -> None:
     assert [p.ip_id for p in received] == [0, 1, 2, 5, 4, 6, 8, 9]  # 5 at 13 ms, 4 at 14
     assert [p.ip_id for p in metrics.lost_packets(sent, received)] == [3, 7]
     assert metrics.loss_rate(sent, received) == pytest.approx(0.2)
+    assert metrics.loss_bursts(sent, received) == [1, 1]
     delays = metrics.one_way_delays(sent, received)
     assert np.isnan(delays[3]) and np.isnan(delays[7])
     assert delays[5] == pytest.approx(0.008) and delays[0] == pytest.approx(0.010)
     # 4 arrives after 5, which the server sent later: 1 of 8 received is out of order
     assert metrics.out_of_order_rate(sent, received) == pytest.approx(1 / 8)
+
+
+def test_loss_bursts_are_runs_of_lost_packets_in_send_order() -> None:
+    sent = [_udp(i * 0.001, i) for i in range(12)]
+    kept = (0, 4, 5, 7, 8)  # lost: 1-3 (3), 6 (1), 9-11 (3, at the end)
+    received = [_udp(sent[i].ts + 0.01, i) for i in kept]
+    assert metrics.loss_bursts(sent, received) == [3, 1, 3]
+    assert metrics.loss_bursts(sent, sent) == []
+    # the bquic fixture lost IP IDs 35101 35102 35125 35128 35133: one pair, three single
+    server, client, flow = _load("bquic")
+    assert sorted(metrics.loss_bursts(metrics.data_packets(server, flow), metrics.data_packets(client, flow))) \
+        == [1, 1, 1, 2]
+    assert metrics.run_metrics(server, client, flow=flow).loss_burst_mean == pytest.approx(1.25)
 
 
 def test_repeated_keys_are_paired_in_order() -> None:
