@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+from quicbed.paths import PACKAGE_ROOT
+
 
 
 def module_argv(module: str, arguments: Sequence[str] = (), python: str | None = None) -> list[str]:

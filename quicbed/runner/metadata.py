@@ -17,8 +17,8 @@ from typing import Any
 from quicbed import __version__
 from quicbed.backends.base import Network, NodeHandle
 from quicbed.errors import BackendError
+from quicbed.paths import PACKAGE_ROOT
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 #: offload features that change what captures see and how packets are batched
 OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
             "large-receive-offload", "tx-checksumming", "rx-checksumming")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from quicbed.errors import SpecError
+from quicbed.paths import PACKAGE_ROOT
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.units import parse_rate, parse_size, parse_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
@@ -160,6 +161,18 @@ class Experiment:
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _script_path(experiment_file: Path, text: str) -> Path:
+    """A relative topology script is looked for from the working folder, then beside the
+    experiment file, then among quicbed's own (``topologies/dumbbell.py`` from anywhere)."""
+    script = Path(text)
+    if script.is_absolute() or script.exists():
+        return script
+    for base in (experiment_file.parent, PACKAGE_ROOT):
+        if (base / script).exists():
+            return base / script
+    return script
 
 
 def _expect_mapping(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
@@ -350,9 +363,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     if "script" not in topology:
         raise doc.error("missing topology script", "topology",
                         fix="write topology: {script: topologies/dumbbell.py, params: {...}}")
-    script = Path(str(topology["script"]))
-    if not script.is_absolute() and not script.exists() and (doc.path.parent / script).exists():
-        script = doc.path.parent / script
+    script = _script_path(doc.path, str(topology["script"]))
     params = _expect_mapping(doc, topology.get("params"), "topology.params")
     try:
         defaults = parameters(str(script))

@@ -41,6 +41,19 @@ def test_every_shipped_experiment_file_loads():
         assert load_experiment(path).name == path.stem
 
 
+def test_a_relative_topology_script_is_found_beside_the_file_or_among_quicbeds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # neither topologies/ nor topology.py is in the working folder
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "topology.py").write_text(DUMBBELL.read_text())
+    shipped = load_experiment(write(folder, GOOD.replace("DUMBBELL", "topologies/dumbbell.py")))
+    assert shipped.topology_script == ROOT / "topologies" / "dumbbell.py"
+    own = load_experiment(write(folder, GOOD.replace("DUMBBELL", "topology.py")))
+    assert own.topology_script == folder / "topology.py"
+    with pytest.raises(SpecError, match="topology.script"):
+        load_experiment(write(folder, GOOD.replace("DUMBBELL", "nowhere.py")))
+
+
 def test_expansion_is_round_robin_over_cells_after_warmups(tmp_path):
     exp = load_experiment(write(tmp_path, GOOD))
     runs = expand(exp)
