@@ -10,7 +10,7 @@ from quicbed import __version__
 from quicbed.errors import QuicbedError
 
 # Module name under quicbed.cli for each subcommand, in --help order.
-COMMANDS = ("run", "topo", "doctor", "clean", "vm", "report", "merge")
+COMMANDS = ("run", "topo", "doctor", "clean", "vm", "report", "merge", "lab")
 
 DESCRIPTION = """\
 quicbed: emulate WiFi, mesh and lossy networks and compare QUIC, BQUIC and TCP on them.
@@ -21,6 +21,7 @@ Typical session:
   quicbed run experiments/quickstart.yaml results land in results/
   quicbed report results/quickstart-...   summary of a results folder
   quicbed merge shard1/ shard2/ --out all/  join shards run on several machines
+  quicbed lab list                        teaching labs with automatic checks
 """
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,14 @@ from quicbed.backends.base import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.backend_choice import choose_backend, require_realisable
-from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, header, run_lines, summary_lines
+from quicbed.runner.plan import (
+    LARGE_PLAN,
+    Plan,
+    estimate,
+    header,
+    run_lines,
+    summary_lines,
+)
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.shard import Shard
 
@@ -83,22 +89,15 @@ def field_overrides(assignments: list[str]) -> dict[str, object]:
 
 def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
     """Why this experiment cannot run on this kernel (None if it can)."""
-    from quicbed.host.capabilities import has_netem
+    from quicbed.host.capabilities import has_hwsim, has_netem
     from quicbed.runner.engine import topology_for
 
     if backend == "netns" and not has_netem():
         if any(topology_for(experiment, cell, params).needs_netem() for cell in experiment.cells()):
             return "this kernel has no netem"
-    if backend == "mininet-wifi" and not _kernel_has_hwsim():
+    if backend == "mininet-wifi" and not has_hwsim():
         return "this kernel has no mac80211_hwsim"
     return None
-
-
-def _kernel_has_hwsim() -> bool:
-    if Path("/sys/module/mac80211_hwsim").exists():
-        return True
-    probe = subprocess.run(["modprobe", "-n", "-q", "mac80211_hwsim"], capture_output=True, check=False)
-    return probe.returncode == 0
 
 
 def handle(args: argparse.Namespace) -> int:

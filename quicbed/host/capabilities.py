@@ -83,6 +83,15 @@ def has_netem() -> bool:
     return _in_probe_namespace([["qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]])
 
 
+def has_hwsim() -> bool:
+    """Whether mac80211_hwsim (Mininet-WiFi's radios) is loaded or loadable here."""
+    if Path("/sys/module/mac80211_hwsim").exists():
+        return True
+    probe = subprocess.run(["modprobe", "-n", "-q", "mac80211_hwsim"], capture_output=True, check=False) \
+        if shutil.which("modprobe") else None
+    return probe is not None and probe.returncode == 0
+
+
 def _kernel_module(name: str) -> tuple[bool, str]:
     if Path(f"/sys/module/{name}").exists():
         return True, "loaded"

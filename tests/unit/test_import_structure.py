@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "quicbed"
 #: every source file of the project (the native endpoint's patched crates are fetched, not ours)
 SOURCES = (("quicbed", ("*.py", "*.cc", "*.h")), ("native/quinn/src", ("*.rs",)), ("bench", ("*.py",)),
-           ("scripts", ("*.sh",)), ("tests", ("*.py",)), ("topologies", ("*.py",)))
+           ("scripts", ("*.sh",)), ("tests", ("*.py",)), ("topologies", ("*.py",)), ("labs", ("*.py",)))
 #: layers that must not know which emulator runs (they are used by every backend, or by none)
 BACKEND_FREE = ("quicbed.host", "quicbed.spec", "quicbed.analysis")
 MAX_LINES = 800

@@ -1,0 +1,224 @@
+"""What a lab's checks work with: the student's files, a network built from their topology,
+probes through it, and the results of their experiment files.
+
+A session keeps at most one network up (building another tears the first down) and
+remembers each experiment it ran, so several checks can look at one set of results.
+``close`` stops everything it started; the CLI calls it on success, failure and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quicbed.apps import iperf, ping
+from quicbed.backends import create
+from quicbed.backends.base import Network
+from quicbed.errors import QuicbedError, SpecError
+from quicbed.labs.catalogue import Lab
+from quicbed.labs.checking import CannotCheck
+from quicbed.runner.folder import read_results
+from quicbed.spec.experiment import Experiment, load_experiment
+from quicbed.spec.loader import load_topology
+from quicbed.spec.topology import Topology
+from quicbed.spec.yamlfile import load_yaml
+
+#: where checks put the results of the student's experiment files, inside the student's folder
+CHECK_RESULTS = "check-results"
+#: the lines of ``quicbed run`` a check shows as it goes (all of them are kept in a log file)
+SHOWN_RUN_LINES = re.compile(r"\[\s*\d+/\d+\]|note:|running |warning|quicbed: error|interrupted|results: |\d+ ok, ")
+
+
+class StudentError(SpecError):
+    """Something the student hands in is missing or unreadable (a failed check, with a fix)."""
+
+
+@dataclass
+class ExperimentOutcome:
+    """The results folder of one checked experiment file."""
+
+    file: Path
+    folder: Path
+    status: int  # quicbed run's exit status
+    rows: list[dict[str, Any]]
+    metadata: dict[str, Any]
+
+    def runs(self, **cell: Any) -> list[dict[str, Any]]:
+        """Measured (non-warm-up) runs whose cell has these values, e.g. ``transport="tcp"``;
+        matrix axes with dots are passed as a dict: ``runs(**{"link.bottleneck.loss": 5})``."""
+        return [row for row in self.rows if not row.get("warmup")
+                and all(row.get("cell", {}).get(axis) == value for axis, value in cell.items())]
+
+    def values(self, metric: str, **cell: Any) -> list[float]:
+        """``metric`` of the matching runs that completed and measured it."""
+        found = []
+        for row in self.runs(**cell):
+            value = (row.get("metrics") or {}).get(metric)
+            if row.get("status") == "ok" and isinstance(value, (int, float)) and not math.isnan(value):
+                found.append(float(value))
+        return found
+
+    def cells(self, axis: str) -> list[Any]:
+        """The values of one matrix axis, in run order, each once."""
+        seen: list[Any] = []
+        for row in self.rows:
+            value = row.get("cell", {}).get(axis)
+            if axis in row.get("cell", {}) and value not in seen:
+                seen.append(value)
+        return seen
+
+
+class CheckSession:
+    def __init__(self, lab: Lab, folder: Path, log: Callable[[str], None] = lambda line: None) -> None:
+        self.lab = lab
+        self.folder = Path(folder).resolve()
+        self.log = log
+        self._network: tuple[tuple[Any, ...], Network] | None = None
+        self._experiments: dict[str, ExperimentOutcome] = {}
+        self.backends_used: list[str] = []
+        #: what one check measured for a later one (e.g. the RTT the answers are compared with)
+        self.measured: dict[str, Any] = {}
+
+    # -- the student's files -----------------------------------------------------------------
+    def file(self, name: str) -> Path:
+        path = self.folder / name
+        if not path.is_file():
+            raise StudentError(f"{name} is missing", source=str(self.folder),
+                               fix=f"write it, or start again from the lab's: quicbed lab start {self.lab.name} DIR")
+        return path
+
+    def topology(self, name: str = "topology.py", **params: Any) -> Topology:
+        return load_topology(str(self.file(name)), {key: str(value) for key, value in params.items()})
+
+    def answers(self, name: str = "answers.yaml") -> dict[str, Any]:
+        """The student's answers: a YAML mapping of question names to values."""
+        doc = load_yaml(self.file(name))
+        if not isinstance(doc.data, dict):
+            raise StudentError("answers are a mapping of question: answer", source=str(doc.path),
+                               fix="keep the layout of the lab's answers.yaml")
+        return doc.data
+
+    def answer(self, key: str, name: str = "answers.yaml") -> float:
+        """One numeric answer; a missing or non-numeric one is the student's error."""
+        value = self.answers(name).get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise StudentError(f"{key} has no number (found {value!r})", source=str(self.folder / name), field=key,
+                               fix="write the value you measured, e.g. 12.5")
+        return float(value)
+
+    # -- networks ----------------------------------------------------------------------------
+    def backend(self, topology: Topology) -> str:
+        """The backend that builds ``topology`` for this lab on this machine: the lab's, or for
+        ``auto`` netns, and ns3 when the links need netem and this kernel has none."""
+        from quicbed.backends.ns3.build import missing as ns3_missing
+        from quicbed.backends.ns3.description import unrealisable
+        from quicbed.host.capabilities import has_hwsim, has_netem
+
+        wanted = self.lab.backend
+        if wanted == "mininet-wifi":
+            if not has_hwsim():
+                raise CannotCheck("this kernel has no mac80211_hwsim (check in the microVM: add --vm)")
+            from quicbed.backends.mininet_wifi.host import import_problem
+
+            problem = import_problem()
+            if problem:
+                raise CannotCheck(f"Mininet-WiFi is not installed here: {problem}")
+            return wanted
+        netem_missing = topology.needs_netem() and not has_netem()
+        if wanted == "netns" or (wanted == "auto" and not netem_missing):
+            if netem_missing:
+                raise CannotCheck("this kernel has no netem, which the links need (check in the microVM: add --vm)")
+            return "netns"
+        missing = ns3_missing()
+        if missing:
+            raise CannotCheck(f"the ns3 backend is not available: {missing}")
+        problems = unrealisable(topology)
+        if problems:
+            raise QuicbedError(f"the ns3 backend cannot build this topology: {'; '.join(problems)}")
+        return "ns3"
+
+    def network(self, name: str = "topology.py", **params: Any) -> Network:
+        """The network of the student's topology, built once and kept for the next checks."""
+        key = (name, tuple(sorted((k, str(v)) for k, v in params.items())))
+        if self._network is not None and self._network[0] == key:
+            return self._network[1]
+        self.close_network()
+        topology = self.topology(name, **params)
+        backend = self.backend(topology)
+        self.log(f"building {name} on {backend}")
+        network = create(backend, topology)
+        network.start()
+        self._network = (key, network)
+        if backend not in self.backends_used:
+            self.backends_used.append(backend)
+        return network
+
+    def ping(self, network: Network, source: str, destination: str, count: int = 20,
+             interval: float = 0.05) -> ping.PingResult:
+        self.log(f"ping {source} -> {destination}, {count} probes")
+        return ping.ping(network.node(source), network.node(destination).address, count=count, interval=interval)
+
+    def iperf(self, network: Network, client: str, server: str, seconds: float = 3.0) -> iperf.IperfResult:
+        """TCP from ``client`` to ``server`` for ``seconds`` (client sends)."""
+        self.log(f"iperf3 {client} -> {server}, {seconds:g} s")
+        return iperf.between(network, client, server, duration=seconds, reverse=False)
+
+    def close_network(self) -> None:
+        if self._network is not None:
+            _, network = self._network
+            self._network = None
+            network.stop()
+
+    # -- experiments -------------------------------------------------------------------------
+    def experiment_file(self, name: str = "experiment.yaml") -> Experiment:
+        """The student's experiment file, read and checked (not run)."""
+        return load_experiment(self.file(name))
+
+    def experiment(self, name: str = "experiment.yaml") -> ExperimentOutcome:
+        """Run the student's experiment file at the lab's small sizes (once per session) into
+        check-results/STEM in their folder; the previous check's folder becomes STEM.previous."""
+        if name in self._experiments:
+            return self._experiments[name]
+        path = self.file(name)
+        self.experiment_file(name)  # a broken file fails here, with file, line and fix
+        self.close_network()  # the experiment builds its own
+        out = self.folder / CHECK_RESULTS / path.stem
+        if out.exists():
+            previous = out.with_name(out.name + ".previous")
+            shutil.rmtree(previous, ignore_errors=True)
+            out.rename(previous)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "quicbed", "run", str(path), "--out", str(out), "--yes",
+                *self.lab.run.arguments()]
+        self.log(f"running {name}: quicbed run {name} {' '.join(self.lab.run.arguments())}")
+        with subprocess.Popen(argv, cwd=self.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) as process:
+            assert process.stdout is not None
+            with (out.parent / f"{path.stem}.log").open("w") as saved:
+                for line in process.stdout:
+                    saved.write(line)
+                    if SHOWN_RUN_LINES.match(line):  # progress and problems; the report's tables stay in the log
+                        self.log("  " + line.rstrip())
+        results = out / "results.jsonl"
+        if not results.exists():
+            raise QuicbedError(f"quicbed run {name} stopped (exit {process.returncode}) before any run: "
+                               f"see {out.parent / (path.stem + '.log')}")
+        metadata_file = out / "metadata.json"
+        metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+        outcome = ExperimentOutcome(path, out, process.returncode, read_results(results), metadata)
+        backend = metadata.get("backend") or (outcome.rows[0].get("backend") if outcome.rows else None)
+        if backend and backend not in self.backends_used:
+            self.backends_used.append(backend)
+        self._experiments[name] = outcome
+        return outcome
+
+    def close(self) -> None:
+        self.close_network()

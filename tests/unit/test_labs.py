@@ -1,0 +1,227 @@
+"""Labs without networks: the shipped labs are complete, lab files are validated, checks
+run in order with their needs, and ``quicbed lab`` lists, shows, hands out and grades."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+import yaml
+
+from quicbed.cli import main
+from quicbed.errors import SpecError
+from quicbed.labs.catalogue import all_labs, find_lab, load_lab
+from quicbed.labs.checking import EXIT_FAILED, EXIT_PASSED, EXIT_UNCHECKED, ScoreSheet, run_checks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: a lab whose checks read files only: the check machinery without a network
+TOY_CHECKS = dedent('''\
+    from quicbed.errors import MissingDependency, SpecError
+    from quicbed.labs import CannotCheck, Verdict, check
+
+    @check("the answer is there", hint="write answer: 42")
+    def present(session):
+        return Verdict(True, "answer: %s" % session.answers().get("answer"))
+
+    @check("the answer is 42", expected="42", needs=["present"], hint="think again", points=2)
+    def right(session):
+        value = session.answer("answer")
+        return Verdict(value == 42, f"{value:g}")
+
+    @check("the radio works", needs=["present"])
+    def radio(session):
+        raise CannotCheck("no mac80211_hwsim here")
+
+    @check("after the radio", needs=["radio"])
+    def after_radio(session):
+        return Verdict(True, "unreachable")
+
+    @check("after the answer", needs=["right"], hint="own hint")
+    def after_right(session):
+        return Verdict(True, "fine")
+''')
+
+
+def _toy_lab(base: Path, name: str = "toy", checks: str = TOY_CHECKS, **fields: object) -> Path:
+    folder = base / name
+    for part in ("starter", "solution"):
+        (folder / part).mkdir(parents=True)
+    (folder / "starter" / "answers.yaml").write_text("answer:\n")
+    (folder / "solution" / "answers.yaml").write_text("answer: 42\n")
+    (folder / "handout.md").write_text("# Toy\nWhat is the answer?\n")
+    (folder / "checks.py").write_text(checks)
+    data = {"title": "Toy lab", "summary": "the answer", "backend": "auto", "files": ["answers.yaml"], **fields}
+    (folder / "lab.yaml").write_text(yaml.safe_dump(data))
+    return folder
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    labs = tmp_path / "labs"
+    _toy_lab(labs)
+    monkeypatch.setenv("QUICBED_LABS", str(labs))
+    return labs / "toy"
+
+
+def test_every_shipped_lab_is_complete() -> None:
+    labs = [lab for lab in all_labs() if lab.folder.parent == ROOT / "labs"]
+    assert {"first-topology", "random-vs-bursty-loss"} <= {lab.name for lab in labs}
+    for lab in labs:
+        checks = lab.checks()
+        assert checks and all(item.title and item.points >= 0 for item in checks), lab.name
+        handout = lab.handout.read_text()
+        assert "## Questions" in handout and f"quicbed lab check {lab.name}" in handout, lab.name
+        # every answer the student writes is asked for in the handout, by its key
+        answers = lab.starter / "answers.yaml"
+        if answers.exists():
+            for key in yaml.safe_load(answers.read_text()) or {}:
+                assert f"`{key}`" in handout, (lab.name, key)
+            assert set(yaml.safe_load((lab.solution / "answers.yaml").read_text())) == \
+                set(yaml.safe_load(answers.read_text()))
+
+
+@pytest.mark.parametrize("change, fragments", [
+    ({"titel": "x"}, ["lab.yaml", "titel", "did you mean 'title'"]),
+    ({"backend": "mininet"}, ["backend", "unknown backend 'mininet'", "mininet-wifi"]),
+    ({"files": ["answers.yaml", "topology.py"]}, ["topology.py missing from starter/", "files"]),
+    ({"run": {"repetitions": 0}}, ["run.repetitions", ">= 1"]),
+    ({"minutes": "soon"}, ["minutes"]),
+])
+def test_a_malformed_lab_file_names_file_field_and_fix(tmp_path: Path, change: dict, fragments: list[str]) -> None:
+    folder = _toy_lab(tmp_path, **change)
+    with pytest.raises(SpecError) as raised:
+        load_lab(folder)
+    for fragment in fragments:
+        assert fragment in raised.value.render(), raised.value.render()
+
+
+def test_checks_that_need_an_unknown_check_are_refused(tmp_path: Path) -> None:
+    folder = _toy_lab(tmp_path, checks="from quicbed.labs import Verdict, check\n\n"
+                                       "@check('x', needs=['nothing'])\ndef x(session):\n    return Verdict(True, '')\n")
+    with pytest.raises(SpecError, match="needs 'nothing', which is not a check here"):
+        load_lab(folder).checks()
+
+
+def test_an_unknown_lab_name_suggests_the_closest(toy: Path) -> None:
+    with pytest.raises(SpecError, match="did you mean 'toy'"):
+        find_lab("tyo")
+
+
+class _Answers:
+    """The part of a CheckSession the toy checks use."""
+
+    def __init__(self, answers: dict) -> None:
+        self._answers = answers
+
+    def answers(self) -> dict:
+        return self._answers
+
+    def answer(self, key: str) -> float:
+        value = self._answers.get(key)
+        if not isinstance(value, (int, float)):
+            raise SpecError(f"{key} has no number (found {value!r})", source="answers.yaml", field=key)
+        return float(value)
+
+
+def _sheet(toy: Path, answers: dict) -> ScoreSheet:
+    lab = find_lab("toy")
+    return run_checks(lab.checks(), _Answers(answers), ScoreSheet(lab.name, lab.title, str(toy), "auto"))
+
+
+def test_checks_run_in_order_and_needs_block_or_skip_what_follows(toy: Path) -> None:
+    sheet = _sheet(toy, {"answer": 41})
+    status = {result.name: result for result in sheet.results}
+    assert [result.name for result in sheet.results] == ["present", "right", "radio", "after_radio", "after_right"]
+    assert status["present"].status == "pass" and status["present"].hint == ""
+    assert (status["right"].status, status["right"].seen, status["right"].expected, status["right"].hint) == \
+        ("fail", "41", "42", "think again")
+    # a check this machine cannot run is skipped with its reason, and so is what needs it
+    assert status["radio"].status == "skip" and "no mac80211_hwsim here" in status["radio"].seen
+    assert status["after_radio"].status == "skip"
+    # what needs a failed check fails without running, saying which and what to fix first
+    assert status["after_right"].status == "fail"
+    assert status["after_right"].seen == "not checked: it needs right to pass first"
+    assert status["after_right"].hint == "make right pass first"
+    assert (sheet.score, sheet.total, sheet.exit_status) == (1, 6, EXIT_FAILED)
+
+
+def test_a_student_error_fails_the_check_with_file_and_field(toy: Path) -> None:
+    sheet = _sheet(toy, {"answer": "forty-two"})
+    right = next(result for result in sheet.results if result.name == "right")
+    assert right.status == "fail" and "answers.yaml: answer: answer has no number" in right.seen
+
+
+def test_exit_status_says_passed_failed_or_unchecked(toy: Path) -> None:
+    sheet = _sheet(toy, {"answer": 42})
+    assert sheet.count("fail") == 0 and sheet.count("skip") == 2
+    assert sheet.exit_status == EXIT_UNCHECKED  # nothing failed, but not everything could be checked
+    sheet.results = [result for result in sheet.results if result.status == "pass"]
+    assert sheet.exit_status == EXIT_PASSED
+
+
+def test_a_fault_in_the_checks_is_reported_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _toy_lab(tmp_path, checks="from quicbed.labs import check\n\n@check('divides')\ndef divides(session):\n"
+                              "    return 1 / 0\n\n@check('returns nothing')\ndef nothing(session):\n    pass\n")
+    monkeypatch.setenv("QUICBED_LABS", str(tmp_path))
+    lab = find_lab("toy")
+    sheet = run_checks(lab.checks(), None, ScoreSheet("toy", "Toy", str(tmp_path), "auto"))
+    assert [result.status for result in sheet.results] == ["fail", "fail"]
+    assert "the check itself failed (ZeroDivisionError" in sheet.results[0].seen
+    assert "tell your teacher" in sheet.results[0].seen
+    assert "instead of a Verdict" in sheet.results[1].seen
+
+
+def test_lab_list_and_show(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "first-topology" in out and "toy" in out and "Toy lab" in out
+    assert main(["lab", "show", "toy"]) == 0
+    out = capsys.readouterr().out
+    assert "What is the answer?" in out and "handed in: answers.yaml" in out and "checks: 5" in out
+
+
+def test_start_copies_the_handout_and_starter_and_never_overwrites(toy: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    student = tmp_path / "student"
+    assert main(["lab", "start", "toy", str(student)]) == 0
+    assert sorted(p.name for p in student.iterdir()) == ["answers.yaml", "handout.md"]
+    assert (student / "answers.yaml").read_text() == "answer:\n"
+    (student / "answers.yaml").write_text("answer: 7\n")  # the student's work
+    assert main(["lab", "start", "toy", str(student), "--solution"]) == 1
+    assert "already has" in capsys.readouterr().err
+    assert (student / "answers.yaml").read_text() == "answer: 7\n"
+    assert main(["lab", "start", "toy", str(tmp_path / "teacher"), "--solution"]) == 0
+    assert (tmp_path / "teacher" / "answers.yaml").read_text() == "answer: 42\n"
+
+
+def test_check_prints_each_result_and_writes_the_score_sheet(toy: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    student = tmp_path / "student"
+    main(["lab", "start", "toy", str(student)])
+    capsys.readouterr()
+    assert main(["lab", "check", "toy", str(student)]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "[1/5] pass  the answer is there" in out
+    assert "[2/5] FAIL  the answer is 42" in out and "hint:     think again" in out
+    assert "[3/5] skip  the radio works" in out and "not checked here: no mac80211_hwsim here" in out
+    assert "score 1/6 (1 passed, 2 failed, 2 not checked on this machine)" in out
+    (student / "answers.yaml").write_text("answer: 42\n")
+    assert main(["lab", "check", "toy", str(student), "--json"]) == EXIT_UNCHECKED
+    captured = capsys.readouterr()
+    sheet = json.loads(captured.out)  # only the sheet on stdout; progress went to stderr
+    assert "[2/5] pass" in captured.err
+    assert (sheet["lab"], sheet["score"], sheet["total"], sheet["pass"], sheet["skip"], sheet["exit_status"]) == \
+        ("toy", 4, 6, 3, 2, EXIT_UNCHECKED)
+    assert [check["name"] for check in sheet["checks"]][:2] == ["present", "right"]
+    assert json.loads((student / "check-results" / "score.json").read_text())["score"] == 4
+
+
+def test_check_refuses_a_folder_without_the_labs_files(toy: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "check", "toy", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "has none of this lab's files (answers.yaml)" in err and "quicbed lab start toy" in err
+    assert not (tmp_path / "check-results").exists()
