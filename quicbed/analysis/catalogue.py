@@ -88,6 +88,9 @@ _METRICS = [
            bounds=NON_NEGATIVE),
     Metric("airtime_share", "airtime", "%", 100.0, None, "mac",
            "share of the run's time the radio carrying the download was transmitting", bounds=FRACTION),
+    Metric("airtime_per_mb", "airtime per MB", "ms", 1e3, "lower", "mac",
+           "transmit time of the radio carrying the download (data, control, management) per megabyte "
+           "delivered: what aggregation saves", bounds=NON_NEGATIVE),
     Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio",
            bounds=NON_NEGATIVE),
     Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock",

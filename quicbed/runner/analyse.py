@@ -103,9 +103,10 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> dict[str, float]:
     return summary or {}
 
 
-def mac_metrics(folder: Path, sender_node: str | None) -> dict[str, float]:
-    """A-MPDU size, airtime and retries of the node that transmits the download's last hop
-    to the client (the AP for a station), and the simulator's lag."""
+def mac_metrics(folder: Path, sender_node: str | None, app_bytes: int | None = None) -> dict[str, float]:
+    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered) and retries of
+    the node that transmits the download's last hop to the client (the AP for a station),
+    and the simulator's lag."""
     path = folder / "mac-stats.json"
     if not path.exists():
         return {}
@@ -115,6 +116,8 @@ def mac_metrics(folder: Path, sender_node: str | None) -> dict[str, float]:
     if node:
         values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
                       mac_retries=node["retries"])
+        if app_bytes:
+            values["airtime_per_mb"] = node["airtime_s"] / (app_bytes / 1e6)
     lag = stats.get("lag", {})
     if lag.get("max_ms") is not None:
         values["lag_max"] = lag["max_ms"] / 1e3
@@ -165,5 +168,5 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_sender: str | 
     if record.get("ok"):
         values.update(capture_metrics(folder, record))
         values.update(sender_metrics(folder, record))
-    values.update(mac_metrics(folder, wireless_sender))
+    values.update(mac_metrics(folder, wireless_sender, record.get("bytes") if record.get("ok") else None))
     return _finite(values)

@@ -74,12 +74,14 @@ def test_competitor_metrics_and_fairness() -> None:
 
 def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
     (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "nodes": {"ap1": {"mean_mpdus_per_ampdu": 21.5, "airtime_share": 0.4, "retries": 3},
+        "nodes": {"ap1": {"mean_mpdus_per_ampdu": 21.5, "airtime_share": 0.4, "airtime_s": 0.25, "retries": 3},
                   "sta1": {"mean_mpdus_per_ampdu": 1.0, "airtime_share": 0.05, "retries": 0}},
         "lag": {"max_ms": 2.5, "mean_ms": 0.1, "p99_ms": 0.5}, "behind_share": 0.002}))
     lag = {"lag_max": 0.0025, "lag_p99": 0.0005, "lag_behind_share": 0.002}
     assert mac_metrics(tmp_path, "ap1") == {"ampdu_mean": 21.5, "airtime_share": 0.4, "mac_retries": 3, **lag}
     assert mac_metrics(tmp_path, None) == lag
+    # 0.25 s of airtime for 2 MB delivered: 0.125 s per megabyte
+    assert mac_metrics(tmp_path, "ap1", app_bytes=2_000_000)["airtime_per_mb"] == pytest.approx(0.125)
 
 
 def test_a_tcp_run_takes_cwnd_from_the_kernel_tracepoint_when_it_has_one(tmp_path: Path) -> None:
