@@ -2,7 +2,7 @@
 the folders of ``QUICBED_LABS`` (a teacher's own, separated by ``:``).
 
     labs/NAME/
-      lab.yaml     title, summary, backend, minutes, files, run (below)
+      lab.yaml     title, summary, order, backend, minutes, files, run (below)
       handout.md   the task, and the questions answered from the results
       starter/     what ``quicbed lab start`` copies beside the handout
       solution/    the reference solution (never copied; tests check that it passes)
@@ -10,6 +10,7 @@ the folders of ``QUICBED_LABS`` (a teacher's own, separated by ``:``).
 
     title: Random and bursty loss
     summary: Bernoulli and Gilbert-Elliott loss of the same mean, TCP and QUIC
+    order: 2             # where it comes in a course (lists sort by it, then by name)
     backend: auto        # auto (netns, or ns3 when the kernel has no netem), netns, ns3, mininet-wifi
     minutes: 45          # a student's time, for the teacher's plan
     files: [experiment.yaml, answers.yaml]  # what the student hands in (all in starter/ and solution/)
@@ -33,7 +34,7 @@ from quicbed.paths import PACKAGE_ROOT
 from quicbed.spec.yamlfile import load_yaml
 
 LAB_FILE = "lab.yaml"
-FIELDS = ("title", "summary", "backend", "minutes", "files", "run")
+FIELDS = ("title", "summary", "order", "backend", "minutes", "files", "run")
 LAB_BACKENDS = ("auto", "netns", "ns3", "mininet-wifi")
 RUN_FIELDS = ("repetitions", "warmup", "set")
 
@@ -66,6 +67,7 @@ class Lab:
     minutes: int
     files: tuple[str, ...]
     run: RunSizes
+    order: int = 100
 
     @property
     def handout(self) -> Path:
@@ -145,14 +147,14 @@ def load_lab(folder: Path) -> Lab:
     backend = data.get("backend", "auto")
     if backend not in LAB_BACKENDS:
         raise doc.error(f"unknown backend {backend!r}", "backend", fix=f"use one of {', '.join(LAB_BACKENDS)}")
-    minutes = data.get("minutes", 30)
-    if not isinstance(minutes, int) or minutes < 1:
-        raise doc.error("minutes must be a whole number >= 1", "minutes")
+    for key, default in (("minutes", 30), ("order", 100)):
+        if not isinstance(data.get(key, default), int) or data.get(key, default) < 1:
+            raise doc.error(f"{key} must be a whole number >= 1", key)
     files = data.get("files")
     if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         raise doc.error("files must list what the student hands in", "files", fix="write files: [topology.py]")
-    lab = Lab(folder.name, folder, data["title"].strip(), " ".join(data["summary"].split()), backend, minutes,
-              tuple(files), _run_sizes(doc, data.get("run")))
+    lab = Lab(folder.name, folder, data["title"].strip(), " ".join(data["summary"].split()), backend,
+              data.get("minutes", 30), tuple(files), _run_sizes(doc, data.get("run")), data.get("order", 100))
     if not lab.handout.is_file():
         raise SpecError("the lab has no handout.md", source=str(folder), fix="write the task in handout.md")
     for part in (lab.starter, lab.solution):
@@ -166,7 +168,7 @@ def load_lab(folder: Path) -> Lab:
 
 
 def all_labs() -> list[Lab]:
-    """Every lab, in folder order then by name; a lab name is taken by the first folder."""
+    """Every lab, by order then name; a lab name is taken by the first folder that has it."""
     found: dict[str, Lab] = {}
     for base in lab_folders():
         if not base.is_dir():
@@ -174,7 +176,7 @@ def all_labs() -> list[Lab]:
         for folder in sorted(base.iterdir()):
             if (folder / LAB_FILE).is_file() and folder.name not in found:
                 found[folder.name] = load_lab(folder)
-    return list(found.values())
+    return sorted(found.values(), key=lambda lab: (lab.order, lab.name))
 
 
 def find_lab(name: str) -> Lab:
