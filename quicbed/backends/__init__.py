@@ -4,6 +4,7 @@ what they need from the host with ``host_checks`` (``quicbed doctor``)."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from quicbed.backends.base import Network
 from quicbed.errors import SpecError
@@ -23,8 +24,9 @@ CHECK_MODULES = {
 }
 
 
-def create(name: str, topology: Topology) -> Network:
-    """A not yet started Network of backend ``name`` for ``topology``."""
+def create(name: str, topology: Topology, **options: Any) -> Network:
+    """A not yet started Network of backend ``name`` for ``topology`` (``options``: the
+    backend's own, e.g. Mininet-WiFi's timeouts)."""
     if name not in BACKENDS:
         raise SpecError(f"unknown backend {name!r}", field="backend", fix=f"use one of {', '.join(BACKENDS)}")
     module_name, _, class_name = BACKENDS[name].partition(":")
@@ -34,7 +36,7 @@ def create(name: str, topology: Topology) -> Network:
         if error.name and module_name.startswith(error.name):
             raise SpecError(f"backend {name!r} is not part of this installation", field="backend") from None
         raise
-    return getattr(module, class_name)(topology)
+    return getattr(module, class_name)(topology, **options)
 
 
 def host_checks() -> list[Check]:

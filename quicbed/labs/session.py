@@ -23,6 +23,7 @@ from quicbed.apps import iperf, ping
 from quicbed.backends import create
 from quicbed.backends.base import Network
 from quicbed.errors import QuicbedError, SpecError
+from quicbed.host.vm import inside_vm
 from quicbed.labs.catalogue import Lab
 from quicbed.labs.checking import CannotCheck
 from quicbed.runner.folder import read_results
@@ -35,6 +36,10 @@ from quicbed.spec.yamlfile import load_yaml
 CHECK_RESULTS = "check-results"
 #: the lines of ``quicbed run`` a check shows as it goes (all of them are kept in a log file)
 SHOWN_RUN_LINES = re.compile(r"\[\s*\d+/\d+\]|note:|running |warning|quicbed: error|interrupted|results: |\d+ ok, ")
+
+
+#: the microVM's emulated CPU makes association, mesh peering and teardown take minutes
+MININET_WIFI_IN_VM = {"association_timeout_s": 240.0, "mesh_timeout_s": 240.0, "stop_timeout_s": 240.0}
 
 
 class StudentError(SpecError):
@@ -154,7 +159,7 @@ class CheckSession:
         topology = self.topology(name, **params)
         backend = self.backend(topology)
         self.log(f"building {name} on {backend}")
-        network = create(backend, topology)
+        network = create(backend, topology, **(MININET_WIFI_IN_VM if backend == "mininet-wifi" and inside_vm() else {}))
         network.start()
         self._network = (key, network)
         if backend not in self.backends_used:

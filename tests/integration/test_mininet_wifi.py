@@ -186,6 +186,16 @@ def test_http3_download_from_a_station(ap_network: MininetWifiNetwork, tmp_path:
     assert stats["sta1-wlan0"].captured and stats["sta1-wlan0"].captured > DOWNLOAD_SIZE // 1500
 
 
+def test_hostapd_log_and_station_dump_show_each_association(ap_network: MininetWifiNetwork) -> None:
+    macs = [ap_network.mn_node(name).wintfs[0].mac for name in ("sta1", "sta2")]
+    log = ap_network.hostapd_log("ap1").read_text()
+    dump = ap_network.ap_run("ap1", ["iw", "dev", "ap1-wlan1", "station", "dump"]).stdout
+    for mac in macs:
+        assert f"AP-STA-CONNECTED {mac}" in log, log[-2000:]
+        assert f"Station {mac}" in dump, dump
+    assert ap_network.describe()["hostapd_logs"]["ap1"] == str(ap_network.hostapd_log("ap1"))
+
+
 def test_describe_records_the_emulator(ap_network: MininetWifiNetwork) -> None:
     description = ap_network.describe()
     assert description["backend"] == "mininet-wifi"

@@ -225,3 +225,29 @@ def test_check_refuses_a_folder_without_the_labs_files(toy: Path, tmp_path: Path
     err = capsys.readouterr().err
     assert "has none of this lab's files (answers.yaml)" in err and "quicbed lab start toy" in err
     assert not (tmp_path / "check-results").exists()
+
+
+def test_a_lab_the_machine_cannot_run_is_skipped_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A Mininet-WiFi lab on a kernel without mac80211_hwsim goes to the microVM; when that
+    cannot start either, every check is skipped with both reasons, and nothing fails."""
+    from quicbed.errors import MissingDependency
+    from quicbed.host import capabilities, vm
+
+    labs = tmp_path / "labs"
+    _toy_lab(labs, backend="mininet-wifi")
+    monkeypatch.setenv("QUICBED_LABS", str(labs))
+    monkeypatch.setattr(capabilities, "has_hwsim", lambda: False)
+    monkeypatch.setattr(vm, "inside_vm", lambda: False)
+
+    def no_vm(*args: object, **kwargs: object) -> None:
+        raise MissingDependency("virtme-ng (vng) is not installed")
+    monkeypatch.setattr(vm, "run_in_vm", no_vm)
+    student = tmp_path / "student"
+    main(["lab", "start", "toy", str(student), "--solution"])
+    capsys.readouterr()
+    assert main(["lab", "check", "toy", str(student), "--json"]) == EXIT_UNCHECKED
+    sheet = json.loads(capsys.readouterr().out)
+    assert sheet["skip"] == 5 and sheet["fail"] == 0
+    assert all("this kernel has no mac80211_hwsim, and the microVM cannot run (virtme-ng (vng) is not installed)"
+               in check["seen"] for check in sheet["checks"])

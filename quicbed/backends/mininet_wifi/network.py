@@ -113,6 +113,22 @@ class MininetWifiNetwork(Network):
         """The real device name behind a resolved interface name (wlan0 -> sta1-wlan0)."""
         return self._names.get((node, resolved_name), resolved_name)
 
+    def hostapd_log(self, ap: str) -> Path:
+        """hostapd's log of access point ``ap`` (associations, authentications; -t timestamps)."""
+        if ap not in self.plan.access_points or self.work_dir is None:
+            raise BackendError(f"{ap} is not an access point of this network (or the network is not started)")
+        return self.work_dir / f"hostapd-{ap}.log"
+
+    def ap_run(self, ap: str, argv: Sequence[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` where access point ``ap`` lives: Mininet-WiFi's kernel APs keep their
+        radio (``ap1-wlan1``) in the root namespace, e.g. ``iw dev ap1-wlan1 station dump``."""
+        if ap not in self.plan.access_points:
+            raise BackendError(f"{ap} is not an access point of this network")
+        try:
+            return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise BackendError(f"{' '.join(argv)} for {ap} did not finish within {timeout:g} s") from None
+
     def describe(self) -> dict[str, Any]:
         return {
             "backend": self.backend_name, "run_id": self.run_id,
@@ -124,6 +140,8 @@ class MininetWifiNetwork(Network):
             "devices": {f"{node}:{name}": real for (node, name), real in self._names.items()},
             "node_pids": ({name: n.pid for name, n in self._nodes.items()} if self.net is not None else {}),
             "association_retries": dict(self.association_retries),
+            "hostapd_logs": ({ap: str(self.hostapd_log(ap)) for ap in self.plan.access_points}
+                             if self.work_dir is not None else {}),
             "options": dataclasses.asdict(self.options),
             "warnings": self.warnings,
         }
@@ -187,7 +205,8 @@ class MininetWifiNetwork(Network):
         for name, params in self.plan.stations.items():
             net.addStation(name, ip=None, ip6=None, **_without_none(params))
         for name, params in self.plan.access_points.items():
-            net.addAccessPoint(name, **_without_none(params))
+            # -f: hostapd logs to a file of the run instead of syslog, -t with timestamps
+            net.addAccessPoint(name, hostapd_flags=f"-t -f {self.hostapd_log(name)}", **_without_none(params))
         for name in self.plan.switches:
             net.addSwitch(name, cls=OVSBridge, failMode="standalone")
         if self.options.propagation_model:
