@@ -13,7 +13,13 @@ import yaml
 from quicbed.cli import main
 from quicbed.errors import SpecError
 from quicbed.labs.catalogue import all_labs, find_lab, load_lab
-from quicbed.labs.checking import EXIT_FAILED, EXIT_PASSED, EXIT_UNCHECKED, ScoreSheet, run_checks
+from quicbed.labs.checking import (
+    EXIT_FAILED,
+    EXIT_PASSED,
+    EXIT_UNCHECKED,
+    ScoreSheet,
+    run_checks,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
