@@ -24,8 +24,8 @@ pytestmark = [pytest.mark.needs_root, pytest.mark.skipif(os.geteuid() != 0, reas
 
 
 def _check(lab: str, folder: Path) -> tuple[int, dict]:
-    result = subprocess.run([sys.executable, "-m", "quicbed", "lab", "check", lab, str(folder), "--json"], check=False,
-                            cwd=ROOT, capture_output=True, text=True, timeout=900,
+    result = subprocess.run([sys.executable, "-m", "quicbed", "lab", "check", lab, str(folder), "--json"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.stdout.strip(), result.stderr
     return result.returncode, json.loads(result.stdout)
