@@ -50,11 +50,7 @@ def matrix(session):
 @check("every run completed", needs=["matrix"], expected="every run ok",
        hint="read the runs' errors in check-results/experiment/results.jsonl")
 def runs_complete(session):
-    runs = session.experiment().runs()
-    failed = [f"{row['run_id']} {row.get('error') or row.get('invalid_reasons')}" for row in runs
-              if row.get("status") != "ok"]
-    return Verdict(bool(runs) and not failed, f"{len(runs) - len(failed)} of {len(runs)} ok"
-                   + (f" (not ok: {'; '.join(failed)})" if failed else ""))
+    return session.experiment().every_run_ok()
 
 
 @check("without aggregation every PSDU carries one MPDU", needs=["runs_complete"],

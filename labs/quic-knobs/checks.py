@@ -60,10 +60,7 @@ def one_knob_each(session):
 @check("every run completed", needs=["one_knob_each"], expected="every run ok",
        hint="read the runs' errors in check-results/experiment/results.jsonl")
 def runs_complete(session):
-    runs = session.experiment().runs()
-    failed = [f"{row['run_id']} {row.get('error')}" for row in runs if row.get("status") != "ok"]
-    return Verdict(bool(runs) and not failed, f"{len(runs) - len(failed)} of {len(runs)} ok"
-                   + (f" (failed: {'; '.join(failed)})" if failed else ""))
+    return session.experiment().every_run_ok()
 
 
 def _median(session, metric: str, transport: str) -> float:

@@ -17,8 +17,6 @@ from quicbed.labs.session import CHECK_RESULTS
 
 #: the score sheet each check writes into the student's folder
 SCORE_FILE = "score.json"
-#: kernel modules the microVM loads for a lab's backend
-VM_MODULES = {"mininet-wifi": ["mac80211_hwsim radios=0", "openvswitch"]}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -147,6 +145,7 @@ def _check_here(lab: Lab, folder: Path, out: object) -> ScoreSheet:
 def _check_in_vm(lab: Lab, folder: Path, reason: str, out: object) -> ScoreSheet:
     """The same check in the microVM, in the student's folder (the VM shares its working
     folder, wherever it is); the score sheet comes back through that folder."""
+    from quicbed.cli.run import VM_MODULES
     from quicbed.host import vm
 
     print(f"checking in the microVM {reason} (without KVM its CPU is ~13x slower)", file=out, flush=True)  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ from quicbed.backends.base import Network
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.host.vm import inside_vm
 from quicbed.labs.catalogue import Lab
-from quicbed.labs.checking import CannotCheck
+from quicbed.labs.checking import CannotCheck, Verdict
 from quicbed.runner.folder import read_results
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.loader import load_topology
@@ -70,6 +70,14 @@ class ExperimentOutcome:
             if row.get("status") == "ok" and isinstance(value, (int, float)) and not math.isnan(value):
                 found.append(float(value))
         return found
+
+    def every_run_ok(self) -> Verdict:
+        """Passed when every measured run completed (and was valid); seen: which did not, and why."""
+        runs = self.runs()
+        failed = [f"{row['run_id']} {row.get('error') or row.get('invalid_reasons')}" for row in runs
+                  if row.get("status") != "ok"]
+        return Verdict(bool(runs) and not failed, f"{len(runs) - len(failed)} of {len(runs)} ok"
+                       + (f" (not ok: {'; '.join(failed)})" if failed else ""))
 
     def cells(self, axis: str) -> list[Any]:
         """The values of one matrix axis, in run order, each once."""
