@@ -36,8 +36,6 @@ from quicbed.spec.yamlfile import load_yaml
 CHECK_RESULTS = "check-results"
 #: the lines of ``quicbed run`` a check shows as it goes (all of them are kept in a log file)
 SHOWN_RUN_LINES = re.compile(r"\[\s*\d+/\d+\]|note:|running |warning|quicbed: error|interrupted|results: |\d+ ok, ")
-
-
 #: the microVM's emulated CPU makes association, mesh peering and teardown take minutes
 MININET_WIFI_IN_VM = {"association_timeout_s": 240.0, "mesh_timeout_s": 240.0, "stop_timeout_s": 240.0}
 
@@ -78,15 +76,6 @@ class ExperimentOutcome:
                   if row.get("status") != "ok"]
         return Verdict(bool(runs) and not failed, f"{len(runs) - len(failed)} of {len(runs)} ok"
                        + (f" (not ok: {'; '.join(failed)})" if failed else ""))
-
-    def cells(self, axis: str) -> list[Any]:
-        """The values of one matrix axis, in run order, each once."""
-        seen: list[Any] = []
-        for row in self.rows:
-            value = row.get("cell", {}).get(axis)
-            if axis in row.get("cell", {}) and value not in seen:
-                seen.append(value)
-        return seen
 
 
 class CheckSession:
