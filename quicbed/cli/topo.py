@@ -159,11 +159,14 @@ def handle_up(args: argparse.Namespace) -> int:
     with create(args.backend, topo) as network:
         for node, command in starts:
             network.node(node).start(["sh", "-c", command], name=f"exec-{node}")
-        for warning in network.describe().get("warnings") or []:
+        description = network.describe()
+        for warning in description.get("warnings") or []:
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         print(f"network {getattr(network, 'run_id', '')} is up ({args.backend}):", flush=True)
         for name in topo.nodes:
             print(f"  {name:<12} {enter_command(network, name)}", flush=True)
+        for ap, log in (description.get("hostapd_logs") or {}).items():
+            print(f"  {ap} hostapd log: {log}", flush=True)
         print("press Ctrl-C to tear it down", flush=True)
         deadline = time.monotonic() + args.duration if args.duration else None
         while deadline is None or time.monotonic() < deadline:

@@ -247,6 +247,7 @@ def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: No
             seen += line
             assert line or victim.poll() is None, f"topo up ended: {seen}"
             assert time.monotonic() < deadline, f"topo up did not come up: {seen}"
+        assert "  ap1 hostapd log: " in seen, seen  # where a user finds the AP's log
         radios = [name for name in os.listdir("/sys/kernel/debug/ieee80211") if name.startswith(f"mn{victim.pid:05d}p")]
         assert radios and Path("/sys/class/net/ap1").exists()
         daemons = _live_daemons() - daemons_before
