@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from quicbed.errors import QuicbedError
@@ -114,11 +112,11 @@ def _summary(sheet: ScoreSheet) -> str:
 
 
 def _write_sheet(sheet: ScoreSheet, folder: Path) -> Path:
+    from quicbed.runner.folder import write_json_atomic
+
     target = folder / CHECK_RESULTS / SCORE_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as handle:
-        json.dump(sheet.to_dict(), handle, indent=1)
-    os.replace(handle.name, target)
+    write_json_atomic(target, sheet.to_dict())
     return target
 
 
