@@ -98,12 +98,14 @@ class Lab:
         found = [getattr(value, CHECK_MARK) for value in vars(module).values() if hasattr(value, CHECK_MARK)]
         if not found:
             raise SpecError("no checks", source=str(path), fix="decorate check functions with @check(...)")
-        names = {item.name for item in found}
+        earlier: list[str] = []  # checks run in order: a check can need only those before it
         for item in found:
             for need in item.needs:
-                if need not in names:
-                    raise SpecError(f"check {item.name} needs {need!r}, which is not a check here",
-                                    source=str(path), fix=f"use one of {', '.join(sorted(names))}")
+                if need not in earlier:
+                    raise SpecError(f"check {item.name} needs {need!r}, which is not a check defined before it",
+                                    source=str(path), fix=f"use one of {', '.join(earlier) or '(none yet)'}, "
+                                                          "or move the check it needs above it")
+            earlier.append(item.name)
         return found
 
 

@@ -107,7 +107,12 @@ def test_a_malformed_lab_file_names_file_field_and_fix(tmp_path: Path, change: d
 def test_checks_that_need_an_unknown_check_are_refused(tmp_path: Path) -> None:
     folder = _toy_lab(tmp_path, checks="from quicbed.labs import Verdict, check\n\n"
                                        "@check('x', needs=['nothing'])\ndef x(session):\n    return Verdict(True, '')\n")
-    with pytest.raises(SpecError, match="needs 'nothing', which is not a check here"):
+    with pytest.raises(SpecError, match="needs 'nothing', which is not a check defined before it"):
+        load_lab(folder).checks()
+    backwards = "from quicbed.labs import Verdict, check\n\n@check('a', needs=['b'])\ndef a(session):\n" \
+                "    return Verdict(True, '')\n\n@check('b')\ndef b(session):\n    return Verdict(True, '')\n"
+    (folder / "checks.py").write_text(backwards)
+    with pytest.raises(SpecError, match="needs 'b', which is not a check defined before it"):
         load_lab(folder).checks()
 
 
