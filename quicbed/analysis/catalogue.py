@@ -55,7 +55,7 @@ _METRICS = [
            "data packets sent by the server never seen at the client", bounds=FRACTION),
     Metric("loss_burst_mean", "loss burst", "pkts", 1.0, None, "captures",
            "mean run of consecutively lost data packets, in the server's send order (Bernoulli: 1/(1-p))",
-           bounds=(1.0, None)),
+           bounds=NON_NEGATIVE),
     Metric("owd_mean", "one-way delay", "ms", 1e3, "lower", "captures", "mean server-to-client delay of data packets",
            bounds=NON_NEGATIVE),
     Metric("owd_p95", "one-way delay p95", "ms", 1e3, "lower", "captures", "95th percentile of the one-way delay",

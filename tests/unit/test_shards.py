@@ -75,7 +75,7 @@ def test_shard_by_an_axis_keeps_the_compared_cells_together(capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
     transports = {line.split("transport=")[1].split(",")[0] for line in lines}
     losses = {line.split("link.bottleneck.loss=")[1] for line in lines}
-    assert transports == {"quic", "bquic", "tcp"} and len(lines) == 3 * len(losses)
+    assert transports == {"quic-native", "bquic-native", "tcp"} and len(lines) == 3 * len(losses)
     assert main(["run", str(E4), "--dry-run", "--shard", "1/2", "--shard-by", "transprot"]) == 1
     assert "use cell, run or a matrix axis of this experiment (transport, link.bottleneck.loss)" in \
         capsys.readouterr().err
