@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Unpack quinn-proto from crates.io into patched/ and add the pacing switch quicbed needs
-# (patches/quinn-proto-pacing-switch.patch: quinn paces every connection and has no
-# setting for it; BQUIC sends without pacing). Cargo.toml's [patch.crates-io] builds
-# against that copy. Idempotent; needs curl (or the crate in cargo's cache), tar, patch.
+# Unpack quinn-proto from crates.io into patched/ and apply quicbed's patches in name order:
+# patches/quinn-proto-pacing-switch.patch (quinn paces every connection and has no setting
+# for it; BQUIC sends without pacing) and patches/quinn-proto-qlog-acks.patch (the ACK
+# ranges in the qlog, so that spurious losses can be counted). Cargo.toml's
+# [patch.crates-io] builds against that copy. Idempotent; needs curl (or the crate in
+# cargo's cache), tar, patch.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=quinn-proto
 version=0.11.19
 sha256=0e750cca55fe4f0439a15d0bb529da9651e79993e8e72c61a899a36d462befbe
-patch_file=$here/patches/quinn-proto-pacing-switch.patch
+patch_files=("$here"/patches/*.patch)
 dest=$here/patched/$name
 stamp=$dest/.quicbed-patch.sha256
 
-want=$(sha256sum "$patch_file" | cut -d' ' -f1)
+want=$(cat "${patch_files[@]}" | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -34,9 +36,11 @@ fi
 echo "$sha256  $crate" | sha256sum --check --quiet - ||
   { echo "prepare.sh: $name-$version.crate does not have the checksum of the crates.io release" >&2; exit 1; }
 tar xzf "$crate" -C "$scratch"
-patch --quiet --directory "$scratch/$name-$version" --strip 1 < "$patch_file"
+for patch_file in "${patch_files[@]}"; do
+  patch --quiet --directory "$scratch/$name-$version" --strip 1 < "$patch_file"
+done
 echo "$want" > "$scratch/$name-$version/.quicbed-patch.sha256"
 mkdir -p "$here/patched"
 rm -rf "$dest"
 mv "$scratch/$name-$version" "$dest"
-echo "prepare.sh: $name $version unpacked into patched/ with $(basename "$patch_file")"
+echo "prepare.sh: $name $version unpacked into patched/ with ${#patch_files[@]} patches"

@@ -21,6 +21,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -275,6 +276,44 @@ def tcp_out_of_sequence_rate(received: Sequence[Packet]) -> float:
     return late / len(received)
 
 
+def _relative_ranges(packets: Sequence[Packet], base: int) -> list[tuple[int, int]]:
+    return [(seq, seq + packet.payload_len) for packet in packets
+            for seq in [((packet.tcp_seq or 0) - base) % (1 << 32)]]
+
+
+def tcp_retransmissions(sent: Sequence[Packet], received: Sequence[Packet]) -> tuple[int, int]:
+    """TCP only: (segments the server sent again, of them the ones whose bytes had all
+    reached the client already). The second are the sender's spurious loss declarations:
+    data it took for lost that the receiver had. Server capture: a segment starting below
+    the highest byte sent so far is a retransmission; client capture: a segment whose bytes
+    had all arrived before is a duplicate."""
+    if not sent:
+        return 0, 0
+    base = sent[0].tcp_seq or 0
+    highest_end, retransmitted = 0, 0
+    for start, end in _relative_ranges(sent, base):
+        if start < highest_end:
+            retransmitted += 1
+        highest_end = max(highest_end, end)
+    starts: list[int] = []  # the bytes received so far, as disjoint sorted [start, end) runs
+    ends: list[int] = []
+    duplicates = 0
+    for start, end in _relative_ranges(received, base):
+        if end <= start:
+            continue
+        at = bisect.bisect_right(starts, start) - 1
+        if at >= 0 and ends[at] >= end:
+            duplicates += 1
+            continue
+        # merge [start, end) with every run it touches
+        low = at if at >= 0 and ends[at] >= start else at + 1
+        high = bisect.bisect_right(starts, end)
+        if low < high:
+            start, end = min(start, starts[low]), max(end, ends[high - 1])
+        starts[low:high], ends[low:high] = [start], [end]
+    return retransmitted, min(duplicates, retransmitted)
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -494,6 +533,7 @@ __all__ = [
     "sequence_frame",
     "short_gap_share",
     "tcp_out_of_sequence_rate",
+    "tcp_retransmissions",
     "throughput",
     "transfer_time",
 ]

@@ -38,7 +38,7 @@ METRIC_FIELDS = ("cwnd", "bytes_in_flight", "ssthresh", "smoothed_rtt", "min_rtt
 _RTT_FIELDS = ("smoothed_rtt", "min_rtt", "latest_rtt", "rtt_variance")
 STATES = ("slow_start", "congestion_avoidance", "recovery")
 #: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs):
-#: quinn logs RTTs in seconds where qlog says milliseconds, and no ssthresh
+#: quinn logs RTTs in seconds where qlog says milliseconds, and only the fields that changed
 QUINN_DESCRIPTION = "quicbed-quinn"
 #: qlog 0.3's name for the congestion window; aioquic's (and this module's) is ``cwnd``
 _CWND_ALIASES = ("congestion_window",)
@@ -63,7 +63,10 @@ class QlogTrace:
 
     @property
     def logs_ssthresh(self) -> bool:
-        return self.producer != "quinn"
+        """aioquic logs ssthresh once set; quinn only with quicbed's own controllers (CUBIC,
+        NewReno), and only once slow start has ended."""
+        return self.producer != "quinn" or any(
+            event["data"].get("ssthresh") is not None for event in self.named("recovery:metrics_updated"))
 
     def named(self, *names: str) -> list[dict[str, Any]]:
         wanted = set(names)
@@ -213,6 +216,7 @@ def derive_congestion_states(metrics_events: Iterable[Mapping[str, Any]]
     The rules of quicbed's filtered logger: ``slow_start`` while there is no ssthresh or
     cwnd < ssthresh; ``recovery`` from a cwnd decrease until cwnd grows again; otherwise
     ``congestion_avoidance``. Evaluated when cwnd or ssthresh change (and in recovery).
+    Fields an event leaves out keep their last value (quinn logs only what changed).
     """
     changes: list[tuple[float, str]] = []
     state: str | None = None
@@ -220,7 +224,7 @@ def derive_congestion_states(metrics_events: Iterable[Mapping[str, Any]]
     last_ssthresh: float | None = None
     for event in metrics_events:
         data = event["data"]
-        cwnd, ssthresh = data.get("cwnd"), data.get("ssthresh")
+        cwnd, ssthresh = data.get("cwnd", last_cwnd), data.get("ssthresh", last_ssthresh)
         if cwnd is None:
             continue
         if cwnd == last_cwnd and ssthresh == last_ssthresh and state != "recovery":
@@ -286,6 +290,84 @@ def app_limited_share(metrics: pd.DataFrame, start: float, end: float,
     return shares.get("app", 0.0) if shares else math.nan
 
 
+# --------------------------------------------------------------------------- slow start and losses
+
+#: why a sender left slow start: a loss (its window shrank), a delay increase (ssthresh set
+#: with the window kept), still in slow start at the end, or no way to tell from the log
+EXIT_REASONS = ("loss", "delay", "none", "unknown")
+
+
+@dataclass(frozen=True)
+class SlowStartExit:
+    time: float  # s from the sender's first metrics event to the exit; NaN unless it left
+    reason: str  # one of EXIT_REASONS
+
+
+def slow_start_exit(trace: QlogTrace) -> SlowStartExit:
+    """When and why the sender first left slow start (:func:`congestion_states`): into
+    recovery is a loss; into congestion avoidance is the delay-increase rule (quicbed's
+    endpoints set ssthresh to the window when the RTT rises, without shrinking it)."""
+    states = congestion_states(trace)
+    metrics = trace.named("recovery:metrics_updated")
+    if states.empty or not metrics:
+        return SlowStartExit(math.nan, "unknown")
+    start = float(metrics[0]["time"])
+    in_slow_start = False
+    for when, state in zip(states["time"], states["state"], strict=True):
+        if state == "slow_start":
+            in_slow_start = True
+        elif in_slow_start:
+            return SlowStartExit(float(when) - start, "loss" if state == "recovery" else "delay")
+    return SlowStartExit(math.nan, "none" if in_slow_start else "unknown")
+
+
+def _packet_number(data: Mapping[str, Any]) -> int | None:
+    header = data.get("header") or {}
+    number = header.get("packet_number", data.get("packet_number"))
+    return int(number) if number is not None else None
+
+
+def _one_rtt(data: Mapping[str, Any]) -> bool:
+    kind = str((data.get("header") or {}).get("packet_type", data.get("type", ""))).lower()
+    return kind in ("1rtt", "1-rtt", "onertt")
+
+
+@dataclass(frozen=True)
+class DeclaredLosses:
+    declared: int  # 1-RTT packets the sender declared lost
+    spurious: int  # of them, acknowledged by the peer afterwards
+
+
+def declared_losses(trace: QlogTrace) -> DeclaredLosses | None:
+    """Losses the sender declared (``recovery:packet_lost``) and how many of those packets
+    the peer acknowledged later (ACK ranges of ``transport:packet_received``). None when the
+    log holds no ACK ranges: spurious losses cannot be told then."""
+    lost: dict[int, float] = {}
+    for event in trace.named("recovery:packet_lost"):
+        number = _packet_number(event["data"])
+        if number is not None and _one_rtt(event["data"]):
+            lost.setdefault(number, float(event["time"]))
+    ranges: list[tuple[float, int, int]] = []
+    for event in trace.named("transport:packet_received"):
+        if not _one_rtt(event["data"]):
+            continue
+        for frame in event["data"].get("frames") or []:
+            if frame.get("frame_type") == "ack":
+                ranges.extend((float(event["time"]), int(low), int(high))
+                              for low, high in frame.get("acked_ranges") or [])
+    if not ranges:
+        return None
+    if not lost:
+        return DeclaredLosses(0, 0)
+    # the last time each packet number (up to the largest lost one) was acknowledged
+    last_acked = np.full(max(lost) + 1, -math.inf)
+    for at, low, high in sorted(ranges):
+        if low <= high and low < last_acked.size:
+            last_acked[low:high + 1] = at
+    spurious = sum(1 for number, when in lost.items() if last_acked[number] >= when)
+    return DeclaredLosses(len(lost), spurious)
+
+
 # --------------------------------------------------------------------------- summary
 
 
@@ -339,17 +421,22 @@ def summarize_qlog(path: str | os.PathLike[str], vantage: str | None = "server")
 
 
 __all__ = [
+    "EXIT_REASONS",
     "METRIC_FIELDS",
     "STATES",
+    "DeclaredLosses",
     "QlogSummary",
     "QlogTrace",
+    "SlowStartExit",
     "app_limited_share",
     "congestion_states",
+    "declared_losses",
     "derive_congestion_states",
     "load_qlog",
     "load_trace",
     "metrics_frame",
     "phase_shares",
+    "slow_start_exit",
     "summarize_qlog",
     "summarize_trace",
     "transfer_window",

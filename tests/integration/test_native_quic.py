@@ -261,3 +261,21 @@ def test_losses_are_declared_by_the_rule_the_thresholds_choose(runs: dict[str, N
     # loss delay = 4 x max(latest RTT, smoothed RTT) >= 4 x min RTT
     assert min(by_time) >= 4 * time_rtt * 0.95, figures
     assert statistics.median(by_packets) < 2 * packet_rtt + 0.005 < statistics.median(by_time), figures
+
+
+def test_the_qlog_tells_the_slow_start_exit_and_the_spurious_losses(runs: dict[str, NativeRun]) -> None:
+    """From the server's qlog alone (quicbed.analysis.qlog): the RTT rule's exit is a delay
+    exit; the station's drops are declared losses that no later ACK covers (the ACK ranges
+    come from native/quinn/patches/quinn-proto-qlog-acks.patch)."""
+    from quicbed.analysis.qlog import declared_losses, load_trace, slow_start_exit
+
+    traces = {name: load_trace(runs[name].qlog) for name in ("reno-exit", "reno-no-exit", *LOSSY)
+              if runs[name].qlog is not None}
+    assert set(traces) == {"reno-exit", "reno-no-exit", *LOSSY}
+    assert slow_start_exit(traces["reno-exit"]).reason == "delay"
+    assert slow_start_exit(traces["reno-no-exit"]).reason in ("loss", "none")
+    for name in LOSSY:
+        losses = declared_losses(traces[name])
+        assert losses is not None, f"{name}: the qlog holds no ACK ranges"
+        dropped = len(data_departures(runs[name])) // DROP_EVERY
+        assert losses.declared >= 0.8 * dropped and losses.spurious <= 0.1 * losses.declared, (name, losses)

@@ -300,3 +300,27 @@ def test_ack_ratio_counts_acks_from_the_first_data_packet() -> None:
     flow = metrics.main_flow(packets)
     assert flow == (SERVER, 4433, CLIENT, 5000, "udp")
     assert metrics.ack_ratio(packets, flow) == pytest.approx(0.5)
+
+
+def _segment(ts: float, seq: int, length: int = 1000) -> Packet:
+    return Packet(ts, SERVER, CLIENT, 443, 5000, "tcp", length + 52, length, int(ts * 1e6) % 65536, seq,
+                  tcp_flags=0x18, tcp_seq=seq, tcp_ack=1)
+
+
+def test_tcp_retransmissions_and_the_spurious_ones() -> None:
+    # sequence numbers near the 32-bit wrap; segments of 1000 bytes from base
+    base = (1 << 32) - 1500
+    sent = [_segment(0.001 * i, (base + 1000 * i) % (1 << 32)) for i in range(6)]
+    # segment 2 is lost and resent; segment 4 is resent too early (its original arrived):
+    # spurious; the resend of 2 covers 2 and half of 3 (new boundaries)
+    sent += [_segment(0.010, (base + 2000) % (1 << 32), 1500), _segment(0.011, (base + 4000) % (1 << 32))]
+    received = [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]
+    assert metrics.tcp_retransmissions(sent, received) == (2, 1)
+    assert metrics.tcp_retransmissions([], []) == (0, 0)
+
+
+def test_the_committed_tcp_run_retransmitted_its_one_lost_segment_and_nothing_spurious() -> None:
+    server, client, flow = _load("tcp")
+    sent, received = metrics.data_packets(server, flow), metrics.data_packets(client, flow)
+    assert len(metrics.lost_packets(sent, received)) == 1
+    assert metrics.tcp_retransmissions(sent, received) == (1, 0)

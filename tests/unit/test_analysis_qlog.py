@@ -183,7 +183,8 @@ def test_relative_and_delta_times_and_json_seq(tmp_path: Path) -> None:
 
 def test_quinn_qlog_units_and_names() -> None:
     """quicbed's native endpoint (quinn) logs RTTs in seconds and the window as
-    congestion_window, and no ssthresh: read in this module's units, phases not guessed.
+    congestion_window, and (its transfer never left slow start) no ssthresh: read in this
+    module's units, phases not guessed.
     Expected values: zcat server.sqlog.gz | grep min_rtt (smallest 5.453e-05) and
     grep -o congestion_window (largest 278944)."""
     trace = qlog.load_trace(FIXTURES / "quinn" / "server.sqlog.gz")
@@ -194,3 +195,63 @@ def test_quinn_qlog_units_and_names() -> None:
     summary = qlog.summarize_trace(trace)
     assert summary.phases == {} and summary.states_source == "none"
     assert summary.cwnd_mean > 0
+
+
+# --------------------------------------------------------------------------- slow-start exit, spurious losses
+
+
+def test_slow_start_exit_of_the_committed_runs() -> None:
+    """Both aioquic runs left slow start on the delay rule, into congestion avoidance with the
+    window kept: grep '"congestion_state_updated"' gives slow_start at 1795257021319.452 ms and
+    congestion_avoidance at ...353.741 (bquic), the first metrics event at ...319.452."""
+    trace = qlog.load_trace(FIXTURES / "bquic" / "server.qlog.gz")
+    exit_ = qlog.slow_start_exit(trace)
+    assert exit_.reason == "delay" and exit_.time == pytest.approx(0.034289, abs=2e-6)
+    assert qlog.slow_start_exit(qlog.load_trace(FIXTURES / "quinn" / "server.sqlog.gz")).reason == "unknown"
+
+
+def _lost(time: float, number: int) -> dict[str, Any]:
+    return {"time": time, "name": "recovery:packet_lost", "data": {"type": "1RTT", "packet_number": number}}
+
+
+def _acks(time: float, *ranges: tuple[int, int]) -> dict[str, Any]:
+    return {"time": time, "name": "transport:packet_received",
+            "data": {"header": {"packet_type": "1RTT", "packet_number": 0},
+                     "frames": [{"frame_type": "ack", "acked_ranges": [list(r) for r in ranges]}]}}
+
+
+def test_a_loss_exit_and_a_spurious_loss(tmp_path: Path) -> None:
+    # 9 and 12 declared lost at 1050 ms; 12 is acknowledged at 1060 ms: one spurious loss;
+    # 9 was acknowledged only before it was declared (impossible in a real sender, but
+    # an ACK before the declaration must not count)
+    events = [_metric(1000.0, 20000, 19000), _acks(1040.0, (0, 9)), _lost(1050.0, 9), _lost(1050.0, 12),
+              _metric(1050.0, 10000, 9000, ssthresh=10000), _acks(1060.0, (10, 14))]
+    trace = qlog.load_trace(_write(tmp_path / "t.qlog", events))
+    assert qlog.slow_start_exit(trace) == qlog.SlowStartExit(pytest.approx(0.05), "loss")
+    assert qlog.declared_losses(trace) == qlog.DeclaredLosses(declared=2, spurious=1)
+    no_acks = qlog.load_trace(_write(tmp_path / "n.qlog", [e for e in events if "ack" not in json.dumps(e)]))
+    assert qlog.declared_losses(no_acks) is None  # cannot tell, so no number
+
+
+def test_the_bquic_run_declared_its_five_losses_and_none_was_spurious() -> None:
+    # grep -o '"recovery:packet_lost"' -> 5; the captures lose the same 5 (test_analysis_metrics)
+    trace = qlog.load_trace(FIXTURES / "bquic" / "server.qlog.gz")
+    assert qlog.declared_losses(trace) == qlog.DeclaredLosses(declared=5, spurious=0)
+
+
+def test_a_quinn_trace_that_logs_ssthresh_only_when_it_changes(tmp_path: Path) -> None:
+    """quinn logs the fields that changed; with quicbed's controllers ssthresh appears once
+    slow start ends, and the states are derived from the forward-filled values."""
+    header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "description": "quicbed-quinn: RTTs in seconds",
+              "trace": {"vantage_point": {"type": "unknown"}}}
+    events = [{"time": 0.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 12000}},
+              {"time": 10.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 24000}},
+              {"time": 20.0, "name": "recovery:metrics_updated", "data": {"ssthresh": 24000}},
+              {"time": 30.0, "name": "recovery:metrics_updated", "data": {"bytes_in_flight": 5000}},
+              {"time": 40.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 25200}}]
+    path = tmp_path / "q.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(record) + "\n" for record in [header, *events]))
+    trace = qlog.load_trace(path)
+    assert trace.producer == "quinn" and trace.logs_ssthresh
+    assert qlog.congestion_states(trace)["state"].tolist() == ["slow_start", "congestion_avoidance"]
+    assert qlog.slow_start_exit(trace) == qlog.SlowStartExit(pytest.approx(0.02), "delay")
