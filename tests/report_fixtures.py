@@ -58,13 +58,13 @@ def record(run_id: str, index: int, cell_index: int, cell: dict[str, Any], repet
             "finished": 1795260002.5 + index, "folder": f"runs/{run_id}", "metrics": metrics or {}}
 
 
-def make_matrix_folder(folder: Path) -> Path:
+def make_matrix_folder(folder: Path, study: dict[str, Any] | None = None) -> Path:
     """transport [quic, bquic, tcp] x link.bottleneck.loss [0, 2], 3 repetitions and one
     warm-up run per cell; in cell 0 one more run failed and one is invalid."""
     folder.mkdir(parents=True)
     experiment = {"name": "report-test", "description": "three transports, two loss rates",
                   "backend": "netns", "matrix": {"transport": list(TRANSPORTS), "link.bottleneck.loss": list(LOSSES)},
-                  "repetitions": 3, "warmup": 1}
+                  "repetitions": 3, "warmup": 1, **({"study": study} if study else {})}
     (folder / "experiment.yaml").write_text(json.dumps(experiment))
     (folder / "metadata.json").write_text(json.dumps({
         "experiment": experiment, "name": "report-test", "backend": "netns",

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from quicbed.analysis.metrics import IDI_KS
 
+#: wireless hops whose aggregation is a metric of its own (ampdu_hop1 ... from the server's side)
+MAX_HOP_METRICS = 6
 #: a share, ratio or probability in [0, 1]
 FRACTION: tuple[float, float | None] = (0.0, 1.0)
 #: a quantity that cannot be negative (no upper bound)
@@ -83,9 +85,31 @@ _METRICS = [
            "share of the transfer in congestion avoidance", bounds=FRACTION),
     Metric("phase_recovery", "recovery", "%", 100.0, None, "qlog/tcp", "share of the transfer in loss recovery",
            bounds=FRACTION),
+    Metric("cwnd_over_bdp", "cwnd / BDP", "", 1.0, None, "qlog/tcp",
+           "mean congestion window over the path's BDP (the flow's throughput times the sender's minimum RTT)",
+           bounds=NON_NEGATIVE),
+    Metric("cwnd_above_bdp", "cwnd above BDP", "%", 100.0, None, "qlog/tcp",
+           "share of the transfer with the congestion window above the path's BDP (data queued in the network)",
+           bounds=FRACTION),
+    Metric("slow_start_exit", "slow-start exit", "ms", 1e3, None, "qlog",
+           "time from the sender's first packet to its first exit from slow start (runs that left it)",
+           bounds=NON_NEGATIVE),
+    Metric("slow_start_exit_delay", "exit on delay", "%", 100.0, None, "qlog",
+           "1 when the sender left slow start on an RTT increase, 0 on a loss (mean: share of runs)",
+           bounds=FRACTION),
+    Metric("losses_declared", "losses declared", "pkts", 1.0, "lower", "qlog/captures",
+           "packets the sender declared lost (QUIC: qlog packet_lost; TCP: retransmitted segments)",
+           bounds=NON_NEGATIVE),
+    Metric("spurious_loss_share", "spurious losses", "%", 100.0, "lower", "qlog/captures",
+           "share of the declared losses whose packet had reached the client (QUIC: acknowledged later; "
+           "TCP: retransmitted bytes already received)", bounds=FRACTION),
     Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
            "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)",
            bounds=NON_NEGATIVE),
+    *(Metric(f"ampdu_hop{k}", f"MPDUs per A-MPDU, hop {k}", "", 1.0, None, "mac",
+             f"mean MPDUs per A-MPDU sent on the download's wireless hop {k}, counted from the server's side "
+             "(that hop's sender to its receiver)", bounds=NON_NEGATIVE)
+      for k in range(1, MAX_HOP_METRICS + 1)),
     Metric("airtime_share", "airtime", "%", 100.0, None, "mac",
            "share of the run's time the radio carrying the download was transmitting", bounds=FRACTION),
     Metric("airtime_per_mb", "airtime per MB", "ms", 1e3, "lower", "mac",
@@ -123,10 +147,24 @@ _METRICS = [
            "share of all cores' time the machine was busy during the transfer", bounds=FRACTION),
     Metric("cpu_machine_steal", "CPU steal", "%", 100.0, "lower", "cpu",
            "share of all cores' time the hypervisor took (steal) during the transfer", bounds=FRACTION),
+    Metric("cpu_stress", "stress load CPU", "s", 1.0, None, "cpu",
+           "CPU seconds the stress load processes used over the transfer (E2 CPU stress)", bounds=NON_NEGATIVE),
+    Metric("stress_cpu_quota", "client CPU quota", "cores", 1.0, None, "stress",
+           "the cgroup CPU quota the client ran under (cores' worth of CPU time per period)", bounds=NON_NEGATIVE),
+    Metric("stress_load", "stress load", "procs", 1.0, None, "stress",
+           "CPU-bound processes running in the client's node during the run", bounds=NON_NEGATIVE),
+    Metric("client_throttled", "client throttled", "%", 100.0, None, "stress",
+           "share of the quota's 100 ms periods in which the kernel held the client back", bounds=FRACTION),
     Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
            "download time of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
     Metric("competitor_goodput", "competitor goodput", "Mbit/s", 1e-6, None, "record",
            "goodput of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
+    Metric("competitor_ipt_server_short_share", "competitor short gaps at server", "%", 100.0, None, "captures",
+           "share of inter-packet times below 100 us between the competing download's data packets at the server",
+           bounds=FRACTION),
+    Metric("goodput_share", "goodput share", "%", 100.0, None, "record",
+           "the measured download's share of the two downloads' summed goodput (50 %: an equal split)",
+           bounds=FRACTION),
     Metric("jain_index", "Jain's fairness", "", 1.0, "higher", "record",
            "Jain's index of the two downloads' goodputs (1: equal shares, 0.5: one takes all)", bounds=FRACTION),
     Metric("background_throughput", "background", "Mbit/s", 1e-6, None, "background",

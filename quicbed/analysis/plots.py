@@ -14,7 +14,7 @@ PNGs are rendered by Agg, nothing needs a display, and no global backend is swit
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,12 +98,13 @@ def _legend(axes: Axes, **kwargs: object) -> None:
 
 
 def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
-           hue: str | None = None, xlabel: str | None = None,
+           hue: str | None = None, xlabel: str | None = None, notes: Mapping[str, str] | None = None,
            formats: Sequence[str] = FORMATS) -> list[Path]:
     """Grouped bars of ``mean`` with error bars ``[ci_low, ci_high]`` per cell.
 
     ``summary``: one row per cell, columns ``x``, optionally ``hue``, ``mean``,
-    ``ci_low``, ``ci_high`` (e.g. :func:`quicbed.analysis.stats.summarize`).
+    ``ci_low``, ``ci_high`` (e.g. :func:`quicbed.analysis.stats.summarize`). ``notes``: a
+    short text per x category, written above its bars (e.g. a relative change).
     """
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
@@ -124,6 +125,12 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
                      label=name or None, yerr=np.vstack([low, high]), capsize=2,
                      error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         axes.set_xticks(positions, categories)
+        if notes:
+            axes.margins(y=0.15)  # room for the notes above the highest bar
+            for position, category in zip(positions, categories, strict=True):
+                if category in notes:
+                    axes.annotate(notes[category], (position, 0.98), xycoords=("data", "axes fraction"),
+                                  ha="center", va="top", fontsize="small")
         axes.set_xlabel(xlabel if xlabel is not None else x)
         axes.set_ylabel(ylabel)
         axes.grid(axis="x", visible=False)

@@ -202,9 +202,8 @@ def _require_endpoints(experiment: Experiment) -> None:
     """Refuse before the results folder exists when a transport's endpoint is not installed."""
     from quicbed.apps.quic.implementations import NATIVE_BINARY, native_binary
 
-    used = {str(cell["transport"]) for cell in experiment.cells()}
-    if experiment.competitor is not None:
-        used.add(experiment.competitor.transport)
+    used = {experiment.transport_of(cell).name for cell in experiment.cells()}
+    used |= {rival.name for cell in experiment.cells() if (rival := experiment.competitor_of(cell))}
     native = sorted(name for name in used if experiment.transports[name].implementation == "quinn")
     if native and native_binary() is None:
         raise QuicbedError(f"{experiment.source}: transport(s) {', '.join(native)} run the native QUIC endpoint "

@@ -38,6 +38,8 @@ MACHINE_IDLE_MIN = 0.05  # machine idle share below which the whole host counts 
 STEAL_MAX = 0.2  # hypervisor steal share from which the host had too little CPU to keep timing (a few % is common on cloud VMs)
 
 ENV_BACKEND = "QUICBED_CPU_ACCOUNTING"  # auto (default), cgroup-v1, cgroup-v2 or proc
+#: the CFS bandwidth period of a CPU limit (limit()): the kernel's default
+LIMIT_PERIOD_US = 100_000
 #: owner records, so that cleanup_leftovers() tells a live run's (empty) cgroups from a dead one's
 STATE_DIR = Path(os.environ.get("QUICBED_CPU_STATE_DIR", "/run/quicbed/cpu"))
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -314,6 +316,7 @@ class CpuAccounting:
         self._origins: dict[tuple[int, str], str] = {}  # (pid, key) -> cgroup add_pid() took it from
         self._procs_paths: dict[str, list[bytes]] = {}  # role -> cgroup.procs files preexec writes
         self._cpusets: dict[str, str] = {}  # role -> its v1 cpuset cgroup, once pinned
+        self._limits: dict[str, str] = {}  # role -> the cgroup holding its CPU limit, once limited
         self._tracked: dict[tuple[int, int], _Tracked] = {}  # (pid, start time) -> counted from /proc
         self._schedstat: dict[int, tuple[int, float]] = {}  # tid -> (run + wait ns, when read)
         self._pipe: tuple[int, int] | None = None  # proc backend: children report their pid here
@@ -454,6 +457,60 @@ class CpuAccounting:
         for pid in pids:  # what already runs in the role follows it
             self._move(pid, "cpuset", role)
         return PinResult(True, f"{role} on CPUs {cpus} (cgroup v1 cpuset)")
+
+    def limit(self, role: str, cores: float) -> PinResult:
+        """Cap a role, its processes now and later, at ``cores`` CPUs' worth of time (a CFS
+        bandwidth quota per 100 ms period): the v2 cpu controller when the accounting cgroup is
+        v2 and has it, else the v1 cpu hierarchy (the accounting itself never uses it)."""
+        self._require_running()
+        self._ensure_role(role)
+        quota = max(1000, round(cores * LIMIT_PERIOD_US))  # the kernel's smallest quota is 1 ms
+        v2 = self.hierarchies.get("v2")
+        try:
+            if self._key == "v2" and v2 and "cpu" in _read(f"{v2.mount}/cgroup.controllers").split():
+                run_dir = self._run_dir("v2")
+                for parent in (v2.mount, os.path.dirname(run_dir), run_dir):
+                    if "cpu" not in _read(f"{parent}/cgroup.subtree_control").split():
+                        _write(f"{parent}/cgroup.subtree_control", "+cpu")
+                _write(f"{run_dir}/{role}/cpu.max", f"{quota} {LIMIT_PERIOD_US}")
+                with self._lock:
+                    self._limits[role] = f"{run_dir}/{role}"
+                return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v2 cpu.max {quota} {LIMIT_PERIOD_US})")
+            if "cpu" not in self.hierarchies:
+                return PinResult(False, "no CPU controller: neither a v1 cpu hierarchy nor the v2 cpu controller")
+            role_dir = os.path.join(self._run_dir("cpu"), role)
+            if not os.path.isdir(role_dir):
+                os.mkdir(role_dir)
+                self._created.append(("cpu", role_dir))
+            _write(f"{role_dir}/cpu.cfs_period_us", str(LIMIT_PERIOD_US))
+            _write(f"{role_dir}/cpu.cfs_quota_us", str(quota))
+        except OSError as error:
+            return PinResult(False, f"could not limit {role} to {cores:g} cores: {error}")
+        procs = os.path.join(role_dir, "cgroup.procs").encode()
+        with self._lock:
+            self._limits[role] = role_dir
+            self._procs_paths[role] += [] if procs in self._procs_paths[role] else [procs]
+            pids = [pid for (pid, _), entry in self._tracked.items() if entry.role == role and entry.movable]
+        if self.backend != "proc":
+            pids += _procs(os.path.join(self._run_dir(self._key), role))
+        for pid in pids:  # what already runs in the role follows it
+            self._move(pid, "cpu", role)
+        return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v1 cpu.cfs_quota_us {quota} "
+                               f"per {LIMIT_PERIOD_US})")
+
+    def throttling(self, role: str) -> dict[str, float] | None:
+        """How the role's CPU limit acted so far: CFS periods, periods throttled and seconds
+        throttled (None without a limit). Read it before stop() removes the cgroups."""
+        directory = self._limits.get(role)
+        if directory is None:
+            return None
+        try:
+            stat = {key: int(value) for key, value in (line.split() for line in _read(f"{directory}/cpu.stat").splitlines())}
+        except (OSError, ValueError):
+            return None
+        seconds = stat["throttled_usec"] / 1e6 if "throttled_usec" in stat else stat.get("throttled_time", 0) / 1e9
+        return {"periods": stat.get("nr_periods", 0), "throttled_periods": stat.get("nr_throttled", 0),
+                "throttled_seconds": seconds}
 
     def _require_running(self) -> None:
         if self._state != "running":
@@ -652,7 +709,7 @@ def cleanup_leftovers(root: str = "quicbed", mountinfo: str | None = None) -> li
     cgroup with processes in it is never touched, nor any cgroup of a live run."""
     hierarchies = parse_mountinfo(_read("/proc/self/mountinfo") if mountinfo is None else mountinfo)
     removed = []
-    for base in {os.path.join(hierarchies[k].mount, root) for k in ("cpuacct", "cpuset", "v2") if k in hierarchies}:
+    for base in {os.path.join(hierarchies[k].mount, root) for k in ("cpuacct", "cpuset", "cpu", "v2") if k in hierarchies}:
         for run_id in sorted(os.listdir(base)) if os.path.isdir(base) else []:
             if not os.path.isdir(os.path.join(base, run_id)) or _owner_alive(root, run_id):
                 continue

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quicbed.analysis.catalogue import HEADLINE
+from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress
 from quicbed.report.figures import Figures, make_figures
 from quicbed.report.files import write_text_atomic
@@ -46,6 +47,15 @@ class ReportResult:
     written: list[Path] = field(default_factory=list)
 
 
+def study_metrics(results: ResultsFolder) -> tuple[str, ...]:
+    """The metrics the experiment's study section asks the tables for (none if it cannot be read)."""
+    try:
+        study = results.parsed_study()
+    except SpecError:
+        return ()  # the headline figure's note says why
+    return study.metrics if study else ()
+
+
 def build_report(folder: Path, options: ReportOptions | None = None) -> ReportResult:
     """Write the report files into ``folder``; :class:`ReportError` when there is nothing to
     report on (no results.jsonl, no complete record, or no run that counts: then the pages
@@ -54,7 +64,7 @@ def build_report(folder: Path, options: ReportOptions | None = None) -> ReportRe
     say = options.progress or (lambda _: None)
     results = load_results(folder)
     baseline = choose_baseline(results, options.baseline)
-    metrics = select_metrics(results, options.metrics, HEADLINE, options.include_invalid)
+    metrics = select_metrics(results, options.metrics, study_metrics(results) or HEADLINE, options.include_invalid)
     summary = summarize_results(results, metrics, baseline, options.include_invalid)
     any_counted = bool(counted(results.runs, options.include_invalid).any())
     figures = Figures()

@@ -13,6 +13,7 @@ time) is closest to the median of its cell.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -26,10 +27,12 @@ import numpy as np
 import pandas as pd
 
 from quicbed.analysis import metrics, plots, stats
+from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress, RunFiles
 from quicbed.report.files import move_into, remove_tree
 from quicbed.report.load import ResultsFolder
 from quicbed.report.summary import Summary, catalogue_entry, counted
+from quicbed.spec.study import HUE_JOINER, axis_text
 
 FIGURES_FOLDER = "report"
 BIN_WIDTH = 0.05  # s: the throughput and bandwidth-share bins of the issue
@@ -58,6 +61,8 @@ class FigureFile:
 class Figures:
     figures: list[FigureFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # figures skipped, and why
+    #: the study's headline figures (quicbed.spec.study), shown before the tables
+    headline: list[FigureFile] = field(default_factory=list)
 
 
 def slug(text: str) -> str:
@@ -237,6 +242,83 @@ def ccdf_figures(context: _Context) -> None:
                              xlabel=entry.axis_label))
 
 
+# --------------------------------------------------------------------------- the study's headline
+
+
+def _labels(frame: pd.DataFrame, axes: Sequence[str], joiner: str) -> pd.Series:
+    """Per row, its values of ``axes`` as text, joined."""
+    return frame[list(axes)].apply(lambda row: joiner.join(axis_text(value) for value in row), axis=1)
+
+
+def _relative_change(a: pd.Series, b: pd.Series) -> str:
+    """(B - A) / A of two sets of runs as text, with its 95 % CI when both have two runs."""
+    a, b = a.dropna(), b.dropna()
+    if a.empty or b.empty or a.mean() == 0:
+        return ""
+    if len(a) < 2 or len(b) < 2:
+        return f"{b.mean() / a.mean() - 1:+.0%}"
+    gain = stats.relative_gain(a, b)
+    return f"{gain.gain:+.0%} [{gain.low:+.0%}, {gain.high:+.0%}]"
+
+
+def headline_figures(context: _Context) -> None:
+    """The comparison the study is about (the experiment's ``study.headline``): the metric's
+    mean per x value and hue with 95 % CIs, and the relative change of ``compare``; one figure
+    per value of the axes in neither x nor hue."""
+    results = context.results
+    runs = context.runs
+    try:
+        study = results.parsed_study()
+    except SpecError as error:
+        context.skip("headline", f"the experiment's study section: {error}")
+        return
+    headline = study.headline if study else None
+    if headline is None:
+        return
+    entry = catalogue_entry(headline.metric)
+    table = context.summary.table
+    rows = table[table["metric"] == headline.metric].sort_values("cell_index")
+    if rows.empty:
+        context.skip(headline.title, f"no counted run has {headline.metric}")
+        return
+    rest = [axis for axis in results.axes if axis not in headline.x and axis not in headline.hue]
+    groups = rows.groupby(rest, sort=False, dropna=False) if rest else [((), rows)]
+    drawn = len(context.out.figures)
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        where = ", ".join(f"{axis}={axis_text(value)}" for axis, value in zip(rest, key, strict=True))
+        x_of = list(_labels(part, headline.x, " / ")) if headline.x else ["all"] * len(part)
+        hue_of = list(_labels(part, headline.hue, HUE_JOINER))
+        frame = pd.DataFrame({"x": x_of, "hue": hue_of, "mean": part["mean_shown"].to_numpy(),
+                              "ci_low": part["ci_low_shown"].fillna(part["mean_shown"]).to_numpy(),
+                              "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy()})
+        notes: dict[str, str] = {}
+        if headline.compare:
+            mask = np.ones(len(runs), dtype=bool)
+            for axis, value in zip(rest, key, strict=True):
+                mask &= (runs[axis].map(axis_text) == axis_text(value)).to_numpy()
+            scope = runs[mask]
+            x_runs = _labels(scope, headline.x, " / ") if headline.x else pd.Series("all", index=scope.index)
+            hue_runs = _labels(scope, headline.hue, HUE_JOINER)
+            first, second = headline.compare
+            for label in dict.fromkeys(x_of):
+                change = _relative_change(scope.loc[(x_runs == label) & (hue_runs == first), headline.metric],
+                                          scope.loc[(x_runs == label) & (hue_runs == second), headline.metric])
+                if change:
+                    notes[label] = change
+        compared = (f" Above each group: the relative change of {headline.compare[1]} against "
+                    f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method): "
+                    + "; ".join(f"{label}: {change}" for label, change in notes.items()) + ".") if notes else ""
+        stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
+        context.draw(stem, headline.title + (f" ({where})" if where else ""),
+                     f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "
+                     f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}",
+                     partial(plots.bar_ci, frame, x="x", hue="hue", ylabel=entry.axis_label,
+                             xlabel=" / ".join(headline.x), notes=notes))
+    context.out.headline += context.out.figures[drawn:]
+    del context.out.figures[drawn:]
+
+
 # --------------------------------------------------------------------------- single runs
 
 
@@ -354,9 +436,26 @@ def _flow_labels(flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
             for number, (flow, protocol) in enumerate(zip(flows, protocols, strict=True))}
 
 
-def flow_events(client: list, flows: list[metrics.FlowKey]) -> pd.DataFrame:
-    """Per-packet rows (time, flow, bytes) of the data packets of ``flows``."""
+def _download_labels(context: _Context, run: pd.Series, flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
+    """Flows named by the download they carry (the server port in client.json and
+    competitor.json): the run's transport and its competitor's; others as _flow_labels."""
     labels = _flow_labels(flows)
+    record = next((r for r in context.results.records if r.get("run_id") == run["run_id"]), {})
+    rival = (record.get("competitor") or {}).get("name") or "competitor"
+    for name, label in (("client.json", str(run["transport"])), ("competitor.json", f"{rival} (competitor)")):
+        path = context.files.path(run["folder"], name)
+        try:
+            port = json.loads(path.read_text())["server"]["port"] if path else None
+        except (OSError, ValueError, KeyError, TypeError):
+            port = None
+        labels.update({flow: label for flow in flows if flow[1] == port})
+    return labels
+
+
+def flow_events(client: list, flows: list[metrics.FlowKey], labels: dict[metrics.FlowKey, str] | None = None
+                ) -> pd.DataFrame:
+    """Per-packet rows (time, flow, bytes) of the data packets of ``flows``."""
+    labels = labels or _flow_labels(flows)
     rows = [(packet.ts, labels[flow], packet.payload_len)
             for flow in flows for packet in metrics.data_packets(client, flow)]
     return pd.DataFrame(rows, columns=["time", "flow", "bytes"]).sort_values("time", kind="stable")
@@ -376,7 +475,8 @@ def share_figures(context: _Context) -> None:
                 continue
             flows = metrics.data_flows(client)
             if len(flows) > 1:
-                events = flow_events(client, flows)
+                labels = _download_labels(context, run, flows)
+                events = flow_events(client, flows, labels)
                 binned = stats.binned_bytes(events, BIN_WIDTH)
                 shares = stats.bandwidth_share(binned)
                 per_flow = [8 * float(group["bytes"].sum()) / max(float(np.ptp(group["time"])), 1e-9)
@@ -389,6 +489,15 @@ def share_figures(context: _Context) -> None:
                              f"throughputs: {jain:.3f}; mean per bin where all flows sent: "
                              f"{over_time['jain'].mean():.3f}.",
                              partial(plots.share_plot, shares))
+                server = context.files.packets(run["folder"], "server.pcap")
+                if server:
+                    gaps = pd.concat([pd.DataFrame({"gap": metrics.inter_packet_times(metrics.data_packets(server, flow)),
+                                                    "flow": labels[flow]}) for flow in flows], ignore_index=True)
+                    context.draw(f"ipt-flows-{slug(run['run_id'])}", f"Inter-packet times per flow ({run['cell']})",
+                                 f"Gaps between consecutive data packets of each of the {len(flows)} parallel flows "
+                                 f"leaving the server (server.pcap) in run {run['run_id']} ({run['cell']}): histogram "
+                                 "(share of gaps, log bins) and ECDF; dotted: 100 µs.",
+                                 partial(plots.ipt_plot, gaps, group="flow"))
                 made += 1
             break  # one run per cell: cells are either parallel-flow cells or not
 
@@ -408,6 +517,7 @@ def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequenc
     say = progress or (lambda _: None)
     context = _Context(results, summary, RunFiles(results.path, say), staging, max(1, max_runs), out)
     try:
+        _guarded(context, "headline", lambda: headline_figures(context))
         say("drawing bar charts")
         _guarded(context, "bar charts", lambda: bar_figures(context, metric_names))
         _guarded(context, "CCDF", lambda: ccdf_figures(context))

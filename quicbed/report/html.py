@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from quicbed.report.figures import Figures
+from quicbed.report.figures import FigureFile, Figures
 from quicbed.report.hosts import hosts_table
 from quicbed.report.load import (
     EXPERIMENT_FILE,
@@ -161,6 +161,12 @@ def runs_table(results: ResultsFolder) -> str:
             f'<th class="text">artifacts</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
+def _figure(figure: FigureFile) -> str:
+    svg = f" {link(figure.svg, 'SVG')}" if figure.svg else ""
+    return (f'<figure><a href="{href(figure.png)}"><img src="{href(figure.png)}" alt="{escape(figure.title)}"></a>'
+            f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}</figcaption></figure>")
+
+
 def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures,
                 outputs: list[str]) -> str:
     """The page; ``outputs`` are the report's own files (relative), linked at the top."""
@@ -186,6 +192,8 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
     headline = cpu_bound_headline(summary)
     if headline:
         parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
+    for figure in figures.headline:
+        parts += [f"<h2>{escape(figure.title)}</h2>", _figure(figure)]
     parts += ["<h2>Overview</h2>",
               (f"<p>{len(results.runs)} run(s) recorded. Statistics use {counted} runs that are not warm-up runs: "
                "mean ± half-width of the 95 % Student-t confidence interval.</p>"),
@@ -208,11 +216,7 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
                    "(Welch-Satterthwaite t).</p>"), html_table(gains_table(summary, metrics), others + 2)]
     if figures.figures:
         parts.append("<h2>Figures</h2>")
-        for figure in figures.figures:
-            svg = f" {link(figure.svg, 'SVG')}" if figure.svg else ""
-            parts.append(f'<figure><a href="{href(figure.png)}"><img src="{href(figure.png)}" '
-                         f'alt="{escape(figure.title)}"></a><figcaption><b>{escape(figure.title)}.</b> '
-                         f"{escape(figure.caption)}{svg}</figcaption></figure>")
+        parts += [_figure(figure) for figure in figures.figures]
     parts += ["<h2>Runs</h2>", runs_table(results)]
     notes = [*results.warnings, *figures.notes]
     if notes:

@@ -18,6 +18,7 @@ import yaml
 
 from quicbed.analysis.catalogue import METRICS
 from quicbed.errors import QuicbedError
+from quicbed.spec.study import Study, parse_study
 
 RESULTS_FILE = "results.jsonl"
 METADATA_FILE = "metadata.json"
@@ -47,6 +48,7 @@ class ResultsFolder:
     metric_names: list[str]  # metric columns in ``runs``: catalogue order, then the rest
     transports: list[str]  # transport names in matrix order ("" when runs name none)
     warnings: list[str] = field(default_factory=list)
+    study: Any = None  # the experiment's ``study`` section, as written (quicbed.spec.study)
 
     @property
     def has_transport_axis(self) -> bool:
@@ -56,6 +58,11 @@ class ResultsFolder:
     def other_axes(self) -> list[str]:
         """The axes besides ``transport``."""
         return [axis for axis in self.axes if axis != "transport"]
+
+    def parsed_study(self) -> Study | None:
+        """The experiment's study section, checked against the axes of the recorded runs
+        (SpecError when it cannot be read)."""
+        return parse_study(self.study, {axis: list(dict.fromkeys(self.runs[axis])) for axis in self.axes})
 
     def run_folder(self, run_id: str) -> Path:
         row = self.runs.loc[self.runs["run_id"] == run_id]
@@ -262,4 +269,4 @@ def load_results(folder: Path) -> ResultsFolder:
         path=folder, name=str(experiment.get("name") or metadata.get("name") or folder.name),
         description=str(experiment.get("description") or metadata.get("description") or "").strip(),
         metadata=metadata, records=records, runs=frame, axes=axes, metric_names=metric_names,
-        transports=_transport_order(frame, experiment), warnings=warnings)
+        transports=_transport_order(frame, experiment), warnings=warnings, study=experiment.get("study"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quicbed.report.figures import Figures
+from quicbed.report.figures import FigureFile, Figures
 from quicbed.report.hosts import hosts_table
 from quicbed.report.load import ResultsFolder
 from quicbed.report.summary import Summary
@@ -35,6 +35,11 @@ def cpu_bound_runs(results: ResultsFolder) -> list[str]:
     return [f"{run['run_id']}: {run['cpu_bound_reasons']}" for _, run in flagged.iterrows()]
 
 
+def _figure_markdown(figure: FigureFile) -> list[str]:
+    svg = f" ([SVG]({figure.svg.as_posix()}))" if figure.svg else ""
+    return [f"![{figure.title}]({figure.png.as_posix()})", "", f"{figure.caption}{svg}", ""]
+
+
 def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures) -> str:
     parts = [f"# {results.name}", ""]
     if results.description:
@@ -47,6 +52,8 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
     headline = cpu_bound_headline(summary)
     if headline:
         parts += [f"**{headline}**", ""]
+    for figure in figures.headline:
+        parts += [f"## {figure.title}", "", *_figure_markdown(figure)]
     parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",
               "## Runs per cell", "", counts_table(summary).markdown(), ""]
     hosts = hosts_table(results.metadata, len(results.runs))
@@ -69,9 +76,7 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
     if figures.figures:
         parts += ["## Figures", ""]
         for figure in figures.figures:
-            svg = f" ([SVG]({figure.svg.as_posix()}))" if figure.svg else ""
-            parts += [f"### {figure.title}", "", f"![{figure.title}]({figure.png.as_posix()})", "",
-                      f"{figure.caption}{svg}", ""]
+            parts += [f"### {figure.title}", "", *_figure_markdown(figure)]
     notes = [*results.warnings, *figures.notes]
     if notes:
         parts += ["## Notes", "", *(f"- {note}" for note in notes), ""]

@@ -11,6 +11,7 @@ axes change a live netns network's qdiscs in place) or rebuilt per run (``reuse:
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 import sys
@@ -26,7 +27,7 @@ from quicbed.backends.base import Network, deferred_signals, raise_if_interrupte
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
 from quicbed.runner import metadata as meta
-from quicbed.runner.analyse import cpu_metrics, run_metrics_of
+from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
 from quicbed.runner.folder import ResultsFolder
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
 from quicbed.spec.experiment import Experiment, Run, expand
@@ -73,12 +74,29 @@ def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[s
     return topo
 
 
-def wireless_sender(topo: Topology, client: str) -> str | None:
-    """The node whose radio carries the download's last hop to ``client`` (its AP or mesh peer)."""
+def wireless_hops(topo: Topology, server: str, client: str) -> list[tuple[str, str]]:
+    """(sender, receiver) of each wireless hop the download crosses, from the server's side
+    (the fewest links; the last hop's sender is the client's AP or mesh peer)."""
+    neighbours: dict[str, list[tuple[str, bool]]] = {}
     for link in topo.links:
-        if isinstance(link, WirelessLink) and client in link.ends():
-            return link.node1 if link.node2 == client else link.node2
-    return None
+        wireless = isinstance(link, WirelessLink)
+        neighbours.setdefault(link.node1, []).append((link.node2, wireless))
+        neighbours.setdefault(link.node2, []).append((link.node1, wireless))
+    came_from: dict[str, tuple[str, bool]] = {server: (server, False)}
+    queue = collections.deque([server])
+    while queue and client not in came_from:
+        node = queue.popleft()
+        for neighbour, wireless in neighbours.get(node, []):
+            if neighbour not in came_from:
+                came_from[neighbour] = (node, wireless)
+                queue.append(neighbour)
+    hops: list[tuple[str, str]] = []
+    node = client
+    while node in came_from and node != server:
+        previous, wireless = came_from[node]
+        hops += [(previous, node)] if wireless else []
+        node = previous
+    return hops[::-1]
 
 
 class NetworkKeeper:
@@ -345,7 +363,7 @@ class ExperimentRunner:
             "run_id": run.run_id, "index": run.index, "cell_index": run.cell_index, "cell": run.cell,
             "repetition": run.repetition, "warmup": run.warmup, "status": "ok", "error": None,
             "invalid_reasons": [], "transport": transport.describe(), "workload": workload_of(exp, run.cell),
-            "competitor": exp.transports[exp.competitor.transport].describe() if exp.competitor else None,
+            "competitor": rival.describe() if (rival := exp.competitor_of(run.cell)) else None,
             "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
             "started": time.time(), "finished": None, "metrics": {},
             "attempt": 1 + len(earlier_attempts or []), "earlier_attempts": list(earlier_attempts or []),
@@ -363,9 +381,10 @@ class ExperimentRunner:
                 record["details"] = {"qdiscs": qdiscs, **execution.details}
             if not client_record.get("ok"):
                 record.update(status="failed", error=f"download failed: {client_record.get('error')}")
-            sender = wireless_sender(network.topology, record["client"])
-            record["metrics"] = {**run_metrics_of(partial, client_record, sender, execution.details.get("competitor")),
-                                 **cpu_metrics(execution.details.get("cpu"))}
+            hops = wireless_hops(network.topology, exp.server, record["client"])
+            record["metrics"] = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor")),
+                                 **cpu_metrics(execution.details.get("cpu")),
+                                 **stress_metrics(execution.details.get("stress"))}
             record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])
             record["invalid_reasons"] = invalid_reasons(record["details"], exp.validity.cpu_bound)
             if record["status"] == "ok" and record["invalid_reasons"]:

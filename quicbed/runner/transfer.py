@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -28,7 +29,7 @@ from quicbed.apps.launch import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
-from quicbed.spec.experiment import Experiment, Run, Transport
+from quicbed.spec.experiment import Experiment, Run, Stress, Transport
 from quicbed.spec.units import parse_rate, parse_size
 
 PORTS = {"quic": 4433, "tcp": 8443}
@@ -39,7 +40,9 @@ BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the 
 CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
 SS_INTERVAL = 0.01
 #: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu.py)
-CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel")
+CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel", "stress")
+#: what a CPU load process runs: a busy loop, until stopped
+BUSY_LOOP = "while True:\n    pass"
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,8 @@ class RunExecution:
         self.main = Download("main", transport, network.node(run.cell.get("client", experiment.client)),
                              PORTS[transport.kind])
         self.competitor: Download | None = None
-        if experiment.competitor is not None:
-            rival = experiment.transports[experiment.competitor.transport]
+        rival = experiment.competitor_of(run.cell)
+        if experiment.competitor is not None and rival is not None:
             # its own port, also when both downloads use the same kind of transport
             self.competitor = Download("competitor", rival, network.node(experiment.competitor.client),
                                        PORTS[rival.kind] + 1)
@@ -167,6 +170,9 @@ class RunExecution:
                     stack.enter_context(self._captures())
                 if self.main.transport.kind == "tcp" and self.experiment.qlog:
                     stack.enter_context(self._tcp_state())
+            stress = self.experiment.stress_of(self.run.cell)
+            if stress.cpu_quota is not None or stress.load:
+                stack.enter_context(self._stress(stress, accounting))
             rate = background_rate(self.experiment, self.run.cell)
             if rate:
                 with counted("background"):
@@ -342,6 +348,33 @@ class RunExecution:
             server.stop()
             self.details["background"] = {"kind": background.kind, "rate": rate, "from": background.source,
                                           "to": background.destination, "seconds": time.time() - start}
+        return _Started(stop)
+
+    # -- CPU stress --------------------------------------------------------------------------
+    def _stress(self, stress: Stress, accounting: CpuAccounting | None) -> _Started:
+        """The measured client under CPU stress: a cgroup CPU quota on its role, and/or
+        busy-loop processes in its node on the cores it runs on. What was applied (and how
+        often the quota throttled the client) goes to details.stress."""
+        applied: dict[str, Any] = {"cpu_quota": stress.cpu_quota, "load": stress.load, "node": self.main.client.name}
+        if stress.cpu_quota is not None:
+            result = accounting.limit("client", stress.cpu_quota) if accounting is not None else None
+            if not result:
+                why = result.reason if result is not None else self.details.get("cpu", {}).get("error", "")
+                raise BackendError(f"stress.cpu_quota={stress.cpu_quota:g} cannot be applied: {why} (fix: run as "
+                                   "root on a host with the cgroup cpu controller, or leave the quota out)")
+            applied["quota_mechanism"] = result.reason
+        loads = []
+        with self.network.counted_as("stress"):
+            for number in range(stress.load):
+                loads.append(self.main.client.start([sys.executable, "-c", BUSY_LOOP], name=f"stress-{number}",
+                                                    log_dir=self.logs))
+
+        def stop() -> None:
+            for process in loads:
+                process.stop(grace=0.5)
+            if stress.cpu_quota is not None and accounting is not None:
+                applied["throttling"] = accounting.throttling("client")
+            self.details["stress"] = applied
         return _Started(stop)
 
     # -- clients -----------------------------------------------------------------------------

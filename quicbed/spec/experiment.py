@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -25,12 +26,13 @@ from typing import Any
 from quicbed.errors import SpecError
 from quicbed.paths import PACKAGE_ROOT
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
+from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor", "validity", "isolate_channel")
+             "background", "competitor", "stress", "validity", "isolate_channel", "study")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -81,8 +83,19 @@ class Background:
 class Competitor:
     """A second download over another transport, started with the run's own (shared medium)."""
 
-    transport: str
+    transport: str  # the default; a ``competitor.transport`` matrix axis sets it per cell
     client: str
+
+
+@dataclass(frozen=True)
+class Stress:
+    """CPU stress on the measured client (docs/studies.md, E2): defaults of the
+    ``stress.cpu_quota`` and ``stress.load`` matrix axes."""
+
+    #: cores' worth of CPU time the client's processes may use (a cgroup CPU quota); None: no quota
+    cpu_quota: float | None = None
+    #: CPU-bound processes started in the client's node, on the cores the client runs on
+    load: int = 0
 
 
 CPU_BOUND_POLICIES = ("flag", "exclude")
@@ -142,7 +155,10 @@ class Experiment:
     qlog: bool = False
     background: Background | None = None
     competitor: Competitor | None = None
+    stress: Stress = field(default_factory=Stress)
     validity: Validity = field(default_factory=Validity)
+    #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
+    study: Study | None = None
     #: the ns-3 channel on a core of its own, the endpoints on the others (docs/metrics.md)
     isolate_channel: bool = True
     raw: dict[str, Any] = field(default_factory=dict)
@@ -156,6 +172,14 @@ class Experiment:
 
     def transport_of(self, cell: dict[str, Any]) -> Transport:
         return self.transports[cell.get("transport", next(iter(self.transports)))]
+
+    def competitor_of(self, cell: dict[str, Any]) -> Transport | None:
+        if self.competitor is None:
+            return None
+        return self.transports[cell.get("competitor.transport", self.competitor.transport)]
+
+    def stress_of(self, cell: dict[str, Any]) -> Stress:
+        return Stress(cell.get("stress.cpu_quota", self.stress.cpu_quota), cell.get("stress.load", self.stress.load))
 
 
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
@@ -256,6 +280,16 @@ def _quic_implementation(doc: LocatedData, spec: dict[str, Any], field: str, pro
     return implementation
 
 
+def _cpu_quota(doc: LocatedData, value: Any, field: str) -> float | None:
+    """A CPU quota in cores (0.5: half of one core), or null for none."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= (os.cpu_count() or 1):
+        raise doc.error(f"expected a number of cores from 0.01 to {os.cpu_count() or 1} (or null), got {value!r}",
+                        field, fix="e.g. 0.5 lets the client use half of one core")
+    return float(value)
+
+
 def _check_page(doc: LocatedData, value: Any, field: str) -> None:
     from quicbed.apps.objects import PAGE_SHAPES
 
@@ -306,10 +340,25 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
                 parse_rate(value, f"{field}[{index}]")
     elif axis == "client":
         pass  # node names are checked against the topology below
+    elif axis == "competitor.transport":
+        if exp.competitor is None:
+            raise doc.error("a competitor.transport axis needs a 'competitor' section", field,
+                            fix="add competitor: {client: client}")
+        for index, value in enumerate(values):
+            if value not in exp.transports:
+                raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
+                                fix=f"{_suggest(str(value), list(exp.transports))}use one of {', '.join(exp.transports)}")
+    elif axis == "stress.cpu_quota":
+        for index, value in enumerate(values):
+            _cpu_quota(doc, value, f"{field}[{index}]")
+    elif axis == "stress.load":
+        for index, value in enumerate(values):
+            _count(doc, value, f"{field}[{index}]", 0)
     else:
         raise doc.error(f"unknown matrix axis {axis!r}", field,
                         fix="axes are transport, workload.object, workload.page, params.NAME, "
-                            "link.LINK.PARAMETER, background.rate, client")
+                            "link.LINK.PARAMETER, background.rate, client, competitor.transport, "
+                            "stress.cpu_quota, stress.load")
     return values
 
 
@@ -422,8 +471,14 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             key = sorted(unknown)[0]
             raise doc.error(f"unknown competitor option {key!r}", f"competitor.{key}",
                             fix="a competitor takes transport and client")
+        axis = _expect_mapping(doc, data.get("matrix"), "matrix").get("competitor.transport")
         rival = competitor.get("transport")
-        if rival not in exp.transports:
+        if rival is None and isinstance(axis, list) and axis:
+            rival = axis[0]  # a default only: the axis is checked with the matrix below
+        elif rival is None:
+            raise doc.error("a competitor needs a transport", "competitor",
+                            fix="write competitor: {transport: tcp}, or give a competitor.transport matrix axis")
+        elif rival not in exp.transports:
             raise doc.error(f"unknown transport {rival!r}", "competitor.transport",
                             fix=f"{_suggest(str(rival), list(exp.transports))}use one of {', '.join(exp.transports)}")
         node = competitor.get("client", exp.client)
@@ -431,6 +486,15 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
                             "competitor.client")
         exp.competitor = Competitor(rival, node)
+
+    stress = _expect_mapping(doc, data.get("stress"), "stress")
+    unknown = set(stress) - {"cpu_quota", "load"}
+    if unknown:
+        key = min(unknown)
+        raise doc.error(f"unknown stress option {key!r}", f"stress.{key}",
+                        fix="stress takes cpu_quota (cores, or null) and load (a count of busy processes)")
+    exp.stress = Stress(_cpu_quota(doc, stress.get("cpu_quota"), "stress.cpu_quota"),
+                        _count(doc, stress.get("load", 0), "stress.load", 0))
 
     matrix = _expect_mapping(doc, data.get("matrix"), "matrix")
     exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [l.name for l in topo.links])
@@ -453,6 +517,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
                         fix="validity takes cpu_bound (flag or exclude) and reruns (a count)")
+    exp.study = parse_study(data.get("study"), exp.matrix)
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
                             _count(doc, validity.get("reruns", 2), "validity.reruns", 0))
     return exp

@@ -10,6 +10,7 @@ actually got most of a core.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -286,3 +288,72 @@ def test_a_starved_endpoint_counts_as_cpu_bound(accounting, backend, children):
     assert client.saturated_share > 0.8, client  # ...but wanted one all the time
     assert report.roles["server"].saturated_share == 0.0
     assert "client was CPU-bound" in " ".join(cpu.saturation_reasons(report))
+
+
+def test_a_quota_caps_a_role_and_says_how_often_it_held_it_back(accounting, backend, children):
+    """limit(): a busy loop in a role capped at 0.2 cores gets about 0.2 cores (CFS bandwidth
+    control), and the cgroup's counters say the quota held it back in most periods."""
+    if backend == "proc":
+        pytest.skip("a CPU quota needs a cgroup (the proc backend only counts)")
+    acct = accounting(("client",))
+    result = acct.limit("client", 0.2)
+    if not result:
+        pytest.skip(f"no CPU controller here: {result.reason}")
+    t0 = time.monotonic()
+    loop = children.spawn(BUSY, acct.preexec("client"))
+    time.sleep(2.0)
+    throttling = acct.throttling("client")
+    report = acct.window(t0 + 0.5, t0 + 1.9)
+    used = children.reap(loop)
+    acct.stop()
+    assert report.roles["client"].mean_share == pytest.approx(0.2, abs=0.05), report.roles["client"]
+    assert used < 0.2 * 2.0 + 0.1
+    assert throttling is not None and throttling["throttled_periods"] >= 0.8 * throttling["periods"] > 10, throttling
+    assert throttling["throttled_seconds"] > 1.0, throttling
+    assert [d for d in _run_dirs(acct) if os.path.exists(d)] == []
+
+
+def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_path):
+    """The E2 CPU-stress mechanism on a real endpoint: aioquic's client is CPU-bound on
+    loopback (about one core for 60-70 Mbit/s here), so a quota of 0.2 cores on its role
+    makes the same 2 MB download several times slower."""
+    if backend == "proc":
+        pytest.skip("a CPU quota needs a cgroup (the proc backend only counts)")
+    from quicbed.apps import objects
+    from quicbed.apps.quic import certs
+
+    objects.generate(tmp_path / "www", bulk=[2_000_000], seed=1)
+    cert, key = certs.write(tmp_path / "tls")
+    ready = tmp_path / "ready.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    children.spawn([sys.executable, "-m", "quicbed.apps.quic.server", "--root", str(tmp_path / "www"),
+                    "--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", "0",
+                    "--ready-file", str(ready)], env=env)
+    deadline = time.monotonic() + 20
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the server did not get ready"
+        time.sleep(0.05)
+    port = json.loads(ready.read_text())["port"]
+
+    def download(limit: float | None) -> tuple[float, dict | None]:
+        acct = accounting(("client",))
+        if limit is not None:
+            result = acct.limit("client", limit)
+            if not result:
+                pytest.skip(f"no CPU controller here: {result.reason}")
+        output = tmp_path / f"client-{limit}.json"
+        client = children.spawn([sys.executable, "-m", "quicbed.apps.quic.client", "--host", "127.0.0.1",
+                                 "--port", str(port), "--ca-cert", str(cert), "--server-name", "localhost",
+                                 "--path", "/bulk/2MB.bin", "--timeout", "60", "--output", str(output)],
+                                acct.preexec("client"), env=env)
+        client.wait(timeout=90)
+        throttling = acct.throttling("client")
+        acct.stop()
+        record = json.loads(output.read_text())
+        assert record["ok"], record
+        return record["completion_time"], throttling
+
+    free, _ = download(None)
+    capped, throttling = download(0.2)
+    assert capped > 3 * free, (free, capped)
+    assert throttling is not None and throttling["throttled_periods"] > 0, throttling

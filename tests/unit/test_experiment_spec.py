@@ -193,3 +193,50 @@ def test_a_quic_transport_names_its_implementation_and_runs_only_knobs_it_has(tm
         load_experiment(write(tmp_path, text.replace("impl: quinn, ", "")))
     with pytest.raises(SpecError, match="transports.mine.knobs.pacing"):
         load_experiment(write(tmp_path, text.replace("slow_start_exit_rtt_increase: null", "pacing: maybe")))
+
+
+def test_the_competitor_transport_as_a_matrix_axis(tmp_path):
+    text = GOOD.replace("  link.bottleneck.loss: [0, 2]", "  competitor.transport: [tcp, bquic]") + "competitor: {}\n"
+    exp = load_experiment(write(tmp_path, text))
+    pairs = {(exp.transport_of(cell).name, exp.competitor_of(cell).name) for cell in exp.cells()}
+    assert pairs == {(a, b) for a in ("quic", "bquic", "tcp") for b in ("tcp", "bquic")}
+    with pytest.raises(SpecError, match=r"matrix.competitor.transport\[1\].*did you mean 'bquic'"):
+        load_experiment(write(tmp_path, text.replace("[tcp, bquic]", "[tcp, bqiuc]")))
+    with pytest.raises(SpecError, match=r"needs a 'competitor' section.*competitor: \{client: client\}"):
+        load_experiment(write(tmp_path, text.replace("competitor: {}\n", "")))
+    with pytest.raises(SpecError, match=r"matrix.competitor.transport\[0\].*did you mean 'tcp'"):
+        load_experiment(write(tmp_path, text.replace("[tcp, bquic]", "[tpc, bquic]")))
+    with pytest.raises(SpecError, match=r"a competitor needs a transport.*competitor.transport matrix axis"):
+        load_experiment(write(tmp_path, GOOD + "competitor: {}\n"))
+
+
+def test_cpu_stress_defaults_and_axes(tmp_path):
+    text = GOOD.replace("  link.bottleneck.loss: [0, 2]", "  stress.cpu_quota: [null, 0.5]\n  stress.load: [0, 1]")
+    exp = load_experiment(write(tmp_path, text + "stress: {load: 2}\n"))
+    assert exp.stress.load == 2 and exp.stress.cpu_quota is None
+    applied = {(exp.stress_of(cell).cpu_quota, exp.stress_of(cell).load) for cell in exp.cells()}
+    assert applied == {(None, 0), (None, 1), (0.5, 0), (0.5, 1)}
+    with pytest.raises(SpecError, match=r"exp.yaml:8.*matrix.stress.cpu_quota\[1\].*number of cores from 0.01"):
+        load_experiment(write(tmp_path, text.replace("[null, 0.5]", "[null, 0]")))
+    with pytest.raises(SpecError, match=r"stress.loud.*cpu_quota .* and load"):
+        load_experiment(write(tmp_path, text + "stress: {loud: 1}\n"))
+    with pytest.raises(SpecError, match=r"stress.load.*whole number >= 0"):
+        load_experiment(write(tmp_path, text + "stress: {load: -1}\n"))
+
+
+def test_the_study_headline_is_checked_against_the_matrix(tmp_path):
+    study = "study:\n  headline: {metric: goodput, x: link.bottleneck.loss, compare: [quic, bquic]}\n"
+    exp = load_experiment(write(tmp_path, GOOD + study))
+    assert exp.study is not None and exp.study.headline is not None and exp.study.metrics == ()
+    assert exp.study.headline.hue == ("transport",) and exp.study.headline.compare == ("quic", "bquic")
+    for wrong, fragments in (("metric: goodput", "study.headline.metric.*unknown metric 'speed'"),
+                             ("x: link.bottleneck.loss", "study.headline.x.*'link.bottleneck.delay' is not an axis"),
+                             ("compare: [quic, bquic]", "study.headline.compare.*choose two of: quic, bquic, tcp")):
+        replacement = {"metric: goodput": "metric: speed", "x: link.bottleneck.loss": "x: link.bottleneck.delay",
+                       "compare: [quic, bquic]": "compare: [quic, tcp-bbr]"}[wrong]
+        with pytest.raises(SpecError, match=r"exp.yaml:1[12].*" + fragments):
+            load_experiment(write(tmp_path, GOOD + study.replace(wrong, replacement)))
+    with pytest.raises(SpecError, match=r"study.metrics.*unknown metric 'speed'"):
+        load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, speed]}\n"))
+    assert load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, loss]}\n")).study.metrics == (
+        "goodput", "loss")

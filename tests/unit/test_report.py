@@ -340,3 +340,57 @@ def test_intervals_are_cut_at_the_metric_range(tmp_path: Path) -> None:
     table = metric_table(result.summary, "cpu_client_bound")
     assert table.rows[0][3:6] == ["63.3", "−63.3 +36.7", "[0, 100]"]
     assert "63.3 [0, 100]" in (folder / "summary.md").read_text()
+
+
+# --------------------------------------------------------------------------- the study's headline
+
+
+def test_the_study_headline_comes_first_with_its_relative_change(tmp_path: Path) -> None:
+    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"],
+                          "title": "Goodput per loss rate"}, "metrics": ["download_time", "goodput"]}
+    folder = make_matrix_folder(tmp_path / "e-study", study=study)
+    build_report(folder, ReportOptions())
+    text = (folder / "summary.md").read_text()
+    assert text.index("## Goodput per loss rate") < text.index("## Overview")
+    # counted goodputs: quic 8, 9, 10.5 and bquic 6, 7, 7.5 Mbit/s at loss 0, halved at loss 2:
+    # 6.833 / 9.167 - 1 = -25 % in both
+    caption = text[text.index("## Goodput per loss rate"):text.index("## Overview")]
+    assert "relative change of bquic against quic" in caption
+    for loss in (0, 2):
+        change = re.search(rf"{loss}: ([+-]\d+)% \[([+-]\d+)%, ([+-]\d+)%\]", caption)
+        assert change is not None, caption
+        assert int(change.group(1)) == round(100 * (sum(GOODPUT["bquic"]) / sum(GOODPUT["quic"]) - 1)) == -25
+        assert int(change.group(2)) < -25 < int(change.group(3))
+    assert (folder / "report" / "headline-goodput-link.bottleneck.loss-0.png").exists() is False  # loss is x
+    assert (folder / "report" / "headline-goodput.png").exists()
+    html = (folder / "index.html").read_text()
+    assert html.index("<h2>Goodput per loss rate</h2>") < html.index("<h2>Overview</h2>")
+    # the tables show the study's metrics, not the catalogue's headline ones
+    assert "## download time (s)" in text and "## goodput (Mbit/s)" in text and "## loss (%)" not in text
+
+
+def test_a_broken_study_section_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    folder = make_matrix_folder(tmp_path / "e-bad", study={"headline": {"metric": "speed"}})
+    build_report(folder, ReportOptions())
+    text = (folder / "summary.md").read_text()
+    assert "headline: skipped (the experiment's study section: study.headline.metric: unknown metric 'speed'" in text
+
+
+def test_parallel_flows_are_named_by_their_downloads_with_their_gaps_at_the_server(tmp_path: Path) -> None:
+    """A fairness run: client.json and competitor.json name the server ports (4433 HTTP/3,
+    8080 TCP in the parallel fixture), and the server capture (here the client capture
+    standing in for it: the same two flows) gives each flow's inter-packet times."""
+    folder = make_parallel_folder(tmp_path / "fair")
+    for run in ("c000-r001", "c000-r002"):
+        run_folder = folder / "runs" / run
+        (run_folder / "quic.json").rename(run_folder / "client.json")
+        (run_folder / "competitor.json").write_text(json.dumps({"server": {"port": 8080}}))
+        shutil.copy(run_folder / "client.pcap", run_folder / "server.pcap")
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["competitor"] = {"name": "tcp", "kind": "tcp"}
+    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    build_report(folder, ReportOptions())
+    for stem in ("share-c000-r001", "ipt-flows-c000-r001"):
+        svg = (folder / "report" / f"{stem}.svg").read_text()
+        assert "quic+tcp" in svg and "tcp (competitor)" in svg, stem
