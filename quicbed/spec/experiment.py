@@ -517,7 +517,8 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
                         fix="validity takes cpu_bound (flag or exclude) and reruns (a count)")
-    exp.study = parse_study(data.get("study"), exp.matrix)
+    transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
+    exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": transports})
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
                             _count(doc, validity.get("reruns", 2), "validity.reruns", 0))
     return exp

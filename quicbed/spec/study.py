@@ -60,8 +60,11 @@ class Study:
     metrics: tuple[str, ...]  # empty: the catalogue's headline metrics
 
 
-def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]]) -> Study | None:
-    """The study section, checked against the matrix; None without one."""
+def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]],
+                known: Mapping[str, Sequence[Any]] | None = None) -> Study | None:
+    """The study section, checked against the matrix; None without one. ``known``: the
+    values each hue axis may take (e.g. every defined transport), which ``compare`` must
+    name; None does not check them (a report of a narrowed matrix just lacks the change)."""
     from quicbed.analysis.catalogue import METRICS
 
     if value is None:
@@ -74,11 +77,12 @@ def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]]) -> Study | None
         wrong = next((name for name in metrics if name not in METRICS), metrics) if isinstance(metrics, list) else metrics
         raise SpecError(f"unknown metric {wrong!r}", field="study.metrics",
                         fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)")
-    headline = _headline(value["headline"], matrix) if "headline" in value else None
+    headline = _headline(value["headline"], matrix, known) if "headline" in value else None
     return Study(headline, tuple(metrics))
 
 
-def _headline(headline: Any, matrix: Mapping[str, Sequence[Any]]) -> Headline:
+def _headline(headline: Any, matrix: Mapping[str, Sequence[Any]], known: Mapping[str, Sequence[Any]] | None
+              ) -> Headline:
     from quicbed.analysis.catalogue import METRICS
 
     if not isinstance(headline, dict):
@@ -101,10 +105,12 @@ def _headline(headline: Any, matrix: Mapping[str, Sequence[Any]]) -> Headline:
                         fix="name each axis in one of them")
     compare = headline.get("compare")
     if compare is not None:
-        labels = [HUE_JOINER.join(axis_text(v) for v in values) for values in itertools.product(*(matrix[a] for a in hue))]
-        if not (isinstance(compare, list) and len(compare) == 2 and all(str(c) in labels for c in compare)):
+        labels = None if known is None else [HUE_JOINER.join(axis_text(v) for v in values) for values in
+                                             itertools.product(*(known.get(a, matrix[a]) for a in hue))]
+        if not (isinstance(compare, list) and len(compare) == 2) or \
+                (labels is not None and not all(str(c) in labels for c in compare)):
             raise SpecError(f"compare needs two values of the hue, got {compare!r}", field="study.headline.compare",
-                            fix=f"choose two of: {', '.join(labels)}")
+                            fix=f"choose two of: {', '.join(labels)}" if labels else "write compare: [A, B]")
         compare = (str(compare[0]), str(compare[1]))
     title = headline.get("title") or f"{METRICS[metric].label} by {', '.join(x) or 'cell'}"
     return Headline(metric, x, hue, compare, str(title))

@@ -304,7 +304,7 @@ def test_a_quota_caps_a_role_and_says_how_often_it_held_it_back(accounting, back
     time.sleep(2.0)
     throttling = acct.throttling("client")
     report = acct.window(t0 + 0.5, t0 + 1.9)
-    used = children.reap(loop)
+    used = children.cpu_of(loop)
     acct.stop()
     assert report.roles["client"].mean_share == pytest.approx(0.2, abs=0.05), report.roles["client"]
     assert used < 0.2 * 2.0 + 0.1

@@ -136,7 +136,8 @@ def test_e2_hops_measure_every_hop_of_the_path(tmp_path: Path) -> None:
         assert metrics["ampdu_hop1"] >= 1 and metrics["ampdu_hop2"] >= 1 and "ampdu_hop3" not in metrics, metrics
         assert metrics["srtt_mean"] > 0.030 and metrics["cwnd_over_bdp"] > 0, metrics  # 2 x 15 ms of cable
         assert "losses_declared" in metrics, metrics  # QUIC: the qlog's ACK ranges; TCP: the captures
-    assert (out / "report" / "headline-goodput.png").exists()
+    # one headline figure per value of the axis in neither x nor hue
+    assert (out / "report" / "headline-goodput-params.distinct_channels-true.png").exists()
 
 
 def test_e2_cpu_stress_records_the_stress_it_applied(tmp_path: Path) -> None:

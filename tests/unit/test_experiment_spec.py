@@ -231,12 +231,15 @@ def test_the_study_headline_is_checked_against_the_matrix(tmp_path):
     assert exp.study.headline.hue == ("transport",) and exp.study.headline.compare == ("quic", "bquic")
     for wrong, fragments in (("metric: goodput", "study.headline.metric.*unknown metric 'speed'"),
                              ("x: link.bottleneck.loss", "study.headline.x.*'link.bottleneck.delay' is not an axis"),
-                             ("compare: [quic, bquic]", "study.headline.compare.*choose two of: quic, bquic, tcp")):
+                             ("compare: [quic, bquic]", "study.headline.compare.*choose two of: quic, bquic, aioquic")):
         replacement = {"metric: goodput": "metric: speed", "x: link.bottleneck.loss": "x: link.bottleneck.delay",
-                       "compare: [quic, bquic]": "compare: [quic, tcp-bbr]"}[wrong]
+                       "compare: [quic, bquic]": "compare: [quic, tcp-bbbr]"}[wrong]
         with pytest.raises(SpecError, match=r"exp.yaml:1[12].*" + fragments):
             load_experiment(write(tmp_path, GOOD + study.replace(wrong, replacement)))
     with pytest.raises(SpecError, match=r"study.metrics.*unknown metric 'speed'"):
         load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, speed]}\n"))
     assert load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, loss]}\n")).study.metrics == (
         "goodput", "loss")
+    # a matrix narrowed on the command line may leave the compared transports out
+    narrowed = load_experiment(write(tmp_path, GOOD + study), {"matrix.transport": ["tcp"]})
+    assert narrowed.study.headline.compare == ("quic", "bquic")
