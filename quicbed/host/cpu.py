@@ -438,24 +438,14 @@ class CpuAccounting:
                 return PinResult(True, f"{role} on CPUs {cpus} (cgroup v2 cpuset)")
             if "cpuset" not in self.hierarchies:
                 return PinResult(False, "no cpuset: neither a v1 cpuset hierarchy nor the v2 cpuset controller")
-            run_dir = self._run_dir("cpuset")
-            role_dir = os.path.join(run_dir, role)
-            if not os.path.isdir(role_dir):
-                os.mkdir(role_dir)
-                self._created.append(("cpuset", role_dir))
+            role_dir = self._v1_role_dir("cpuset", role)
             _write(f"{role_dir}/cpuset.cpus", cpus)
-            _write(f"{role_dir}/cpuset.mems", _read(f"{run_dir}/cpuset.mems").strip())
+            _write(f"{role_dir}/cpuset.mems", _read(f"{os.path.dirname(role_dir)}/cpuset.mems").strip())
         except OSError as error:
             return PinResult(False, f"could not pin {role} to CPUs {cpus}: {error}")
-        procs = os.path.join(role_dir, "cgroup.procs").encode()
         with self._lock:
             self._cpusets[role] = role_dir
-            self._procs_paths[role] += [] if procs in self._procs_paths[role] else [procs]
-            pids = [pid for (pid, _), entry in self._tracked.items() if entry.role == role and entry.movable]
-        if self.backend != "proc":
-            pids += _procs(os.path.join(self._run_dir(self._key), role))
-        for pid in pids:  # what already runs in the role follows it
-            self._move(pid, "cpuset", role)
+        self._follow("cpuset", role, role_dir)
         return PinResult(True, f"{role} on CPUs {cpus} (cgroup v1 cpuset)")
 
     def limit(self, role: str, cores: float) -> PinResult:
@@ -478,23 +468,14 @@ class CpuAccounting:
                 return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v2 cpu.max {quota} {LIMIT_PERIOD_US})")
             if "cpu" not in self.hierarchies:
                 return PinResult(False, "no CPU controller: neither a v1 cpu hierarchy nor the v2 cpu controller")
-            role_dir = os.path.join(self._run_dir("cpu"), role)
-            if not os.path.isdir(role_dir):
-                os.mkdir(role_dir)
-                self._created.append(("cpu", role_dir))
+            role_dir = self._v1_role_dir("cpu", role)
             _write(f"{role_dir}/cpu.cfs_period_us", str(LIMIT_PERIOD_US))
             _write(f"{role_dir}/cpu.cfs_quota_us", str(quota))
         except OSError as error:
             return PinResult(False, f"could not limit {role} to {cores:g} cores: {error}")
-        procs = os.path.join(role_dir, "cgroup.procs").encode()
         with self._lock:
             self._limits[role] = role_dir
-            self._procs_paths[role] += [] if procs in self._procs_paths[role] else [procs]
-            pids = [pid for (pid, _), entry in self._tracked.items() if entry.role == role and entry.movable]
-        if self.backend != "proc":
-            pids += _procs(os.path.join(self._run_dir(self._key), role))
-        for pid in pids:  # what already runs in the role follows it
-            self._move(pid, "cpu", role)
+        self._follow("cpu", role, role_dir)
         return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v1 cpu.cfs_quota_us {quota} "
                                f"per {LIMIT_PERIOD_US})")
 
@@ -511,6 +492,25 @@ class CpuAccounting:
         seconds = stat["throttled_usec"] / 1e6 if "throttled_usec" in stat else stat.get("throttled_time", 0) / 1e9
         return {"periods": stat.get("nr_periods", 0), "throttled_periods": stat.get("nr_throttled", 0),
                 "throttled_seconds": seconds}
+
+    def _v1_role_dir(self, key: str, role: str) -> str:
+        """The role's cgroup on a v1 hierarchy besides the accounting's (cpuset, cpu), made once."""
+        role_dir = os.path.join(self._run_dir(key), role)
+        if not os.path.isdir(role_dir):
+            os.mkdir(role_dir)
+            self._created.append((key, role_dir))
+        return role_dir
+
+    def _follow(self, key: str, role: str, role_dir: str) -> None:
+        """The role's processes, those running and those started later, also join ``role_dir``."""
+        procs = os.path.join(role_dir, "cgroup.procs").encode()
+        with self._lock:
+            self._procs_paths[role] += [] if procs in self._procs_paths[role] else [procs]
+            pids = [pid for (pid, _), entry in self._tracked.items() if entry.role == role and entry.movable]
+        if self.backend != "proc":
+            pids += _procs(os.path.join(self._run_dir(self._key), role))
+        for pid in pids:
+            self._move(pid, key, role)
 
     def _require_running(self) -> None:
         if self._state != "running":
