@@ -14,6 +14,7 @@ PNGs are rendered by Agg, nothing needs a display, and no global backend is swit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,10 +60,11 @@ PROTOCOL_COLOURS = {"quic": PALETTE[0], "bquic": PALETTE[1], "tcp": PALETTE[2]}
 
 
 def colour(index: int, name: str | None = None) -> str:
-    """The colour of group ``name`` (:data:`PROTOCOL_COLOURS` when it names a protocol,
-    e.g. "quic" or "tcp client"), else the ``index``-th palette colour (cycling)."""
-    if name:
-        words = str(name).lower().replace("(", " ").replace(")", " ").split()
+    """The colour of group ``name`` (:data:`PROTOCOL_COLOURS` when it names one protocol,
+    e.g. "quic", "bquic-native" or "tcp client"), else the ``index``-th palette colour
+    (cycling): also for a pair such as "tcp vs quic", which names two."""
+    if name and " vs " not in str(name):
+        words = re.split(r"[\s()\-]+", str(name).lower())
         for word in words:
             if word in PROTOCOL_COLOURS:
                 return PROTOCOL_COLOURS[word]

@@ -292,7 +292,7 @@ def headline_figures(context: _Context) -> None:
         frame = pd.DataFrame({"x": x_of, "hue": hue_of, "mean": part["mean_shown"].to_numpy(),
                               "ci_low": part["ci_low_shown"].fillna(part["mean_shown"]).to_numpy(),
                               "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy()})
-        notes: dict[str, str] = {}
+        changes: dict[str, str] = {}  # x label -> "+12% [+3%, +21%]"
         if headline.compare:
             mask = np.ones(len(runs), dtype=bool)
             for axis, value in zip(rest, key, strict=True):
@@ -305,16 +305,17 @@ def headline_figures(context: _Context) -> None:
                 change = _relative_change(scope.loc[(x_runs == label) & (hue_runs == first), headline.metric],
                                           scope.loc[(x_runs == label) & (hue_runs == second), headline.metric])
                 if change:
-                    notes[label] = change
+                    changes[label] = change
         compared = (f" Above each group: the relative change of {headline.compare[1]} against "
-                    f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method): "
-                    + "; ".join(f"{label}: {change}" for label, change in notes.items()) + ".") if notes else ""
+                    f"{headline.compare[0]}, (B - A) / A; with its 95 % CI (delta method): "
+                    + "; ".join(f"{label}: {change}" for label, change in changes.items()) + ".") if changes else ""
         stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
         context.draw(stem, headline.title + (f" ({where})" if where else ""),
                      f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "
                      f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}",
                      partial(plots.bar_ci, frame, x="x", hue="hue", ylabel=entry.axis_label,
-                             xlabel=" / ".join(headline.x), notes=notes))
+                             xlabel=" / ".join(headline.x),
+                             notes={label: change.split(" [")[0] for label, change in changes.items()}))
     context.out.headline += context.out.figures[drawn:]
     del context.out.figures[drawn:]
 

@@ -116,3 +116,12 @@ def test_svg_output_is_reproducible(tmp_path: Path, runs: pd.DataFrame) -> None:
     assert strip(first[0].read_text()) == strip(second[0].read_text())
     assert plots.colour(0, "TCP client") == plots.PROTOCOL_COLOURS["tcp"]
     assert plots.colour(9) == plots.PALETTE[1]
+
+
+def test_a_transport_keeps_its_protocol_colour_whatever_its_suffix() -> None:
+    from quicbed.analysis.plots import PALETTE, PROTOCOL_COLOURS, colour
+
+    assert colour(2, "bquic-native") == PROTOCOL_COLOURS["bquic"] != colour(0, "tcp") == PROTOCOL_COLOURS["tcp"]
+    assert colour(1, "quic-native") == colour(0, "quic (competitor)") == PROTOCOL_COLOURS["quic"]
+    # a pair names two protocols: the palette tells the pairs apart
+    assert colour(3, "tcp vs quic-native") == PALETTE[3] and colour(4, "tcp vs tcp") == PALETTE[4]
