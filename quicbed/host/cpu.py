@@ -426,13 +426,9 @@ class CpuAccounting:
         cpuset controller when the accounting cgroup is v2 and has it, else v1 cpuset."""
         self._require_running()
         self._ensure_role(role)
-        v2 = self.hierarchies.get("v2")
         try:
-            if self._key == "v2" and v2 and "cpuset" in _read(f"{v2.mount}/cgroup.controllers").split():
-                run_dir = self._run_dir("v2")
-                for parent in (v2.mount, os.path.dirname(run_dir), run_dir):
-                    if "cpuset" not in _read(f"{parent}/cgroup.subtree_control").split():
-                        _write(f"{parent}/cgroup.subtree_control", "+cpuset")
+            run_dir = self._v2_run_dir_with("cpuset")
+            if run_dir is not None:
                 _write(f"{run_dir}/{role}/cpuset.cpus", cpus)
                 _write(f"{run_dir}/{role}/cpuset.mems", _read(f"{run_dir}/cpuset.mems.effective").strip())
                 return PinResult(True, f"{role} on CPUs {cpus} (cgroup v2 cpuset)")
@@ -455,13 +451,9 @@ class CpuAccounting:
         self._require_running()
         self._ensure_role(role)
         quota = max(1000, round(cores * LIMIT_PERIOD_US))  # the kernel's smallest quota is 1 ms
-        v2 = self.hierarchies.get("v2")
         try:
-            if self._key == "v2" and v2 and "cpu" in _read(f"{v2.mount}/cgroup.controllers").split():
-                run_dir = self._run_dir("v2")
-                for parent in (v2.mount, os.path.dirname(run_dir), run_dir):
-                    if "cpu" not in _read(f"{parent}/cgroup.subtree_control").split():
-                        _write(f"{parent}/cgroup.subtree_control", "+cpu")
+            run_dir = self._v2_run_dir_with("cpu")
+            if run_dir is not None:
                 _write(f"{run_dir}/{role}/cpu.max", f"{quota} {LIMIT_PERIOD_US}")
                 with self._lock:
                     self._limits[role] = f"{run_dir}/{role}"
@@ -492,6 +484,18 @@ class CpuAccounting:
         seconds = stat["throttled_usec"] / 1e6 if "throttled_usec" in stat else stat.get("throttled_time", 0) / 1e9
         return {"periods": stat.get("nr_periods", 0), "throttled_periods": stat.get("nr_throttled", 0),
                 "throttled_seconds": seconds}
+
+    def _v2_run_dir_with(self, controller: str) -> str | None:
+        """The run's v2 cgroup with ``controller`` enabled from the root down to it, or None
+        when the accounting is not on v2 or v2 lacks the controller (then v1 is tried)."""
+        v2 = self.hierarchies.get("v2")
+        if self._key != "v2" or not v2 or controller not in _read(f"{v2.mount}/cgroup.controllers").split():
+            return None
+        run_dir = self._run_dir("v2")
+        for parent in (v2.mount, os.path.dirname(run_dir), run_dir):
+            if controller not in _read(f"{parent}/cgroup.subtree_control").split():
+                _write(f"{parent}/cgroup.subtree_control", f"+{controller}")
+        return run_dir
 
     def _v1_role_dir(self, key: str, role: str) -> str:
         """The role's cgroup on a v1 hierarchy besides the accounting's (cpuset, cpu), made once."""
