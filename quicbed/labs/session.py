@@ -26,7 +26,7 @@ from quicbed.errors import QuicbedError, SpecError
 from quicbed.host.vm import inside_vm
 from quicbed.labs.catalogue import Lab
 from quicbed.labs.checking import CannotCheck, Verdict
-from quicbed.runner.folder import read_results
+from quicbed.runner.folder import latest_records, read_results
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.loader import load_topology
 from quicbed.spec.topology import Topology
@@ -51,8 +51,14 @@ class ExperimentOutcome:
     file: Path
     folder: Path
     status: int  # quicbed run's exit status
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]]  # one per run: the last attempt of a run made again
     metadata: dict[str, Any]
+
+    @classmethod
+    def read(cls, file: Path, folder: Path, status: int) -> ExperimentOutcome:
+        metadata_file = folder / "metadata.json"
+        metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+        return cls(file, folder, status, latest_records(read_results(folder / "results.jsonl")), metadata)
 
     def runs(self, **cell: Any) -> list[dict[str, Any]]:
         """Measured (non-warm-up) runs whose cell has these values, e.g. ``transport="tcp"``;
@@ -209,14 +215,11 @@ class CheckSession:
                     saved.write(line)
                     if SHOWN_RUN_LINES.match(line):  # progress and problems; the report's tables stay in the log
                         self.log("  " + line.rstrip())
-        results = out / "results.jsonl"
-        if not results.exists():
+        if not (out / "results.jsonl").exists():
             raise QuicbedError(f"quicbed run {name} stopped (exit {process.returncode}) before any run: "
                                f"see {out.parent / (path.stem + '.log')}")
-        metadata_file = out / "metadata.json"
-        metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
-        outcome = ExperimentOutcome(path, out, process.returncode, read_results(results), metadata)
-        backend = metadata.get("backend") or (outcome.rows[0].get("backend") if outcome.rows else None)
+        outcome = ExperimentOutcome.read(path, out, process.returncode)
+        backend = outcome.metadata.get("backend") or (outcome.rows[0].get("backend") if outcome.rows else None)
         if backend and backend not in self.backends_used:
             self.backends_used.append(backend)
         self._experiments[name] = outcome

@@ -48,6 +48,15 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def latest_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per run id, in first-seen order: a run made again (an invalid run's rerun,
+    a resumed or retried run) appends a line that supersedes its earlier ones."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for record in records:
+        by_id[record["run_id"]] = record
+    return list(by_id.values())
+
+
 class ResultsFolder:
     """One experiment's results folder, locked for the lifetime of this object."""
 
@@ -94,7 +103,7 @@ class ResultsFolder:
     def finished(self) -> dict[str, dict[str, Any]]:
         """Runs already recorded, by run id (their folder must exist, too; the last line of a
         run made again counts)."""
-        return {r["run_id"]: r for r in read_results(self.results_path)
+        return {r["run_id"]: r for r in latest_records(read_results(self.results_path))
                 if (self.path / r.get("folder", f"runs/{r['run_id']}")).is_dir()}
 
     def begin_run(self, run_id: str) -> Path:

@@ -262,3 +262,18 @@ def test_a_lab_the_machine_cannot_run_is_skipped_saying_why(tmp_path: Path, monk
     assert sheet["skip"] == 5 and sheet["fail"] == 0
     assert all("this kernel has no mac80211_hwsim, and the microVM cannot run (virtme-ng (vng) is not installed)"
                in check["seen"] for check in sheet["checks"])
+
+
+def test_a_run_made_again_counts_by_its_last_attempt(tmp_path: Path) -> None:
+    from quicbed.labs.session import ExperimentOutcome
+
+    lines = [{"run_id": "c000-r001", "cell": {"transport": "tcp"}, "status": "invalid",
+              "invalid_reasons": ["ns-3 ran more than 4 ms behind the wall clock for 1.5% of the run"]},
+             {"run_id": "c000-r002", "cell": {"transport": "tcp"}, "status": "ok", "metrics": {"goodput": 2e7}},
+             {"run_id": "c000-r001", "cell": {"transport": "tcp"}, "status": "ok", "metrics": {"goodput": 3e7},
+              "attempt": 2}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    outcome = ExperimentOutcome.read(tmp_path / "experiment.yaml", tmp_path, 0)
+    verdict = outcome.every_run_ok()
+    assert verdict.passed and verdict.seen == "2 of 2 ok"
+    assert sorted(outcome.values("goodput", transport="tcp")) == [2e7, 3e7]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.errors import QuicbedError
-from quicbed.runner.folder import ResultsFolder, read_results
+from quicbed.runner.folder import ResultsFolder, latest_records, read_results
 
 
 @pytest.fixture
@@ -131,3 +131,8 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     warmup = Run(0, 0, {}, 1, True)
     assert runner._rerun_while_invalid(warmup, {"status": "invalid", "invalid_reasons": []}, None, None)["status"] \
         == "invalid"
+
+
+def test_a_run_made_again_is_finished_by_its_last_line(tmp_path: Path) -> None:
+    records = [{"run_id": "a", "status": "invalid"}, {"run_id": "b", "status": "ok"}, {"run_id": "a", "status": "ok"}]
+    assert latest_records(records) == [{"run_id": "a", "status": "ok"}, {"run_id": "b", "status": "ok"}]
