@@ -8,6 +8,8 @@ Rate limits are measured on this host's kernel. Cases that need netem run where 
 here if this kernel has it, otherwise in the microVM (one boot for all of them), and the
 table says where each row was measured. Loss rows show the 99 % interval of the lost count
 for the sample size (binomial for Bernoulli, the chain's variance for Gilbert-Elliott).
+Delivery traces are replayed by the ns3 backend on this host: a saturated probe's packets
+must leave at the trace's opportunities, each delivery within 1 ms of its opportunity.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from quicbed.analysis.linkstats import Z99, expected_iqr, loss_count_interval, mean_burst_interval  # noqa: E402
+from quicbed.analysis.linkstats import (  # noqa: E402
+    Z99, expected_iqr, loss_count_interval, mean_burst_interval, trace_timing)
 from quicbed.calibration import LinkCalibrator, ProbePlan  # noqa: E402
+from quicbed.traces.format import BYTES_PER_OPPORTUNITY, write_trace  # noqa: E402
 
 RATE_CASES = ["2mbit", "10mbit", "50mbit", "200mbit"]
 VM_RATE_CASES = ["2mbit", "8mbit"]
@@ -92,6 +96,71 @@ def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
     return rows
 
 
+#: every delivery of a trace replay within this of its opportunity
+TRACE_TOLERANCE_MS = 1.0
+#: the probe's deliveries in its first this many ms are left out: the queue is still filling
+TRACE_SETTLE_MS = 200
+
+
+def bench_trace(seconds: int, seed: int = 7) -> list[int]:
+    """A trace with structure to match against: 0-3 opportunities per ms (mean ~14 Mbit/s, peaks
+    of 36), and a 150 ms outage each second."""
+    import random
+
+    draw = random.Random(seed)
+    times = []
+    for ms in range(1, seconds * 1000 + 1):
+        if ms % 1000 >= 850:
+            continue
+        times += [ms] * draw.choice((0, 0, 1, 1, 2, 3))
+    return times + ([seconds * 1000] if times[-1] != seconds * 1000 else [])
+
+
+def trace_rows(quick: bool) -> list[dict]:
+    """A saturated probe (24 Mbit/s of full-size datagrams into a 2000-packet queue) over a
+    traced link on ns3: each delivery against the opportunity that let it out."""
+    from quicbed.backends.ns3.build import missing
+
+    if missing():
+        print(f"trace replay not measured: {missing()}", file=sys.stderr)
+        return []
+    seconds = 2 if quick else 5
+    times = bench_trace(seconds)
+    with LinkCalibrator(backend="ns3") as calibrator:
+        trace = calibrator.work_dir / "bench.trace"
+        write_trace(trace, times)
+        payload = BYTES_PER_OPPORTUNITY - 28  # IPv4 + UDP headers: one datagram per opportunity
+        calibrator.probe({"trace": str(trace), "queue_limit": 2000, "delay": "10ms"},
+                         ProbePlan(count=2000 * seconds, rate=2000, size=payload))
+        log = calibrator.last_log()
+        lag = calibrator.network.mac_stats().get("lag", {})  # type: ignore[attr-defined]
+    first = log.received_ns[0]
+    received = [ns for ns in log.received_ns if ns - first >= TRACE_SETTLE_MS * 1e6]
+    timing = trace_timing(times, received)
+    within = sum(abs(e) <= TRACE_TOLERANCE_MS for e in timing.errors_ms) / timing.delivered
+    span_s = (received[-1] - received[0]) / 1e9
+    offered = timing.delivered * BYTES_PER_OPPORTUNITY * 8 / span_s
+    return [{"case": "trace replay: |delivery - opportunity|", "where": "host (ns3)",
+             "configured": TRACE_TOLERANCE_MS, "measured": timing.abs_percentile(0.99),
+             "unit": "ms (p99; configured: the bound)", "ratio": timing.abs_percentile(0.99) / TRACE_TOLERANCE_MS,
+             "note": f"{timing.delivered} deliveries, median {timing.abs_percentile(0.5):.3f}, max "
+                     f"{max(abs(e) for e in timing.errors_ms):.3f} ms, {within:.1%} within {TRACE_TOLERANCE_MS:g} ms; "
+                     f"ns-3 behind real time by up to {lag.get('max_ms', float('nan')):.1f} ms "
+                     f"(p99 {lag.get('p99_ms', float('nan')):.2f})"},
+            {"case": "trace replay: delivered rate", "where": "host (ns3)",
+             "configured": _trace_rate(times, timing.first_opportunity, timing.delivered) / 1e6,
+             "measured": offered / 1e6, "unit": "Mbit/s (the trace's over the same opportunities)",
+             "ratio": offered / _trace_rate(times, timing.first_opportunity, timing.delivered)}]
+
+
+def _trace_rate(times: list[int], first: int, count: int) -> float:
+    """bit/s of ``count`` opportunities from index ``first`` of the looped trace, over their span."""
+    n, period = len(times), times[-1]
+    last = first + count - 1
+    span_ms = (last // n) * period + times[last % n] - times[first]
+    return count * BYTES_PER_OPPORTUNITY * 8 / (span_ms / 1000)
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'case':<40} {'where':<8} {'configured':>11} {'measured':>10} {'ratio':>7}  unit / note")
     for row in rows:
@@ -120,6 +189,8 @@ def main() -> int:
             rows += rate_rows(calibrator, RATE_CASES)
             if has_netem():
                 rows += netem_rows(calibrator, args.quick)
+    if not args.netem_only:
+        rows += trace_rows(args.quick)
     if not args.netem_only and not has_netem() and not inside_vm():
         print("this kernel has no netem: measuring netem cases in the microVM ...", file=sys.stderr, flush=True)
         out = ROOT / "results" / ".bench-links-vm.json"

@@ -19,7 +19,9 @@ CHANNELS = (36, 149)
 def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band: str = "5GHz",
              width: int = 20, mcs: int = 7, rate_control: str = "constant", guard_interval: str = "long",
              ampdu: bool = True, same_channel: bool = False, distance: float = 5.0, spread: float = 0.0,
-             wired_rate: str = "1gbit", wired_delay: str = "1ms", ap_spacing: float = 30.0) -> Topology:
+             wired_rate: str = "1gbit", wired_delay: str = "1ms", ap_spacing: float = 30.0,
+             fastack: bool = False) -> Topology:
+    """``fastack``: the APs acknowledge TCP data to the server on their stations' behalf (ns3)."""
     topo = Topology("enterprise_ap", description=f"{stations} stations on {aps} {standard} AP(s), wired server")
     server = topo.add_host("server")
     radio = {"standard": standard, "band": band, "width": width, "guard_interval": guard_interval,
@@ -27,7 +29,7 @@ def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band:
     access_points = []
     for index in range(1, aps + 1):
         channel = CHANNELS[0] if same_channel else CHANNELS[(index - 1) % len(CHANNELS)]
-        access_points.append(topo.add_access_point(f"ap{index}", channel=channel,
+        access_points.append(topo.add_access_point(f"ap{index}", channel=channel, fastack=fastack,
                                                    position=((index - 1) * ap_spacing, 0, 0), **radio))
     if aps == 1:
         topo.add_link(access_points[0], server, name="wired", rate=wired_rate, delay=wired_delay)

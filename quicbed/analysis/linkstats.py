@@ -171,3 +171,41 @@ def mean_burst_interval(model: LossModel, packets: int, z: float = Z99, replicas
     means = total[runs > 0] / runs[runs > 0]
     centre, spread = float(means.mean()), float(means.std(ddof=1))
     return centre - z * spread, centre + z * spread
+
+
+@dataclass(frozen=True)
+class TraceTiming:
+    """How closely the deliveries of a saturated probe followed a delivery trace."""
+
+    delivered: int  # deliveries compared
+    first_opportunity: int  # the trace opportunity (index, 0-based, within a period) of the first of them
+    errors_ms: tuple[float, ...]  # each delivery's time minus its opportunity's, the common offset removed
+
+    def abs_percentile(self, fraction: float) -> float:
+        return _percentile(sorted(abs(e) for e in self.errors_ms), fraction)
+
+
+def trace_timing(times_ms: list[int], received_ns: list[int]) -> TraceTiming:
+    """Match each delivery (receive times in order, while the link's queue never ran empty:
+    one full-size packet per opportunity) with the trace's opportunity that let it out.
+
+    The k-th delivery left at opportunity j0 + k of the looped trace; j0 is the index whose
+    matching makes the deliveries' offsets from their opportunities the most alike (the
+    offset itself, base delay and the clock difference, is the median and is removed).
+    """
+    import numpy as np
+
+    offsets = np.asarray(times_ms, dtype=float)
+    period, n = float(times_ms[-1]), len(times_ms)
+    received = (np.asarray(received_ns, dtype=np.int64) - received_ns[0]) / 1e6
+    index = np.arange(len(received))
+    best: tuple[float, int, np.ndarray] | None = None
+    for start in range(n):
+        k = start + index
+        residual = received - ((k // n) * period + offsets[k % n])
+        residual -= np.median(residual)
+        score = float(np.mean(np.abs(residual)))
+        if best is None or score < best[0]:
+            best = (score, start, residual)
+    assert best is not None
+    return TraceTiming(len(received), best[1], tuple(float(e) for e in best[2]))

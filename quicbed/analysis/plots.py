@@ -71,6 +71,15 @@ def colour(index: int, name: str | None = None) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def group_colours(names: Sequence[str]) -> list[str]:
+    """A colour per group: the protocols' own (:func:`colour`) when that tells every group
+    apart, else the palette in order (e.g. six congestion controllers, three per protocol)."""
+    protocol = [colour(number, name) for number, name in enumerate(names)]
+    if len(set(protocol)) == len(protocol):
+        return protocol
+    return [PALETTE[number % len(PALETTE)] for number in range(len(names))]
+
+
 def save(figure: Figure, stem: PathLike, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Write ``figure`` as ``stem.<format>`` for each format, close it, return the paths."""
     base = Path(stem)
@@ -264,6 +273,53 @@ def cwnd_plot(series: pd.DataFrame, stem: PathLike, *, value: str = "cwnd",
         axes.set_ylabel(ylabel)
         axes.set_ylim(bottom=0)
         _legend(axes)
+        return save(figure, stem, formats)
+
+
+#: the sender-state panels: label, (column, line style) drawn in it, scale to the label's unit
+SENDER_PANELS = (("cwnd (kB)", (("cwnd", "-"),), 1e-3),
+                 ("in flight (kB)", (("bytes_in_flight", "-"),), 1e-3),
+                 ("RTT (ms)", (("smoothed_rtt", "-"), ("min_rtt", ":")), 1e3),
+                 ("pacing rate (Mbit/s)", (("pacing_rate", "-"),), 1e-6))
+
+
+def sender_plot(lines: pd.DataFrame, stem: PathLike, *, capacity: pd.DataFrame | None = None,
+                formats: Sequence[str] = FORMATS) -> list[Path]:
+    """The sender's state over time in four panels on one time axis: cwnd, bytes in flight,
+    smoothed (solid) and min (dotted) RTT, pacing rate, one colour per group; with
+    ``capacity`` (columns ``time``, ``rate`` in bit/s: a link's trace) drawn grey under the
+    pacing rates.
+
+    ``lines``: long form, columns ``group``, ``series`` (a column of
+    quicbed.analysis.series), ``time`` (s), ``value``, and optionally ``low``/``high``: a
+    band, shaded.
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT * 2.4))
+        panels = figure.subplots(len(SENDER_PANELS), 1, sharex=True)
+        groups = list(dict.fromkeys(lines["group"]))
+        colours = group_colours(groups)
+        for axes, (label, members, scale) in zip(panels, SENDER_PANELS):
+            if label.startswith("pacing") and capacity is not None and not capacity.empty:
+                axes.step(capacity["time"], capacity["rate"] * scale, where="post", color="#999999",
+                          linewidth=0.8, label="link capacity (trace)")
+            for number, name in enumerate(groups):
+                for column, style in members:
+                    part = lines[(lines["group"] == name) & (lines["series"] == column)]
+                    if part.empty or part["value"].isna().all():
+                        continue
+                    axes.step(part["time"], part["value"] * scale, where="post", color=colours[number],
+                              linestyle=style, linewidth=1.0, label=name if axes is panels[0] else None)
+                    if "low" in part and part["low"].notna().any():
+                        axes.fill_between(part["time"], part["low"] * scale, part["high"] * scale, step="post",
+                                          color=colours[number], alpha=0.2, linewidth=0)
+            axes.set_ylabel(label)
+            axes.set_ylim(bottom=0)
+        panels[-1].set_xlabel("time (s)")
+        handles, labels = panels[0].get_legend_handles_labels()
+        if labels:  # under the panels: with several groups a legend inside hides the lines
+            figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(labels)))
+        _legend(panels[-1])
         return save(figure, stem, formats)
 
 

@@ -23,6 +23,7 @@ import gzip
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,12 +35,14 @@ import pandas as pd
 from quicbed.analysis.stats import state_shares, time_weighted_mean_var
 
 METRIC_FIELDS = ("cwnd", "bytes_in_flight", "ssthresh", "smoothed_rtt", "min_rtt",
-                 "latest_rtt", "rtt_variance")
+                 "latest_rtt", "rtt_variance", "pacing_rate")
 _RTT_FIELDS = ("smoothed_rtt", "min_rtt", "latest_rtt", "rtt_variance")
 STATES = ("slow_start", "congestion_avoidance", "recovery")
 #: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs):
 #: quinn logs RTTs in seconds where qlog says milliseconds, and only the fields that changed
 QUINN_DESCRIPTION = "quicbed-quinn"
+#: and the epoch of the connection's start, to which its event times are relative
+_QUINN_START = re.compile(r"; start (\d+(?:\.\d+)?) s since the epoch")
 #: qlog 0.3's name for the congestion window; aioquic's (and this module's) is ``cwnd``
 _CWND_ALIASES = ("congestion_window",)
 #: aioquic's datagram size: a window with this much room is not what limits the sender
@@ -132,7 +135,10 @@ def _sequential_trace(text: str) -> QlogTrace:
                for chunk in line.split("\x1e") if chunk.strip()]
     header, events = records[0], records[1:]
     trace = header.get("trace", {})
-    common = trace.get("common_fields", {}) or {}
+    common = dict(trace.get("common_fields", {}) or {})
+    start = _QUINN_START.search(str(header.get("description") or ""))
+    if start and "reference_time" not in common:  # quinn's times are relative to the start it names
+        common.update(reference_time=float(start.group(1)) * 1000, time_format="relative")
     return QlogTrace(vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
                      odcid=common.get("ODCID") or common.get("group_id"),
                      events=_normalise(events, common), producer=_producer(header))
@@ -175,7 +181,8 @@ def metrics_frame(trace: QlogTrace) -> pd.DataFrame:
 
     Columns: ``time`` (epoch s), ``cwnd``, ``bytes_in_flight``, ``ssthresh`` (bytes; NaN
     until set), ``smoothed_rtt``, ``min_rtt``, ``latest_rtt``, ``rtt_variance`` (s; NaN
-    until the first sample).
+    until the first sample), ``pacing_rate`` (bit/s; NaN unless the stack logs it: quinn's
+    BBR does, aioquic and quicbed's CUBIC/NewReno do not).
     """
     rows = []
     for event in trace.named("recovery:metrics_updated"):

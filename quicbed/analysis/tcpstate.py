@@ -174,10 +174,13 @@ def read_ss(path: str | os.PathLike[str]) -> pd.DataFrame:
     return parse_ss(read_text(path))
 
 
-def connection(frame: pd.DataFrame, local: str | None = None, peer: str | None = None
-               ) -> pd.DataFrame:
+def connection(frame: pd.DataFrame, local: str | None = None, peer: str | None = None,
+               peers: set[str] | None = None) -> pd.DataFrame:
     """The samples of one connection; by default the one with the most samples (the
-    bulk transfer) when ``local``/``peer`` are not given."""
+    bulk transfer) when ``local``/``peer`` are not given; with ``peers``, among the
+    connections to those ``addr:port``."""
+    if peers:
+        frame = frame[frame["peer"].isin(peers)]
     if frame.empty:
         return frame
     if local is None and peer is None:
@@ -301,9 +304,13 @@ def probe_phases(probe: pd.DataFrame, ca_states: pd.DataFrame | None = None) -> 
     return pd.Series(states, index=probe.index, name="state")
 
 
-def sender_probes(probe: pd.DataFrame, sender: str | None = None) -> pd.DataFrame:
+def sender_probes(probe: pd.DataFrame, sender: str | None = None, peers: set[str] | None = None) -> pd.DataFrame:
     """The ``tcp_probe`` events of the sending socket (``src`` == ``sender``, default the
-    socket whose ``snd_nxt`` advanced most: the one that sent the data)."""
+    socket whose ``snd_nxt`` advanced most: the one that sent the data); with ``peers``
+    (``addr:port`` of the receiving sockets, e.g. one client's among many on the same server
+    port) only the events towards them."""
+    if peers:
+        probe = probe[probe["dst"].isin(peers)]
     if probe.empty:
         return probe
     if sender is None:

@@ -22,7 +22,7 @@ from quicbed.backends.namespaces import (
     require_root_and_tools,
     run_checked,
 )
-from quicbed.backends.tc import qdisc_commands
+from quicbed.backends.tc import qdisc_commands, unrealisable
 from quicbed.errors import BackendError, MissingDependency
 from quicbed.host import ownership
 from quicbed.spec.link import WiredLink, WirelessLink
@@ -172,6 +172,9 @@ def check_requirements(topology: Topology) -> None:
     require_root_and_tools("the netns backend needs root to create network namespaces",
                            (("ip", "apt-get install iproute2"), ("tc", "apt-get install iproute2"),
                             ("ethtool", "apt-get install ethtool")))
+    problems = unrealisable(topology.links)
+    if problems:
+        raise BackendError("the netns backend cannot build these links: " + "; ".join(problems))
     if topology.needs_netem() and not has_netem():
         needing = [link.name for link in topology.links if link.needs_netem()]
         raise MissingDependency(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 
-from quicbed.spec.link import Shape
+from quicbed.errors import BackendError
+from quicbed.spec.link import Shape, WiredLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.units import format_rate, format_time
 
@@ -74,8 +75,21 @@ def tbf_args(shape: Shape) -> list[str]:
             "limit", str(packets * MTU_FRAME)]
 
 
+def unrealisable(links: list) -> list[str]:
+    """Why the kernel's qdiscs (the netns and Mininet-WiFi backends) cannot build these wired
+    links: a delivery trace. No qdisc replays one, and a tbf rate changed from user space
+    every millisecond would follow it only as well as that process's timers (and tbf's bucket)
+    allow, so quicbed does not pretend to."""
+    return [f"links[{link.name}].{direction}: a delivery trace ({shape.trace.name}) needs the ns3 backend; the "
+            "kernel's qdiscs cannot replay a trace (fix: backend: ns3, or --backend ns3)"
+            for link in links if isinstance(link, WiredLink)
+            for direction, shape in (("forward", link.forward), ("backward", link.backward)) if shape.trace]
+
+
 def qdisc_commands(device: str, shape: Shape) -> list[list[str]]:
     """``tc`` argument lists (without the leading 'tc') that give ``device`` this shape."""
+    if shape.trace:
+        raise BackendError(f"{device}: a delivery trace needs the ns3 backend (fix: backend: ns3)")
     if shape.is_ideal():
         return []
     commands: list[list[str]] = []

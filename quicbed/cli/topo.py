@@ -122,6 +122,8 @@ def describe_link(link) -> str:
         if shape.is_ideal():
             continue
         items = []
+        if shape.trace:
+            items.append(shape.trace.describe())
         if shape.rate:
             items.append(format_rate(shape.rate))
         if shape.delay:

@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from quicbed.analysis import metrics, qlog, tcpstate
+from quicbed.analysis import metrics, qlog, series, tcpstate
 from quicbed.analysis.packets import Packet, read_pcap
-from quicbed.runner.analyse import sender_mss
+from quicbed.runner.analyse import client_sockets, sender_mss
 
 QLOG_NAMES = ("server.qlog", "server.qlog.gz", "server.sqlog")
 CLIENT_RECORDS = ("client.json", "curl.json")
@@ -67,17 +66,30 @@ class RunFiles:
             return None
         return value if isinstance(value, dict) else None
 
-    def cwnd_series(self, folder: str) -> pd.DataFrame | None:
-        """cwnd (bytes) over time (s from the first sample) of the sender, until the end of the
-        transfer: QUIC from the server qlog, TCP from the kernel's tcp_probe events (cwnd x the
-        MSS the client saw) or the ``ss`` samples; None without any (or when they cannot be read)."""
+    def run_details(self, folder: str) -> dict[str, Any]:
+        """The ``details`` of the run's run.json ({} when missing or unreadable)."""
+        path = self.path(folder, "run.json")
         try:
-            return self._cwnd_series(folder)
-        except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
-            self.problems.append(f"{folder}: congestion-window log cannot be read ({error}); passed over")
-            return None
+            value = json.loads(path.read_text(encoding="utf-8")) if path else {}
+        except (OSError, json.JSONDecodeError):
+            return {}
+        return (value.get("details") or {}) if isinstance(value, dict) else {}
 
-    def _cwnd_series(self, folder: str) -> pd.DataFrame | None:
+    def sender_series(self, folder: str) -> pd.DataFrame | None:
+        """The sender's cwnd, bytes in flight, RTTs and pacing rate over time (epoch s), until
+        the end of the transfer (quicbed.analysis.series): QUIC from the server qlog, TCP from
+        the kernel's tcp_probe events or the ``ss`` samples; None without any (or when they
+        cannot be read). Column ``source`` names the log."""
+        try:
+            frame, source = self._sender_series(folder)
+        except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
+            self.problems.append(f"{folder}: the sender's state log cannot be read ({error}); passed over")
+            return None
+        if frame is None or frame.empty:
+            return None
+        return frame.assign(source=source)
+
+    def _sender_series(self, folder: str) -> tuple[pd.DataFrame | None, str]:
         path = self.path(folder, *QLOG_NAMES)
         if path is not None:
             self.progress(f"reading {path.relative_to(self.root)}")
@@ -85,45 +97,21 @@ class RunFiles:
                 trace = qlog.load_trace(path, "server")
             except ValueError:
                 trace = qlog.load_trace(path)
-            frame = qlog.metrics_frame(trace)
-            if frame.empty:
-                return None
-            _, end = qlog.transfer_window(frame)
-            frame = frame[frame["time"] <= end]
-            return pd.DataFrame({"time": frame["time"] - frame["time"].iloc[0], "cwnd": frame["cwnd"],
-                                 "source": "qlog"})
-        probe = self._probe_series(folder)
-        if probe is not None:
-            return probe
-        path = self.path(folder, "ss.txt", "ss.txt.gz")
-        if path is None:
-            return None
-        self.progress(f"reading {path.relative_to(self.root)}")
-        samples = tcpstate.connection(tcpstate.read_ss(path))
-        if samples.empty:
-            return None
-        acked = samples["bytes_acked"].to_numpy(dtype=float)
-        grew = np.flatnonzero(np.diff(acked) > 0)
-        last = grew[-1] + 1 if grew.size else len(samples) - 1  # the sample after the last ACKed growth
-        samples = samples.iloc[: last + 1]
-        return pd.DataFrame({"time": samples["time"] - samples["time"].iloc[0],
-                             "cwnd": samples["cwnd_bytes"], "source": "ss"})
-
-    def _probe_series(self, folder: str) -> pd.DataFrame | None:
+            knobs = (self.record(folder) or {}).get("knobs") or {}
+            return series.from_qlog(trace, pacing=knobs.get("pacing") is not False), "qlog"
         path = self.path(folder, "tcp_probe.txt.gz")
         record = self.record(folder)
         mss = sender_mss(record) if record else None
-        if path is None or not mss:
-            return None
+        if path is not None and mss:
+            self.progress(f"reading {path.relative_to(self.root)}")
+            offset = tcpstate.trace_clock_offset(self.run_details(folder).get("tcp_state"))
+            probe, _ = tcpstate.read_trace(path, offset)
+            return series.from_tcp_probe(tcpstate.sender_probes(probe, peers=client_sockets(record)), mss), "tcp_probe"
+        path = self.path(folder, "ss.txt", "ss.txt.gz")
+        if path is None:
+            return None, ""
         self.progress(f"reading {path.relative_to(self.root)}")
-        probe, _ = tcpstate.read_trace(path)
-        probe = tcpstate.sender_probes(probe)
-        if probe.empty:
-            return None
-        advanced = np.flatnonzero(np.diff(probe["snd_una"].to_numpy(dtype=float)) > 0)
-        probe = probe.iloc[: (advanced[-1] + 2 if advanced.size else len(probe))]
-        return pd.DataFrame({"time": probe["time"] - probe["time"].iloc[0], "cwnd": probe["cwnd"] * mss,
-                             "source": "tcp_probe"})
+        return series.from_ss(tcpstate.connection(tcpstate.read_ss(path), peers=client_sockets(record or {}))), "ss"
 
     def data_flow_count(self, folder: str) -> int:
         client = self.packets(folder, "client.pcap")

@@ -56,6 +56,11 @@ class FigureFile:
     def svg(self) -> Path | None:
         return next((path for path in self.files if path.suffix == ".svg"), None)
 
+    @property
+    def csv(self) -> Path | None:
+        """The figure's data, when it is written beside it."""
+        return next((path for path in self.files if path.suffix == ".csv"), None)
+
 
 @dataclass
 class Figures:
@@ -369,26 +374,6 @@ def ipt_figure(context: _Context, candidates: dict[str, list[str]], where: str) 
                  lambda stem: plots.ipt_plot(gaps, stem, group="transport"))
 
 
-def cwnd_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
-    title = "Congestion window over time"
-
-    def cwnd_of(transport: str, folder: str) -> tuple[pd.DataFrame, str] | None:
-        series = context.files.cwnd_series(folder)
-        if series is None or series.empty:
-            return None
-        return series, f"{Path(folder).name} ({series['source'].iloc[0]})"
-
-    frames, used = _per_transport(candidates, cwnd_of)
-    if not frames:
-        context.skip(title, "no run has server.qlog, tcp_probe.txt.gz or ss.txt")
-        return
-    series = pd.concat(frames, ignore_index=True)
-    context.draw("cwnd", title,
-                 f"Sender's congestion window (QUIC: server qlog; TCP: tcp_probe events or ss samples, cwnd x MSS) of one "
-                 f"representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
-                 lambda stem: plots.cwnd_plot(series, stem, group="transport"))
-
-
 def throughput_bins_figure(context: _Context, candidates: dict[str, list[str]], where: str) -> None:
     title = "Throughput in 50 ms bins"
 
@@ -462,6 +447,165 @@ def flow_events(client: list, flows: list[metrics.FlowKey], labels: dict[metrics
     return pd.DataFrame(rows, columns=["time", "flow", "bytes"]).sort_values("time", kind="stable")
 
 
+#: sender time-series figures for at most this many combinations of the other axes
+MAX_SENDER_GROUPS = 8
+SENDER_STEP = 0.05  # s: the grid of the per-cell median and band
+MAX_BAND_RUNS = 20  # runs per cell in the band (each run's log is read: a 30 MB QUIC transfer's takes ~2 s)
+CAPACITY_BIN_MS = 100
+
+
+def _aligned_series(context: _Context, folder: str) -> pd.DataFrame | None:
+    """The run's sender series, time in s from the start of its link's trace (the run's start)
+    when it replays one, else from its first sample."""
+    frame = context.files.sender_series(folder)
+    if frame is None:
+        return None
+    starts = [trace["started"] for trace in context.files.run_details(folder).get("traces") or []]
+    zero = min(starts) if starts else float(frame["time"].iloc[0])
+    return frame.assign(time=frame["time"] - zero)
+
+
+def _trace_capacity(context: _Context, folder: str, until: float) -> pd.DataFrame | None:
+    """The capacity (100 ms bins, repeated over ``until`` s) of the trace the download crosses."""
+    from quicbed.traces.format import capacity, read_opportunities
+
+    traces = [trace for trace in context.files.run_details(folder).get("traces") or [] if trace.get("towards_client")]
+    if not traces or not Path(traces[0]["path"]).is_file():
+        return None
+    times = read_opportunities(Path(traces[0]["path"]))
+    rates = capacity(times, CAPACITY_BIN_MS)
+    repeats = max(1, math.ceil(until / (times[-1] / 1000)))
+    rates = rates * repeats
+    return pd.DataFrame({"time": np.arange(len(rates)) * CAPACITY_BIN_MS / 1000, "rate": rates})
+
+
+def _long(frame: pd.DataFrame, group: str) -> pd.DataFrame:
+    from quicbed.analysis.series import SERIES
+
+    return frame.melt(id_vars=["time"], value_vars=list(SERIES), var_name="series").assign(group=group)
+
+
+def sender_figures(context: _Context) -> None:
+    """The representative run of each transport, and the median with its interquartile band
+    over the runs of each cell (CSV beside each): for the first combination of the other axes,
+    as the other single-run figures, or for each (up to MAX_SENDER_GROUPS) with study.series."""
+    from quicbed.analysis.series import SERIES, median_band
+
+    try:
+        study = context.results.parsed_study()
+    except SpecError:
+        study = None  # the headline step notes it
+    runs, others = context.runs, context.results.other_axes
+    groups = list(runs.groupby(others, sort=False)) if others else [((), runs)]
+    read: dict[str, pd.DataFrame | None] = {}
+
+    def series_of(folder: str) -> pd.DataFrame | None:
+        if folder not in read:
+            read[folder] = _aligned_series(context, folder)
+        return read[folder]
+
+    for key, part in groups[:MAX_SENDER_GROUPS if study is not None and study.series else 1]:
+        values = key if isinstance(key, tuple) else (key,)
+        where = ", ".join(f"{axis}={value}" for axis, value in zip(others, values))
+        suffix = slug(" ".join(map(str, values))) if others else "all"
+        chosen, every, folders = [], [], []
+        for transport, candidates in _candidates(context, part).items():
+            representative = next((folder for folder in candidates if series_of(folder) is not None), None)
+            if representative is None:
+                continue
+            folders.append(representative)
+            chosen.append(_long(series_of(representative), _label(transport)).assign(run=Path(representative).name))
+            # the band: the cell's runs in run order (not the most typical ones), at most MAX_BAND_RUNS
+            banded = [frame for folder in sorted(candidates)[:MAX_BAND_RUNS] if (frame := series_of(folder)) is not None]
+            for column in SERIES:
+                band = median_band(banded, column, SENDER_STEP)
+                if not band.empty:
+                    every.append(band.rename(columns={"median": "value"}).assign(series=column,
+                                                                                 group=_label(transport)))
+        title = f"Sender state over time{f' ({where})' if where else ''}"
+        if not chosen:
+            context.skip(title, "no run has server.qlog, tcp_probe.txt.gz or ss.txt (set qlog: true)")
+            continue
+        single, bands = pd.concat(chosen, ignore_index=True), pd.concat(every, ignore_index=True)
+        capacity = _trace_capacity(context, folders[0], float(single["time"].max()))
+        traced = " Grey: the capacity of the trace the download crosses, in 100 ms bins." if capacity is not None else ""
+        sources = "QUIC: server qlog; TCP: tcp_probe events or ss samples (docs/metrics.md)"
+        context.draw(f"sender-runs-{suffix}", f"{title}, one run per transport",
+                     f"cwnd, bytes in flight, smoothed (solid) and min (dotted) RTT and pacing rate of the run closest "
+                     f"to its cell's median, per transport; {sources}; time from the run's start.{traced}",
+                     partial(_sender_files, single, capacity))
+        context.draw(f"sender-cells-{suffix}", f"{title}, median of each cell",
+                     f"The same quantities, median over the runs of each cell (the first {MAX_BAND_RUNS} at most; "
+                     f"shaded: 25th-75th percentile) on a "
+                     f"{SENDER_STEP * 1000:.0f} ms grid, each run held at its last sample until its next and ending "
+                     f"with its transfer; {sources}.{traced}",
+                     partial(_sender_files, bands, capacity))
+
+
+def _sender_files(lines: pd.DataFrame, capacity: pd.DataFrame | None, stem: Path) -> list[Path]:
+    written = plots.sender_plot(lines, stem, capacity=capacity)
+    data = stem.with_name(f"{stem.name}.csv")
+    lines.to_csv(data, index=False)
+    return [*written, data]
+
+
+#: distributions over clients for at most this many cells (more lines are unreadable)
+MAX_CLIENT_CELLS = 8
+
+
+def _client_rows(context: _Context, runs: pd.DataFrame, label: pd.Series) -> pd.DataFrame:
+    """One row per client of each many-client run: its cell's label, goodput and the mean
+    A-MPDU size its AP sent it."""
+    rows = []
+    for (_, run), cell in zip(runs.iterrows(), label):
+        clients = context.files.run_details(run["folder"]).get("clients") or []
+        mac = context.files.path(run["folder"], "mac-stats.json")
+        receivers: dict[str, float] = {}
+        if mac is not None:
+            for radio in json.loads(mac.read_text()).get("radios", {}).values():
+                if radio.get("role") == "ap":
+                    receivers.update({name: link["mean_mpdus_per_ampdu"]
+                                      for name, link in (radio.get("per_receiver") or {}).items() if link.get("psdus")})
+        for client in clients:
+            rows.append({"cell": cell, "run": Path(run["folder"]).name, "client": client["node"],
+                         "goodput": client.get("goodput", math.nan), "ampdu": receivers.get(client["node"], math.nan)})
+    return pd.DataFrame(rows, columns=["cell", "run", "client", "goodput", "ampdu"])
+
+
+def clients_figures(context: _Context) -> None:
+    """Many-client runs: the distribution over clients (all runs of a cell pooled) of their
+    goodput and of the A-MPDU size their AP sent them, one line per cell (CSV beside each)."""
+    runs = context.runs
+    if "clients" not in runs or not (runs["clients"] > 1).any():
+        return
+    axes = [axis for axis in context.results.axes if runs[axis].nunique() > 1] or ["transport"]
+    label = _labels(runs, axes, " / ")
+    cells = list(dict.fromkeys(label))
+    if len(cells) > MAX_CLIENT_CELLS:
+        context.out.notes.append(f"Client distributions: the first {MAX_CLIENT_CELLS} of {len(cells)} cells drawn")
+        keep = label.isin(cells[:MAX_CLIENT_CELLS])
+        runs, label = runs[keep], label[keep]
+    rows = _client_rows(context, runs, label)
+    who = " / ".join(axes)
+    for column, title, entry_label, scale in (("goodput", "Goodput per client", "goodput (Mbit/s)", 1e-6),
+                                              ("ampdu", "MPDUs per A-MPDU per client", "MPDUs per A-MPDU", 1.0)):
+        part = rows.dropna(subset=[column])
+        if part.empty:
+            context.skip(title, f"no many-client run recorded its clients' {column}")
+            continue
+        context.draw(f"clients-{column}", title,
+                     f"P(X > x) over the clients of each cell ({who}), every counted run pooled "
+                     f"({part['run'].nunique()} runs, {len(part)} clients); shaded: 95 % DKW band.",
+                     partial(_client_files, part, column, entry_label, scale))
+
+
+def _client_files(rows: pd.DataFrame, column: str, xlabel: str, scale: float, stem: Path) -> list[Path]:
+    written = plots.ccdf_plot(rows, stem, value=column, group="cell", scale=scale, xlabel=xlabel)
+    data = stem.with_name(f"{stem.name}.csv")
+    rows.to_csv(data, index=False)
+    return [*written, data]
+
+
 def share_figures(context: _Context) -> None:
     """Bandwidth share over time of the runs whose client capture holds parallel data flows
     (one run per cell is looked at; up to ``max_runs`` figures)."""
@@ -529,10 +673,13 @@ def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequenc
             context.skip("single-run figures", "no counted run")
         else:
             say("drawing single-run figures")
-            for title, step in (("inter-packet times", ipt_figure), ("congestion window", cwnd_figure),
+            for title, step in (("inter-packet times", ipt_figure),
                                 ("throughput bins", throughput_bins_figure), ("sequence diagrams", sequence_figures)):
                 _guarded(context, title, partial(step, context, candidates, where))
         _guarded(context, "bandwidth share", lambda: share_figures(context))
+        _guarded(context, "client distributions", lambda: clients_figures(context))
+        say("drawing the sender's state over time")
+        _guarded(context, "sender state", lambda: sender_figures(context))
         move_into(sorted(staging.iterdir()), folder)
     finally:
         remove_tree(staging)

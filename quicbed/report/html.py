@@ -163,8 +163,9 @@ def runs_table(results: ResultsFolder) -> str:
 
 def _figure(figure: FigureFile) -> str:
     svg = f" {link(figure.svg, 'SVG')}" if figure.svg else ""
+    data = f" {link(figure.csv, 'CSV')}" if figure.csv else ""
     return (f'<figure><a href="{href(figure.png)}"><img src="{href(figure.png)}" alt="{escape(figure.title)}"></a>'
-            f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}</figcaption></figure>")
+            f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}{data}</figcaption></figure>")
 
 
 def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures,

@@ -37,7 +37,8 @@ def cpu_bound_runs(results: ResultsFolder) -> list[str]:
 
 def _figure_markdown(figure: FigureFile) -> list[str]:
     svg = f" ([SVG]({figure.svg.as_posix()}))" if figure.svg else ""
-    return [f"![{figure.title}]({figure.png.as_posix()})", "", f"{figure.caption}{svg}", ""]
+    data = f" ([CSV]({figure.csv.as_posix()}))" if figure.csv else ""
+    return [f"![{figure.title}]({figure.png.as_posix()})", "", f"{figure.caption}{svg}{data}", ""]
 
 
 def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures) -> str:

@@ -86,6 +86,13 @@ def capture_metrics(folder: Path, record: dict[str, Any], competitor_record: dic
     return values
 
 
+def client_sockets(record: dict[str, Any]) -> set[str]:
+    """``addr:port`` of the TCP client's connections (TCP_INFO in its record): other clients'
+    downloads from the same server port are told apart by them."""
+    return {f"{c['local']}:{c['local_port']}" for c in (record.get("transport") or {}).get("connections") or []
+            if c.get("local") and c.get("local_port")}
+
+
 def sender_mss(record: dict[str, Any]) -> float | None:
     """The sender's segment size as the TCP client saw it (TCP_INFO rcv_mss)."""
     for connection in (record.get("transport") or {}).get("connections") or []:
@@ -133,7 +140,7 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, floa
         from quicbed.analysis.tcpstate import read_trace, sender_probes, summarize_probe
 
         probe, states = read_trace(folder / "tcp_probe.txt.gz")
-        probe = sender_probes(probe)
+        probe = sender_probes(probe, peers=client_sockets(record))
         if len(probe) > 1:
             tcp = summarize_probe(probe, states)
             values = {"srtt_mean": tcp.srtt_mean, **{f"phase_{phase}": share for phase, share in tcp.phases.items()}}
@@ -146,9 +153,8 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, floa
     if (folder / "ss.txt").exists():
         from quicbed.analysis.tcpstate import connection, read_ss, summarize_ss
 
-        samples = read_ss(folder / "ss.txt")
+        samples = connection(read_ss(folder / "ss.txt"), peers=client_sockets(record))
         if not samples.empty:
-            samples = connection(samples)
             tcp = summarize_ss(samples)
             values = {"cwnd_mean": tcp.cwnd_bytes_mean, "srtt_mean": tcp.srtt_mean,
                       **{f"phase_{phase}": share for phase, share in tcp.phases.items()}}
@@ -214,6 +220,31 @@ def competitor_metrics(main: dict[str, float], rival_record: dict[str, Any]) -> 
     return values
 
 
+def clients_metrics(folder: Path, clients: list[dict[str, Any]]) -> dict[str, float]:
+    """A many-client run (details.clients: node, goodput, bytes, download_time per client):
+    their count, aggregate goodput (every byte over the longest download: they start
+    together), the smallest and median client goodput, Jain's index of the goodputs, and the
+    spread of the A-MPDU sizes the APs sent to each client (mac-stats.json)."""
+    goodputs = [client["goodput"] for client in clients if client.get("goodput")]
+    values: dict[str, float] = {"clients": float(len(clients))}
+    if len(goodputs) == len(clients) and goodputs:
+        longest = max(client["download_time"] for client in clients)
+        values.update(aggregate_goodput=8.0 * sum(client["bytes"] for client in clients) / longest,
+                      client_goodput_min=min(goodputs), client_goodput_median=float(np.median(goodputs)),
+                      jain_index=jain_index(goodputs))
+    path = folder / "mac-stats.json"
+    if path.exists():
+        radios = json.loads(path.read_text()).get("radios", {}).values()
+        nodes = {client["node"] for client in clients}
+        sizes = [link["mean_mpdus_per_ampdu"] for radio in radios if radio.get("role") == "ap"
+                 for receiver, link in (radio.get("per_receiver") or {}).items()
+                 if receiver in nodes and link.get("psdus")]
+        if sizes:
+            values.update(ampdu_client_min=min(sizes), ampdu_client_median=float(np.median(sizes)),
+                          ampdu_client_max=max(sizes))
+    return values
+
+
 #: roles whose CPU becomes metrics (the others stay in run.json's details.cpu)
 CPU_METRIC_ROLES = ("server", "client", "channel")
 
@@ -253,12 +284,15 @@ def stress_metrics(stress: dict[str, Any] | None) -> dict[str, float]:
 
 
 def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tuple[str, str]] | None = None,
-                   competitor_record: dict[str, Any] | None = None) -> dict[str, float]:
+                   competitor_record: dict[str, Any] | None = None,
+                   clients: list[dict[str, Any]] | None = None) -> dict[str, float]:
     """Every metric this run's artifacts allow, in base units."""
     values: dict[str, float] = {}
     values.update(record_metrics(record))
     if competitor_record is not None:
         values.update(competitor_metrics(values, competitor_record))
+    if clients:
+        values.update(clients_metrics(folder, clients))
     if record.get("ok"):
         values.update(capture_metrics(folder, record, competitor_record))
         sender, series = sender_metrics(folder, record)

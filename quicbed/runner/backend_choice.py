@@ -5,9 +5,11 @@ need netem (delay, jitter, loss, corruption) and this kernel has none, there are
 to run them: the ns3 backend, which simulates the same wired links on this host at its
 full speed, or netns in the microVM, a real kernel with netem whose CPU is emulated (~13x
 slower). ns3 is taken when it can realise every link parameter the experiment uses and
-is installed; otherwise the microVM. A backend named in the file or with ``--backend``
-(and ``--vm``) is always kept. Before anything runs, an experiment on ns3 whose links ns3
-cannot realise (reordering, duplication, slotting, other jitter distributions) is refused.
+is installed; otherwise the microVM. Links that replay a delivery trace take ns3 whatever
+the kernel, as only ns3 can replay one. A backend named in the file or with ``--backend``
+(and ``--vm``) is always kept. Before anything runs, links the backend cannot realise are
+refused: on ns3 reordering, duplication, slotting, other jitter distributions; on the kernel's
+qdiscs (netns, mininet-wifi) delivery traces; on mininet-wifi ACK acceleration at an AP.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from quicbed.backends.mininet_wifi.host import unrealisable as wifi_unrealisable
 from quicbed.backends.ns3.build import missing as ns3_missing
 from quicbed.backends.ns3.description import unrealisable
+from quicbed.backends.tc import unrealisable as kernel_unrealisable
 from quicbed.errors import QuicbedError
 from quicbed.host.capabilities import has_netem
 from quicbed.runner.engine import topology_for
@@ -59,12 +63,25 @@ def ns3_problems(topologies: list[Topology]) -> list[str]:
     return problems
 
 
+def _trace_uses(topologies: list[Topology]) -> list[str]:
+    return list(dict.fromkeys(link.name for topo in topologies for link in topo.links
+                              if isinstance(link, WiredLink) and (link.forward.trace or link.backward.trace)))
+
+
 def choose_backend(experiment: Experiment, requested: str | None, params: dict[str, Any],
                    vm_requested: bool = False) -> BackendChoice:
     backend = requested or experiment.backend
-    if requested or "backend" in experiment.raw or vm_requested or backend != "netns" or has_netem():
+    if requested or "backend" in experiment.raw or vm_requested or backend != "netns":
         return BackendChoice(backend)
     topologies = _topologies(experiment, params)
+    traced = _trace_uses(topologies)
+    if traced:  # no kernel replays a trace: ns3 or nothing (require_realisable says why)
+        if ns3_problems(topologies):
+            return BackendChoice(backend)
+        return BackendChoice("ns3", f"the links {', '.join(traced)} of {experiment.source} replay delivery traces, "
+                                    "which only the ns3 backend can: running on ns3")
+    if has_netem():
+        return BackendChoice(backend)
     uses = _netem_uses(topologies)
     if not uses:
         return BackendChoice(backend)
@@ -80,10 +97,9 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
 
 
 def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:
-    """Refuse, before any run, an experiment on ns3 with link parameters ns3 cannot realise."""
-    if backend != "ns3":
-        return
-    problems = [p for topo in _topologies(experiment, params) for p in unrealisable(topo)]
+    """Refuse, before any run, link parameters the backend cannot realise."""
+    check = {"ns3": unrealisable, "mininet-wifi": wifi_unrealisable}.get(backend, lambda t: kernel_unrealisable(t.links))
+    problems = [p for topo in _topologies(experiment, params) for p in check(topo)]
     if problems:
-        raise QuicbedError(f"{experiment.source}: the ns3 backend cannot realise this experiment's links: "
+        raise QuicbedError(f"{experiment.source}: the {backend} backend cannot realise this experiment's links: "
                            f"{'; '.join(dict.fromkeys(problems))}")

@@ -379,10 +379,15 @@ class ExperimentRunner:
                 raise_if_interrupted()  # its processes got the Ctrl-C too: not a result
             finally:
                 record["details"] = {"qdiscs": qdiscs, **execution.details}
+            failed = [client for client in execution.details.get("clients", [])[1:] if not client["ok"]]
             if not client_record.get("ok"):
                 record.update(status="failed", error=f"download failed: {client_record.get('error')}")
+            elif failed:
+                record.update(status="failed", error=f"{len(failed)} of the other clients failed, e.g. "
+                                                     f"{failed[0]['node']}: {failed[0]['error']}")
             hops = wireless_hops(network.topology, exp.server, record["client"])
-            record["metrics"] = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor")),
+            record["metrics"] = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor"),
+                                                  execution.details.get("clients")),
                                  **cpu_metrics(execution.details.get("cpu")),
                                  **stress_metrics(execution.details.get("stress"))}
             record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])

@@ -29,7 +29,10 @@ from quicbed.apps.launch import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
+from quicbed.runner.analyse import record_metrics
 from quicbed.spec.experiment import Experiment, Run, Stress, Transport
+from quicbed.spec.link import WiredLink
+from quicbed.spec.topology import Topology
 from quicbed.spec.units import parse_rate, parse_size
 
 PORTS = {"quic": 4433, "tcp": 8443}
@@ -56,10 +59,12 @@ class Assets:
 
 def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
     """Write every object and page the experiment's runs fetch, and a certificate."""
+    whole = experiment.matrix.get("workload", [])
     sizes = {experiment.workload["object"]} if "object" in experiment.workload else set()
     sizes |= {parse_size(value, "workload.object") for value in experiment.matrix.get("workload.object", [])}
+    sizes |= {parse_size(value["object"], "workload.object") for value in whole if "object" in value}
     page_names = {experiment.workload["page"]} if "page" in experiment.workload else set()
-    page_names |= set(experiment.matrix.get("workload.page", []))
+    page_names |= set(experiment.matrix.get("workload.page", [])) | {value["page"] for value in whole if "page" in value}
     shapes = [shape for shape in objects.PAGE_SHAPES if shape.name in page_names]
     objects.generate(directory / "www", bulk=sorted(sizes), pages=shapes, seed=experiment.seed)
     cert, key = certs.write(directory / "tls", [SERVER_NAME])
@@ -69,6 +74,11 @@ def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
 def workload_of(experiment: Experiment, cell: dict[str, Any]) -> dict[str, Any]:
     """The run's workload: the experiment's, with the cell's workload axis applied."""
     workload = dict(experiment.workload)
+    if "workload" in cell:  # a whole workload: an object or a page (and parallel)
+        chosen = cell["workload"]
+        workload = {"parallel": workload["parallel"], **chosen}
+        if "object" in chosen:
+            workload["object"] = parse_size(chosen["object"], "workload.object")
     if "workload.object" in cell:
         workload.pop("page", None)
         workload["object"] = parse_size(cell["workload.object"], "workload.object")
@@ -126,6 +136,43 @@ class Download:
         return "client.json" if self.role == "main" else f"{self.role}.json"
 
 
+def record_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """What a many-client run keeps of each client's record in its details: how it went, its
+    bytes, download time and goodput."""
+    return {"ok": bool(record.get("ok")), "error": record.get("error"), "bytes": record.get("bytes"),
+            **record_metrics(record)}
+
+
+def run_client(experiment: Experiment, run: Run) -> str:
+    return run.cell.get("client", experiment.client)
+
+
+def replayed_traces(topology: Topology, client: str) -> list[dict[str, Any]]:
+    """The delivery traces the links replay: link, direction, file, and whether the direction
+    leads towards ``client`` (a download's data crosses those)."""
+    hops = {client: 0}
+    frontier = [client]
+    while frontier:  # hop counts from the client
+        node = frontier.pop(0)
+        for link in topology.links:
+            for here, there in ((link.node1, link.node2), (link.node2, link.node1)):
+                if here == node and there not in hops:
+                    hops[there] = hops[node] + 1
+                    frontier.append(there)
+    far = len(hops) + 1
+    found = []
+    for link in topology.links:
+        if not isinstance(link, WiredLink):
+            continue
+        for direction, shape, source, target in (("forward", link.forward, link.node1, link.node2),
+                                                 ("backward", link.backward, link.node2, link.node1)):
+            if shape.trace is not None:
+                found.append({"link": link.name, "direction": direction, "path": shape.trace.path,
+                              "digest": shape.trace.digest,
+                              "towards_client": hops.get(target, far) < hops.get(source, far)})
+    return found
+
+
 class RunExecution:
     """Performs one run: call :meth:`perform`, read the collected pieces afterwards."""
 
@@ -140,7 +187,7 @@ class RunExecution:
         self.workload = workload_of(experiment, run.cell)
         self.server: NodeHandle = network.node(experiment.server)
         transport = experiment.transport_of(run.cell)
-        self.main = Download("main", transport, network.node(run.cell.get("client", experiment.client)),
+        self.main = Download("main", transport, network.node(run_client(experiment, run)),
                              PORTS[transport.kind])
         self.competitor: Download | None = None
         rival = experiment.competitor_of(run.cell)
@@ -148,6 +195,9 @@ class RunExecution:
             # its own port, also when both downloads use the same kind of transport
             self.competitor = Download("competitor", rival, network.node(experiment.competitor.client),
                                        PORTS[rival.kind] + 1)
+        # the other clients of a many-client run: the same transport, workload and server
+        self.others = [Download(f"client-{name}", transport, network.node(name), PORTS[transport.kind])
+                       for name in experiment.clients_of(network.topology)[1:]]
         self.details: dict[str, Any] = {}
 
     @property
@@ -164,7 +214,10 @@ class RunExecution:
                 with counted("server" if download.role == "main" else "competitor"):
                     stack.enter_context(self._server(download))
             if hasattr(self.network, "reset_stats"):
-                self.network.reset_stats()  # MAC statistics of this run only
+                self.network.reset_stats()  # MAC statistics of this run only; traces start again
+                traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
+                if traces:
+                    self.details["traces"] = [{**trace, "started": time.time()} for trace in traces]
             with counted("capture"):
                 if self.experiment.captures:
                     stack.enter_context(self._captures())
@@ -177,7 +230,12 @@ class RunExecution:
             if rate:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
-            if self.competitor is None:
+            if self.others:
+                records = self._download_together(self.main, *self.others)
+                record = records[0]
+                self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
+                                           for d, r in zip([self.main, *self.others], records)]
+            elif self.competitor is None:
                 with counted("client"):
                     record = self._download(self.main)
             else:
@@ -407,7 +465,7 @@ class RunExecution:
         ready = {d.role: self.folder / f"{d.role}.ready" for d in downloads}
         processes = []
         for d in downloads:
-            with self.network.counted_as("client" if d.role == "main" else "competitor"):
+            with self.network.counted_as("competitor" if d.role == "competitor" else "client"):
                 processes.append(d.client.start(
                     self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
                     name=f"{d.role}-client", log_dir=self.logs))
@@ -432,6 +490,8 @@ class RunExecution:
         # aioquic: ODCID_server.qlog; quinn: server-N-ADDRESS.sqlog (both JSON-SEQ or JSON)
         qlogs = sorted([*qlog_dir.glob("*_server.qlog"), *qlog_dir.glob("server-*.sqlog")],
                        key=lambda path: path.stat().st_mtime) if qlog_dir.is_dir() else []
+        if self.others:  # many clients: the measured one's, which only quinn's names tell (its address)
+            qlogs = [path for path in qlogs if f"-{self.main.client.address}_" in path.name]
         if qlogs:
             qlogs[-1].rename(self.folder / "server.qlog")  # one connection per run
             shutil.rmtree(self.folder / "qlog", ignore_errors=True)

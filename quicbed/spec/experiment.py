@@ -30,7 +30,7 @@ from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
-TOP_LEVEL = ("name", "description", "topology", "backend", "client", "server", "transports", "workload",
+TOP_LEVEL = ("name", "description", "topology", "backend", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
              "background", "competitor", "stress", "validity", "isolate_channel", "study")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
@@ -155,6 +155,9 @@ class Experiment:
     qlog: bool = False
     background: Background | None = None
     competitor: Competitor | None = None
+    #: every node that downloads at the same time as ``client`` (its transport and workload):
+    #: names, or "stations" for every station of the run's topology; None: ``client`` alone
+    clients: tuple[str, ...] | str | None = None
     stress: Stress = field(default_factory=Stress)
     validity: Validity = field(default_factory=Validity)
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
@@ -177,6 +180,14 @@ class Experiment:
         if self.competitor is None:
             return None
         return self.transports[cell.get("competitor.transport", self.competitor.transport)]
+
+    def clients_of(self, topology: Any) -> list[str]:
+        """The nodes that download in a run on ``topology``, the measured ``client`` first."""
+        if self.clients is None:
+            return [self.client]
+        names = [n for n, node in topology.nodes.items() if node.kind == "station"] \
+            if self.clients == "stations" else list(self.clients)
+        return [self.client, *(name for name in names if name != self.client)]
 
     def stress_of(self, cell: dict[str, Any]) -> Stress:
         return Stress(cell.get("stress.cpu_quota", self.stress.cpu_quota), cell.get("stress.load", self.stress.load))
@@ -299,6 +310,53 @@ def _check_page(doc: LocatedData, value: Any, field: str) -> None:
                         fix=f"{_suggest(str(value), names)}pages are {', '.join(names)}")
 
 
+def _clients(doc: LocatedData, value: Any, exp: Experiment, topo: Any) -> tuple[str, ...] | str | None:
+    """``clients``: "stations" or a list of nodes; each downloads with the run's transport and
+    workload at the same time as ``client`` (which must be one of them)."""
+    if value is None:
+        return None
+    if exp.competitor is not None:
+        raise doc.error("clients and competitor cannot be combined", "clients",
+                        fix="many clients download with one transport; a competitor is a second transport")
+    stations = [n for n, node in topo.nodes.items() if node.kind == "station"]
+    if value == "stations":
+        if exp.client not in stations:
+            raise doc.error(f"client {exp.client!r} is not a station of the topology", "client",
+                            fix=f"with clients: stations, the measured client is one of them, e.g. {stations[:1]}"
+                            if stations else "this topology has no stations: list the clients by name")
+        return "stations"
+    if not isinstance(value, list) or not value or not all(isinstance(name, str) for name in value):
+        raise doc.error(f"expected 'stations' or a list of nodes, got {value!r}", "clients",
+                        fix="write clients: stations, or clients: [sta1, sta2]")
+    for index, name in enumerate(value):
+        if name not in topo.nodes or not topo.nodes[name].routed:
+            raise doc.error(f"{name!r} is not a host, station or mesh point of the topology", f"clients[{index}]",
+                            fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
+    if exp.client not in value:
+        raise doc.error(f"the measured client {exp.client!r} is not among the clients", "clients",
+                        fix=f"add {exp.client} to the list, or set client: to one of them")
+    return tuple(value)
+
+
+def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
+    """A workload mapping, checked: an object (its size in bytes) or a page, and parallel."""
+    workload = dict(_expect_mapping(doc, value, field))
+    unknown = set(workload) - {"object", "page", "parallel"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise doc.error(f"unknown workload option {key!r}", f"{field}.{key}",
+                        fix="a workload is an object (a size) or a page (a name), with parallel streams")
+    if ("object" in workload) == ("page" in workload):
+        raise doc.error("give either an object size or a page", field, fix="e.g. {object: 10MB} or {page: p8-262k}")
+    if "object" in workload:
+        workload["object"] = parse_size(workload["object"], f"{field}.object")
+    else:
+        _check_page(doc, workload["page"], f"{field}.page")
+    if "parallel" in workload:
+        workload["parallel"] = _count(doc, workload["parallel"], f"{field}.parallel", 1)
+    return workload
+
+
 def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topology_params: dict[str, Any],
                 link_names: list[str]) -> list[Any]:
     field = f"matrix.{axis}"
@@ -310,6 +368,9 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
                 raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
                                 fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
                                     f"or use one of {', '.join(exp.transports)}")
+    elif axis == "workload":
+        for index, value in enumerate(values):
+            _workload(doc, value, f"{field}[{index}]")
     elif axis in ("workload.object",):
         for index, value in enumerate(values):
             parse_size(value, f"{field}[{index}]")
@@ -356,7 +417,7 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
             _count(doc, value, f"{field}[{index}]", 0)
     else:
         raise doc.error(f"unknown matrix axis {axis!r}", field,
-                        fix="axes are transport, workload.object, workload.page, params.NAME, "
+                        fix="axes are transport, workload, workload.object, workload.page, params.NAME, "
                             "link.LINK.PARAMETER, background.rate, client, competitor.transport, "
                             "stress.cpu_quota, stress.load")
     return values
@@ -436,19 +497,8 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         transports[name] = _transport(doc, name, spec, f"transports.{name}")
     exp.transports = transports
 
-    workload = _expect_mapping(doc, data.get("workload"), "workload") or {"object": "1MB"}
-    unknown = set(workload) - {"object", "page", "parallel"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise doc.error(f"unknown workload option {key!r}", f"workload.{key}",
-                        fix="a workload is an object (a size) or a page (a name), with parallel streams")
-    if ("object" in workload) == ("page" in workload):
-        raise doc.error("give either an object size or a page", "workload", fix="e.g. workload: {object: 10MB}")
-    if "object" in workload:
-        workload["object"] = parse_size(workload["object"], "workload.object")
-    else:
-        _check_page(doc, workload["page"], "workload.page")
-    workload["parallel"] = _count(doc, workload.get("parallel", 6), "workload.parallel", 1)
+    workload = _workload(doc, _expect_mapping(doc, data.get("workload"), "workload") or {"object": "1MB"}, "workload")
+    workload.setdefault("parallel", 6)
     exp.workload = workload
 
     background = data.get("background")
@@ -486,6 +536,8 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
                             "competitor.client")
         exp.competitor = Competitor(rival, node)
+
+    exp.clients = _clients(doc, data.get("clients"), exp, topo)
 
     stress = _expect_mapping(doc, data.get("stress"), "stress")
     unknown = set(stress) - {"cpu_quota", "load"}

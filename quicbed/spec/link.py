@@ -1,4 +1,5 @@
-"""Links: wired (netem/tbf impairments per direction) and wireless (802.11 parameters)."""
+"""Links: wired (netem/tbf impairments or a delivery trace, per direction) and wireless
+(802.11 parameters)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from quicbed.errors import SpecError
 from quicbed.spec.loss import LossModel, parse_loss
 from quicbed.spec.units import parse_percent, parse_rate, parse_size, parse_time
+from quicbed.traces.format import DeliveryTrace, load_trace
 
 JITTER_DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 
@@ -39,6 +41,8 @@ class Shape:
     #: token-bucket depth in bytes for the rate limit (default: see quicbed.backends.tc.tbf_burst)
     burst: int | None = None
     slot: Slot | None = None
+    #: Mahimahi delivery trace: the capacity varies as the trace says (instead of rate; ns3 only)
+    trace: DeliveryTrace | None = None
 
     def needs_netem(self) -> bool:
         """Whether this direction needs the netem qdisc (rate and queue alone need only tbf)."""
@@ -81,10 +85,16 @@ def parse_shape(params: dict[str, Any], where: str, base: Shape | None = None) -
             values[key] = parse_size(raw, name)
         elif key == "slot":
             values[key] = _parse_slot(raw, name)
+        elif key == "trace":
+            values[key] = load_trace(raw, name)
         else:
             raise SpecError(f"unknown link parameter {key!r}", field=name,
                             fix=f"wired links take {', '.join(SHAPE_FIELDS)}")
     shape = replace(base or Shape(), **values)
+    if shape.trace and (shape.rate or shape.burst):
+        raise SpecError("a delivery trace sets the link's capacity; it cannot have a rate (or burst) too",
+                        field=f"{where}.{'trace' if 'trace' in values else 'rate'}",
+                        fix="drop rate (and burst) from this direction, or drop the trace")
     if shape.reorder and not shape.delay:
         raise SpecError("reordering needs a delay (netem reorders by sending some packets at once)",
                         field=f"{where}.reorder", fix="give the link a delay, e.g. delay='10ms'")

@@ -9,6 +9,8 @@ the metrics its tables show.
         hue: transport                        # the axis (or axes, joined by " vs ") the bars' colours show
         compare: [quic-native, bquic-native]  # relative change of the second against the first, per x
         title: Page load time per page shape
+      series: true                            # the sender's state over time for every combination of the
+                                              # other axes (default: the first only)
 
 ``x`` defaults to every matrix axis that is not a ``hue`` axis; axes in neither get a figure
 per value. Read by the experiment loader (errors name the field) and by the report.
@@ -58,6 +60,7 @@ def _axes(value: Any, field: str, matrix: Mapping[str, Sequence[Any]]) -> tuple[
 class Study:
     headline: Headline | None
     metrics: tuple[str, ...]  # empty: the catalogue's headline metrics
+    series: bool = False  # sender time series for every combination of the other axes
 
 
 def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]],
@@ -69,16 +72,18 @@ def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]],
 
     if value is None:
         return None
-    if not isinstance(value, dict) or not value or set(value) - {"headline", "metrics"}:
-        raise SpecError("a study holds a 'headline' mapping and a 'metrics' list", field="study",
-                        fix="write study: {headline: {metric: goodput, x: AXIS}, metrics: [goodput, loss]}")
+    if not isinstance(value, dict) or not value or set(value) - {"headline", "metrics", "series"}:
+        raise SpecError("a study holds a 'headline' mapping, a 'metrics' list and 'series' (true or false)",
+                        field="study", fix="write study: {headline: {metric: goodput, x: AXIS}, metrics: [goodput, loss]}")
+    if not isinstance(value.get("series", False), bool):
+        raise SpecError(f"expected true or false, got {value['series']!r}", field="study.series")
     metrics = value.get("metrics", [])
     if not isinstance(metrics, list) or not all(name in METRICS for name in metrics):
         wrong = next((name for name in metrics if name not in METRICS), metrics) if isinstance(metrics, list) else metrics
         raise SpecError(f"unknown metric {wrong!r}", field="study.metrics",
                         fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)")
     headline = _headline(value["headline"], matrix, known) if "headline" in value else None
-    return Study(headline, tuple(metrics))
+    return Study(headline, tuple(metrics), value.get("series", False))
 
 
 def _headline(headline: Any, matrix: Mapping[str, Sequence[Any]], known: Mapping[str, Sequence[Any]] | None

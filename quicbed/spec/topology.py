@@ -74,11 +74,16 @@ class Topology:
         return self._add(Station(name, position=position, options=options))  # type: ignore[return-value,arg-type]
 
     def add_access_point(self, name: str, ssid: str | None = None,
-                         position: tuple[float, ...] | None = None, **radio: Any) -> AccessPoint:
-        """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations."""
+                         position: tuple[float, ...] | None = None, fastack: bool = False,
+                         **radio: Any) -> AccessPoint:
+        """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations.
+        ``fastack``: the AP acknowledges TCP data to the sender on its stations' behalf (ns3 only)."""
         self._check_radio_keys(radio, f"nodes[{name}]")
         Radio(**radio).check(f"nodes[{name}]")
-        node = self._add(AccessPoint(name, position=position, ssid=ssid or f"quicbed-{name}"))  # type: ignore[arg-type]
+        if not isinstance(fastack, bool):
+            raise SpecError(f"fastack must be true or false, got {fastack!r}", field=f"nodes[{name}].fastack")
+        node = self._add(AccessPoint(name, position=position, ssid=ssid or f"quicbed-{name}",  # type: ignore[arg-type]
+                                     fastack=fastack))
         self._ap_radio[name] = radio
         return node  # type: ignore[return-value]
 
@@ -199,7 +204,7 @@ class Topology:
             "name": self.name,
             "description": self.description,
             "nodes": [{"name": n.name, "kind": n.kind, "position": n.position,
-                       **({"ssid": n.ssid} if isinstance(n, AccessPoint) else {}),
+                       **({"ssid": n.ssid, "fastack": n.fastack} if isinstance(n, AccessPoint) else {}),
                        **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
                        "options": n.options} for n in self.nodes.values()],
             "links": [_link_dict(link) for link in self.links],
@@ -220,6 +225,8 @@ def _link_dict(link: Link) -> dict[str, Any]:
             if shape.loss is not None:
                 entry["loss"] = {"model": type(shape.loss).__name__, **asdict(shape.loss),
                                  "mean": shape.loss.mean_loss}
+            if shape.trace is not None:
+                entry["trace"]["mean_rate"] = shape.trace.mean_rate
             data[direction] = entry
     else:
         data["radio"] = {f.name: getattr(link.radio, f.name) for f in fields(Radio)}

@@ -178,3 +178,89 @@ def test_e2_fairness_measures_both_flows(tmp_path: Path) -> None:
         metrics["goodput"] / (metrics["goodput"] + metrics["competitor_goodput"]))
     assert 0 <= metrics["competitor_ipt_server_short_share"] <= 1, metrics
     assert (out / "report" / "headline-jain_index.png").exists()
+
+
+def test_e3_cc_series_draws_each_controller_against_the_trace(tmp_path: Path) -> None:
+    """On the on-off trace (20 Mbit/s, 500 ms outages every 2.5 s) a 5 MB download meets an
+    outage: each sender's state is drawn from the trace's start, with its capacity."""
+    import pandas as pd
+
+    out = tmp_path / "e3-series"
+    lines = run_lines("e3-cc-series", out, "--set", "workload.object=5MB", "--set", "matrix.params.trace=[on-off]",
+                      "--set", "matrix.transport=[tcp-cubic, quic-cubic]")
+    assert {line["cell"]["transport"] for line in lines} == {"tcp-cubic", "quic-cubic"}
+    for line in lines:
+        assert counted_or_late(line), line
+        traces = json.loads((out / line["folder"] / "run.json").read_text())["details"]["traces"]
+        down = next(trace for trace in traces if trace["towards_client"])
+        assert down["path"].endswith("traces/on-off.down") and down["direction"] == "backward"
+        # the download cannot beat the trace while it is on (20 Mbit/s)
+        assert line["metrics"]["goodput"] < 20.5e6, line["metrics"]
+    runs = pd.read_csv(out / "report" / "sender-runs-on-off.csv")
+    assert set(runs["group"]) == {"tcp-cubic", "quic-cubic"}
+    for transport, part in runs.groupby("group"):
+        # on the trace's clock: from just after its start to the end of the transfer
+        assert 0 <= part["time"].min() < 2 and part["time"].max() < 10, (transport, part["time"].describe())
+        assert part.loc[part["series"] == "cwnd", "value"].max() > 0
+    assert set(pd.read_csv(out / "report" / "sender-cells-on-off.csv")["series"]) >= {"cwnd", "smoothed_rtt"}
+    assert "Grey: the capacity of the trace the download crosses" in (out / "summary.md").read_text()
+
+
+def test_e3_http_versions_fetch_over_the_version_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "e3-http"
+    lines = run_lines("e3-http-versions", out, "--set", "matrix.params.trace=[constant-12mbit]",
+                      "--set", "matrix.workload=[{object: 100kB}, {page: p8-262k}]")
+    assert len(lines) == 6
+    for line in lines:
+        assert counted_or_late(line), line
+        record = json.loads((out / line["folder"] / "client.json").read_text())
+        versions = {obj.get("http_version") for obj in record["objects"]}
+        expected = {"tcp-h1": {"1.1"}, "tcp": {"2"}}.get(line["cell"]["transport"])
+        if expected:
+            assert versions == expected, (line["cell"], versions)
+        assert len(record["objects"]) == (8 if "page" in line["cell"]["workload"] else 1)
+        assert line["metrics"]["goodput"] < 12.5e6, line["metrics"]
+    assert list((out / "report").glob("headline-download_time-params.trace-constant-12mbit.png"))
+
+
+def test_e3_cc_parallel_shares_the_traced_link(tmp_path: Path) -> None:
+    out = tmp_path / "e3-parallel"
+    lines = run_lines("e3-cc-parallel", out, "--set", "workload.object=4MB", "--set", "topology.params.trace=on-off",
+                      "--set", "matrix.transport=[tcp-bbr]", "--set", "matrix.competitor.transport=[quic-cubic]")
+    assert len(lines) == 1 and counted_or_late(lines[0]), lines
+    metrics = lines[0]["metrics"]
+    # together they cannot beat the trace while it is on (20 Mbit/s)
+    assert 0.5 <= metrics["jain_index"] <= 1 and metrics["goodput"] + metrics["competitor_goodput"] < 20.5e6, metrics
+
+
+def test_e5_clients_measure_every_station(tmp_path: Path) -> None:
+    out = tmp_path / "e5-clients"
+    lines = run_lines("e5-clients", out, "--set", "workload.object=1MB", "--set", "matrix.params.stations=[3]",
+                      "--set", "matrix.params.standard=[802.11ac]", "--set", "matrix.transport=[tcp, quic-native]")
+    assert len(lines) == 2
+    for line in lines:
+        assert counted_or_late(line), line
+        metrics = line["metrics"]
+        clients = json.loads((out / line["folder"] / "run.json").read_text())["details"]["clients"]
+        assert [client["node"] for client in clients] == ["sta1", "sta2", "sta3"] and all(c["ok"] for c in clients)
+        assert metrics["clients"] == 3 and 0.34 < metrics["jain_index"] <= 1, metrics
+        assert metrics["client_goodput_min"] <= metrics["client_goodput_median"] <= metrics["aggregate_goodput"]
+        assert metrics["ampdu_client_min"] >= 1 and metrics["ampdu_client_max"] >= metrics["ampdu_client_median"]
+        for client in ("sta2", "sta3"):
+            assert (out / line["folder"] / f"client-{client}.json").exists()
+    for stem in ("clients-goodput", "clients-ampdu", "headline-aggregate_goodput-params.standard-802.11ac"):
+        assert (out / "report" / f"{stem}.png").exists(), stem
+
+
+def test_e5_fastack_compares_the_ap_with_and_without(tmp_path: Path) -> None:
+    out = tmp_path / "e5-fastack"
+    lines = run_lines("e5-fastack", out, "--set", "workload.object=1MB", "--set", "matrix.params.stations=[3]")
+    by_setting = {line["cell"]["params.fastack"]: line for line in lines}
+    assert set(by_setting) == {False, True}
+    for fastack, line in by_setting.items():
+        assert counted_or_late(line), line
+        bridge = json.loads((out / line["folder"] / "mac-stats.json").read_text())["bridges"]["ap1"]
+        assert ("fastack" in bridge) == fastack
+        if fastack:
+            assert bridge["fastack"]["accelerated"] > 3 * 1_000_000 / 1448 * 0.9, bridge
+    assert "relative change of True against False" in (out / "summary.md").read_text()

@@ -243,3 +243,54 @@ def test_the_study_headline_is_checked_against_the_matrix(tmp_path):
     # a matrix narrowed on the command line may leave the compared transports out
     narrowed = load_experiment(write(tmp_path, GOOD + study), {"matrix.transport": ["tcp"]})
     assert narrowed.study.headline.compare == ("quic", "bquic")
+
+
+ENTERPRISE = ROOT / "topologies" / "enterprise_ap.py"
+
+
+def _clients_file(tmp_path: Path, clients: str, client: str = "sta1", extra: str = "") -> Path:
+    path = tmp_path / "clients.yaml"
+    path.write_text(f"name: many\ntopology:\n  script: {ENTERPRISE}\n  params: {{stations: 3}}\nbackend: ns3\n"
+                    f"client: {client}\nclients: {clients}\n{extra}matrix:\n  params.stations: [3, 5]\n")
+    return path
+
+
+def test_many_clients_are_every_station_of_each_runs_topology(tmp_path):
+    from quicbed.spec.loader import load_topology
+
+    exp = load_experiment(_clients_file(tmp_path, "stations", client="sta2"))
+    assert exp.clients == "stations"
+    five = load_topology(str(ENTERPRISE), {"stations": 5})
+    assert exp.clients_of(five) == ["sta2", "sta1", "sta3", "sta4", "sta5"]  # the measured client first
+    listed = load_experiment(_clients_file(tmp_path, "[sta1, sta3]"))
+    assert listed.clients_of(five) == ["sta1", "sta3"]
+    assert load_experiment(write(tmp_path, GOOD)).clients_of(five) == ["client"]  # no clients: the client alone
+
+
+@pytest.mark.parametrize("clients, client, extra, fragments", [
+    ("[sta1, sta9]", "sta1", "", ["clients[1]", "'sta9' is not a host, station or mesh point"]),
+    ("[sta2, sta3]", "sta1", "", ["the measured client 'sta1' is not among the clients", "add sta1 to the list"]),
+    ("stations", "server", "", ["client 'server' is not a station of the topology"]),
+    ("everyone", "sta1", "", ["expected 'stations' or a list of nodes", "clients: stations"]),
+    ("stations", "sta1", "competitor: {transport: tcp, client: sta2}\n",
+     ["clients and competitor cannot be combined"]),
+])
+def test_clients_errors_name_the_field_and_the_fix(tmp_path, clients, client, extra, fragments):
+    with pytest.raises(SpecError) as error:
+        load_experiment(_clients_file(tmp_path, clients, client, extra))
+    for fragment in fragments:
+        assert fragment in str(error.value)
+
+
+def test_a_whole_workload_as_a_matrix_axis(tmp_path):
+    path = write(tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n",
+                                        "  workload: [{object: 100kB}, {page: p8-262k, parallel: 2}]\n"))
+    exp = load_experiment(path)
+    assert exp.matrix["workload"] == [{"object": "100kB"}, {"page": "p8-262k", "parallel": 2}]
+    from quicbed.runner.transfer import workload_of
+
+    assert workload_of(exp, {"workload": {"object": "100kB"}}) == {"object": 100_000, "parallel": 6}
+    assert workload_of(exp, {"workload": {"page": "p8-262k", "parallel": 2}}) == {"page": "p8-262k", "parallel": 2}
+    with pytest.raises(SpecError, match=r"matrix.workload\[1\].page: unknown page 'p9'"):
+        load_experiment(write(tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n",
+                                                     "  workload: [{object: 1MB}, {page: p9}]\n")))

@@ -3,7 +3,7 @@
 import pytest
 
 from quicbed.analysis.linkstats import (ProbeLog, expected_iqr, link_stats, loss_count_interval,
-                                        mean_burst_interval)
+                                        mean_burst_interval, trace_timing)
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 
 MS = 1_000_000
@@ -53,3 +53,19 @@ def test_mean_burst_interval_from_the_models_sampling_distribution():
 def test_expected_iqr():
     assert expected_iqr(0.002, "uniform") == pytest.approx(0.002)
     assert expected_iqr(0.002, "normal") == pytest.approx(0.0026979, rel=1e-4)
+
+
+def test_trace_timing_finds_the_opportunity_each_delivery_left_at():
+    times = [1, 1, 2, 5, 9, 9, 9, 12, 20]  # period 20 ms
+    # a saturated link from opportunity 3 (5 ms) on, over two periods: 14 deliveries, 30 ms later,
+    # each within +-0.3 ms of its opportunity
+    opportunities = [(k // 9) * 20 + times[k % 9] for k in range(3, 17)]
+    received_ns = [int((30 + ms + (0.3 if i % 2 else -0.3)) * 1e6) for i, ms in enumerate(opportunities)]
+    timing = trace_timing(times, received_ns)
+    assert timing.delivered == 14 and timing.first_opportunity == 3
+    assert timing.abs_percentile(1.0) == pytest.approx(0.3, abs=1e-6)
+    # on time but for one delivery 2 ms late, which stands out
+    exact = [int((30 + ms) * 1e6) for ms in opportunities]
+    exact[6] += 2_000_000
+    errors = trace_timing(times, exact).errors_ms
+    assert errors[6] == pytest.approx(2.0) and max(abs(e) for i, e in enumerate(errors) if i != 6) < 1e-9

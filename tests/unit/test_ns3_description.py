@@ -9,10 +9,22 @@ from pathlib import Path
 import pytest
 
 from quicbed import Topology
-from quicbed.backends.ns3.description import (Ns3Options, describe, ns3_channel, radio_owner,
-                                              radio_settings, reference_loss_db)
-from quicbed.backends.ns3.stats import aggregated_mean, merge_histograms, summarize, time_behind_share, validity
-from quicbed.errors import BackendError
+from quicbed.backends.ns3.description import (
+    Ns3Options,
+    describe,
+    ns3_channel,
+    radio_owner,
+    radio_settings,
+    reference_loss_db,
+)
+from quicbed.backends.ns3.stats import (
+    aggregated_mean,
+    merge_histograms,
+    summarize,
+    time_behind_share,
+    validity,
+)
+from quicbed.errors import BackendError, SpecError
 from quicbed.spec.link import Radio
 from quicbed.spec.loader import load_topology
 
@@ -262,3 +274,24 @@ def test_time_behind_share_reads_the_probe_counters():
     assert time_behind_share(lag, 0.0) == 0.0
     with pytest.raises(ValueError, match="no lag counter for 3"):
         time_behind_share(lag, 10.0, behind_ms=3.0)
+
+
+def test_ack_acceleration_is_an_option_of_the_access_point():
+    description = build(load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2, "fastack": True}))
+    assert nodes_by_name(description)["ap1"]["fastack"] is True
+    plain = build(load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2}))
+    assert "fastack" not in nodes_by_name(plain)["ap1"]  # off means the channel never builds it
+    lonely = Topology("lonely")
+    lonely.add_link(lonely.add_host("server"), lonely.add_access_point("ap1", fastack=True))
+    with pytest.raises(BackendError, match=r"nodes\[ap1\].fastack: access point ap1 has no stations"):
+        build(lonely)
+    with pytest.raises(SpecError, match=r"nodes\[ap2\].fastack: fastack must be true or false"):
+        lonely.add_access_point("ap2", fastack="yes")
+
+
+def test_mininet_wifi_refuses_ack_acceleration():
+    from quicbed.backends.mininet_wifi.host import unrealisable
+
+    topo = load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2, "fastack": True})
+    assert unrealisable(topo) == [("nodes[ap1].fastack: ACK acceleration is a model of the ns3 backend's access "
+                                   "point; hostapd has none (fix: backend: ns3)")]

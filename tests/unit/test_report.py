@@ -142,7 +142,8 @@ def test_index_html_tables_figures_and_every_link_resolves(matrix_report: Path) 
     targets = set(parser.targets)
     for name in ("summary.csv", "summary.md", "gains.csv", "metadata.json", "results.jsonl",
                  "runs/c000-r001/server.pcap", "runs/c004-r002/ss.txt", "runs/c000-r001/server.qlog",
-                 "report/bars-goodput.png", "report/bars-goodput.svg", "report/cwnd.png"):
+                 "report/bars-goodput.png", "report/bars-goodput.svg", "report/sender-runs-0.png",
+                 "report/sender-cells-0.csv"):
         assert name in targets, name
     assert "report-test" in text and "three transports, two loss rates" in text
     assert "testhost (Debian 12, 2 CPUs)" in text and "6.18.44" in text and "abc1234" in text  # environment
@@ -169,7 +170,8 @@ def test_figures_exist_as_png_and_svg(matrix_report: Path) -> None:
 
     figures = matrix_report / "report"
     for stem in ("bars-goodput", "bars-download_time", "bars-loss", "bars-ack_ratio", "ccdf-goodput-link.bottleneck.loss-0",
-                 "ccdf-goodput-link.bottleneck.loss-2", "ipt-server", "cwnd", "throughput-bins", "sequence-quic",
+                 "ccdf-goodput-link.bottleneck.loss-2", "ipt-server", "sender-runs-0", "sender-cells-0", "throughput-bins",
+                 "sequence-quic",
                  "sequence-bquic", "sequence-tcp"):
         png, svg = figures / f"{stem}.png", figures / f"{stem}.svg"
         assert png.exists() and svg.exists(), stem
@@ -190,7 +192,7 @@ def test_bandwidth_share_for_parallel_flows_and_no_gains_without_transport_axis(
     # no server capture, qlog or ss samples here: those figures are skipped with a note
     notes = " ".join(result.figures.notes)
     assert "Inter-packet times at the server: skipped (no run has server.pcap)" in notes
-    assert "Congestion window over time: skipped" in notes
+    assert "Sender state over time: skipped (no run has server.qlog, tcp_probe.txt.gz or ss.txt" in notes
     assert (folder / "report" / "throughput-bins.png").exists()
     text = (folder / "index.html").read_text()
     assert "Relative gain" not in text and "share-c000-r001.png" in text
@@ -208,7 +210,8 @@ def test_missing_artifacts_do_not_crash(tmp_path: Path) -> None:
     (folder / "runs" / "c002-r001" / "client.pcap").write_bytes(b"not a pcap")
     result = build_report(folder, ReportOptions())
     notes = " ".join(result.figures.notes)
-    assert "Congestion window over time: skipped (no run has server.qlog, tcp_probe.txt.gz or ss.txt)" in notes
+    assert ("Sender state over time (link.bottleneck.loss=0): skipped (no run has server.qlog, tcp_probe.txt.gz or "
+            "ss.txt (set qlog: true))") in notes
     assert (folder / "report" / "bars-goodput.png").exists() and (folder / "index.html").exists()
     assert "runs/c002-r001/client.pcap cannot be read" in notes  # another run of its transport is used
     assert "run folder missing" in (folder / "index.html").read_text()

@@ -15,8 +15,14 @@ from quicbed.analysis import metrics
 from quicbed.analysis.catalogue import METRICS
 from quicbed.analysis.packets import read_pcap
 from quicbed.analysis.qlog import summarize_qlog
-from quicbed.runner.analyse import (CwndSeries, bdp_metrics, competitor_metrics, download_flow, mac_metrics,
-                                    run_metrics_of)
+from quicbed.runner.analyse import (
+    CwndSeries,
+    bdp_metrics,
+    competitor_metrics,
+    download_flow,
+    mac_metrics,
+    run_metrics_of,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "analysis"
@@ -159,3 +165,24 @@ def test_fairness_of_the_committed_parallel_run() -> None:
     assert values["competitor_goodput"] == pytest.approx(5.377e6, rel=1e-3)
     assert values["goodput_share"] == pytest.approx(6.803 / (6.803 + 5.377), rel=1e-3)
     assert values["jain_index"] == pytest.approx((6.803 + 5.377) ** 2 / (2 * (6.803 ** 2 + 5.377 ** 2)), rel=1e-3)
+
+
+def test_many_clients_give_aggregate_spread_fairness_and_aggregation_per_client(tmp_path: Path) -> None:
+    from quicbed.runner.analyse import clients_metrics
+
+    clients = [{"node": "sta1", "ok": True, "bytes": 2_000_000, "download_time": 1.0, "goodput": 16e6},
+               {"node": "sta2", "ok": True, "bytes": 2_000_000, "download_time": 2.0, "goodput": 8e6},
+               {"node": "sta3", "ok": True, "bytes": 2_000_000, "download_time": 4.0, "goodput": 4e6}]
+    radio = {"role": "ap", "per_receiver": {"sta1": {"psdus": 10, "mean_mpdus_per_ampdu": 20.0},
+                                            "sta2": {"psdus": 10, "mean_mpdus_per_ampdu": 12.0},
+                                            "sta3": {"psdus": 10, "mean_mpdus_per_ampdu": 6.0},
+                                            "other": {"psdus": 5, "mean_mpdus_per_ampdu": 1.0}}}
+    (tmp_path / "mac-stats.json").write_text(json.dumps({"radios": {"ap1:wifi": radio}}))
+    values = clients_metrics(tmp_path, clients)
+    # 48 Mbit over the longest download (4 s); Jain: (28)^2 / (3 * (256 + 64 + 16)) = 784 / 1008
+    assert values == pytest.approx({"clients": 3, "aggregate_goodput": 12e6, "client_goodput_min": 4e6,
+                                    "client_goodput_median": 8e6, "jain_index": 784 / 1008,
+                                    "ampdu_client_min": 6.0, "ampdu_client_median": 12.0, "ampdu_client_max": 20.0})
+    assert set(values) <= set(METRICS)
+    failed = clients_metrics(tmp_path, [*clients[:2], {"node": "sta3", "ok": False, "bytes": None}])
+    assert "aggregate_goodput" not in failed and failed["clients"] == 3  # not a fair aggregate without every client

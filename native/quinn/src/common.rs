@@ -55,9 +55,12 @@ pub fn attach_qlog(transport: &mut TransportConfig, dir: Option<&Path>, name: &s
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{name}.sqlog"));
     let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // event times are relative to `start`: its epoch puts them on the captures' clock
+    let epoch = SystemTime::now().duration_since(UNIX_EPOCH).map(|now| now.saturating_sub(start.elapsed()))
+        .unwrap_or_default().as_secs_f64();
     let mut config = QlogConfig::default();
     config.writer(Box::new(BufWriter::with_capacity(1 << 16, file))).title(Some(name.to_owned()))
-        .description(Some(QLOG_DESCRIPTION.to_owned()))
+        .description(Some(format!("{QLOG_DESCRIPTION}; start {epoch:.6} s since the epoch")))
         .start_time(start);
     transport.qlog_stream(config.into_stream());
     Ok(Some(path))

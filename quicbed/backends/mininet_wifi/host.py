@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from quicbed.backends.namespaces import require_root_and_tools
+from quicbed.backends.tc import unrealisable as kernel_unrealisable
 from quicbed.backends.mininet_wifi.plan import (
     MininetWifiOptions,
 )
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.spec.node import AccessPoint
 from quicbed.spec.topology import Topology
 
 LOCK_PATH = Path(os.environ.get("QUICBED_MININET_WIFI_LOCK", "/run/quicbed/mininet-wifi.lock"))
@@ -119,7 +121,18 @@ def networkmanager_leaves_hwsim_alone(root: Path = Path("/etc/NetworkManager")) 
     return False
 
 
+def unrealisable(topology: Topology) -> list[str]:
+    """What Mininet-WiFi cannot build: delivery traces (no qdisc replays one) and ACK acceleration
+    at an AP (hostapd has none)."""
+    return kernel_unrealisable(topology.links) + [
+        f"nodes[{node.name}].fastack: ACK acceleration is a model of the ns3 backend's access point; hostapd has "
+        "none (fix: backend: ns3)" for node in topology.nodes.values() if isinstance(node, AccessPoint) and node.fastack]
+
+
 def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
+    problems = unrealisable(topology)
+    if problems:
+        raise BackendError("the mininet-wifi backend cannot build these links: " + "; ".join(problems))
     require_root_and_tools("the mininet-wifi backend needs root", ())
     problem = import_problem()
     if problem:

@@ -30,7 +30,8 @@ Schema (version 1)::
     SHAPE = {"rate_bps", "delay_s", "jitter_s", "jitter_distribution", "queue_packets",
              "loss": {"model": "bernoulli", "probability"} |
                      {"model": "gilbert_elliott", "p", "r", "loss_bad", "loss_good"},
-             "corrupt"}
+             "corrupt", "trace_file"}
+    (with "trace_file", a Mahimahi delivery trace replaces the rate; the queue is in front of it)
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ def _shape(shape: Shape, where: str) -> dict[str, Any]:
                        "loss_good": ge.loss_good}
     if shape.corrupt:
         out["corrupt"] = shape.corrupt
+    if shape.trace:
+        out["trace_file"] = shape.trace.path
     return out
 
 
@@ -328,8 +331,12 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
             ap_radio = replace(common, guard_interval=sgi)
             ports.append(radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
                                     {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
+        elif ap.fastack:
+            raise BackendError(f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
+                               "(fix: link stations to it, or drop fastack)")
         ports += [port for _, port in wire_ends.pop(ap.name, [])]
-        nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports})
+        nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports,
+                         **({"fastack": True} if ap.fastack else {})})
 
     # -- mesh segments --------------------------------------------------------------------------
     mesh_links = [l for l in topo.links if isinstance(l, WirelessLink)

@@ -21,6 +21,7 @@ using qbjson::Num;
 using qbjson::Quote;
 using qbjson::Value;
 
+constexpr uint16_t PROTO_IPV4 = 0x0800;
 constexpr uint16_t PROTO_MESH = 0x88B5;   // IEEE local experimental ethertype 1
 constexpr uint16_t PROTO_WARMUP = 0x88B6; // IEEE local experimental ethertype 2
 

@@ -29,14 +29,14 @@ Port::Device() const
     return wire.wire->dev[wire.end];
 }
 
-void
+bool
 Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) const
 {
     if (tap)
     {
         if (tap->fd < 0)
         {
-            return;
+            return false;
         }
         std::vector<uint8_t> frame(14 + p->GetSize());
         dst.CopyTo(frame.data());
@@ -46,12 +46,12 @@ Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) co
         p->CopyData(frame.data() + 14, p->GetSize());
         tap->toNs++;
         g_writer.Write(tap->fd, std::move(frame), &tap->writeErrors);
+        return true;
     }
-    else if (wifi)
+    if (wifi)
     {
-        wifi->Enqueue(p, src, dst, proto);
+        return wifi->Enqueue(p, src, dst, proto);
     }
-    else
     {
         // account for the Ethernet header on the wire, as tbf/netem do
         EthernetHeader eth(false);
@@ -59,7 +59,7 @@ Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) co
         eth.SetDestination(dst);
         eth.SetLengthType(proto);
         p->AddHeader(eth);
-        wire.wire->dev[wire.end]->SendFrom(p, src, dst, proto);
+        return wire.wire->dev[wire.end]->SendFrom(p, src, dst, proto);
     }
 }
 
@@ -67,6 +67,14 @@ bool
 IgnoreRx(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
 {
     return true;
+}
+
+std::vector<uint8_t>
+Bytes(Ptr<const Packet> packet)
+{
+    std::vector<uint8_t> bytes(packet->GetSize());
+    packet->CopyData(bytes.data(), bytes.size());
+    return bytes;
 }
 
 Ptr<Packet>
@@ -90,6 +98,29 @@ Switch::Attach()
         dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
         dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this));
     }
+}
+
+void
+Switch::EnableFastAck()
+{
+    size_t radio = 0;
+    while (radio < ports.size() && !(ports[radio].wifi && ports[radio].wifi->role == "ap"))
+    {
+        radio++;
+    }
+    if (radio == ports.size())
+    {
+        Die("fastack on " + name + ", which has no access-point radio");
+    }
+    auto packet = [](const std::vector<uint8_t>& ip) { return Create<Packet>(ip.data(), ip.size()); };
+    fastAck = std::make_unique<FastAck>(
+        [this, radio, packet](const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst) {
+            return ports[radio].Send(packet(ip), src, dst, PROTO_IPV4);
+        },
+        [this, packet](size_t port, const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst) {
+            ports[port].Send(packet(ip), src, dst, PROTO_IPV4);
+        },
+        ports[radio].wifi->queue ? uint32_t(ports[radio].wifi->queue->GetMaxSize().GetValue()) : 500);
 }
 
 bool
@@ -127,6 +158,11 @@ Switch::Receive(Ptr<NetDevice> dev,
                   << " -> " << to << " proto=" << proto << " type=" << type << std::endl;
     }
     m_table[from] = in;
+    bool tcpCandidate = fastAck && proto == PROTO_IPV4;
+    if (tcpCandidate && ports[in].wifi && fastAck->FromStation(Bytes(packet), from, to))
+    {
+        return true; // a station's ACK the AP already gave the sender
+    }
     if (!to.IsGroup())
     {
         auto it = m_table.find(to);
@@ -134,7 +170,13 @@ Switch::Receive(Ptr<NetDevice> dev,
         {
             if (it->second != in)
             {
-                ports[it->second].Send(Unwrap(ports[in], packet), from, to, proto);
+                Ptr<Packet> frame = Unwrap(ports[in], packet);
+                const Port& out = ports[it->second];
+                std::vector<uint8_t> ip = tcpCandidate && out.wifi ? Bytes(frame) : std::vector<uint8_t>();
+                if (out.Send(frame, from, to, proto) && !ip.empty())
+                {
+                    fastAck->Queued(ip, from, to, in);
+                }
             }
             else
             {

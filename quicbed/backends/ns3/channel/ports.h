@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common.h"
+#include "fastack.h"
 
 #include "ns3/address.h"
 #include "ns3/fd-net-device.h"
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,11 +50,15 @@ struct Port
     WirePort wire{nullptr, 0};
 
     Ptr<NetDevice> Device() const;
-    void Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) const;
+    /// False when the frame was not taken (a full radio queue, a closed TAP).
+    bool Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) const;
 };
 
 /// The plain receive callback of every port device: frames are handled by the promiscuous one.
 bool IgnoreRx(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&);
+
+/// The packet's bytes.
+std::vector<uint8_t> Bytes(Ptr<const Packet> packet);
 
 /// Strips what Port::Send added on a wire; returns a private copy of the packet.
 Ptr<Packet> Unwrap(const Port& port, Ptr<const Packet> packet);
@@ -64,8 +70,12 @@ class Switch
     std::string name;
     std::vector<Port> ports;
     uint64_t flooded = 0, sameSegment = 0, received = 0;
+    /// an access point's TCP ACK acceleration (null: off)
+    std::unique_ptr<FastAck> fastAck;
 
     void Attach();
+    /// Turns on TCP ACK acceleration on the switch's access-point radio (fastack.h).
+    void EnableFastAck();
 
   private:
     std::map<Mac48Address, size_t> m_table;

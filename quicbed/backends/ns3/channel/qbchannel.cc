@@ -31,7 +31,9 @@
 //   agreements stuck pending, and counting of silent MAC queue drops.
 // * Wired links are SimpleNetDevice pairs on a per-direction channel: rate (counting the
 //   14-byte Ethernet header, like tbf), delay, jitter, drop-tail queue, Bernoulli or
-//   Gilbert-Elliott loss.
+//   Gilbert-Elliott loss; or, instead of the rate, a delivery trace (TraceGate).
+// * An access point may acknowledge TCP data for its stations (FastAck, "fastack" on the
+//   switch node).
 // * Real time: RealtimeSimulatorImpl (best effort). A probe event every lag_interval
 //   measures RealtimeNow() - Now(): how late events run. quicbed runs this program under
 //   SCHED_FIFO.
@@ -52,8 +54,10 @@
 //   loss.h/.cc    QbLossModel (wired links) and QbFrameErrorModel (radios)
 //   wifi.h/.cc    WifiPort, the channel of each band, building radios, QbApWifiMac
 //   wired.h/.cc   QbWireChannel and Wire (wired links) and building them
+//   trace.h/.cc   TraceGate: a wired direction that replays a delivery trace (Mahimahi's format)
 //   lag.h/.cc     LagMeter (real-time lag) and TxCounters (transmit statistics)
 //   ports.h/.cc   TapPort, WirePort, Port; Switch (learning bridge), StationRelay (station)
+//   fastack.h/.cc FastAck: TCP ACK acceleration at an access point's bridge
 //   mesh.h/.cc    MeshRelay and QbMeshHeader (mesh points)
 
 #include "loss.h"
@@ -238,6 +242,10 @@ Program::Build()
             auto sw = std::make_unique<Switch>();
             sw->name = name;
             sw->ports = ports;
+            if (nodeSpec.Bool("fastack", false))
+            {
+                sw->EnableFastAck();
+            }
             m_switches.push_back(std::move(sw));
         }
         else if (kind == "station")

@@ -63,6 +63,10 @@ Program::ResetStats()
             wire->bytesBase[d] = wire->channel->bytes[d];
             wire->lossBase[d] = wire->loss[d]->drops;
             wire->queueBase[d] = wire->queue[d]->GetTotalDroppedPackets();
+            if (wire->channel->gate[d])
+            {
+                wire->channel->gate[d]->Restart(); // each run meets the trace from its start
+            }
         }
     }
     for (auto& tap : m_taps)
@@ -76,6 +80,10 @@ Program::ResetStats()
     for (auto& sw : m_switches)
     {
         sw->flooded = sw->sameSegment = sw->received = 0;
+        if (sw->fastAck)
+        {
+            sw->fastAck->ResetStats();
+        }
     }
 }
 
@@ -135,7 +143,13 @@ Program::StatsJson(bool final) const
               << w.channel->packets[d] - w.packetsBase[d]
               << ", \"bytes\": " << w.channel->bytes[d] - w.bytesBase[d]
               << ", \"queue_drops\": " << w.queue[d]->GetTotalDroppedPackets() - w.queueBase[d]
-              << ", \"loss_drops\": " << w.loss[d]->drops - w.lossBase[d] << "}";
+              << ", \"loss_drops\": " << w.loss[d]->drops - w.lossBase[d];
+            if (const TraceGate* gate = w.channel->gate[d].get())
+            {
+                o << ", \"trace_opportunities\": " << gate->opportunities
+                  << ", \"trace_opportunities_used\": " << gate->used;
+            }
+            o << "}";
         }
         o << "}";
     }
@@ -153,7 +167,12 @@ Program::StatsJson(bool final) const
     {
         const Switch& b = *m_switches[i];
         o << (i ? ",\n  " : "\n  ") << "{\"node\": " << Quote(b.name) << ", \"received\": " << b.received
-          << ", \"flooded\": " << b.flooded << ", \"same_segment\": " << b.sameSegment << "}";
+          << ", \"flooded\": " << b.flooded << ", \"same_segment\": " << b.sameSegment;
+        if (b.fastAck)
+        {
+            o << ", \"fastack\": " << b.fastAck->Json();
+        }
+        o << "}";
     }
     o << "],\n \"mesh\": [";
     for (size_t i = 0; i < m_meshes.size(); i++)

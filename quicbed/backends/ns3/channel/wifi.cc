@@ -137,22 +137,15 @@ WifiPort::SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
     dev->Send(p, dst, proto);
 }
 
-void
+bool
 WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
 {
     if (queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
     {
         dropQueue++;
-        return;
+        return false;
     }
-    if (role == "ap")
-    {
-        dev->SendFrom(p, src, dst, proto);
-    }
-    else
-    {
-        dev->Send(p, dst, proto);
-    }
+    return role == "ap" ? dev->SendFrom(p, src, dst, proto) : dev->Send(p, dst, proto);
 }
 
 Ptr<YansWifiChannel>

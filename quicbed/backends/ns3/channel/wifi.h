@@ -58,9 +58,10 @@ struct WifiPort
 
     Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
 
-    /// Hand a frame to the MAC. ns-3 3.37's queue scheduler drops the newest MPDU of a full
-    /// queue without a trace, so queue overflow is detected (and counted) here.
-    void Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
+    /// Hand a frame to the MAC; false when its queue is full. ns-3 3.37's queue scheduler drops
+    /// the newest MPDU of a full queue without a trace, so queue overflow is detected (and
+    /// counted) here.
+    bool Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
 };
 
 /// The YansWifiChannel of each band, made on first use from the configuration's

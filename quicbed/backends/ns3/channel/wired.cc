@@ -34,6 +34,20 @@ QbWireChannel::Send(Ptr<Packet> p,
                     Ptr<SimpleNetDevice> sender)
 {
     int dir = sender == ends[0] ? 0 : 1;
+    TraceGate::Frame frame{p->Copy(), protocol, to, from};
+    if (gate[dir])
+    {
+        gate[dir]->Arrive(frame);
+    }
+    else
+    {
+        Deliver(dir, frame);
+    }
+}
+
+void
+QbWireChannel::Deliver(int dir, const TraceGate::Frame& frame)
+{
     Ptr<SimpleNetDevice> receiver = ends[1 - dir];
     Time d = delay[dir];
     if (jitter[dir].IsStrictlyPositive())
@@ -48,15 +62,15 @@ QbWireChannel::Send(Ptr<Packet> p,
         }
     }
     packets[dir]++;
-    bytes[dir] += p->GetSize();
+    bytes[dir] += frame.packet->GetSize();
     Simulator::ScheduleWithContext(receiver->GetNode()->GetId(),
                                    d,
                                    &SimpleNetDevice::Receive,
                                    receiver,
-                                   p->Copy(),
-                                   protocol,
-                                   to,
-                                   from);
+                                   frame.packet,
+                                   frame.protocol,
+                                   frame.to,
+                                   frame.from);
 }
 
 NS_OBJECT_ENSURE_REGISTERED(QbWireChannel);
@@ -81,7 +95,21 @@ BuildWire(const Value& spec)
         Ptr<DropTailQueue<Packet>> queue = CreateObject<DropTailQueue<Packet>>();
         queue->SetMaxSize(
             QueueSize(QueueSizeUnit::PACKETS, uint32_t(shape.Num("queue_packets", 1000))));
-        dev->SetQueue(queue);
+        std::string trace = shape.Str("trace_file", "");
+        if (trace.empty())
+        {
+            dev->SetQueue(queue);
+        }
+        else
+        {
+            // the device (no rate) hands every packet to the cable at once; the gate queues them
+            dev->SetQueue(CreateObject<DropTailQueue<Packet>>());
+            Wire* w = wire.get();
+            wire->channel->gate[d] = std::make_unique<TraceGate>(
+                trace,
+                queue,
+                [w, d](const TraceGate::Frame& frame) { w->channel->Deliver(d, frame); });
+        }
         wire->queue[d] = queue;
         wire->dev[d] = dev;
         wire->channel->delay[d] = Seconds(shape.Num("delay_s", 0));

@@ -1,9 +1,11 @@
 // Wired links: QbWireChannel (a full-duplex cable with per-direction delay and jitter) and
-// Wire (its two SimpleNetDevices with their rate, drop-tail queue and loss), built from a spec.
+// Wire (its two SimpleNetDevices with their rate, drop-tail queue and loss, or a delivery trace),
+// built from a spec.
 #pragma once
 
 #include "common.h"
 #include "loss.h"
+#include "trace.h"
 
 #include "ns3/nstime.h"
 #include "ns3/queue.h"
@@ -31,12 +33,17 @@ class QbWireChannel : public SimpleChannel
     bool normalJitter[2] = {false, false};
     uint64_t packets[2] = {0, 0};
     uint64_t bytes[2] = {0, 0};
+    /// a direction with a delivery trace: its packets wait there instead of in the device's queue
+    std::unique_ptr<TraceGate> gate[2];
 
     void Send(Ptr<Packet> p,
               uint16_t protocol,
               Mac48Address to,
               Mac48Address from,
               Ptr<SimpleNetDevice> sender) override;
+
+    /// Puts a packet that left direction dir's sender on the cable (its delay and jitter).
+    void Deliver(int dir, const TraceGate::Frame& frame);
 
   private:
     Ptr<UniformRandomVariable> m_uniform;
@@ -49,7 +56,7 @@ struct Wire
     Ptr<QbWireChannel> channel;
     Ptr<SimpleNetDevice> dev[2];
     Ptr<QbLossModel> loss[2]; // loss[0]: a->b, applied at b
-    Ptr<Queue<Packet>> queue[2];
+    Ptr<Queue<Packet>> queue[2]; // the device's, or the trace gate's
     uint64_t packetsBase[2] = {0, 0}, bytesBase[2] = {0, 0}, lossBase[2] = {0, 0};
     uint64_t queueBase[2] = {0, 0};
 };

@@ -1,0 +1,2 @@
+"""Delivery traces for trace-driven links: the file format (``format``) and generated traces
+from capacity models (``models``)."""
