@@ -156,7 +156,7 @@ void
 FastAck::Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in)
 {
     TcpView seg;
-    if (!seg.Parse(ip) || seg.payload == 0 || (seg.flags & (TcpView::SYN | TcpView::RST)))
+    if (!seg.Parse(ip) || (seg.flags & (TcpView::SYN | TcpView::RST)))
     {
         return;
     }
@@ -166,6 +166,14 @@ FastAck::Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address 
         return; // a connection the AP did not see start: left alone
     }
     Flow& flow = it->second;
+    if (seg.payload == 0)
+    {
+        if (flow.started && !(seg.flags & TcpView::FIN) && After(flow.next, seg.seq))
+        {
+            Repeat(flow); // a window probe or keep-alive: the station's answer is swallowed
+        }
+        return;
+    }
     if (!flow.started)
     {
         if (seg.seq != flow.stationAcked)
@@ -181,7 +189,8 @@ FastAck::Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address 
     uint32_t end = seg.seq + seg.payload + ((seg.flags & TcpView::FIN) ? 1 : 0);
     if (!After(end, flow.next))
     {
-        return; // the sender sent again what the AP already acknowledged (or the station has)
+        Repeat(flow); // sent again what the AP acknowledged: that ACK was lost on the way back
+        return;
     }
     if (After(end, flow.highest))
     {
@@ -343,6 +352,13 @@ FastAck::Acknowledge(Flow& flow)
 }
 
 void
+FastAck::Repeat(Flow& flow)
+{
+    acksRepeated++;
+    Acknowledge(flow);
+}
+
+void
 FastAck::Release(Flow& flow, uint32_t ack)
 {
     for (auto it = flow.held.begin(); it != flow.held.end();)
@@ -413,7 +429,7 @@ void
 FastAck::ResetStats()
 {
     accelerated = acksSent = stationAcksSwallowed = stationAcksPassed = localRetransmissions = outOfOrder =
-        windowUpdates = 0;
+        windowUpdates = acksRepeated = 0;
 }
 
 std::string
@@ -424,7 +440,7 @@ FastAck::Json() const
       << ", \"station_acks_swallowed\": " << stationAcksSwallowed
       << ", \"station_acks_passed\": " << stationAcksPassed
       << ", \"local_retransmissions\": " << localRetransmissions << ", \"out_of_order\": " << outOfOrder
-      << ", \"window_updates\": " << windowUpdates << "}";
+      << ", \"window_updates\": " << windowUpdates << ", \"acks_repeated\": " << acksRepeated << "}";
     return o.str();
 }
 

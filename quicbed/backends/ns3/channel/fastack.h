@@ -48,7 +48,8 @@ struct TcpView
 /// its buffer is the radio queue. When the station's ACKs free room after the AP advertised
 /// less than a segment, it sends a window update. The AP keeps every segment it acknowledged
 /// until the station's own TCP ACK covers it, and sends it again on three duplicate ACKs from
-/// the station or when the station's ACKs stall (a local timer, 50 ms doubling to 1 s). The
+/// the station or when the station's ACKs stall (a local timer, 50 ms doubling to 1 s). A
+/// segment the AP acknowledged, or a window probe, arriving again gets the AP's ACK again. The
 /// station's pure ACKs at or below what the AP acknowledged are swallowed; the others (data,
 /// SYN, FIN, RST, an ACK above the AP's) pass, and so do all of them while a downlink segment
 /// arrived out of order (a loss before the AP is the sender's to repair, with the station's
@@ -69,7 +70,7 @@ class FastAck
     bool FromStation(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to);
 
     uint64_t accelerated = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
-             localRetransmissions = 0, outOfOrder = 0, windowUpdates = 0;
+             localRetransmissions = 0, outOfOrder = 0, windowUpdates = 0, acksRepeated = 0;
     std::string Json() const;
     void ResetStats();
 
@@ -108,6 +109,9 @@ class FastAck
     };
 
     void Acknowledge(Flow& flow);
+    /// The AP's ACK again, for a segment it acknowledged or a window probe: its ACK was lost
+    /// between the AP and the sender, and the station's answer would be swallowed.
+    void Repeat(Flow& flow);
     uint16_t Window(const Flow& flow) const;
     void Release(Flow& flow, uint32_t ack);
     void Resend(Flow& flow, uint32_t from);
