@@ -115,6 +115,9 @@ def test_with_acceleration_the_station_acks_stop_at_the_ap(tmp_path: Path) -> No
     run = _download(tmp_path, fastack=True)
     fastack = run.fastack
     assert fastack["accelerated"] >= SIZE // 1448 and fastack["out_of_order"] == 0, fastack
+    # the station's MAC confirmed nearly every segment, which frees the AP's window (a few are
+    # covered by the station's TCP ACK first, when a block ACK is lost on the air)
+    assert fastack["delivered_over_air"] >= 0.98 * fastack["accelerated"], fastack
     # nearly every pure ACK of the station stops at the AP; the server hears the AP's instead
     assert fastack["station_acks_swallowed"] >= 0.9 * run.station_acks_sent, run
     assert fastack["acks_sent"] <= run.station_acks_heard <= fastack["acks_sent"] + fastack["station_acks_passed"], run

@@ -15,8 +15,9 @@ namespace
 
 constexpr uint8_t PROTO_TCP = 6;
 constexpr uint32_t SEGMENT = 1448; // a full-size TCP payload behind 1500-byte IP packets
-const Time FIRST_TIMEOUT = MilliSeconds(50);
-const Time LAST_TIMEOUT = Seconds(1);
+// the fallback timer: above the radio queue's delay (500 packets at 50 Mbit/s are 120 ms)
+const Time FIRST_TIMEOUT = MilliSeconds(300);
+const Time LAST_TIMEOUT = Seconds(2);
 
 /// a after b in sequence space (RFC 1982)
 bool
@@ -206,7 +207,7 @@ FastAck::Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address 
     }
     if (flow.held.emplace(seg.seq - flow.base, Held{ip, end}).second)
     {
-        flow.heldBytes += end - seg.seq;
+        flow.queuedBytes += end - seg.seq;
     }
     uint32_t before = flow.next;
     // over the held segments that continue what the AP has, in order (offsets from the first byte)
@@ -307,11 +308,12 @@ FastAck::Window(const Flow& flow) const
     size_t active = 0;
     for (const auto& [key, other] : m_flows)
     {
-        active += other.started && !other.held.empty();
+        active += other.started && other.queuedBytes > 0;
     }
     uint64_t share = m_budgetBytes / std::max<size_t>(1, active);
-    uint64_t room = share > flow.heldBytes ? share - flow.heldBytes : 0;
-    uint64_t station = uint64_t(flow.window) << flow.scale;
+    uint64_t room = share > flow.queuedBytes ? share - flow.queuedBytes : 0;
+    uint32_t stationEdge = flow.stationAcked + (uint32_t(flow.window) << flow.scale);
+    uint64_t station = After(stationEdge, flow.next) ? stationEdge - flow.next : 0;
     return uint16_t(std::min<uint64_t>(std::min(room, station) >> flow.scale, 0xffff));
 }
 
@@ -365,7 +367,7 @@ FastAck::Release(Flow& flow, uint32_t ack)
     {
         if (!After(it->second.end, ack))
         {
-            flow.heldBytes -= it->second.end - (flow.base + it->first);
+            SetAired(flow, it->second, flow.base + it->first, true);
             it = flow.held.erase(it);
         }
         else
@@ -373,6 +375,12 @@ FastAck::Release(Flow& flow, uint32_t ack)
             ++it;
         }
     }
+    Progressed(flow);
+}
+
+void
+FastAck::Progressed(Flow& flow)
+{
     flow.timer.Cancel();
     flow.timeout = FIRST_TIMEOUT;
     Arm(flow);
@@ -383,17 +391,79 @@ FastAck::Release(Flow& flow, uint32_t ack)
     }
 }
 
-void
+bool
 FastAck::Resend(Flow& flow, uint32_t from)
 {
     auto it = flow.held.find(from - flow.base);
-    if (it == flow.held.end())
+    if (it == flow.held.end() || !m_toStation(it->second.ip, flow.sender, flow.station))
+    {
+        return false;
+    }
+    SetAired(flow, it->second, from, false); // in the queue again
+    localRetransmissions++;
+    return true;
+}
+
+void
+FastAck::SetAired(Flow& flow, Held& held, uint32_t seq, bool aired)
+{
+    if (held.aired != aired)
+    {
+        held.aired = aired;
+        aired ? flow.queuedBytes -= held.end - seq : flow.queuedBytes += held.end - seq;
+    }
+}
+
+FastAck::Flow*
+FastAck::Accelerated(const TcpView& seg)
+{
+    if (seg.payload == 0)
+    {
+        return nullptr;
+    }
+    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
+    return it != m_flows.end() && it->second.started ? &it->second : nullptr;
+}
+
+void
+FastAck::Dropped(const std::vector<uint8_t>& ip)
+{
+    TcpView seg;
+    Flow* flow = seg.Parse(ip) ? Accelerated(seg) : nullptr;
+    if (flow && After(seg.seq + seg.payload, flow->stationAcked))
+    {
+        // not from inside the MAC's drop notification: the queue is the MAC's own
+        Simulator::ScheduleNow(&FastAck::ResendLater, this, flow->key, seg.seq);
+    }
+}
+
+void
+FastAck::Delivered(const std::vector<uint8_t>& ip)
+{
+    TcpView seg;
+    Flow* flow = seg.Parse(ip) ? Accelerated(seg) : nullptr;
+    if (!flow)
     {
         return;
     }
-    if (m_toStation(it->second.ip, flow.sender, flow.station))
+    auto it = flow->held.find(seg.seq - flow->base);
+    if (it == flow->held.end() || it->second.aired ||
+        it->second.end != seg.seq + seg.payload + ((seg.flags & TcpView::FIN) ? 1 : 0))
     {
-        localRetransmissions++;
+        return;
+    }
+    SetAired(*flow, it->second, seg.seq, true); // still held: the station's TCP may yet lose it
+    deliveredOverAir++;
+    Progressed(*flow);
+}
+
+void
+FastAck::ResendLater(Key key, uint32_t from)
+{
+    auto it = m_flows.find(key);
+    if (it != m_flows.end() && Resend(it->second, from))
+    {
+        macDropsRepaired++;
     }
 }
 
@@ -428,18 +498,20 @@ FastAck::OnTimer(Key key)
 void
 FastAck::ResetStats()
 {
-    accelerated = acksSent = stationAcksSwallowed = stationAcksPassed = localRetransmissions = outOfOrder =
-        windowUpdates = acksRepeated = 0;
+    accelerated = acksSent = stationAcksSwallowed = stationAcksPassed = localRetransmissions = macDropsRepaired =
+        outOfOrder = windowUpdates = acksRepeated = deliveredOverAir = 0;
 }
 
 std::string
 FastAck::Json() const
 {
     std::ostringstream o;
-    o << "{\"accelerated\": " << accelerated << ", \"acks_sent\": " << acksSent
+    o << "{\"accelerated\": " << accelerated << ", \"delivered_over_air\": " << deliveredOverAir
+      << ", \"acks_sent\": " << acksSent
       << ", \"station_acks_swallowed\": " << stationAcksSwallowed
       << ", \"station_acks_passed\": " << stationAcksPassed
-      << ", \"local_retransmissions\": " << localRetransmissions << ", \"out_of_order\": " << outOfOrder
+      << ", \"local_retransmissions\": " << localRetransmissions << ", \"mac_drops_repaired\": " << macDropsRepaired
+      << ", \"out_of_order\": " << outOfOrder
       << ", \"window_updates\": " << windowUpdates << ", \"acks_repeated\": " << acksRepeated << "}";
     return o.str();
 }

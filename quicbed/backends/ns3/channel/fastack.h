@@ -45,10 +45,13 @@ struct TcpView
 /// segment when the connection uses them, and a window that is the station's last one cut to
 /// what the AP is still willing to hold for this connection (its share of half the radio
 /// queue, in full-size segments, less what it holds): the AP is the sender's receiver now, and
-/// its buffer is the radio queue. When the station's ACKs free room after the AP advertised
-/// less than a segment, it sends a window update. The AP keeps every segment it acknowledged
-/// until the station's own TCP ACK covers it, and sends it again on three duplicate ACKs from
-/// the station or when the station's ACKs stall (a local timer, 50 ms doubling to 1 s). A
+/// its buffer is the radio queue: what it holds counts until the station's MAC confirms it
+/// (block ACK or ACK). When that frees room after the AP advertised less than a segment, it
+/// sends a window update. The window never reaches past the station's own (its last ACK plus
+/// its window). The AP keeps every segment it acknowledged until the station's TCP ACK covers
+/// it, and sends it again when the MAC gives up on its frame (retry limit, lifetime), on three
+/// duplicate ACKs from the station, or when the flow made no progress for a while (a fallback
+/// timer, 300 ms doubling to 2 s: longer than the radio queue's delay). A
 /// segment the AP acknowledged, or a window probe, arriving again gets the AP's ACK again. The
 /// station's pure ACKs at or below what the AP acknowledged are swallowed; the others (data,
 /// SYN, FIN, RST, an ACK above the AP's) pass, and so do all of them while a downlink segment
@@ -68,9 +71,14 @@ class FastAck
     void Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in);
     /// An uplink IPv4 packet from a station; true when the AP swallows it.
     bool FromStation(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to);
+    /// A downlink IPv4 packet the radio's MAC gave up on.
+    void Dropped(const std::vector<uint8_t>& ip);
+    /// A downlink IPv4 packet the station's MAC acknowledged.
+    void Delivered(const std::vector<uint8_t>& ip);
 
     uint64_t accelerated = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
-             localRetransmissions = 0, outOfOrder = 0, windowUpdates = 0, acksRepeated = 0;
+             localRetransmissions = 0, macDropsRepaired = 0, outOfOrder = 0, windowUpdates = 0, acksRepeated = 0,
+             deliveredOverAir = 0;
     std::string Json() const;
     void ResetStats();
 
@@ -81,6 +89,7 @@ class FastAck
     {
         std::vector<uint8_t> ip;
         uint32_t end;
+        bool aired = false; // the station's MAC confirmed it (it left the radio queue)
     };
 
     struct Flow
@@ -95,7 +104,7 @@ class FastAck
         uint32_t highest = 0;       // the end of the highest segment seen from the sender
         uint16_t window = 0;        // the station's, as sent
         int scale = 0;              // the station's window scale
-        uint32_t heldBytes = 0;
+        uint32_t queuedBytes = 0;   // held and not yet confirmed by the station's MAC
         bool windowClosed = false;  // the AP's last ACK offered less than a segment
         uint32_t lastTsEcr = 0;     // what the AP's ACKs echo
         bool timestamps = false;
@@ -103,7 +112,7 @@ class FastAck
         int duplicates = 0;
         Mac48Address sender, station;
         size_t senderPort = 0;
-        std::map<uint32_t, Held> held; // every segment forwarded and not yet acknowledged by the station
+        std::map<uint32_t, Held> held; // every segment forwarded and not yet confirmed by the station
         EventId timer;
         Time timeout;
     };
@@ -113,8 +122,16 @@ class FastAck
     /// between the AP and the sender, and the station's answer would be swallowed.
     void Repeat(Flow& flow);
     uint16_t Window(const Flow& flow) const;
+    /// The flow of an accelerated downlink segment, or null.
+    Flow* Accelerated(const TcpView& seg);
     void Release(Flow& flow, uint32_t ack);
-    void Resend(Flow& flow, uint32_t from);
+    /// Marks a held segment as confirmed by the station's MAC (aired) or as back in the queue.
+    void SetAired(Flow& flow, Held& held, uint32_t seq, bool aired);
+    /// Room freed or the station heard from: restart the timer, reopen a closed window.
+    void Progressed(Flow& flow);
+    /// Sends the held segment starting at from again; true when the radio queue took it.
+    bool Resend(Flow& flow, uint32_t from);
+    void ResendLater(Key key, uint32_t from);
     void Arm(Flow& flow);
     void OnTimer(Key key);
 

@@ -7,6 +7,7 @@
 #include "wired.h"
 
 #include "ns3/ethernet-header.h"
+#include "ns3/llc-snap-header.h"
 #include "ns3/simulator.h"
 
 #include <cstdlib>
@@ -121,6 +122,53 @@ Switch::EnableFastAck()
             ports[port].Send(packet(ip), src, dst, PROTO_IPV4);
         },
         ports[radio].wifi->queue ? uint32_t(ports[radio].wifi->queue->GetMaxSize().GetValue()) : 500);
+    ports[radio].wifi->mac->TraceConnectWithoutContext("DroppedMpdu", MakeCallback(&Switch::OnRadioDrop, this));
+    ports[radio].wifi->mac->TraceConnectWithoutContext("AckedMpdu", MakeCallback(&Switch::OnRadioAcked, this));
+}
+
+namespace
+{
+
+/// The IPv4 packet one data MPDU carries (false for anything else, A-MSDUs included).
+bool
+MpduIp(Ptr<const WifiMpdu> mpdu, std::vector<uint8_t>& ip)
+{
+    const WifiMacHeader& header = mpdu->GetHeader();
+    if (!header.IsData() || (header.IsQosData() && header.IsQosAmsdu()))
+    {
+        return false;
+    }
+    Ptr<Packet> packet = mpdu->GetPacket()->Copy();
+    LlcSnapHeader llc;
+    packet->RemoveHeader(llc);
+    if (llc.GetType() != PROTO_IPV4)
+    {
+        return false;
+    }
+    ip = Bytes(packet);
+    return true;
+}
+
+} // namespace
+
+void
+Switch::OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
+{
+    std::vector<uint8_t> ip;
+    if (reason != WIFI_MAC_DROP_FAILED_ENQUEUE && MpduIp(mpdu, ip)) // (never queued: never accelerated)
+    {
+        fastAck->Dropped(ip);
+    }
+}
+
+void
+Switch::OnRadioAcked(Ptr<const WifiMpdu> mpdu)
+{
+    std::vector<uint8_t> ip;
+    if (MpduIp(mpdu, ip))
+    {
+        fastAck->Delivered(ip);
+    }
 }
 
 bool

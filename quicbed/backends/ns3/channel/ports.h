@@ -11,6 +11,8 @@
 #include "ns3/mac48-address.h"
 #include "ns3/net-device.h"
 #include "ns3/packet.h"
+#include "ns3/wifi-mac.h"
+#include "ns3/wifi-mpdu.h"
 
 #include <cstdint>
 #include <map>
@@ -79,6 +81,11 @@ class Switch
 
   private:
     std::map<Mac48Address, size_t> m_table;
+
+    /// The AP radio's MAC gave up on a frame: the accelerator sends it again if it holds it.
+    void OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu);
+    /// A station's MAC acknowledged a frame: the accelerator stops holding it.
+    void OnRadioAcked(Ptr<const WifiMpdu> mpdu);
 
     bool Receive(Ptr<NetDevice> dev,
                  Ptr<const Packet> packet,
