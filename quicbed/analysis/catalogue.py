@@ -106,6 +106,12 @@ _METRICS = [
     Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
            "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)",
            bounds=NON_NEGATIVE),
+    Metric("mac_delay_median", "MAC delay, median", "ms", 1e3, "lower", "mac",
+           "median time a data frame of the node sending the download's last hop (the AP for a station) "
+           "spent from entering its radio queue to the receiver's MAC acknowledgement (queueing, channel "
+           "access, retries), over its frames to every receiver", bounds=NON_NEGATIVE),
+    Metric("mac_delay_p95", "MAC delay, 95th percentile", "ms", 1e3, "lower", "mac",
+           "95th percentile of that time", bounds=NON_NEGATIVE),
     *(Metric(f"ampdu_hop{k}", f"MPDUs per A-MPDU, hop {k}", "", 1.0, None, "mac",
              f"mean MPDUs per A-MPDU sent on the download's wireless hop {k}, counted from the server's side "
              "(that hop's sender to its receiver)", bounds=NON_NEGATIVE)

@@ -178,8 +178,8 @@ def bdp_metrics(series: CwndSeries | None, delivery_rate: float | None) -> dict[
 
 
 def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None) -> dict[str, float]:
-    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered) and retries of
-    the node that transmits the download's last hop to the client (the AP for a station);
+    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered), retries and MAC
+    delay of the node that transmits the download's last hop to the client (the AP for a station);
     MPDUs per A-MPDU on each wireless hop (sender to receiver, from the server's side); and
     the simulator's lag."""
     path = folder / "mac-stats.json"
@@ -193,6 +193,9 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
                       mac_retries=node["retries"])
         if app_bytes:
             values["airtime_per_mb"] = node["airtime_s"] / (app_bytes / 1e6)
+        delay = node.get("mac_delay") or {}
+        if delay.get("frames"):
+            values.update(mac_delay_median=delay["median_s"], mac_delay_p95=delay["p95_s"])
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
         for radio in stats.get("radios", {}).values():
             link = radio.get("per_receiver", {}).get(receiver)

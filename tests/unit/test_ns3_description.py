@@ -19,6 +19,7 @@ from quicbed.backends.ns3.description import (
 )
 from quicbed.backends.ns3.stats import (
     aggregated_mean,
+    delay_summary,
     merge_histograms,
     summarize,
     time_behind_share,
@@ -265,6 +266,35 @@ def test_stats_summary_and_validity():
     single = {**spike, "max_ms": 10.2, "over_4ms": 6, "over_16ms": 0}
     assert validity({**raw, "lag": single}) == (True, [])
     assert summarize({**raw, "lag": spike})["behind_share"] == pytest.approx(0.0105)
+
+
+def test_mac_delay_per_radio_receiver_and_node():
+    """The channel counts data MPDUs in 100 us buckets of their time from the radio queue to
+    the receiver's MAC ACK; a frame counts at its bucket's middle."""
+    assert delay_summary({}) == {"frames": 0, "mean_s": None, "median_s": None, "p95_s": None}
+    # 10 frames at 0.25 ms (bucket 2), 9 at 5.05 ms (bucket 50), 1 at 20.05 ms (bucket 200)
+    delays = {"2": 10, "50": 9, "200": 1}
+    summary = delay_summary(delays)
+    assert summary["frames"] == 20 and summary["median_s"] == pytest.approx(0.25e-3)
+    assert summary["p95_s"] == pytest.approx(5.05e-3)  # the 19th frame of 20
+    assert summary["mean_s"] == pytest.approx((10 * 0.25 + 9 * 5.05 + 20.05) / 20 * 1e-3)
+    tx = {"psdus": 2, "mpdus": 20, "bytes": 1, "retries": 0, "mean_mpdus_per_psdu": 10.0,
+          "mpdus_per_psdu": {"10": 2}}
+    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
+             "tx_data": {**tx, "mac_delay_100us": delays},
+             "airtime_s": {"data": 0.4, "control": 0.05, "management": 0.05, "total": 0.5}, "airtime_share": 0.25,
+             "drops": {"queue_full": 0, "retry_limit": 0, "lifetime": 0, "other": 0, "not_associated": 0,
+                       "frame_errors": 0},
+             "per_receiver": {"sta1:wlan0": {**tx, "mac_delay_100us": {"2": 10}},
+                              "sta2:wlan0": {**tx, "mac_delay_100us": {"50": 9, "200": 1}}}}
+    raw = {"interval": {"sim_s": 2.0}, "lag": {}, "radios": [radio]}
+    stats = summarize(raw, 0.01, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1", "sta2:wlan0": "sta2"})
+    assert stats["radios"]["ap1:wifi"]["mac_delay"] == summary == stats["nodes"]["ap1"]["mac_delay"]
+    assert stats["radios"]["ap1:wifi"]["per_receiver"]["sta1"]["mac_delay"]["median_s"] == pytest.approx(0.25e-3)
+    assert stats["radios"]["ap1:wifi"]["per_receiver"]["sta2"]["mac_delay"]["frames"] == 10
+    # a channel from before the measurement: no frames, no figure
+    old = {**radio, "tx_data": tx, "per_receiver": {}}
+    assert summarize({**raw, "radios": [old]})["nodes"]["ap1"]["mac_delay"]["frames"] == 0
 
 
 def test_time_behind_share_reads_the_probe_counters():

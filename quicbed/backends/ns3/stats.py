@@ -3,7 +3,8 @@
 The channel program writes raw statistics (JSON) at exit, on SIGUSR1 (snapshot) and on
 SIGUSR2 (reset + snapshot); see quicbed/backends/ns3/channel/qbchannel.cc. ``summarize``
 adds what a run record needs: validity (time spent behind real time), per-node and
-per-channel airtime, MPDUs per A-MPDU, retries and drops.
+per-channel airtime, MPDUs per A-MPDU, retries, drops and MAC delay (a data frame's time
+from entering its radio queue to the receiver's MAC acknowledgement).
 """
 
 from __future__ import annotations
@@ -28,6 +29,30 @@ def merge_histograms(*histograms: dict[str, int]) -> dict[str, int]:
         for key, count in histogram.items():
             merged[key] = merged.get(key, 0) + count
     return dict(sorted(merged.items(), key=lambda item: int(item[0])))
+
+
+#: the width (s) of the channel's MAC delay buckets ("mac_delay_100us")
+DELAY_BUCKET_S = 100e-6
+
+
+def delay_summary(histogram: dict[str, int]) -> dict[str, Any]:
+    """Frames, mean, median and 95th percentile (s) of a MAC delay histogram (bucket index ->
+    count), each frame taken at its bucket's middle."""
+    frames = sum(histogram.values())
+    if not frames:
+        return {"frames": 0, "mean_s": None, "median_s": None, "p95_s": None}
+    buckets = sorted((int(k), v) for k, v in histogram.items())
+
+    def quantile(q: float) -> float:
+        seen = 0
+        for bucket, count in buckets:
+            seen += count
+            if seen >= q * frames:
+                return (bucket + 0.5) * DELAY_BUCKET_S
+        return (buckets[-1][0] + 0.5) * DELAY_BUCKET_S
+
+    mean = sum((bucket + 0.5) * count for bucket, count in buckets) / frames * DELAY_BUCKET_S
+    return {"frames": frames, "mean_s": mean, "median_s": quantile(0.5), "p95_s": quantile(0.95)}
 
 
 #: the lag counter the time-behind rule reads: probes more than this many ms late
@@ -98,16 +123,18 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
                                 "histogram": tx["mpdus_per_psdu"]},
             "mac_drops": drops["retry_limit"] + drops["lifetime"] + drops["other"],
             "queue_drops": drops["queue_full"], "drops": drops,
+            "mac_delay": delay_summary(tx.get("mac_delay_100us", {})),
             "per_receiver": {
                 owners.get(key, key): {"psdus": v["psdus"], "mpdus": v["mpdus"], "retries": v["retries"],
                                        "mean_mpdus_per_ampdu": v["mean_mpdus_per_psdu"],
-                                       "histogram": v["mpdus_per_psdu"]}
+                                       "histogram": v["mpdus_per_psdu"],
+                                       "mac_delay": delay_summary(v.get("mac_delay_100us", {}))}
                 for key, v in radio.get("per_receiver", {}).items()},
         }
         radios[radio["id"]] = entry
         summary = nodes.setdefault(node, {"airtime_s": 0.0, "airtime_share": 0.0, "data_psdus": 0,
                                           "data_mpdus": 0, "retries": 0, "mac_drops": 0, "queue_drops": 0,
-                                          "histogram": {}})
+                                          "histogram": {}, "mac_delay_100us": {}})
         summary["airtime_s"] += radio["airtime_s"]["total"]
         summary["airtime_share"] += radio["airtime_share"]
         summary["data_psdus"] += tx["psdus"]
@@ -116,12 +143,14 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         summary["mac_drops"] += entry["mac_drops"]
         summary["queue_drops"] += entry["queue_drops"]
         summary["histogram"] = merge_histograms(summary["histogram"], tx["mpdus_per_psdu"])
+        summary["mac_delay_100us"] = merge_histograms(summary["mac_delay_100us"], tx.get("mac_delay_100us", {}))
         channel = channels.setdefault(str(radio["channel"]), {"airtime_s": 0.0, "radios": []})
         channel["airtime_s"] += radio["airtime_s"]["total"]
         channel["radios"].append(radio["id"])
     for summary in nodes.values():
         summary["mean_mpdus_per_ampdu"] = (summary["data_mpdus"] / summary["data_psdus"]
                                            if summary["data_psdus"] else 0.0)
+        summary["mac_delay"] = delay_summary(summary.pop("mac_delay_100us"))
     for channel in channels.values():
         channel["busy_share"] = channel["airtime_s"] / sim if sim else 0.0
         for radio_id in channel["radios"]:

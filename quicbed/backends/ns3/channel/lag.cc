@@ -24,21 +24,30 @@ TxCounters::Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries)
     hist[nMpdus]++;
 }
 
+void
+TxCounters::AddDelay(int64_t us)
+{
+    delay[uint32_t(us / 100)]++;
+}
+
 std::string
 TxCounters::Json() const
 {
+    auto counts = [](const std::map<uint32_t, uint64_t>& histogram) {
+        std::ostringstream o;
+        bool first = true;
+        for (auto& [k, v] : histogram)
+        {
+            o << (first ? "" : ", ") << "\"" << k << "\": " << v;
+            first = false;
+        }
+        return "{" + o.str() + "}";
+    };
     std::ostringstream o;
     o << "{\"psdus\": " << psdus << ", \"mpdus\": " << mpdus << ", \"bytes\": " << bytes
       << ", \"retries\": " << retries
       << ", \"mean_mpdus_per_psdu\": " << Num(psdus ? double(mpdus) / psdus : 0)
-      << ", \"mpdus_per_psdu\": {";
-    bool first = true;
-    for (auto& [k, v] : hist)
-    {
-        o << (first ? "" : ", ") << "\"" << k << "\": " << v;
-        first = false;
-    }
-    o << "}}";
+      << ", \"mpdus_per_psdu\": " << counts(hist) << ", \"mac_delay_100us\": " << counts(delay) << "}";
     return o.str();
 }
 

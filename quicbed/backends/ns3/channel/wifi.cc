@@ -3,6 +3,7 @@
 #include "wifi.h"
 
 #include "ns3/ap-wifi-mac.h"
+#include "ns3/delay-jitter-estimation.h"
 #include "ns3/double.h"
 #include "ns3/ht-configuration.h"
 #include "ns3/propagation-delay-model.h"
@@ -132,6 +133,24 @@ WifiPort::OnTxDrop(Ptr<const Packet>)
 }
 
 void
+WifiPort::OnAcked(Ptr<const WifiMpdu> mpdu)
+{
+    if (!mpdu->GetHeader().IsData())
+    {
+        return;
+    }
+    // Enqueue stamped the packet (an MPDU's own expiry time is only readable while queued)
+    DelayJitterEstimation stamp;
+    stamp.RecordRx(mpdu->GetPacket());
+    int64_t us = stamp.GetLastDelay().GetMicroSeconds();
+    if (us > 0)
+    {
+        data.AddDelay(us);
+        perReceiver[mpdu->GetHeader().GetAddr1()].AddDelay(us);
+    }
+}
+
+void
 WifiPort::SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
 {
     dev->Send(p, dst, proto);
@@ -145,6 +164,8 @@ WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t pr
         dropQueue++;
         return false;
     }
+    p->RemoveAllByteTags(); // a relayed packet's stamp from its previous hop
+    DelayJitterEstimation::PrepareTx(p);
     return role == "ap" ? dev->SendFrom(p, src, dst, proto) : dev->Send(p, dst, proto);
 }
 
@@ -382,6 +403,7 @@ BuildWifiPort(Ptr<Node> node,
     port->mac->TraceConnectWithoutContext("DroppedMpdu",
                                           MakeCallback(&WifiPort::OnDropped, port.get()));
     port->mac->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&WifiPort::OnTxDrop, port.get()));
+    port->mac->TraceConnectWithoutContext("AckedMpdu", MakeCallback(&WifiPort::OnAcked, port.get()));
     return port;
 }
 

@@ -54,6 +54,8 @@ struct WifiPort
     void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
     void OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/);
     void OnTxDrop(Ptr<const Packet>);
+    /// A data MPDU the receiver's MAC acknowledged: its time since Enqueue took it.
+    void OnAcked(Ptr<const WifiMpdu> mpdu);
     void SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto);
 
     Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
