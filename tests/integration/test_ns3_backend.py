@@ -133,7 +133,7 @@ def test_bursty_udp_gets_larger_aggregates_than_paced_udp_at_the_same_rate():
     assert bursty["mpdus_per_ampdu"]["mean"] > 2 * paced["mpdus_per_ampdu"]["mean"]
     assert bursty["airtime_share"] < paced["airtime_share"]
     # a burst waits in the radio queue for the frames ahead of it: a longer MAC delay
-    print({name: {k: v for k, v in ap["mac_delay"].items()} for name, (_, ap) in results.items()})
+    print({name: ap["mac_delay"] for name, (_, ap) in results.items()})
     for ap in (paced, bursty):
         assert ap["mac_delay"]["frames"] >= 0.9 * ap["data_mpdus"] - ap["retries"] > 0, ap["mac_delay"]
     assert bursty["mac_delay"]["median_s"] > 2 * paced["mac_delay"]["median_s"]

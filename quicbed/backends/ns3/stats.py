@@ -9,6 +9,8 @@ from entering its radio queue to the receiver's MAC acknowledgement).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import accumulate
 from typing import Any
 
 
@@ -42,14 +44,10 @@ def delay_summary(histogram: dict[str, int]) -> dict[str, Any]:
     if not frames:
         return {"frames": 0, "mean_s": None, "median_s": None, "p95_s": None}
     buckets = sorted((int(k), v) for k, v in histogram.items())
+    cumulative = list(accumulate(count for _, count in buckets))
 
-    def quantile(q: float) -> float:
-        seen = 0
-        for bucket, count in buckets:
-            seen += count
-            if seen >= q * frames:
-                return (bucket + 0.5) * DELAY_BUCKET_S
-        return (buckets[-1][0] + 0.5) * DELAY_BUCKET_S
+    def quantile(q: float) -> float:  # the bucket holding the q-th frame
+        return (buckets[bisect_left(cumulative, q * frames)][0] + 0.5) * DELAY_BUCKET_S
 
     mean = sum((bucket + 0.5) * count for bucket, count in buckets) / frames * DELAY_BUCKET_S
     return {"frames": frames, "mean_s": mean, "median_s": quantile(0.5), "p95_s": quantile(0.95)}

@@ -367,7 +367,7 @@ FastAck::Release(Flow& flow, uint32_t ack)
     {
         if (!After(it->second.end, ack))
         {
-            SetAired(flow, it->second, flow.base + it->first, true);
+            SetAired(flow, it->second, flow.base + it->first, true); // leaves the queue's count too
             it = flow.held.erase(it);
         }
         else
