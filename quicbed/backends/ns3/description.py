@@ -93,6 +93,19 @@ class Ns3Options:
     #: builds, so that networks built again (another cell, a failed run) draw independent
     #: losses, backoffs and frame errors instead of repeating the same ones
     run: int | None = None
+    #: the threads that read frames from the TAPs run one SCHED_FIFO priority above the
+    #: simulator (True) or at its priority (False). With isolate_channel all channel threads
+    #: share one core; bench/validity.py --placement measured no gain from raising them on a
+    #: light cell and a loss near saturation (readers preempting the simulator: 257-260 vs
+    #: 285-287 Mbit/s, 31-53 % vs 4-12 % of the run more than 1 ms behind)
+    tap_readers_above_simulator: bool = False
+    #: the same for the thread that writes frames into the TAPs (its writes run the receiving
+    #: namespace's network stack, which would then delay the simulator)
+    tap_writer_above_simulator: bool = False
+    #: frames a TAP reader lets wait for the simulator before it drops (and counts) one
+    tap_pending_limit: int = 1000
+    #: frames the TAP writer lets wait before it drops (and counts) one
+    tap_writer_queue_limit: int = 4096
     #: extra keys merged into the description (for experiments with the channel program)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -428,6 +441,9 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
         "version": SCHEMA_VERSION, "topology": topo.name, "seed": options.seed, "run": options.run or 1,
         **(files or {}),
         "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
+        "tap_readers_above_simulator": options.tap_readers_above_simulator,
+        "tap_writer_above_simulator": options.tap_writer_above_simulator,
+        "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,
         "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
         "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
                         "rss_dbm": options.rss_dbm,

@@ -176,13 +176,14 @@ class Ns3Network(Network):
             "invalid_reasons": stats["invalid_reasons"] if stats else None,
         }
 
-    def mac_stats(self, timeout: float = 5.0) -> dict[str, Any]:
+    def mac_stats(self, timeout: float = 5.0, window: tuple[float, float] | None = None) -> dict[str, Any]:
         """MAC statistics since start-up (or the last ``reset_stats``): per radio and node
-        MPDUs per A-MPDU, airtime, retries, drops; wired-link counters; lag and validity."""
+        MPDUs per A-MPDU, airtime, retries, drops; wired-link counters; lag and validity, the
+        latter judged over ``window`` (CLOCK_MONOTONIC seconds: a transfer) when given."""
         raw = self._snapshot(reset=False, timeout=timeout) if self.running else self.final_stats
         if raw is None:
             raise BackendError("no ns-3 statistics: the network was never started")
-        return summarize(raw, self.options.max_behind_share, self._owners)
+        return summarize(raw, self.options.max_behind_share, self._owners, window)
 
     def reset_stats(self, timeout: float = 5.0) -> None:
         """Zero the MAC counters and lag statistics (e.g. at the start of a run)."""

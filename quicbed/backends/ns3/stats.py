@@ -53,11 +53,18 @@ def delay_summary(histogram: dict[str, int]) -> dict[str, Any]:
     return {"frames": frames, "mean_s": mean, "median_s": quantile(0.5), "p95_s": quantile(0.95)}
 
 
-#: the lag counter the time-behind rule reads: probes more than this many ms late
+#: the lag the time-behind rule counts: probes more than this many ms late
 BEHIND_MS = 4.0
-#: the share of the run the simulator may spend more than BEHIND_MS behind (set from bench/validity.py)
+#: the share of the transfer the simulator may spend more than BEHIND_MS behind (set from bench/validity.py)
 MAX_BEHIND_SHARE = 0.01
+#: the smaller lag a second rule counts: sustained lag under BEHIND_MS still adds to every packet's delay
+SLOW_MS = 1.0
+#: the share of the transfer the simulator may spend more than SLOW_MS behind (set from bench/validity.py)
+MAX_SLOW_SHARE = 0.02
 _OVER_COUNTERS = {1.0: "over_1ms", 4.0: "over_4ms", 16.0: "over_16ms"}
+#: a frame may wait this long (s) between its TAP read and the simulator, or in the TAP writer's
+#: queue, at the 95th percentile (set from bench/validity.py)
+MAX_TAP_DELAY_P95 = 0.002
 
 
 def time_behind_share(lag: dict[str, Any], sim_seconds: float, behind_ms: float = BEHIND_MS) -> float:
@@ -66,42 +73,118 @@ def time_behind_share(lag: dict[str, Any], sim_seconds: float, behind_ms: float 
     A probe event fires every ``probe_interval_ms`` of simulated time; while the simulator is
     behind, each probe records how late it fired, so the probes late by more than
     ``behind_ms``, times the probe interval, measure (in simulated time) how long it was behind.
+    Counted from the probes the channel kept one by one (``late_us``, every probe at least
+    1 ms late) when it has them, else from its power-of-two counters (whose "4 ms" is 4.096).
     """
-    counter = _OVER_COUNTERS.get(behind_ms)
-    if counter is None:
-        raise ValueError(f"no lag counter for {behind_ms} ms (the channel counts {sorted(_OVER_COUNTERS)})")
     if sim_seconds <= 0:
         return 0.0
-    return min(1.0, lag.get(counter, 0) * lag.get("probe_interval_ms", 1.0) / 1000.0 / sim_seconds)
+    if "late_us" in lag and behind_ms * 1000 >= lag.get("late_min_us", 1000):
+        late = sum(1 for us in lag["late_us"] if us > behind_ms * 1000) + lag.get("late_not_kept", 0)
+    else:
+        counter = _OVER_COUNTERS.get(behind_ms)
+        if counter is None:
+            raise ValueError(f"no lag counter for {behind_ms} ms (the channel counts {sorted(_OVER_COUNTERS)})")
+        late = lag.get(counter, 0)
+    return min(1.0, late * lag.get("probe_interval_ms", 1.0) / 1000.0 / sim_seconds)
 
 
-def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE) -> tuple[bool, list[str]]:
-    """Whether the simulator kept real time (and had started properly) during the interval.
+def lag_in_window(raw: dict[str, Any], start_mono: float, end_mono: float) -> tuple[dict[str, Any], float] | None:
+    """The lag record restricted to the probes due between ``start_mono`` and ``end_mono``
+    (CLOCK_MONOTONIC seconds, the clock the runner times transfers with), and the window's
+    length in simulated seconds; None when the snapshot cannot be placed on that clock (an
+    older channel) or the window lies outside its interval."""
+    lag, interval = raw.get("lag") or {}, raw.get("interval") or {}
+    origin = interval.get("mono_at_sim_start")
+    if not origin or "late_sim_us" not in lag:
+        return None
+    first = max(0.0, start_mono - origin)
+    last = min(interval.get("sim_s") or 0.0, end_mono - origin)
+    if last <= first:
+        return None
+    inside = [(t, us) for t, us in zip(lag["late_sim_us"], lag["late_us"]) if first <= t / 1e6 <= last]
+    window = {"probe_interval_ms": lag.get("probe_interval_ms", 1.0), "late_min_us": lag.get("late_min_us", 1000),
+              "late_us": [us for _, us in inside], "late_sim_us": [t for t, _ in inside],
+              "late_not_kept": lag.get("late_not_kept", 0), "samples": lag.get("samples", 0),
+              "max_ms": max((us for _, us in inside), default=0) / 1000.0}
+    return window, last - first
 
-    The rule is the time spent behind, not the largest lag: a single late wake-up of tens
-    of ms moves a run's goodput by well under 1 %, while being behind for a share of the run
-    moves it by about that share (bench/validity.py, docs/metrics.md).
+
+def tap_summary(raw: dict[str, Any]) -> dict[str, Any]:
+    """The path between the namespaces and the simulator: frames dropped because the simulator
+    did not take them up in time (a TAP reader's queue, the writer's queue) and the delays
+    frames waited there (s: median, 95th percentile and largest, over every TAP's frames)."""
+    taps = raw.get("taps") or []
+    writer = raw.get("tap_writer") or {}
+    read = merge_histograms(*(t.get("delay_100us", {}) for t in taps))
+    return {
+        "rx_drops": sum(t.get("rx_drops", 0) for t in taps),
+        "rx_pending_max": max((t.get("rx_pending_max", 0) for t in taps), default=0),
+        "rx_delay": {**delay_summary(read),
+                     "max_s": max((t.get("delay_max_us", 0) for t in taps), default=0) / 1e6},
+        "tx_drops": writer.get("drops", 0),
+        "tx_queue_max": writer.get("queue_max", 0),
+        "tx_delay": {**delay_summary(writer.get("delay_100us", {})), "max_s": writer.get("delay_max_us", 0) / 1e6},
+        "measured": bool(writer) and all("rx_drops" in t for t in taps),
+    }
+
+
+def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
+             window: tuple[float, float] | None = None, max_slow_share: float = MAX_SLOW_SHARE
+             ) -> tuple[bool, list[str], dict[str, Any]]:
+    """Whether the simulator kept real time (and had started properly) while it mattered.
+
+    Judged over ``window`` (the transfer, CLOCK_MONOTONIC seconds) when given and placeable,
+    else over the whole interval; idle time before and after a transfer would otherwise dilute
+    a stall inside it. Two rules: the time spent more than BEHIND_MS behind (a single late
+    wake-up of tens of ms moves a run's goodput by well under 1 %, being behind for a share
+    of the run moves it by about that share) and the time spent more than SLOW_MS behind
+    (a channel hovering a few ms behind adds that to every packet's delay without ever
+    passing BEHIND_MS); and the TAP path: frames it dropped, or held too long, are outside
+    the model (bench/validity.py, docs/metrics.md). Returns validity, the reasons, and the
+    figures it judged.
     """
     reasons = []
     lag = raw.get("lag", {})
     sim = (raw.get("interval") or {}).get("sim_s") or 0.0
-    behind = time_behind_share(lag, sim)
+    judged, what = lag, "run"
+    placed = lag_in_window(raw, *window) if window else None
+    if placed is not None:
+        (judged, sim), what = placed, "transfer"
+    behind = time_behind_share(judged, sim)
+    slow = time_behind_share(judged, sim, SLOW_MS)
     if behind > max_behind_share:
-        reasons.append(f"ns-3 ran more than {BEHIND_MS:g} ms behind the wall clock for {behind:.1%} of the run "
-                       f"(limit {max_behind_share:.1%}; largest lag {lag.get('max_ms', 0):.1f} ms, "
-                       f"p99 {lag.get('p99_ms', 0):.1f} ms)")
+        reasons.append(f"ns-3 ran more than {BEHIND_MS:g} ms behind the wall clock for {behind:.1%} of the {what} "
+                       f"(limit {max_behind_share:.1%}; largest lag {judged.get('max_ms', 0):.1f} ms)")
+    if slow > max_slow_share:
+        reasons.append(f"ns-3 ran more than {SLOW_MS:g} ms behind the wall clock for {slow:.1%} of the {what} "
+                       f"(limit {max_slow_share:.0%}): every packet was delayed by it")
     if not lag.get("samples"):
         reasons.append("no lag samples (the simulator did not run)")
     if not raw.get("ready", True):
         reasons.append("the medium never became ready (association or block-ack set-up failed)")
-    return not reasons, reasons
+    taps = tap_summary(raw)
+    if taps["rx_drops"]:
+        reasons.append(f"{taps['rx_drops']} frames from the namespaces were dropped before the simulator took them "
+                       "up (its TAP readers' queues were full)")
+    if taps["tx_drops"]:
+        reasons.append(f"{taps['tx_drops']} frames to the namespaces were dropped in the TAP writer's full queue")
+    for direction, words in (("rx_delay", "from the namespaces waited to enter the simulator"),
+                             ("tx_delay", "waited in the TAP writer's queue")):
+        p95 = taps[direction]["p95_s"]
+        if p95 is not None and p95 > MAX_TAP_DELAY_P95:
+            reasons.append(f"frames {words} {p95 * 1e3:.1f} ms at the 95th percentile "
+                           f"(limit {MAX_TAP_DELAY_P95 * 1e3:g} ms)")
+    figures = {"judged_over": what, "judged_sim_s": sim, "behind_share": behind, "slow_share": slow,
+               "judged_lag_max_ms": judged.get("max_ms", 0.0), "tap": taps}
+    return not reasons, reasons, figures
 
 
 def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
-              owners: dict[str, str] | None = None) -> dict[str, Any]:
-    """Per-run MAC statistics from a raw snapshot or final file of the channel program."""
+              owners: dict[str, str] | None = None, window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Per-run MAC statistics from a raw snapshot or final file of the channel program; validity
+    over ``window`` (the transfer, CLOCK_MONOTONIC seconds) when given."""
     owners = owners or {}
-    valid, reasons = validity(raw, max_behind_share)
+    valid, reasons, judged = validity(raw, max_behind_share, window)
     interval = raw.get("interval", {})
     sim = interval.get("sim_s") or 0.0
     radios: dict[str, Any] = {}
@@ -156,8 +239,10 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
                                                          if channel["airtime_s"] else 0.0)
     return {
         "valid": valid, "invalid_reasons": reasons, "max_behind_share": max_behind_share,
-        "behind_share": time_behind_share(raw.get("lag", {}), sim),
-        "final": raw.get("final", False), "lag": raw.get("lag", {}), "interval": interval,
+        "max_slow_share": MAX_SLOW_SHARE, **judged,
+        "final": raw.get("final", False), "interval": interval,
+        # the probes kept one by one are for judging windows, not for the record
+        "lag": {k: v for k, v in (raw.get("lag") or {}).items() if k not in ("late_sim_us", "late_us")},
         "cpu_share": interval.get("cpu_share"),
         "nodes": nodes, "radios": radios, "channels": channels,
         "wires": {w["name"]: {"forward": w["forward"], "backward": w["backward"]} for w in raw.get("wires", [])},

@@ -58,14 +58,29 @@ LagMeter::Reset()
     m_sum = 0;
     m_max = 0;
     std::fill(std::begin(m_buckets), std::end(m_buckets), 0);
+    m_lateSimUs.clear();
+    m_lateUs.clear();
+    m_lateDropped = 0;
 }
 
 void
-LagMeter::Add(int64_t lagUs)
+LagMeter::Add(int64_t lagUs, int64_t simUs)
 {
     if (lagUs < 0)
     {
         lagUs = 0;
+    }
+    if (lagUs >= LATE_US)
+    {
+        if (m_lateUs.size() < MAX_LATE)
+        {
+            m_lateSimUs.push_back(simUs);
+            m_lateUs.push_back(int32_t(std::min<int64_t>(lagUs, INT32_MAX)));
+        }
+        else
+        {
+            m_lateDropped++;
+        }
     }
     m_samples++;
     m_sum += lagUs;
@@ -122,7 +137,19 @@ LagMeter::Json(double intervalMs) const
       << ", \"max_ms\": " << Num(m_max / 1000.0) << ", \"p50_ms\": " << Num(QuantileMs(0.5))
       << ", \"p99_ms\": " << Num(QuantileMs(0.99))
       << ", \"p999_ms\": " << Num(QuantileMs(0.999)) << ", \"over_1ms\": " << Over(1024)
-      << ", \"over_4ms\": " << Over(4096) << ", \"over_16ms\": " << Over(16384) << "}";
+      << ", \"over_4ms\": " << Over(4096) << ", \"over_16ms\": " << Over(16384)
+      << ", \"late_min_us\": " << LATE_US << ", \"late_not_kept\": " << m_lateDropped
+      << ", \"late_sim_us\": [";
+    for (size_t i = 0; i < m_lateSimUs.size(); i++)
+    {
+        o << (i ? "," : "") << m_lateSimUs[i];
+    }
+    o << "], \"late_us\": [";
+    for (size_t i = 0; i < m_lateUs.size(); i++)
+    {
+        o << (i ? "," : "") << m_lateUs[i];
+    }
+    o << "]}";
     return o.str();
 }
 

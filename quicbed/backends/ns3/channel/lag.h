@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace qbchannel
 {
@@ -25,11 +26,20 @@ struct TxCounters
     std::string Json() const;
 };
 
+/// How late the real-time simulator runs its events: a histogram of every probe's lag and,
+/// for validity over a part of the run (a transfer), each probe late by LATE_US or more
+/// with its simulated time, so that any window of the run can be judged afterwards.
 class LagMeter
 {
   public:
+    /// probes at least this late are kept one by one (1 ms: the smaller validity threshold)
+    static const int64_t LATE_US = 1000;
+    /// at most this many are kept (a run that far behind is invalid long before)
+    static const size_t MAX_LATE = 2000000;
+
     void Reset();
-    void Add(int64_t lagUs);
+    /// lagUs: how late the probe scheduled for simUs (simulated time since the reset) fired
+    void Add(int64_t lagUs, int64_t simUs);
     /// Upper bound (ms) of the bucket holding quantile q.
     double QuantileMs(double q) const;
     uint64_t Over(int64_t us) const;
@@ -43,6 +53,9 @@ class LagMeter
     double m_sum = 0;
     int64_t m_max = 0;
     uint64_t m_buckets[NBUCKETS] = {};
+    std::vector<int64_t> m_lateSimUs;
+    std::vector<int32_t> m_lateUs;
+    uint64_t m_lateDropped = 0;
 };
 
 } // namespace qbchannel

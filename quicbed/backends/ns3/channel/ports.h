@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "fastack.h"
+#include "tap.h"
 
 #include "ns3/address.h"
 #include "ns3/fd-net-device.h"
@@ -34,7 +35,7 @@ struct TapPort
     int fd = -1;
     Mac48Address mac;
     bool macFromRadio = false;
-    Ptr<FdNetDevice> dev;
+    Ptr<QbTapDevice> dev;
     uint64_t fromNs = 0, toNs = 0, writeErrors = 0, foreignSource = 0;
 };
 

@@ -86,6 +86,7 @@ class Program
     size_t UnassociatedStations() const;
     void ResetStats();
     std::string StatsJson(bool final) const;
+    double MonoAtSimStart() const;
     void WriteFile(const std::string& path, const std::string& text) const;
 };
 

@@ -73,6 +73,7 @@
 #include "ns3/rng-seed-manager.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/uinteger.h"
 #include "ns3/vector.h"
 
 #include <algorithm>
@@ -144,7 +145,10 @@ Program::BuildTap(Ptr<Node> node, const Value& spec)
         tap->mac = Mac48Address(spec.At("mac").AsStr().c_str());
     }
     tap->fd = m_dryRun ? -1 : OpenTap(tap->ns, tap->ifname);
-    tap->dev = CreateObject<FdNetDevice>();
+    tap->dev = CreateObject<QbTapDevice>();
+    tap->dev->pendingLimit = uint32_t(m_config.Num("tap_pending_limit", 1000));
+    tap->dev->readerAbove = m_config.Bool("tap_readers_above_simulator", false);
+    tap->dev->SetAttribute("RxQueueSize", UintegerValue(tap->dev->pendingLimit + 64));
     if (tap->fd >= 0)
     {
         tap->dev->SetFileDescriptor(tap->fd);
@@ -395,7 +399,8 @@ Program::Probe()
 {
     if (m_rt)
     {
-        m_lag.Add((m_rt->RealtimeNow() - Simulator::Now()).GetMicroSeconds());
+        m_lag.Add((m_rt->RealtimeNow() - Simulator::Now()).GetMicroSeconds(),
+                  (Simulator::Now() - m_simStart).GetMicroSeconds());
     }
     if (g_stop)
     {
@@ -462,6 +467,8 @@ Program::Run()
     Simulator::ScheduleNow(&Program::Probe, this);
     Simulator::ScheduleNow(&Program::Live, this);
     Simulator::Schedule(MilliSeconds(10), &Program::ReadyCheck, this);
+    g_writer.maxQueue = size_t(m_config.Num("tap_writer_queue_limit", 4096));
+    g_writer.above = m_config.Bool("tap_writer_above_simulator", false);
     g_writer.Start();
     Simulator::Run();
     g_writer.Stop();

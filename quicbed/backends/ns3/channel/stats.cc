@@ -69,9 +69,11 @@ Program::ResetStats()
             }
         }
     }
+    g_writer.ResetStats();
     for (auto& tap : m_taps)
     {
         tap->fromNs = tap->toNs = tap->writeErrors = tap->foreignSource = 0;
+        tap->dev->ResetStats();
     }
     for (auto& mesh : m_meshes)
     {
@@ -85,6 +87,34 @@ Program::ResetStats()
             sw->fastAck->ResetStats();
         }
     }
+}
+
+namespace
+{
+
+/// Seconds with microseconds whatever the magnitude (Num keeps 10 significant digits only).
+std::string
+Fixed6(double seconds)
+{
+    std::ostringstream out;
+    out << std::fixed;
+    out.precision(6);
+    out << seconds;
+    return out.str();
+}
+
+} // namespace
+
+double
+Program::MonoAtSimStart() const
+{
+    // when an event due at the interval's start ran (or would have run) on time, in
+    // CLOCK_MONOTONIC seconds: the clock quicbed's runner and clients time transfers with
+    if (!m_rt)
+    {
+        return 0;
+    }
+    return NowWallSeconds() - (m_rt->RealtimeNow() - m_simStart).GetSeconds();
 }
 
 std::string
@@ -103,7 +133,8 @@ Program::StatsJson(bool final) const
       << ", \"snapshot\": " << m_snapshots << ", \"resets\": " << m_resets
       << ", \"ready\": " << (m_ready ? "true" : "false") << ",\n \"interval\": {\"sim_s\": "
       << Num(sim) << ", \"wall_s\": " << Num(wall) << ", \"cpu_s\": " << Num(cpu)
-      << ", \"cpu_share\": " << Num(wall > 0 ? cpu / wall : 0) << "},\n \"lag\": "
+      << ", \"cpu_share\": " << Num(wall > 0 ? cpu / wall : 0)
+      << ", \"mono_at_sim_start\": " << Fixed6(MonoAtSimStart()) << "},\n \"lag\": "
       << m_lag.Json(m_probeInterval.GetSeconds() * 1000) << ",\n \"radios\": [";
     for (size_t i = 0; i < m_radios.size(); i++)
     {
@@ -160,9 +191,12 @@ Program::StatsJson(bool final) const
         o << (i ? ",\n  " : "\n  ") << "{\"id\": " << Quote(t.id) << ", \"mac\": "
           << Quote(MacStr(t.mac)) << ", \"from_namespace\": " << t.fromNs
           << ", \"to_namespace\": " << t.toNs << ", \"write_errors\": " << t.writeErrors
-          << ", \"foreign_source\": " << t.foreignSource << "}";
+          << ", \"foreign_source\": " << t.foreignSource << ", \"rx_read\": " << t.dev->rxFrames
+          << ", \"rx_drops\": " << t.dev->rxDrops << ", \"rx_pending_max\": " << t.dev->pendingMax
+          << ", \"rx_pending_limit\": " << t.dev->pendingLimit << ", " << t.dev->rxDelay.Json() << "}";
     }
-    o << "],\n \"bridges\": [";
+    o << "],\n \"tap_writer\": " << g_writer.StatsJson();
+    o << ",\n \"bridges\": [";
     for (size_t i = 0; i < m_switches.size(); i++)
     {
         const Switch& b = *m_switches[i];

@@ -1,0 +1,126 @@
+"""The ns-3 channel's real-time validity on this host, with faults injected into the real channel
+process: a stall inside a short transfer surrounded by idle time, a channel hovering a few ms
+behind, and a TAP path that drops frames.
+
+Needs root (namespaces, TAP devices) and libns3-dev. Each test keeps its traffic to a few
+seconds. The stalls are SIGSTOP/SIGCONT of the channel process, so the simulator really falls
+behind the wall clock and catches up, as it does when it is short of CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from quicbed.apps import iperf, ping
+from quicbed.backends.ns3 import build
+from quicbed.backends.ns3.network import Ns3Network
+from quicbed.spec.loader import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+NS3_MISSING = build.missing()
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and TAP devices"),
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+]
+
+
+def dumbbell(**options) -> Ns3Network:
+    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"rate": "20mbit", "delay": "5ms"})
+    return Ns3Network(topo, **options)
+
+
+def stop_for(pid: int, seconds: float) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_a_stall_inside_a_short_transfer_invalidates_it_though_the_run_would_pass():
+    """2.5 s of idle, a 1 s ping burst with a 30 ms stall in it, 2.5 s of idle: the stall is
+    about 0.4 % of the 6 s run (the old judgement: valid, even if the stall overran to 60 ms)
+    but about 2.5 % of the transfer."""
+    with dumbbell() as network:
+        assert network.channel is not None
+        network.reset_stats()
+        time.sleep(2.5)
+        client, server = network.node("client"), network.node("server")
+        probe = ping.start(client, server.address, count=100, interval=0.01)
+        start = time.monotonic()
+        time.sleep(0.4)
+        stop_for(network.channel.pid, 0.030)
+        result = probe.result()
+        end = time.monotonic()
+        time.sleep(2.5)
+        whole = network.mac_stats()
+        transfer = network.mac_stats(window=(start, end))
+    assert result.received >= 95  # the stall delayed replies, it lost none
+    assert whole["judged_over"] == "run" and transfer["judged_over"] == "transfer"
+    assert transfer["judged_sim_s"] == pytest.approx(end - start, abs=0.05)
+    # ~26 probes more than 4 ms late: under 1 % of ~6 s, over 1 % of ~1.1 s
+    assert whole["behind_share"] < 0.01 <= transfer["behind_share"]
+    assert whole["valid"] and not transfer["valid"]
+    assert "of the transfer" in transfer["invalid_reasons"][0]
+    print(f"behind: {whole['behind_share']:.2%} of the run, {transfer['behind_share']:.2%} of the transfer")
+
+
+def test_a_channel_hovering_a_few_ms_behind_is_flagged():
+    """Stopped for 3 ms every 6 ms for a second: the simulator never falls 4 ms behind, yet
+    every packet waits for it; the second rule (time more than 1 ms behind) flags the run,
+    and the idle RTT shows what it cost."""
+    with dumbbell() as network:
+        assert network.channel is not None
+        client, server = network.node("client"), network.node("server")
+        calm = ping.ping(client, server.address, count=50, interval=0.01)
+        network.reset_stats()
+        done = threading.Event()
+
+        def hover() -> None:
+            while not done.is_set():
+                stop_for(network.channel.pid, 0.003)
+                time.sleep(0.003)
+
+        staller = threading.Thread(target=hover, daemon=True)
+        start = time.monotonic()
+        staller.start()
+        try:
+            slowed = ping.ping(client, server.address, count=100, interval=0.01)
+        finally:
+            done.set()
+            staller.join()
+        stats = network.mac_stats(window=(start, time.monotonic()))
+    assert stats["behind_share"] <= 0.01  # the time-behind rule alone would pass it
+    assert stats["slow_share"] > 0.1
+    assert not stats["valid"]
+    assert any("more than 1 ms behind" in reason for reason in stats["invalid_reasons"])
+    assert slowed.avg > calm.avg + 0.001  # it was no false alarm: the RTT grew by more than 1 ms
+    print(f"hovering: {stats['slow_share']:.1%} of the transfer > 1 ms behind, RTT {calm.avg * 1e3:.2f} -> "
+          f"{slowed.avg * 1e3:.2f} ms")
+
+
+def test_frames_the_tap_readers_cannot_queue_are_dropped_counted_and_invalidate_the_run():
+    """A reader that may keep only one frame waiting for the simulator drops frames of a TCP
+    download's bursts (counted, the run invalid); the default limit drops none of the same flow."""
+    for limit, expect_drops in ((1, True), (1000, False)):
+        with dumbbell(tap_pending_limit=limit) as network:
+            network.reset_stats()
+            iperf.between(network, "client", "server", duration=1.5)
+            stats = network.mac_stats()
+        tap = stats["tap"]
+        assert tap["measured"] and tap["rx_delay"]["frames"] > 100  # TCP slows down when frames are dropped
+        if expect_drops:
+            assert tap["rx_drops"] > 0 and tap["rx_pending_max"] <= limit
+            assert not stats["valid"]
+            assert any("dropped before the simulator took them up" in r for r in stats["invalid_reasons"])
+        else:
+            assert tap["rx_drops"] == 0 and tap["tx_drops"] == 0 and stats["valid"], stats["invalid_reasons"]
+            assert tap["rx_delay"]["p95_s"] < 0.002 and tap["tx_delay"]["p95_s"] < 0.002
+        print(f"pending limit {limit}: {tap['rx_drops']} drops, rx p95 {tap['rx_delay']['p95_s'] * 1e3:.2f} ms")
