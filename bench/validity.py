@@ -16,8 +16,9 @@ With --placement instead: where the TAP reader threads run. One 802.11n station 
 topologies/wifi_ap.py, the channel pinned to one core as the runner's isolate_channel does (its
 simulator thread and its TAP threads share that core), a saturated TCP download and a UDP
 download at 20 Mbit/s, with the readers one SCHED_FIFO priority above the simulator and at
-the same priority: goodput, MPDUs per A-MPDU (a reader that waits for the simulator to yield
-batches frames, and the AP aggregates the batch), the TAP delays and the lag.
+the same priority, downlink and uplink: goodput, MPDUs per A-MPDU of the sending radio (a
+reader that waits for the simulator to yield batches frames, and the radio aggregates the
+batch), the TAP delays and the lag.
 
 For each fault: goodput and its error against the fault-free runs, the idle RTT and what the
 fault added to it, the channel's lag statistics (max, share of time more than 4 ms and more
@@ -152,9 +153,9 @@ def measure_placement(readers_above: bool, seconds: float, flow: dict, cell: dic
         network.reset_stats()
         result = iperf.between(network, "sta1", "server", duration=seconds, **flow)
         summary = network.mac_stats()
-    ap = summary["radios"]["ap1:wifi"]
+    sender = summary["radios"]["ap1:wifi" if flow.get("reverse", True) else "sta1:wlan0"]
     tap = summary["tap"]
-    return {"goodput": result.throughput, "mpdus_per_ampdu": ap["mpdus_per_ampdu"]["mean"],
+    return {"goodput": result.throughput, "mpdus_per_ampdu": sender["mpdus_per_ampdu"]["mean"],
             "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3, "tap_rx_max_ms": tap["rx_delay"]["max_s"] * 1e3,
             "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3, "lag_max_ms": summary["lag"].get("max_ms", 0.0),
             "slow_share": summary["slow_share"], "channel_cpu": summary["cpu_share"], "valid": summary["valid"]}
@@ -166,7 +167,8 @@ def placement(args: argparse.Namespace) -> dict:
           f"{args.cell or ''}), channel pinned to one core, {args.seconds:g} s per run")
     print("flow            readers      goodput  MPDUs/A-MPDU  TAP rx p95/max ms  tx p95  lag max  >1 ms   ns-3 CPU")
     figures: dict = {}
-    for name, flow in (("TCP", {}), ("UDP 20 Mbit/s", {"rate": 20e6})):
+    for name, flow in (("TCP down", {}), ("TCP up", {"reverse": False}), ("UDP 20 Mbit/s", {"rate": 20e6}),
+                       ("UDP 20 up", {"rate": 20e6, "reverse": False})):
         for above in (True, False):
             for _ in range(args.repetitions):
                 run = measure_placement(above, args.seconds, flow, cell)

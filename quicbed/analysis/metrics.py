@@ -11,12 +11,22 @@ Vocabulary:
   ``(src, sport, dst, dport, proto)``), the **reverse flow** its client -> server direction;
 * a **data packet** is a packet of the data flow that carries transport payload after the
   connection set-up: TCP segments with payload (SYN/FIN/RST segments without payload are
-  not data); QUIC short-header (1-RTT) datagrams with a UDP payload larger than
-  :data:`QUIC_ACK_ONLY_MAX` bytes. QUIC encrypts its frames, so a capture cannot tell an
-  ACK-only datagram from a small data datagram; ACK-only 1-RTT datagrams are 1 (flags) +
-  connection ID (8 with aioquic) + 1-4 (packet number) + the ACK frame (5-15 bytes with a
-  few ranges) + 16 (AEAD tag) <= 44 bytes, so 48 separates them with a margin. Handshake
-  (long-header) datagrams are set-up, never data.
+  not data); QUIC datagrams whose 1-RTT packet (alone, or coalesced after Handshake
+  packets) is larger than :data:`QUIC_ACK_ONLY_MAX` bytes. QUIC encrypts its frames, so a
+  capture cannot tell an ACK-only datagram of the sender from a small data datagram;
+  the sender's own ACK-only 1-RTT datagrams acknowledge the few packets the receiver sends
+  and stay small (1 + 8-byte connection ID + packet number + a one-range ACK frame + 16-byte
+  AEAD tag <= 44 bytes). Long-header packets are set-up, never data;
+* the **response window** of a connection starts with the response's first data packet:
+  the first one after the client sent its first request on it (the client record's
+  ``started_at`` plus the object's ``start``, on the captures' clock) that is not a small
+  leftover of the handshake; data packets before it are handshake data (TCP's TLS flight
+  and session tickets, QUIC's 0.5-RTT packets and HANDSHAKE_DONE), not the download
+  (:func:`request_time`, :func:`response_data`);
+* an **ACK packet** is any packet of the reverse flow that carries an acknowledgement: TCP
+  segments without payload and without SYN/FIN/RST; every QUIC 1-RTT packet of the
+  receiver, whatever its size (a receiver of a download sends ACK frames, with as many
+  ranges as its losses left, and the flow-control credit it bundles with them).
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import pandas as pd
 
 from quicbed.analysis.packets import FIN, RST, SYN, Packet, seconds_between
 
-#: UDP payloads of at most this many bytes are taken for QUIC ACK-only datagrams
+#: a sender's QUIC 1-RTT packets of at most this many bytes are taken for ACK-only packets
 QUIC_ACK_ONLY_MAX = 48
 #: inter-packet gaps below this many seconds count as "back to back" (the studies' threshold)
 SHORT_GAP = 100e-6
@@ -82,11 +92,33 @@ def of_flow(packets: Iterable[Packet], flow: FlowKey) -> list[Packet]:
     return [packet for packet in packets if packet.flow == flow]
 
 
+def download_flows(packets: Iterable[Packet], port: int, address: str | None = None,
+                   proto: str | None = None) -> list[FlowKey]:
+    """Every connection of one download in a client capture: the directions that carry data
+    packets from the server's ``port`` (and ``address``, ``proto`` when given), in the order
+    they started. An HTTP/1.1 page uses several connections; a small object's flow counts
+    however small it is (no size threshold that would pick another flow instead)."""
+    flows: dict[FlowKey, None] = {}
+    for packet in packets:
+        if packet.sport == port and (address is None or packet.src == address) \
+                and (proto is None or packet.proto == proto) and is_data(packet):
+            flows.setdefault(packet.flow)
+    return list(flows)
+
+
+def quic_one_rtt_bytes(packet: Packet) -> int:
+    """Bytes of a UDP datagram in its QUIC 1-RTT packet (:attr:`Packet.quic_1rtt_len`; for a
+    packet made without it, the whole payload of a short-header datagram, else 0)."""
+    if packet.quic_1rtt_len is not None:
+        return packet.quic_1rtt_len
+    return packet.payload_len if packet.quic_long_header is False else 0
+
+
 def is_data(packet: Packet) -> bool:
     """True if ``packet`` is a data packet (module docstring)."""
     if packet.proto == "tcp":
         return packet.payload_len > 0 and not (packet.tcp_flags or 0) & (SYN | RST)
-    return packet.quic_long_header is False and packet.payload_len > QUIC_ACK_ONLY_MAX
+    return quic_one_rtt_bytes(packet) > QUIC_ACK_ONLY_MAX
 
 
 def data_packets(packets: Iterable[Packet], flow: FlowKey) -> list[Packet]:
@@ -95,11 +127,62 @@ def data_packets(packets: Iterable[Packet], flow: FlowKey) -> list[Packet]:
 
 
 def is_ack(packet: Packet) -> bool:
-    """True for an acknowledgement-only packet: a TCP segment without payload and without
-    SYN/FIN/RST, or a QUIC 1-RTT datagram of at most :data:`QUIC_ACK_ONLY_MAX` bytes."""
+    """True for a reverse-flow packet that carries an acknowledgement: a TCP segment without
+    payload and without SYN/FIN/RST; any QUIC datagram with a 1-RTT packet, whatever its size
+    (ACK frames grow with every range a loss leaves, with ECN counts and with the MAX_DATA
+    a receiver bundles; a size limit would miss exactly the ACKs sent under loss)."""
     if packet.proto == "tcp":
         return packet.payload_len == 0 and not (packet.tcp_flags or 0) & (SYN | FIN | RST)
-    return packet.quic_long_header is False and 0 < packet.payload_len <= QUIC_ACK_ONLY_MAX
+    return quic_one_rtt_bytes(packet) > 0
+
+
+def request_time(record: Mapping[str, Any] | None, local_port: int | None = None) -> float | None:
+    """When the client sent its first request, in epoch seconds (the captures' clock).
+
+    quicbed's clients record ``started_at`` (wall clock) and per object its ``start``
+    (seconds from ``started_at``); the TCP client also names each object's ``connection``
+    (its local port). With ``local_port``, the first request on that connection (an HTTP/1.1
+    page spreads its objects over several); the record's first request when no object names
+    it. None when the record has no such times (curl's own ``-w '%{json}'`` output).
+    """
+    if not record or not isinstance(record.get("started_at"), (int, float)):
+        return None
+    timed = [item for item in record.get("objects") or [] if isinstance(item.get("start"), (int, float))]
+    mine = [item for item in timed if local_port is not None and item.get("connection") == local_port]
+    chosen = mine or timed
+    if not chosen:
+        return None
+    return float(record["started_at"]) + min(float(item["start"]) for item in chosen)
+
+
+def response_data(data: Sequence[Packet], start: float | None) -> list[Packet]:
+    """The data packets of the response: from the first data packet captured at or after
+    ``start`` (the request time) that is at least half as large as the median data packet
+    from ``start`` on. ``start`` None (the record does not say): every data packet.
+
+    Before the request the server sends only handshake data (TCP: the TLS ServerHello
+    flight; QUIC: 0.5-RTT packets such as HTTP/3 SETTINGS), one round trip or more before
+    the response, which would stretch a short download's window. Just after the request it
+    can still send the handshake's tail: TLS 1.3 session tickets (OpenSSL sends them when
+    the client's Finished arrives, often with the request) and QUIC's HANDSHAKE_DONE,
+    NEW_TOKEN and tickets (when the client's Finished and request travel apart, which one
+    wins is a race), a few hundred bytes each, a server processing time (aioquic: several
+    milliseconds) before the response. The response's first packet is full-size unless the
+    whole response fits in less than a packet (then the median is small too, and the
+    handshake's tail may stay in the window); half the median leaves room for packets
+    smaller than the rest (QUIC before its path-MTU probe has raised the size). A response
+    whose header goes in a small packet of its own (not quicbed's servers) starts one packet
+    later.
+    """
+    if start is None:
+        return list(data)
+    after = [packet for packet in data if packet.ts >= start]
+    if not after:
+        return []
+    sizes = sorted(packet.payload_len for packet in after)
+    full = sizes[len(sizes) // 2]
+    first = next(index for index, packet in enumerate(after) if 2 * packet.payload_len >= full)
+    return after[first:]
 
 
 # --------------------------------------------------------------------------- throughput
@@ -167,6 +250,28 @@ def download_time(record: Mapping[str, Any]) -> float:
     if "time_total" in record and "time_pretransfer" in record:
         return float(record["time_total"]) - float(record["time_pretransfer"])
     raise ValueError("not a quicbed HTTP/3 client record nor curl -w '%{json}' output")
+
+
+def app_bytes(record: Mapping[str, Any] | None) -> int | None:
+    """The application bytes a client record counts: ``bytes`` of quicbed's clients (response
+    bodies), ``size_download`` of curl; None when it has neither."""
+    if not record:
+        return None
+    for name in ("bytes", "size_download"):
+        if record.get(name):
+            return int(record[name])
+    return None
+
+
+def goodput(record: Mapping[str, Any]) -> float:
+    """Goodput in bit/s from a client record: ``8 * app_bytes / download_time`` (application
+    bytes from the first request to the last byte, connection set-up excluded). NaN when the
+    record lacks either."""
+    size = app_bytes(record)
+    seconds = download_time(record)
+    if size is None or not seconds > 0:
+        return math.nan
+    return 8.0 * size / seconds
 
 
 # --------------------------------------------------------------------------- matching
@@ -247,17 +352,22 @@ def out_of_order_rate(sent: Sequence[Packet], received: Sequence[Packet]) -> flo
     network only (a retransmission is a new packet, sent later). Unmatched received
     packets are ignored.
     """
+    late, total = out_of_order_counts(sent, received)
+    return late / total if total else math.nan
+
+
+def out_of_order_counts(sent: Sequence[Packet], received: Sequence[Packet]) -> tuple[int, int]:
+    """(received packets out of order, received packets matched): the counts behind
+    :func:`out_of_order_rate`, to pool over the connections of a download."""
     position = {index: order for order, index in enumerate(match(sent, received))
                 if index is not None}
     order = [position[index] for index in range(len(received)) if index in position]
-    if not order:
-        return math.nan
     highest, late = -1, 0
     for value in order:
         if value < highest:
             late += 1
         highest = max(highest, value)
-    return late / len(order)
+    return late, len(order)
 
 
 def tcp_out_of_sequence_rate(received: Sequence[Packet]) -> float:
@@ -276,42 +386,61 @@ def tcp_out_of_sequence_rate(received: Sequence[Packet]) -> float:
     return late / len(received)
 
 
-def _relative_ranges(packets: Sequence[Packet], base: int) -> list[tuple[int, int]]:
-    return [(seq, seq + packet.payload_len) for packet in packets
-            for seq in [((packet.tcp_seq or 0) - base) % (1 << 32)]]
+def _relative_range(packet: Packet, base: int) -> tuple[int, int]:
+    start = ((packet.tcp_seq or 0) - base) % (1 << 32)
+    return start, start + packet.payload_len
+
+
+class _ByteRuns:
+    """A set of byte offsets kept as disjoint, sorted ``[start, end)`` runs."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def covers(self, start: int, end: int) -> bool:
+        at = bisect.bisect_right(self.starts, start) - 1
+        return at >= 0 and self.ends[at] >= end
+
+    def add(self, start: int, end: int) -> None:
+        if end <= start:
+            return
+        at = bisect.bisect_right(self.starts, start) - 1
+        low = at if at >= 0 and self.ends[at] >= start else at + 1
+        high = bisect.bisect_right(self.starts, end)
+        if low < high:
+            start, end = min(start, self.starts[low]), max(end, self.ends[high - 1])
+        self.starts[low:high], self.ends[low:high] = [start], [end]
 
 
 def tcp_retransmissions(sent: Sequence[Packet], received: Sequence[Packet]) -> tuple[int, int]:
-    """TCP only: (segments the server sent again, of them the ones whose bytes had all
-    reached the client already). The second are the sender's spurious loss declarations:
-    data it took for lost that the receiver had. Server capture: a segment starting below
-    the highest byte sent so far is a retransmission; client capture: a segment whose bytes
-    had all arrived before is a duplicate."""
+    """TCP only, one connection: (segments the server sent again, of them the spurious ones).
+
+    The definition shared with QUIC's ``recovery:packet_lost`` (docs/metrics.md): a
+    *declared loss* is a packet whose data the sender sent again; it is *spurious* when the
+    packet it took for lost had reached the receiver. Server capture: a segment starting
+    below the highest byte sent so far is a retransmission (fast retransmit, RACK, tail loss
+    probe or timeout alike: aioquic also declares the packet it resends at a probe timeout
+    lost). It is spurious when every byte of it had been sent before in segments that reached
+    the client capture (at any time: QUIC's counterpart is an acknowledgement that comes
+    after the declaration). A retransmission that is itself lost is still told right; a
+    packet the network duplicated is no retransmission.
+    """
     if not sent:
         return 0, 0
     base = sent[0].tcp_seq or 0
-    highest_end, retransmitted = 0, 0
-    for start, end in _relative_ranges(sent, base):
+    arrived = match(sent, received)
+    delivered = _ByteRuns()  # bytes of earlier transmissions that reached the client
+    highest_end, retransmitted, spurious = 0, 0, 0
+    for packet, index in zip(sent, arrived, strict=True):
+        start, end = _relative_range(packet, base)
         if start < highest_end:
             retransmitted += 1
+            spurious += delivered.covers(start, end)
         highest_end = max(highest_end, end)
-    starts: list[int] = []  # the bytes received so far, as disjoint sorted [start, end) runs
-    ends: list[int] = []
-    duplicates = 0
-    for start, end in _relative_ranges(received, base):
-        if end <= start:
-            continue
-        at = bisect.bisect_right(starts, start) - 1
-        if at >= 0 and ends[at] >= end:
-            duplicates += 1
-            continue
-        # merge [start, end) with every run it touches
-        low = at if at >= 0 and ends[at] >= start else at + 1
-        high = bisect.bisect_right(starts, end)
-        if low < high:
-            start, end = min(start, starts[low]), max(end, ends[high - 1])
-        starts[low:high], ends[low:high] = [start], [end]
-    return retransmitted, min(duplicates, retransmitted)
+        if index is not None:
+            delivered.add(start, end)
+    return retransmitted, spurious
 
 
 # --------------------------------------------------------------------------- timing
@@ -364,22 +493,29 @@ def idi_curve(intervals: Sequence[float] | np.ndarray,
     return pd.DataFrame(rows, columns=["k", "idi"])
 
 
-def ack_ratio(packets: Sequence[Packet], flow: FlowKey) -> float:
+def ack_ratio(packets: Sequence[Packet], flow: FlowKey, start: float | None = None) -> float:
     """ACK frequency: acknowledgement packets of the reverse flow per data packet.
 
-    ``N_ack / N_data`` with ``N_data`` the data packets of ``flow`` and ``N_ack`` the
-    packets of the reverse flow for which :func:`is_ack` holds, captured from the first
-    data packet on (earlier ones acknowledge the handshake). On either capture: with
-    no loss between the capture points both see the same packets. ~0.5 for ACK every
-    second packet, ~0.1 for BQUIC's every tenth.
+    ``N_ack / N_data`` with ``N_data`` the data packets of ``flow`` in the response window
+    (from ``start``, the request time; None: all) and ``N_ack`` the packets of the reverse
+    flow for which :func:`is_ack` holds, captured from the first of those data packets on
+    (earlier ones acknowledge the handshake). On either capture: with no loss between the
+    capture points both see the same packets. ~0.5 for ACK every second packet, ~0.1 for
+    BQUIC's every tenth.
     """
-    data = data_packets(packets, flow)
+    acks, data = ack_counts(packets, flow, start)
+    return acks / data if data else math.nan
+
+
+def ack_counts(packets: Sequence[Packet], flow: FlowKey, start: float | None = None) -> tuple[int, int]:
+    """(ACK packets, data packets) of :func:`ack_ratio`, to pool over connections."""
+    data = response_data(data_packets(packets, flow), start)
     if not data:
-        return math.nan
-    start = data[0].ts
+        return 0, 0
+    first = data[0].ts
     back = reverse(flow)
-    acks = sum(1 for p in packets if p.flow == back and p.ts >= start and is_ack(p))
-    return acks / len(data)
+    acks = sum(1 for p in packets if p.flow == back and p.ts >= first and is_ack(p))
+    return acks, len(data)
 
 
 # --------------------------------------------------------------------------- diagrams
@@ -437,15 +573,34 @@ def sequence_frame(server: Sequence[Packet], client: Sequence[Packet],
 
 
 @dataclass(frozen=True)
+class ConnectionMetrics:
+    """One connection of a download (an HTTP/1.1 page has several), over its response window."""
+
+    flow: FlowKey
+    request_time: float | None  # epoch s; None when the record does not say
+    data_packets_sent: int
+    data_packets_received: int
+    payload_bytes: int  # transport payload received
+    lost: int
+    first: float  # epoch s of the first and last data packet received
+    last: float
+    transfer_time: float
+    throughput: float
+    owd_mean: float
+    ack_ratio: float
+
+
+@dataclass(frozen=True)
 class RunMetrics:
-    """The scalar metrics of one download (units: s, bit/s, shares in [0, 1])."""
+    """The scalar metrics of one download (units: s, bit/s, shares in [0, 1]); with several
+    connections, over all of them (``connections`` keeps each one's own figures)."""
 
     proto: str
     data_packets_sent: int
     data_packets_received: int
-    throughput: float  # client capture, transport payload
-    goodput: float  # client capture, application bytes (record) when known, else NaN
-    transfer_time: float  # client capture, first to last data packet
+    throughput: float  # client capture, transport payload over the combined response window
+    goodput: float  # the record's application bytes over its download time, else NaN
+    transfer_time: float  # client capture, first to last data packet of the download
     download_time: float  # client record
     loss: float
     loss_burst_mean: float  # packets; NaN without loss
@@ -458,37 +613,85 @@ class RunMetrics:
     idi_client: dict[int, float]
     out_of_order: float
     ack_ratio: float
+    connections: tuple[ConnectionMetrics, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class _Window:
+    """The response-window data packets of one connection at both capture points."""
+
+    flow: FlowKey
+    start: float | None
+    sent: list[Packet]
+    received: list[Packet]
+
+
+def _window(server: Sequence[Packet], client: Sequence[Packet], flow: FlowKey,
+            record: Mapping[str, Any] | None) -> _Window:
+    start = request_time(record, flow[3])
+    return _Window(flow, start, response_data(data_packets(server, flow), start),
+                   response_data(data_packets(client, flow), start))
+
+
+def _capture_order(packets: Iterable[Packet]) -> list[Packet]:
+    """Packets of several flows merged in capture order (exact nanoseconds when known)."""
+    return sorted(packets, key=lambda p: p.ts_ns if p.ts_ns is not None else round(p.ts * 1e9))
+
+
+def _connection_metrics(window: _Window, client: Sequence[Packet]) -> ConnectionMetrics:
+    delays = one_way_delays(window.sent, window.received)
+    received = window.received
+    return ConnectionMetrics(
+        flow=window.flow, request_time=window.start, data_packets_sent=len(window.sent),
+        data_packets_received=len(received), payload_bytes=sum(p.payload_len for p in received),
+        lost=len(lost_packets(window.sent, received)),
+        first=received[0].ts if received else math.nan, last=received[-1].ts if received else math.nan,
+        transfer_time=transfer_time(received), throughput=throughput(received),
+        owd_mean=float(np.nanmean(delays)) if np.any(~np.isnan(delays)) else math.nan,
+        ack_ratio=ack_ratio(client, window.flow, window.start))
+
+
 def run_metrics(server: Sequence[Packet], client: Sequence[Packet],
                 record: Mapping[str, Any] | None = None, flow: FlowKey | None = None,
-                ks: Iterable[int] = IDI_KS) -> RunMetrics:
-    """All scalar metrics of one run from its two captures (and the client record)."""
-    key = flow if flow is not None else main_flow(client)
-    sent, received = data_packets(server, key), data_packets(client, key)
-    delays = one_way_delays(sent, received)
+                ks: Iterable[int] = IDI_KS, flows: Sequence[FlowKey] | None = None) -> RunMetrics:
+    """All scalar metrics of one run from its two captures (and the client record).
+
+    ``flows``: every connection of the download (:func:`download_flows`); else ``flow``, else
+    the capture's largest flow. Each connection's data packets are taken from its request
+    on (:func:`response_data`, the record's request times). Over all connections: bytes and
+    packets summed and the window from the first to the last data packet of any of them
+    (throughput, transfer time), losses and ACKs summed, one-way delays pooled, inter-packet
+    times of the merged packet stream (what the server sent towards this client and what
+    arrived), out-of-order counts summed per connection.
+    """
+    keys = list(flows) if flows else [flow if flow is not None else main_flow(client)]
+    windows = [_window(server, client, key, record) for key in keys]
+    sent = _capture_order(p for w in windows for p in w.sent)
+    received = _capture_order(p for w in windows for p in w.received)
+    delays = np.concatenate([one_way_delays(w.sent, w.received) for w in windows])
     delays = delays[~np.isnan(delays)]
-    bursts = loss_bursts(sent, received)
+    bursts = [length for w in windows for length in loss_bursts(w.sent, w.received)]
+    lost = sum(len(lost_packets(w.sent, w.received)) for w in windows)
+    late, matched = map(sum, zip(*(out_of_order_counts(w.sent, w.received) for w in windows), strict=True))
+    acks, counted = map(sum, zip(*(ack_counts(client, w.flow, w.start) for w in windows), strict=True))
     ipt_server, ipt_client = inter_packet_times(sent), inter_packet_times(received)
     ks = list(ks)
-    app_bytes = int(record["bytes"]) if record and record.get("bytes") else (
-        int(record["size_download"]) if record and record.get("size_download") else None)
 
     def quantile(q: float) -> float:
         return float(np.quantile(delays, q)) if delays.size else math.nan
 
     return RunMetrics(
-        proto=key[4],
+        proto=keys[0][4],
         data_packets_sent=len(sent),
         data_packets_received=len(received),
         throughput=throughput(received),
-        goodput=throughput(received, app_bytes) if app_bytes is not None else math.nan,
+        goodput=goodput(record) if record and app_bytes(record) is not None else math.nan,
         transfer_time=transfer_time(received),
         download_time=download_time(record) if record else math.nan,
-        loss=loss_rate(sent, received),
+        loss=lost / len(sent) if sent else math.nan,
         loss_burst_mean=float(np.mean(bursts)) if bursts else math.nan,
         owd_mean=float(delays.mean()) if delays.size else math.nan,
         owd_median=quantile(0.5),
@@ -497,8 +700,9 @@ def run_metrics(server: Sequence[Packet], client: Sequence[Packet],
         ipt_client_short_share=short_gap_share(ipt_client),
         idi_server={k: idi(ipt_server, k) for k in ks},
         idi_client={k: idi(ipt_client, k) for k in ks},
-        out_of_order=out_of_order_rate(sent, received),
-        ack_ratio=ack_ratio(client, key),
+        out_of_order=late / matched if matched else math.nan,
+        ack_ratio=acks / counted if counted else math.nan,
+        connections=tuple(_connection_metrics(w, client) for w in windows),
     )
 
 
@@ -506,14 +710,19 @@ __all__ = [
     "IDI_KS",
     "QUIC_ACK_ONLY_MAX",
     "SHORT_GAP",
+    "ConnectionMetrics",
     "FlowKey",
     "RunMetrics",
+    "ack_counts",
     "ack_ratio",
+    "app_bytes",
     "binned_throughput",
     "data_flows",
     "data_packets",
+    "download_flows",
     "download_time",
     "flow_bytes",
+    "goodput",
     "idi",
     "idi_curve",
     "inter_packet_times",
@@ -526,8 +735,12 @@ __all__ = [
     "match",
     "of_flow",
     "one_way_delays",
+    "out_of_order_counts",
     "out_of_order_rate",
     "packet_key",
+    "quic_one_rtt_bytes",
+    "request_time",
+    "response_data",
     "reverse",
     "run_metrics",
     "sequence_frame",

@@ -19,6 +19,12 @@ Matching a packet across two captures (server and client side of a link):
   datagram; it does not depend on the link type or on header fields a router changes.
   It is *not* Python's salted ``hash()``: it is the same in every process.
 
+QUIC datagrams can coalesce packets (RFC 9000, 12.2): Initial and Handshake packets with
+a length field, and a 1-RTT (short-header) packet, which has none and so can only come last.
+``quic_1rtt_len`` walks the long headers within the captured bytes to find whether a
+datagram ends with a 1-RTT packet and how long it is, so that a Handshake packet in front
+of 1-RTT data does not hide the data.
+
 Timestamps: ``ts`` is float seconds since the epoch (a double resolves 0.24 us at
 today's epoch) and ``ts_ns`` the exact integer nanoseconds of the file; differences of
 close times (inter-packet gaps, one-way delays) should use ``ts_ns``
@@ -44,6 +50,9 @@ HASH_BYTES = 32
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
 
 QUIC_LONG_TYPES = ("initial", "0rtt", "handshake", "retry")  # QUIC v1 long packet types
+#: long packet type bits (first byte >> 4 & 3) per QUIC version: v1 (RFC 9000), v2 (RFC 9369)
+_QUIC_VERSION_TYPES = {0x00000001: QUIC_LONG_TYPES,
+                       0x6B3343CF: ("retry", "initial", "0rtt", "handshake")}
 
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
@@ -100,6 +109,10 @@ class Packet:
     quic_type: str | None = None
     #: the capture time in integer nanoseconds since the epoch (None if made by hand)
     ts_ns: int | None = None
+    #: bytes of the datagram in its 1-RTT packet: the whole UDP payload for a short header,
+    #: the rest after coalesced long-header packets, 0 without one; None when unknown (TCP,
+    #: made by hand, or a long header cut off by the snaplen)
+    quic_1rtt_len: int | None = None
 
     @property
     def flow(self) -> tuple[str, int, str, int, str]:
@@ -324,15 +337,18 @@ def _parse_transport(ts_ns: int, frame: bytes, offset: int, proto: int, length: 
             return None
         sport, dport = struct.unpack_from("!HH", frame, offset)
         payload_len = max(0, length - 8)
-        payload = frame[offset + 8:offset + 8 + min(payload_len, HASH_BYTES)]
+        captured = frame[offset + 8:offset + 8 + payload_len]
+        payload = captured[:HASH_BYTES]
         long_header: bool | None = None
         quic_type: str | None = None
+        one_rtt: int | None = None
         if payload:
             long_header = bool(payload[0] & 0x80)
             quic_type = QUIC_LONG_TYPES[(payload[0] >> 4) & 0x03] if long_header else "1rtt"
+            one_rtt = quic_one_rtt_length(captured, payload_len)
         return Packet(ts_ns / 1e9, src, dst, sport, dport, "udp", ip_len, payload_len, ip_id,
                       payload_hash(payload, payload_len), quic_long_header=long_header,
-                      quic_type=quic_type, ts_ns=ts_ns)
+                      quic_type=quic_type, ts_ns=ts_ns, quic_1rtt_len=one_rtt)
     if proto == 6:
         if len(frame) < offset + 14:
             return None
@@ -345,6 +361,76 @@ def _parse_transport(ts_ns: int, frame: bytes, offset: int, proto: int, length: 
                       payload_hash(payload, payload_len), tcp_flags=flags, tcp_seq=seq,
                       tcp_ack=ack, ts_ns=ts_ns)
     return None
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int] | None:
+    """(value, bytes used) of the QUIC variable-length integer at ``offset``, or None if cut off."""
+    if offset >= len(data):
+        return None
+    size = 1 << (data[offset] >> 6)
+    if offset + size > len(data):
+        return None
+    value = data[offset] & 0x3F
+    for byte in data[offset + 1:offset + size]:
+        value = value << 8 | byte
+    return value, size
+
+
+def _long_packet_length(data: bytes, offset: int) -> int | None:
+    """Bytes of the long-header packet at ``offset`` (header + its Length field's payload); the
+    rest of the datagram for Retry and Version Negotiation, which have no length; None when a
+    field lies beyond the captured bytes or the version is unknown."""
+    if offset + 6 > len(data):
+        return None
+    version = int.from_bytes(data[offset + 1:offset + 5], "big")
+    if version == 0:  # version negotiation
+        return len(data) - offset
+    types = _QUIC_VERSION_TYPES.get(version)
+    if types is None:
+        return None
+    position = offset + 5
+    for _ in range(2):  # destination and source connection IDs
+        if position >= len(data):
+            return None
+        position += 1 + data[position]
+    kind = types[(data[offset] >> 4) & 0x03]
+    if kind == "retry":
+        return None
+    if kind == "initial":
+        token = _varint(data, position)
+        if token is None:
+            return None
+        position += token[1] + token[0]
+    length = _varint(data, position)
+    if length is None:
+        return None
+    return position + length[1] + length[0] - offset
+
+
+def quic_one_rtt_length(captured: bytes, payload_len: int) -> int | None:
+    """Bytes of a UDP datagram (``captured``: its payload as captured, ``payload_len`` its full
+    length) that belong to a QUIC 1-RTT packet.
+
+    A datagram starting with a short header is one 1-RTT packet. Otherwise its long-header
+    packets are walked by their Length fields; what remains is a coalesced 1-RTT packet
+    (RFC 9000, 12.2: it has no length field, so it comes last), unless it starts with a zero
+    byte (padding after the last packet, which no QUIC packet starts with). 0 when the
+    datagram holds no 1-RTT packet; None when a long header lies beyond the captured bytes.
+    """
+    if not captured:
+        return None
+    offset = 0
+    while offset < payload_len:
+        if offset >= len(captured):
+            return None
+        first = captured[offset]
+        if not first & 0x80:
+            return payload_len - offset if offset == 0 or first else 0
+        size = _long_packet_length(captured, offset)
+        if size is None:
+            return None
+        offset += size
+    return 0
 
 
 def payload_hash(captured: bytes, payload_len: int) -> int:
@@ -384,6 +470,7 @@ __all__ = [
     "iter_frames",
     "parse_frame",
     "payload_hash",
+    "quic_one_rtt_length",
     "read_pcap",
     "seconds_between",
 ]

@@ -348,7 +348,13 @@ class DeclaredLosses:
 def declared_losses(trace: QlogTrace) -> DeclaredLosses | None:
     """Losses the sender declared (``recovery:packet_lost``) and how many of those packets
     the peer acknowledged later (ACK ranges of ``transport:packet_received``). None when the
-    log holds no ACK ranges: spurious losses cannot be told then."""
+    log holds no ACK ranges: spurious losses cannot be told then.
+
+    The definition TCP's (:func:`quicbed.analysis.metrics.tcp_retransmissions`) shares: a
+    declared loss is a packet whose data the sender sent again, spurious when that packet had
+    reached the receiver. aioquic logs ``packet_lost`` for ACK-based detection and for the
+    packet whose data it resends at a probe timeout, as TCP's tail loss probes and timeouts
+    are retransmissions too."""
     lost: dict[int, float] = {}
     for event in trace.named("recovery:packet_lost"):
         number = _packet_number(event["data"])

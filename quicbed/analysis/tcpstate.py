@@ -193,6 +193,18 @@ def connection(frame: pd.DataFrame, local: str | None = None, peer: str | None =
     return frame[mask].reset_index(drop=True)
 
 
+def connections(frame: pd.DataFrame, peers: set[str] | None = None) -> list[pd.DataFrame]:
+    """The samples of every connection (``local``, ``peer``), in the order they first
+    appear; with ``peers``, only the connections to those ``addr:port`` (one client's
+    several HTTP/1.1 connections)."""
+    if peers:
+        frame = frame[frame["peer"].isin(peers)]
+    if frame.empty:
+        return []
+    groups = frame.groupby(["local", "peer"], sort=False)
+    return [group.reset_index(drop=True) for _, group in groups]
+
+
 def ss_phases(samples: pd.DataFrame) -> pd.Series:
     """Congestion phase per ``ss`` sample of one connection.
 
@@ -305,18 +317,36 @@ def probe_phases(probe: pd.DataFrame, ca_states: pd.DataFrame | None = None) -> 
 
 
 def sender_probes(probe: pd.DataFrame, sender: str | None = None, peers: set[str] | None = None) -> pd.DataFrame:
-    """The ``tcp_probe`` events of the sending socket (``src`` == ``sender``, default the
-    socket whose ``snd_nxt`` advanced most: the one that sent the data); with ``peers``
-    (``addr:port`` of the receiving sockets, e.g. one client's among many on the same server
-    port) only the events towards them."""
+    """The ``tcp_probe`` events of one sending socket: the connection from ``sender`` (default
+    the connection whose ``snd_nxt`` advanced most: the one that sent the most data); with
+    ``peers`` (``addr:port`` of the receiving sockets, e.g. one client's among many on the
+    same server port) only the connections towards them. Connections are told apart by both
+    ends: a server's sockets share its address and port."""
+    sockets = probes_by_socket(probe, peers)
+    if sender is not None:
+        sockets = [events for events in sockets if events["src"].iloc[0] == sender]
+    if not sockets:
+        return probe.iloc[0:0].reset_index(drop=True)
+    return max(sockets, key=_sent_bytes)
+
+
+def _sent_bytes(events: pd.DataFrame) -> int:
+    """How far ``snd_nxt`` advanced over a socket's events (32-bit wrap-around handled)."""
+    values = events["snd_nxt"].to_numpy(dtype=np.int64)
+    return int(np.sum(np.diff(values) % (1 << 32))) if values.size > 1 else 0
+
+
+def probes_by_socket(probe: pd.DataFrame, peers: set[str] | None = None) -> list[pd.DataFrame]:
+    """The ``tcp_probe`` events of every connection (``src``, ``dst``) that sent data, in the
+    order they first appear: one series per socket, never mixed (the window, RTT and phase
+    of one connection say nothing about another's); with ``peers``, only the connections
+    towards those ``addr:port``."""
     if peers:
         probe = probe[probe["dst"].isin(peers)]
     if probe.empty:
-        return probe
-    if sender is None:
-        advance = probe.groupby("src")["snd_nxt"].agg(lambda s: (s.max() - s.min()))
-        sender = str(advance.idxmax())
-    return probe[probe["src"] == sender].reset_index(drop=True)
+        return []
+    groups = [group.reset_index(drop=True) for _, group in probe.groupby(["src", "dst"], sort=False)]
+    return [events for events in groups if _sent_bytes(events) > 0]
 
 
 # --------------------------------------------------------------------------- summary
@@ -414,7 +444,7 @@ def ss_sampler_command(port: int, interval: float = 0.01) -> list[str]:
     return [sys.executable, "-c", SS_SAMPLER, f"{interval:g}", str(port)]
 
 
-__all__ = ["CA_STATES", "STATES", "TcpSummary", "connection", "parse_ss", "parse_ss_info",
-           "parse_trace", "probe_phases", "read_ss", "read_text", "read_trace",
+__all__ = ["CA_STATES", "STATES", "TcpSummary", "connection", "connections", "parse_ss", "parse_ss_info",
+           "parse_trace", "probe_phases", "probes_by_socket", "read_ss", "read_text", "read_trace",
            "sender_probes", "ss_phases", "ss_sampler_command", "summarize_probe", "summarize_ss",
            "trace_clock_offset"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,25 @@ import numpy as np
 from quicbed.analysis.catalogue import MAX_HOP_METRICS, METRICS
 from quicbed.analysis.metrics import (
     FlowKey,
-    data_flows,
     data_packets,
+    download_flows,
     download_time,
+    goodput,
     inter_packet_times,
-    main_flow,
+    request_time,
+    response_data,
     run_metrics,
     short_gap_share,
     tcp_retransmissions,
 )
 from quicbed.analysis.packets import Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
+
+#: the interface MTU a captured packet must not exceed (bytes of IP packet): a larger one is
+#: a segmentation-offload super-packet, not what the link carried
+DEFAULT_MTU = 1500
+#: the tracepoints' clock and its offset to the epoch, beside the trace in a run folder
+TRACE_META = "tcp_probe.json"
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:
@@ -45,45 +54,163 @@ def record_metrics(record: dict[str, Any]) -> dict[str, float]:
     values: dict[str, float] = {}
     if not record.get("ok"):
         return values
-    seconds = download_time(record)
-    values["download_time"] = seconds
-    if seconds > 0 and record.get("bytes"):
-        values["goodput"] = 8.0 * float(record["bytes"]) / seconds
+    values["download_time"] = download_time(record)
+    values["goodput"] = goodput(record)
     return values
 
 
+def record_port(record: dict[str, Any] | None) -> int | None:
+    """The server port a client record downloaded from (quicbed's clients: ``server.port``;
+    curl: ``remote_port``)."""
+    if not record:
+        return None
+    port = (record.get("server") or {}).get("port") or record.get("remote_port")
+    return int(port) if port else None
+
+
+def record_protocol(record: dict[str, Any]) -> str | None:
+    """The transport protocol of a client record's download (None: cannot tell)."""
+    if record.get("tool") == "quicbed-quic-client":
+        return "udp"
+    if record.get("tool") == "quicbed-tcp-client" or "size_download" in record:
+        return "tcp"
+    return None
+
+
 def download_flow(packets: list[Packet], port: int | None) -> FlowKey | None:
-    """The data flow the server sends from ``port`` (None: the largest flow)."""
+    """The first data flow the server sends from ``port`` (None without a port or a flow)."""
     if port is None:
         return None
-    return next((flow for flow in data_flows(packets) if flow[1] == port), None)
+    return next(iter(download_flows(packets, port)), None)
+
+
+def record_flows(packets: list[Packet], record: dict[str, Any]) -> list[FlowKey]:
+    """Every connection of a record's download in the client capture: the data flows from the
+    record's server port (and address, when it names one). Nothing else is taken instead:
+    another flow (a competitor, background traffic) would describe another download."""
+    port = record_port(record)
+    if port is None:
+        return []
+    address = (record.get("server") or {}).get("address") or record.get("remote_ip")
+    return download_flows(packets, port, address, record_protocol(record))
+
+
+@lru_cache(maxsize=4)
+def _read_capture(path: str, modified_ns: int, size: int) -> tuple[Packet, ...]:
+    return tuple(read_pcap(path))
+
+
+def read_capture(path: Path) -> list[Packet]:
+    """:func:`read_pcap`, kept while the file is unchanged: a run's captures are read for its
+    checks and again for its metrics."""
+    stat = path.stat()
+    return list(_read_capture(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@dataclass
+class CaptureAnalysis:
+    """What a run's captures say about its download: flat metrics, each connection's own
+    figures, and warnings (a metric left out says why here)."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    connections: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def analyse_captures(folder: Path, record: dict[str, Any], competitor_record: dict[str, Any] | None = None
+                     ) -> CaptureAnalysis:
+    """The capture metrics of the record's download over all its connections
+    (:func:`quicbed.analysis.metrics.run_metrics`), TCP's declared and spurious losses summed
+    over them, and the competitor's server-side gaps."""
+    analysis = CaptureAnalysis()
+    server, client = folder / "server.pcap", folder / "client.pcap"
+    if not (server.exists() and client.exists()):
+        return analysis
+    server_packets, client_packets = read_capture(server), read_capture(client)
+    flows = record_flows(client_packets, record)
+    if not flows:
+        analysis.warnings.append(
+            f"no data from the record's server port {record_port(record)} in the client capture: capture metrics "
+            "left out (no other flow is taken in its place)")
+        return analysis
+    if request_time(record) is None:
+        analysis.warnings.append("the client record has no request time: each connection's data window starts at "
+                                 "its first data packet (TLS handshake data included)")
+    result = run_metrics(server_packets, client_packets, record, flows=flows)
+    if not result.data_packets_received:
+        analysis.warnings.append("no data packet of the download reached the client capture after the record's "
+                                 "request time: capture metrics left out (are the clocks of the record and the "
+                                 "captures the same?)")
+        return analysis
+    summary = result.to_dict()
+    values = {name: summary[name] for name in ("throughput", "transfer_time", "loss", "loss_burst_mean", "owd_mean",
+                                               "owd_p95", "ipt_server_short_share", "ipt_client_short_share",
+                                               "out_of_order", "ack_ratio")}
+    values.update({f"idi_server_k{k}": v for k, v in summary["idi_server"].items()})
+    connections = [{**item, "flow": list(item["flow"])} for item in summary["connections"]]
+    if flows[0][4] == "tcp":  # QUIC's come from the sender's qlog
+        declared = spurious = 0
+        for item, flow in zip(connections, flows, strict=True):
+            start = item["request_time"]
+            sent, spurious_here = tcp_retransmissions(response_data(data_packets(server_packets, flow), start),
+                                                      response_data(data_packets(client_packets, flow), start))
+            item.update(losses_declared=sent, losses_spurious=spurious_here)
+            declared, spurious = declared + sent, spurious + spurious_here
+        values["losses_declared"] = declared
+        if declared:
+            values["spurious_loss_share"] = spurious / declared
+    rival = download_flow(client_packets, record_port(competitor_record))
+    if rival is not None:
+        values["competitor_ipt_server_short_share"] = short_gap_share(
+            inter_packet_times(data_packets(server_packets, rival)))
+    analysis.metrics, analysis.connections = values, connections
+    return analysis
 
 
 def capture_metrics(folder: Path, record: dict[str, Any], competitor_record: dict[str, Any] | None = None
                     ) -> dict[str, float]:
-    server, client = folder / "server.pcap", folder / "client.pcap"
-    if not (server.exists() and client.exists()):
-        return {}
-    server_packets, client_packets = read_pcap(server), read_pcap(client)
-    # with a competitor the captures hold two downloads: measure the one from the record's port
-    flow = download_flow(client_packets, (record.get("server") or {}).get("port"))
-    result = run_metrics(server_packets, client_packets, record, flow=flow).to_dict()
-    values = {name: result[name] for name in ("throughput", "transfer_time", "loss", "loss_burst_mean", "owd_mean", "owd_p95",
-                                              "ipt_server_short_share", "ipt_client_short_share",
-                                              "out_of_order", "ack_ratio")}
-    values.update({f"idi_server_k{k}": v for k, v in result["idi_server"].items()})
-    flow = flow or main_flow(client_packets)
-    if flow[4] == "tcp":  # QUIC's come from the sender's qlog
-        retransmitted, spurious = tcp_retransmissions(data_packets(server_packets, flow),
-                                                      data_packets(client_packets, flow))
-        values["losses_declared"] = retransmitted
-        if retransmitted:
-            values["spurious_loss_share"] = spurious / retransmitted
-    rival = download_flow(client_packets, ((competitor_record or {}).get("server") or {}).get("port"))
-    if rival is not None:
-        values["competitor_ipt_server_short_share"] = short_gap_share(
-            inter_packet_times(data_packets(server_packets, rival)))
-    return values
+    """The flat capture metrics of :func:`analyse_captures`."""
+    return analyse_captures(folder, record, competitor_record).metrics
+
+
+def oversized_packets(packets: list[Packet], mtu: int = DEFAULT_MTU) -> int:
+    """Captured packets whose IP length exceeds the interface MTU: segmentation or receive
+    offload left on (a super-packet the capture saw but no link carried), which makes
+    packet counts, gaps and one-way delays describe the offload instead of the network."""
+    return sum(1 for packet in packets if packet.ip_len > mtu)
+
+
+def measurement_invalid_reasons(folder: Path, details: dict[str, Any], mtu: int = DEFAULT_MTU) -> list[str]:
+    """Why a run's own measurements cannot be trusted: a capture whose filter accepted packets
+    that never reached its file (tcpdump stopped before writing them), tracepoint events lost
+    to ring-buffer overruns, captured packets larger than the MTU (offload on). Dropped by
+    the kernel is already a reason of the runner's (invalid_reasons)."""
+    reasons = []
+    for name, stats in (details.get("capture_stats") or {}).items():
+        unwritten = (stats or {}).get("unwritten") or 0
+        if unwritten:
+            reasons.append(f"the {name} capture did not write {unwritten} packets its filter accepted")
+    overruns = (details.get("tcp_state") or {}).get("overruns") or 0
+    if overruns:
+        reasons.append(f"the tcp_probe trace lost {overruns} events (trace buffer overrun)")
+    for name in ("server", "client"):
+        path = folder / f"{name}.pcap"
+        if path.exists():
+            large = oversized_packets(read_capture(path), mtu)
+            if large:
+                reasons.append(f"the {name} capture holds {large} packets larger than the {mtu}-byte MTU "
+                               "(segmentation or receive offload on)")
+    return reasons
+
+
+def review_measurement(folder: Path, record: dict[str, Any], details: dict[str, Any],
+                       mtu: int = DEFAULT_MTU) -> dict[str, Any]:
+    """What a run keeps in its details about its own measurement, once its processes are
+    stopped: each connection's capture figures, the warnings of the capture analysis, and
+    the reasons its measurements are invalid (:func:`measurement_invalid_reasons`)."""
+    analysis = analyse_captures(folder, record, details.get("competitor")) if record.get("ok") else CaptureAnalysis()
+    return {"connections": analysis.connections, "warnings": analysis.warnings,
+            "invalid_reasons": measurement_invalid_reasons(folder, details, mtu)}
 
 
 def client_sockets(record: dict[str, Any]) -> set[str]:
@@ -93,9 +220,12 @@ def client_sockets(record: dict[str, Any]) -> set[str]:
             if c.get("local") and c.get("local_port")}
 
 
-def sender_mss(record: dict[str, Any]) -> float | None:
-    """The sender's segment size as the TCP client saw it (TCP_INFO rcv_mss)."""
-    for connection in (record.get("transport") or {}).get("connections") or []:
+def sender_mss(record: dict[str, Any], peer: str | None = None) -> float | None:
+    """The sender's segment size as the TCP client saw it (TCP_INFO rcv_mss): of the
+    connection whose client socket is ``peer`` (``addr:port``), else of the first one."""
+    connections = (record.get("transport") or {}).get("connections") or []
+    mine = [c for c in connections if peer and f"{c.get('local')}:{c.get('local_port')}" == peer]
+    for connection in mine or connections:
         if connection.get("rcv_mss"):
             return float(connection["rcv_mss"])
     return None
@@ -103,7 +233,8 @@ def sender_mss(record: dict[str, Any]) -> float | None:
 
 @dataclass(frozen=True)
 class CwndSeries:
-    """The sender's congestion window over its transfer (bytes, epoch seconds)."""
+    """The sender's congestion window over its transfer (bytes, epoch seconds); with several
+    connections, the sum of their windows (each counted while its transfer lasts)."""
 
     times: np.ndarray
     cwnd: np.ndarray
@@ -112,10 +243,99 @@ class CwndSeries:
     min_rtt: float  # s; the smallest RTT the sender measured (tcp_probe: smoothed RTT)
 
 
+@dataclass(frozen=True)
+class SocketState:
+    """One sending socket's congestion window and RTT over its own transfer."""
+
+    times: np.ndarray
+    cwnd: np.ndarray  # bytes
+    srtt: np.ndarray  # s
+    start: float
+    end: float
+    phases: dict[str, float]
+    min_rtt: float
+
+
+def combine_sockets(sockets: list[SocketState]) -> tuple[dict[str, float], CwndSeries | None]:
+    """The run's window metrics from every sending socket of its download.
+
+    ``cwnd_mean``, ``srtt_mean`` and the phase shares are each socket's time-weighted value
+    over its own transfer, averaged with weights equal to those transfers' durations: the
+    window of a connection, as QUIC's one connection has it. The series (for the BDP
+    metrics) is the sum of the windows of the sockets transferring at each instant: what
+    the download as a whole may keep in flight."""
+    active = [s for s in sockets if math.isfinite(s.start) and math.isfinite(s.end) and s.end > s.start]
+    if not active:
+        return {}, None
+    weights = np.array([s.end - s.start for s in active])
+
+    def weighted(values: list[float]) -> float:
+        data = np.array(values, dtype=float)
+        keep = ~np.isnan(data)
+        return float(np.sum(data[keep] * weights[keep]) / np.sum(weights[keep])) if keep.any() else math.nan
+
+    values = {"cwnd_mean": weighted([time_weighted_mean_var(s.times, s.cwnd, s.start, s.end)[0] for s in active]),
+              "srtt_mean": weighted([time_weighted_mean_var(s.times, s.srtt, s.start, s.end)[0] for s in active])}
+    for phase in sorted({name for s in active for name in s.phases}):
+        values[f"phase_{phase}"] = weighted([s.phases.get(phase, 0.0) for s in active])
+    times = np.unique(np.concatenate([s.times for s in active]))
+    total = np.zeros(times.size)
+    for state in active:
+        held = np.searchsorted(state.times, times, side="right") - 1
+        inside = (held >= 0) & (times >= state.start) & (times <= state.end)
+        total[inside] += state.cwnd[held[inside]]
+    series = CwndSeries(times, total, min(s.start for s in active), max(s.end for s in active),
+                        min(s.min_rtt for s in active))
+    return values, series
+
+
+def trace_clock_offset_of(folder: Path) -> float:
+    """Epoch minus the tracepoints' clock for the trace in ``folder`` (``tcp_probe.json``,
+    written with the trace); 0 when it is missing (times then stay on the trace clock)."""
+    from quicbed.analysis.tcpstate import trace_clock_offset
+
+    path = folder / TRACE_META
+    return trace_clock_offset(json.loads(path.read_text())) if path.exists() else 0.0
+
+
+def probe_sockets(folder: Path, record: dict[str, Any]) -> list[SocketState]:
+    """Each sending socket of the record's download from its ``tcp_probe`` events, on the
+    captures' clock; none without the MSS (tcp_probe counts the window in segments)."""
+    from quicbed.analysis.tcpstate import probes_by_socket, read_trace, summarize_probe
+
+    probe, states = read_trace(folder / "tcp_probe.txt.gz", trace_clock_offset_of(folder))
+    sockets = []
+    for events in probes_by_socket(probe, peers=client_sockets(record)):
+        mss = sender_mss(record, str(events["dst"].iloc[0]))
+        if len(events) < 2 or not mss:
+            continue
+        summary = summarize_probe(events, states)
+        sockets.append(SocketState(events["time"].to_numpy(), events["cwnd"].to_numpy() * mss,
+                                   events["srtt"].to_numpy(), summary.start, summary.end, summary.phases,
+                                   float(events["srtt"].min())))
+    return sockets
+
+
+def ss_sockets(folder: Path, record: dict[str, Any]) -> list[SocketState]:
+    """Each sending socket of the record's download from the ``ss`` samples."""
+    from quicbed.analysis.tcpstate import connections, read_ss, summarize_ss
+
+    sockets = []
+    for samples in connections(read_ss(folder / "ss.txt"), peers=client_sockets(record)):
+        if samples.empty:
+            continue
+        summary = summarize_ss(samples)
+        sockets.append(SocketState(samples["time"].to_numpy(), samples["cwnd_bytes"].to_numpy(dtype=float),
+                                   samples["rtt"].to_numpy(dtype=float), summary.start, summary.end,
+                                   summary.phases, float(samples["min_rtt"].min())))
+    return sockets
+
+
 def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, float], CwndSeries | None]:
     """cwnd, smoothed RTT and phase shares: the server's qlog (QUIC, with the slow-start
     exit and the declared and spurious losses), or the kernel's tcp_probe events or ``ss``
-    samples (TCP); and the cwnd series they came from."""
+    samples (TCP, every connection of the download: :func:`combine_sockets`); and the cwnd
+    series they came from."""
     if (folder / "server.qlog").exists():
         from quicbed.analysis import qlog
 
@@ -137,29 +357,13 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, floa
         return values, CwndSeries(frame["time"].to_numpy(), frame["cwnd"].to_numpy(), summary.start,
                                   summary.end, summary.min_rtt)
     if (folder / "tcp_probe.txt.gz").exists():
-        from quicbed.analysis.tcpstate import read_trace, sender_probes, summarize_probe
-
-        probe, states = read_trace(folder / "tcp_probe.txt.gz")
-        probe = sender_probes(probe, peers=client_sockets(record))
-        if len(probe) > 1:
-            tcp = summarize_probe(probe, states)
-            values = {"srtt_mean": tcp.srtt_mean, **{f"phase_{phase}": share for phase, share in tcp.phases.items()}}
-            mss = sender_mss(record)  # tcp_probe counts cwnd in segments
-            if not mss:
-                return values, None
-            values["cwnd_mean"] = tcp.cwnd_mean * mss
-            return values, CwndSeries(probe["time"].to_numpy(), probe["cwnd"].to_numpy() * mss, tcp.start, tcp.end,
-                                      float(probe["srtt"].min()))
+        probed = probe_sockets(folder, record)
+        if probed:
+            return combine_sockets(probed)
+        if not sender_mss(record):  # the events are there, the MSS to count their windows in bytes is not
+            return {}, None
     if (folder / "ss.txt").exists():
-        from quicbed.analysis.tcpstate import connection, read_ss, summarize_ss
-
-        samples = connection(read_ss(folder / "ss.txt"), peers=client_sockets(record))
-        if not samples.empty:
-            tcp = summarize_ss(samples)
-            values = {"cwnd_mean": tcp.cwnd_bytes_mean, "srtt_mean": tcp.srtt_mean,
-                      **{f"phase_{phase}": share for phase, share in tcp.phases.items()}}
-            return values, CwndSeries(samples["time"].to_numpy(), samples["cwnd_bytes"].to_numpy(), tcp.start,
-                                      tcp.end, float(samples["min_rtt"].min()))
+        return combine_sockets(ss_sockets(folder, record))
     return {}, None
 
 
@@ -208,6 +412,14 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         values["lag_p99"] = lag["p99_ms"] / 1e3
     if stats.get("behind_share") is not None:
         values["lag_behind_share"] = stats["behind_share"]
+    if stats.get("slow_share") is not None:
+        values["lag_slow_share"] = stats["slow_share"]
+    tap = stats.get("tap") or {}
+    if tap.get("measured"):
+        values["tap_drops"] = tap["rx_drops"] + tap["tx_drops"]
+        for direction in ("rx", "tx"):
+            if tap[f"{direction}_delay"]["p95_s"] is not None:
+                values[f"tap_{direction}_delay_p95"] = tap[f"{direction}_delay"]["p95_s"]
     return values
 
 
@@ -249,18 +461,21 @@ def clients_metrics(folder: Path, clients: list[dict[str, Any]]) -> dict[str, fl
 
 
 #: roles whose CPU becomes metrics (the others stay in run.json's details.cpu)
-CPU_METRIC_ROLES = ("server", "client", "channel")
+CPU_METRIC_ROLES = ("server", "client", "competitor", "channel")
+#: roles every run has; the others only where the run started them (a competitor, the channel)
+CPU_ROLES_OF_EVERY_RUN = ("server", "client")
 
 
 def cpu_metrics(cpu: dict[str, Any] | None) -> dict[str, float]:
     """CPU seconds and busiest-interval share per endpoint role and the channel, and the
-    machine's busy and steal shares, over the transfer (details.cpu of a run)."""
-    if not cpu or "roles" not in cpu:
+    machine's busy and steal shares, over the transfer (details.cpu of a run). None where no
+    sample covered the transfer: zeros would read as an idle machine."""
+    if not cpu or "roles" not in cpu or cpu.get("window_s", 1.0) <= 0:
         return {}
     values: dict[str, float] = {}
     for role in CPU_METRIC_ROLES:
         usage = cpu["roles"].get(role)
-        if usage and (role != "channel" or usage["cpu_seconds"] > 0):
+        if usage and (role in CPU_ROLES_OF_EVERY_RUN or usage["cpu_seconds"] > 0):
             values[f"cpu_{role}"] = usage["cpu_seconds"]
             values[f"cpu_{role}_peak"] = usage["peak_share"]
             values[f"cpu_{role}_bound"] = usage["saturated_share"]
@@ -289,7 +504,8 @@ def stress_metrics(stress: dict[str, Any] | None) -> dict[str, float]:
 def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tuple[str, str]] | None = None,
                    competitor_record: dict[str, Any] | None = None,
                    clients: list[dict[str, Any]] | None = None) -> dict[str, float]:
-    """Every metric this run's artifacts allow, in base units."""
+    """Every metric this run's artifacts allow, in base units (what they leave out and why:
+    :func:`review_measurement`, kept in the run's details)."""
     values: dict[str, float] = {}
     values.update(record_metrics(record))
     if competitor_record is not None:

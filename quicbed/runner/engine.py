@@ -221,6 +221,8 @@ def result_text(record: dict[str, Any]) -> str:
     text = ", ".join(shown) or "ok"
     if record["status"] == "invalid":
         text = f"INVALID ({'; '.join(record['invalid_reasons'])}): {text}"
+    unknown = record.get("cpu_unknown_reasons")
+    text += f" [CPU state unknown: {unknown[0]}]" if unknown else ""
     return text + (" [warm-up]" if record["warmup"] else "")
 
 
@@ -391,6 +393,7 @@ class ExperimentRunner:
                                  **cpu_metrics(execution.details.get("cpu")),
                                  **stress_metrics(execution.details.get("stress"))}
             record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])
+            record["cpu_unknown_reasons"] = execution.details.get("cpu_unknown_reasons", ["no CPU record"])
             record["invalid_reasons"] = invalid_reasons(record["details"], exp.validity.cpu_bound)
             if record["status"] == "ok" and record["invalid_reasons"]:
                 record["status"] = "invalid"
@@ -419,9 +422,12 @@ def _shard_text(shard: dict[str, Any] | None) -> str:
 
 
 def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[str]:
-    """Why a completed run must not count: the simulator fell behind, a capture lost packets,
-    an endpoint or the channel was CPU-bound (with ``cpu_bound: exclude``)."""
+    """Why a completed run must not count: the simulator fell behind or the TAP path lost or
+    held frames, a capture lost packets, the measurements themselves are flawed (a capture
+    that did not write what it accepted, a trace overrun, super-packets), an endpoint or the
+    channel was CPU-bound (with ``cpu_bound: exclude``)."""
     reasons = list((details.get("mac_stats") or {}).get("invalid_reasons") or [])
+    reasons += (details.get("measurement") or {}).get("invalid_reasons") or []
     if cpu_bound == "exclude":
         reasons += details.get("cpu_bound_reasons") or []
     for name, stats in (details.get("capture_stats") or {}).items():

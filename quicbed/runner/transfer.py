@@ -29,7 +29,7 @@ from quicbed.apps.launch import module_argv
 from quicbed.backends.base import Network, NodeHandle, Process
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
-from quicbed.runner.analyse import record_metrics
+from quicbed.runner.analyse import TRACE_META, record_metrics, review_measurement
 from quicbed.spec.experiment import Experiment, Run, Stress, Transport
 from quicbed.spec.link import WiredLink
 from quicbed.spec.topology import Topology
@@ -147,6 +147,18 @@ def run_client(experiment: Experiment, run: Run) -> str:
     return run.cell.get("client", experiment.client)
 
 
+def transfer_window(records: list[dict[str, Any]]) -> tuple[float, float] | None:
+    """From the first connection's start to the last byte of the clients' records, in
+    CLOCK_MONOTONIC seconds (the records' times are wall-clock); None if no record says."""
+    spans = [(r["started_at"], r["started_at"] + r["total_time"]) for r in records
+             if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("total_time"), (int, float))
+             and r["total_time"] > 0]
+    if not spans:
+        return None
+    offset = time.time() - time.monotonic()
+    return min(a for a, _ in spans) - offset, max(b for _, b in spans) - offset
+
+
 def replayed_traces(topology: Topology, client: str) -> list[dict[str, Any]]:
     """The delivery traces the links replay: link, direction, file, and whether the direction
     leads towards ``client`` (a download's data crosses those)."""
@@ -238,17 +250,20 @@ class RunExecution:
             elif self.competitor is None:
                 with counted("client"):
                     record = self._download(self.main)
+                records = [record]
             else:
-                record, self.details["competitor"] = self._download_together(self.main, self.competitor)
+                records = self._download_together(self.main, self.competitor)
+                record, self.details["competitor"] = records
             time.sleep(CLOSING_GRACE)
-        if accounting is not None:
-            self._record_cpu(accounting, record)
+        self._record_cpu(accounting, record)
         self._collect_server_files()
+        # capture figures per connection, analysis warnings, why the measurement is invalid
+        self.details["measurement"] = review_measurement(self.folder, record, self.details)
         if hasattr(self.network, "mac_stats"):
-            stats = self.network.mac_stats()
+            stats = self.network.mac_stats(window=transfer_window(records))
             (self.folder / "mac-stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-            self.details["mac_stats"] = {"valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
-                                         "lag": stats["lag"]}
+            self.details["mac_stats"] = {key: stats[key] for key in (
+                "valid", "invalid_reasons", "lag", "judged_over", "behind_share", "slow_share", "tap")}
         return record
 
     # -- CPU ---------------------------------------------------------------------------------
@@ -293,9 +308,15 @@ class RunExecution:
             with contextlib.suppress(OSError):
                 set_process_affinity(channel, set(cores))
 
-    def _record_cpu(self, accounting: CpuAccounting, record: dict[str, Any]) -> None:
+    def _record_cpu(self, accounting: CpuAccounting | None, record: dict[str, Any]) -> None:
         """CPU over the transfer (request to last byte), or over the whole run if the client
-        record does not say when the transfer was; and whether a role was CPU-bound then."""
+        record does not say when the transfer was; whether a role was CPU-bound then, and what
+        could not be seen (``cpu_unknown_reasons``): without accounting the run's CPU state is
+        unknown, which must not read as "not CPU-bound"."""
+        if accounting is None:  # it could not start: details["cpu"] says why
+            self.details["cpu_bound_reasons"] = []
+            self.details["cpu_unknown_reasons"] = [self.details.get("cpu", {}).get("error") or "no CPU accounting"]
+            return
         started, seconds = record.get("started_at"), record.get("total_time")
         report: CpuReport
         if isinstance(started, (int, float)) and isinstance(seconds, (int, float)) and seconds > 0:
@@ -305,6 +326,7 @@ class RunExecution:
             report, window = accounting.stop(), "run"
         self.details["cpu"] = {"window": window, **report.to_dict()}
         self.details["cpu_bound_reasons"] = saturation_reasons(report)
+        self.details["cpu_unknown_reasons"] = list(report.unknown)
 
     # -- servers -----------------------------------------------------------------------------
     def _server(self, download: Download) -> _Started:
@@ -526,6 +548,8 @@ class _Traced:
     def __exit__(self, *exc: object) -> None:
         self.trace.__exit__(*exc)
         self.details["tcp_state"] = {"source": "tcp_probe", **self.trace.meta}
+        # the trace clock's offset beside the trace: the analysis puts its events on the captures' clock
+        (self.trace.output.parent / TRACE_META).write_text(json.dumps(self.trace.meta) + "\n")
 
 
 class _Captures:

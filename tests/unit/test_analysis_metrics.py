@@ -12,8 +12,9 @@ same definitions:
   and back-to-back gaps;
 * one-way delays and losses: ``tcpdump -ttvnr`` of both captures, the "id N" of each data
   packet, ``sort | join`` on the ID (and ``join -v1`` for the lost ones);
-* ACKs: client -> server packets with no payload and no SYN/FIN/RST (TCP) or 1-RTT UDP
-  payload <= 48 bytes (QUIC), counted from the first data packet's time on;
+* ACKs: client -> server packets with no payload and no SYN/FIN/RST (TCP) or any 1-RTT
+  datagram (QUIC: ``'src host 10.0.0.1 and udp and udp[8] & 0x80 == 0'``, whatever its
+  size), counted from the first data packet's time on;
 * IDI: a plain loop over the tcpdump times (Python ``decimal`` differences,
   ``statistics.variance`` of every sum of k consecutive gaps / (k * mean gap^2)).
 """
@@ -44,8 +45,10 @@ def _load(name: str) -> tuple[list[Packet], list[Packet], metrics.FlowKey]:
 
 # name: (side, data packets, first, last, payload bytes, gaps < 100 us, ACKs from first data)
 TCPDUMP = {
-    ("quic", "server"): (233, 1795257016.322590, 1795257016.477310, 208400, 98, 118),
-    ("quic", "client"): (233, 1795257016.322606, 1795257016.502510, 208400, 11, 118),
+    # quic: 118 client datagrams of <= 48 bytes, and 5 larger 1-RTT ones (its request, 76
+    # bytes, and four of 77 bytes), all of them ACK-carrying packets now
+    ("quic", "server"): (233, 1795257016.322590, 1795257016.477310, 208400, 98, 123),
+    ("quic", "client"): (233, 1795257016.322606, 1795257016.502510, 208400, 11, 123),
     ("bquic", "server"): (245, 1795257021.326307, 1795257021.595105, 212384, 107, 124),
     ("bquic", "client"): (240, 1795257021.326321, 1795257021.595128, 208636, 33, 124),
     ("tcp", "server"): (141, 1795257025.927792, 1795257026.091776, 201652, 65, 92),
@@ -153,19 +156,31 @@ def test_download_time_from_both_record_kinds() -> None:
 
 
 def test_run_metrics_summary_of_the_bquic_run() -> None:
+    """The response window: the request left at R = started_at + objects[0].start =
+    1795257021.3248298 (client.json). From R on, data packets (the tcpdump filter of the module
+    docstring, ``awk '$1 >= R'``) have an upper median of 1200 bytes; the first, 259 bytes at
+    .326307 (server), is the handshake's tail (HANDSHAKE_DONE, tickets), sent 8.5 ms before
+    the response; the window starts at the next, the first of at least 600 bytes:
+    server 244 packets from .334819, client 239 from .334846 to .595128 with 208377 bytes
+    (0.260282 s). Join on the IP ID of those: 239 matched, mean OWD 0.0080293 s, the same 5
+    lost IDs. ACKs: client 1-RTT datagrams from .334846 on: 123."""
     server, client, _ = _load("bquic")
     record = json.loads((FIXTURES / "bquic/client.json").read_text())
     summary = metrics.run_metrics(server, client, record)
     assert (summary.proto, summary.data_packets_sent, summary.data_packets_received) == (
-        "udp", 245, 240)
-    assert summary.loss == pytest.approx(5 / 245)
-    assert summary.throughput == pytest.approx(8 * 208636 / 0.268807)
-    assert summary.goodput == pytest.approx(8 * 200_000 / 0.268807)
-    assert summary.owd_mean == pytest.approx(0.0079959, abs=5e-8)
-    assert summary.idi_client[1] == pytest.approx(1.530682, abs=1e-6)
-    assert summary.ack_ratio == pytest.approx(124 / 240)
+        "udp", 244, 239)
+    assert summary.loss == pytest.approx(5 / 244)
+    assert summary.throughput == pytest.approx(8 * 208377 / 0.260282)
+    assert summary.transfer_time == pytest.approx(0.260282, abs=1e-9)
+    # goodput is the record's: application bytes over the download time
+    assert summary.goodput == pytest.approx(8 * 200_000 / record["completion_time"])
+    assert summary.owd_mean == pytest.approx(0.0080293, abs=5e-8)
+    assert summary.ack_ratio == pytest.approx(123 / 239)
     assert summary.download_time == record["completion_time"]
-    assert set(summary.to_dict()) >= {"throughput", "loss", "idi_server"}
+    assert set(summary.to_dict()) >= {"throughput", "loss", "idi_server", "connections"}
+    (connection,) = summary.connections
+    assert connection.request_time == pytest.approx(1795257021.3248298)
+    assert (connection.data_packets_sent, connection.data_packets_received, connection.lost) == (244, 239, 5)
 
 
 def test_parallel_capture_has_two_downloads() -> None:
@@ -324,3 +339,86 @@ def test_the_committed_tcp_run_retransmitted_its_one_lost_segment_and_nothing_sp
     sent, received = metrics.data_packets(server, flow), metrics.data_packets(client, flow)
     assert len(metrics.lost_packets(sent, received)) == 1
     assert metrics.tcp_retransmissions(sent, received) == (1, 0)
+
+
+# --------------------------------------------------------------------------- response window, ACKs, losses
+
+TCP_DATA = ("src host 10.0.0.2 and tcp[tcpflags] & (tcp-syn|tcp-rst) == 0 and "
+            "(ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2)) > 0")
+
+
+def test_the_tls_download_window_starts_at_the_response() -> None:
+    """nginx over TLS 1.3 and quicbed's TCP client (tls/). The request left at R =
+    started_at + objects[0].start = 1795676544.5916765 + 0.0032667 = 1795676544.594943
+    (client.json). ``tcpdump -ttnr tls/client.pcap TCP_DATA``: the server's flight
+    (ServerHello .. Finished, 758 bytes) arrived at .593645, before R; after R come two
+    session tickets of 287 bytes (.595105, .595137: OpenSSL sends them on the client's
+    Finished, which travelled with the request) and the response from .595322 (1448 bytes;
+    upper median of the sizes from R on: 1448). Response window: 140 packets, .595322 to
+    .761077, 200513 bytes, 0.165755 s. From the first data packet instead (the old rule):
+    143 packets from .593645, 201845 bytes, 0.167432 s. Server capture: 173 packets from
+    .595310."""
+    server, client, flow = _load("tls")
+    record = json.loads((FIXTURES / "tls" / "client.json").read_text())
+    assert metrics.request_time(record) == pytest.approx(1795676544.594943, abs=1e-6)
+    summary = metrics.run_metrics(server, client, record)
+    assert (summary.data_packets_sent, summary.data_packets_received) == (173, 140)
+    assert summary.transfer_time == pytest.approx(0.165755, abs=1e-9)
+    assert summary.throughput == pytest.approx(8 * 200513 / 0.165755)
+    assert summary.connections[0].first == pytest.approx(1795676544.595322, abs=1e-6)
+    everything = metrics.data_packets(client, flow)
+    assert len(everything) == 143 and metrics.transfer_time(everything) == pytest.approx(0.167432, abs=1e-9)
+
+
+def test_quic_acks_are_counted_whatever_their_size() -> None:
+    """bquic_acks/: 400 kB over BQUIC with 13 losses, so the client's ACK frames carry up to 12
+    ranges. The response window at the client starts at .760154 (R = 1795676550.7539694; the
+    259-byte HANDSHAKE_DONE packet at .755041 skipped; 437 data packets). ``tcpdump -ttnr
+    client.pcap 'src host 10.0.0.1 and udp and udp[8] & 0x80 == 0' | awk '$1 >= 1795676550.760154'``:
+    171 1-RTT datagrams, 6 of them larger than 48 bytes (50, 51, 53, 55, 49, 49: ACK frames with
+    many ranges). The server's qlog says what they were: 171 1-RTT packets with an ACK frame
+    (packet numbers 5-175); number 5 (41 bytes) left the client at .756970, before the
+    response, and the client's last datagram (30 bytes, CONNECTION_CLOSE) has none: 170 ACKs
+    in the window, 171 counted (the close, as before). A 48-byte limit counted 165."""
+    server, client, flow = _load("bquic_acks")
+    record = json.loads((FIXTURES / "bquic_acks" / "client.json").read_text())
+    summary = metrics.run_metrics(server, client, record)
+    assert summary.data_packets_received == 437
+    assert summary.ack_ratio == pytest.approx(171 / 437)
+    start = metrics.response_data(metrics.data_packets(client, flow), metrics.request_time(record))[0].ts
+    back = [p for p in client if p.flow == metrics.reverse(flow) and p.ts >= start and metrics.is_ack(p)]
+    assert len(back) == 171 and sum(1 for p in back if p.payload_len > metrics.QUIC_ACK_ONLY_MAX) == 6
+
+
+def _coalesced(ts: float, src: str, one_rtt: int) -> Packet:
+    """A datagram of a 40-byte Handshake packet and a 1-RTT packet of ``one_rtt`` bytes."""
+    sport, dport = (4433, 5000) if src == SERVER else (5000, 4433)
+    dst = CLIENT if src == SERVER else SERVER
+    return Packet(ts, src, dst, sport, dport, "udp", 28 + 40 + one_rtt, 40 + one_rtt, 1, 2, quic_long_header=True,
+                  quic_type="handshake", ts_ns=round(ts * 1e9), quic_1rtt_len=one_rtt)
+
+
+def test_a_handshake_packet_in_front_does_not_hide_1rtt_data_or_acks() -> None:
+    assert metrics.is_data(_coalesced(0.0, SERVER, 1100))
+    assert not metrics.is_data(_coalesced(0.0, SERVER, 0))
+    assert metrics.is_ack(_coalesced(0.0, CLIENT, 30)) and not metrics.is_ack(_coalesced(0.0, CLIENT, 0))
+    assert metrics.is_ack(_udp(0, 1, size=120, src=CLIENT))  # a large ACK (many ranges, MAX_DATA)
+
+
+def test_goodput_is_the_records_bytes_over_its_download_time() -> None:
+    """The research brief's goodput: the client record's bytes over its download time (quic/:
+    200000 B in completion_time 0.179933262 s), not over the capture's data window."""
+    server, client, _ = _load("quic")
+    record = json.loads((FIXTURES / "quic" / "client.json").read_text())
+    assert metrics.run_metrics(server, client, record).goodput == pytest.approx(8 * 200_000 / 0.17993326200030424)
+    assert metrics.goodput(record) == pytest.approx(8 * 200_000 / 0.17993326200030424)
+
+
+def test_a_spurious_retransmission_is_told_by_its_original_arriving() -> None:
+    # segments 0-4 of 1000 bytes; 2 is resent though it arrived (spurious) and the resend is
+    # lost; 3 is lost and resent (a real loss); 4 arrives twice because the network duplicated
+    # it (no retransmission at all)
+    sent = [_segment(0.001 * i, 1000 * i) for i in range(5)]
+    sent += [_segment(0.010, 2000), _segment(0.011, 3000)]
+    received = [sent[i] for i in (0, 1, 2, 4, 6)] + [sent[4]]
+    assert metrics.tcp_retransmissions(sent, received) == (2, 1)

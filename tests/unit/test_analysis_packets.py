@@ -25,6 +25,7 @@ from quicbed.analysis.packets import (
     PcapError,
     flags_text,
     payload_hash,
+    quic_one_rtt_length,
     read_pcap,
     seconds_between,
 )
@@ -249,3 +250,33 @@ def test_packet_helpers() -> None:
     assert flags_text(None) == "" and flags_text(PSH | ACK) == "P."
     later = Packet(1.5, CLIENT, SERVER, 1234, 80, "tcp", 52, 0, 2, 0)
     assert seconds_between(packet, later) == 0.5  # no ts_ns: falls back to ts
+
+
+def _handshake_packet(body: int) -> bytes:
+    """A QUIC v1 Handshake packet (RFC 9000, 17.2.4) with ``body`` bytes after its Length
+    field (packet number and protected payload): first byte 0xE0 (long header, fixed bit,
+    type 2), version 1, 8-byte connection IDs, a 2-byte Length varint."""
+    return (bytes([0xE0]) + (1).to_bytes(4, "big") + bytes([8]) + bytes(range(8)) + bytes([8]) + bytes(range(8, 16))
+            + bytes([0x40 | body >> 8, body & 0xFF]) + bytes(body))
+
+
+def test_a_1rtt_packet_coalesced_after_a_handshake_packet_is_found(tmp_path: Path) -> None:
+    handshake = _handshake_packet(22)  # 1 + 4 + 9 + 9 + 2 + 22 = 47 bytes
+    assert len(handshake) == 47
+    one_rtt = bytes([0x41]) + bytes(range(1, 100))  # 100 bytes, short header
+    frames = [_ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + one_rtt)),
+              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake)),
+              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + bytes(20))),  # zero padding after it
+              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_SHORT)),
+              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_INITIAL + bytes(1000)))]
+    path = tmp_path / "coalesced.pcap"
+    path.write_bytes(_pcap([(1, index, frame) for index, frame in enumerate(frames)], snaplen=128))
+    coalesced, alone, padded, short, initial = read_pcap(path)
+    assert coalesced.quic_type == "handshake" and coalesced.quic_1rtt_len == 100
+    assert alone.quic_1rtt_len == 0 and padded.quic_1rtt_len == 0
+    assert short.quic_1rtt_len == len(QUIC_SHORT)
+    # QUIC_INITIAL's connection IDs, token and Length are all empty: a 9-byte packet; the zero
+    # bytes after it are padding, not a packet
+    assert initial.quic_1rtt_len == 0
+    # a second long header beyond the captured bytes cannot be read: unknown, not guessed
+    assert quic_one_rtt_length(handshake[:40], 47 + 100) is None

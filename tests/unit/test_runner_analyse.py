@@ -21,7 +21,10 @@ from quicbed.runner.analyse import (
     competitor_metrics,
     download_flow,
     mac_metrics,
+    measurement_invalid_reasons,
+    review_measurement,
     run_metrics_of,
+    sender_metrics,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,3 +189,150 @@ def test_many_clients_give_aggregate_spread_fairness_and_aggregation_per_client(
     assert set(values) <= set(METRICS)
     failed = clients_metrics(tmp_path, [*clients[:2], {"node": "sta3", "ok": False, "bytes": None}])
     assert "aggregate_goodput" not in failed and failed["clients"] == 3  # not a fair aggregate without every client
+
+
+# --------------------------------------------------------------------------- every connection, no stand-in flow
+
+
+def _copy_run(tmp_path: Path, name: str) -> tuple[Path, dict]:
+    """A run folder from a committed fixture (qlogs decompressed, as the runner leaves them)."""
+    for path in (FIXTURES / name).iterdir():
+        if path.name == "server.qlog.gz":
+            (tmp_path / "server.qlog").write_bytes(gzip.decompress(path.read_bytes()))
+        else:
+            shutil.copy(path, tmp_path / path.name)
+    return tmp_path, json.loads((tmp_path / "client.json").read_text())
+
+
+def test_every_connection_of_a_six_connection_page_is_analysed(tmp_path: Path) -> None:
+    """page/: p8-262k over HTTP/1.1, six connections (client ports 59678 59684 59688 59690
+    59702 59716). Per connection c, R_c = started_at + the earliest ``start`` of its objects
+    (client.json); ``tcpdump -ttnr client.pcap 'TCP_DATA and dst port c' | awk '$1 >= R_c'``,
+    from the first packet of at least half the upper median size (1448; the two 287-byte
+    session tickets skipped): packets / bytes / first / last
+    59678: 50 69487 .413500 .657499   59684: 37 52423 .458068 .656290
+    59688: 23 31051 .469002 .633225   59690: 20 28942 .467802 .576919
+    59702: 27 37899 .464809 .612345   59716: 31 44619 .466579 .630403
+    so 188 packets, 264421 bytes from .413500 to .657499 (0.243999 s). Server side, joined
+    on the IP ID: sent 59 46 36 31 40 47 (259), lost 9 9 13 11 13 16 (71). The tcp_probe
+    events of the six sockets (``zcat | grep dest=10.0.0.1:c``, mono_to_epoch of
+    tcp_probe.json added), each from its first event to its last snd_una advance, plain
+    time-weighted loop: 24.4037 9.6987 6.7788 8.0105 7.8927 7.8170 segments over 0.256195
+    0.254939 0.231698 0.175143 0.210383 0.227883 s: 11.163306 segments, x 1448 bytes."""
+    folder, record = _copy_run(tmp_path, "page")
+    values = run_metrics_of(folder, record)
+    assert values["throughput"] == pytest.approx(8 * 264421 / 0.243999)
+    assert values["transfer_time"] == pytest.approx(0.243999, abs=1e-9)
+    assert values["loss"] == pytest.approx(71 / 259)
+    assert values["cwnd_mean"] == pytest.approx(11.163306283971016 * 1448)
+    review = review_measurement(folder, record, {})
+    connections = review["connections"]
+    assert [c["flow"][3] for c in connections] == [59678, 59684, 59688, 59690, 59702, 59716]
+    assert [c["data_packets_received"] for c in connections] == [50, 37, 23, 20, 27, 31]
+    assert [c["payload_bytes"] for c in connections] == [69487, 52423, 31051, 28942, 37899, 44619]
+    assert [c["lost"] for c in connections] == [9, 9, 13, 11, 13, 16]
+    assert review["warnings"] == [] and review["invalid_reasons"] == []
+    # TCP's declared losses are each connection's retransmitted segments, summed
+    assert values["losses_declared"] == sum(c["losses_declared"] for c in connections) >= 71
+
+
+def _raw_ipv4(src: str, dst: str, sport: int, dport: int, payload: int, ident: int, proto: str = "udp") -> bytes:
+    """An IPv4 packet as a 128-byte capture keeps it: headers, then the first payload bytes
+    (a QUIC short header: 0x40, then the IP ID, so that every datagram hashes apart)."""
+    import socket
+    import struct
+
+    body = bytes([0x40]) + ident.to_bytes(4, "big") + bytes(27)
+    if proto == "udp":
+        transport = struct.pack("!HHHH", sport, dport, 8 + payload, 0)
+        number = 17
+    else:
+        transport = struct.pack("!HHIIBBHHH", sport, dport, ident * 1448, 1, 5 << 4, 0x18, 512, 0, 0)
+        number = 6
+    total = 20 + len(transport) + payload
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, number, 0,
+                         socket.inet_aton(src), socket.inet_aton(dst))
+    return header + transport + body[:min(payload, 32)]
+
+
+def _write_capture(path: Path, packets: list[tuple[float, bytes]]) -> None:
+    """A classic pcap of raw IPv4 packets (link type 101), microsecond stamps."""
+    import struct
+
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 128, 101)
+    for when, data in packets:
+        seconds = int(when)
+        total = struct.unpack("!H", data[2:4])[0]
+        out += struct.pack("<IIII", seconds, round((when - seconds) * 1e6), len(data), total) + data
+    path.write_bytes(out)
+
+
+def _small_object_beside_background(tmp_path: Path) -> None:
+    """A 5 kB HTTP/3 response (five 1000-byte datagrams from port 4433) and 100 UDP datagrams
+    of 1200 bytes from an iperf3 server (port 5201) at the same time, the same at both ends."""
+    server, client = "10.0.0.2", "10.0.0.1"
+    packets = [(1000.0 + 0.001 * i, _raw_ipv4(server, client, 5201, 40000, 1200, 100 + i)) for i in range(100)]
+    packets += [(1000.0105 + 0.002 * i, _raw_ipv4(server, client, 4433, 50000, 1000, 500 + i)) for i in range(5)]
+    packets += [(1000.0115 + 0.004 * i, _raw_ipv4(client, server, 50000, 4433, 30, 700 + i)) for i in range(3)]
+    packets.sort()
+    _write_capture(tmp_path / "server.pcap", packets)
+    _write_capture(tmp_path / "client.pcap", [(when + 0.010, data) for when, data in packets])
+
+
+def test_a_small_download_is_never_replaced_by_a_larger_flow(tmp_path: Path) -> None:
+    _small_object_beside_background(tmp_path)
+    record = {"tool": "quicbed-quic-client", "ok": True, "bytes": 4800, "completion_time": 0.02,
+              "server": {"host": "10.0.0.2", "port": 4433, "address": "10.0.0.2"}}
+    values = run_metrics_of(tmp_path, record)
+    # the 5 kB response: 5 x 1000 bytes from 1000.0205 to 1000.0285 at the client, 3 ACKs
+    assert values["throughput"] == pytest.approx(8 * 5000 / 0.008)
+    assert values["ack_ratio"] == pytest.approx(3 / 5)
+    # a record whose port sent nothing has no capture metrics, and says why
+    values = run_metrics_of(tmp_path, {**record, "server": {"port": 4434}})
+    assert "throughput" not in values and "loss" not in values and values["goodput"] > 0
+    (warning,) = review_measurement(tmp_path, {**record, "server": {"port": 4434}}, {})["warnings"]
+    assert "port 4434" in warning
+    # a request time after the last packet (a record on another clock) is said, not measured
+    late = {**record, "started_at": 2000.0, "objects": [{"start": 0.0}]}
+    assert "throughput" not in run_metrics_of(tmp_path, late)
+    assert "after the record's request time" in review_measurement(tmp_path, late, {})["warnings"][0]
+
+
+def test_tcp_probe_events_are_put_on_the_captures_clock(tmp_path: Path) -> None:
+    """tls/: the first tcp_probe event (the ClientHello reaching nginx) is at 494.706729 on the
+    trace clock; tcp_probe.json's mono_to_epoch 1795676049.8861132 puts it at
+    1795676544.592842, 4 us after the server capture saw the ClientHello (.592838)."""
+    folder, record = _copy_run(tmp_path, "tls")
+    _, series = sender_metrics(folder, record)
+    assert series is not None
+    assert series.times[0] == pytest.approx(1795676544.592842, abs=2e-6)
+    assert series.start == series.times[0]
+
+
+def test_what_makes_a_measurement_invalid(tmp_path: Path) -> None:
+    details = {"capture_stats": {"server": {"captured": 90, "received_by_filter": 100, "dropped_by_kernel": 0,
+                                            "unwritten": 10},
+                                 "client": {"captured": 100, "received_by_filter": 100, "unwritten": 0}},
+               "tcp_state": {"source": "tcp_probe", "overruns": 3}}
+    assert measurement_invalid_reasons(tmp_path, details) == [
+        "the server capture did not write 10 packets its filter accepted",
+        "the tcp_probe trace lost 3 events (trace buffer overrun)"]
+    # a TCP segment of 2 x 1448 bytes: what the capture shows when segmentation offload is on
+    big = _raw_ipv4("10.0.0.2", "10.0.0.1", 8443, 50000, 2896, 9, proto="tcp")
+    normal = _raw_ipv4("10.0.0.2", "10.0.0.1", 8443, 50000, 1448, 10, proto="tcp")
+    _write_capture(tmp_path / "server.pcap", [(1.0, big), (1.001, normal)])
+    _write_capture(tmp_path / "client.pcap", [(1.01, normal)])
+    assert measurement_invalid_reasons(tmp_path, {}) == [
+        "the server capture holds 1 packets larger than the 1500-byte MTU (segmentation or receive offload on)"]
+    assert measurement_invalid_reasons(tmp_path, {}, mtu=9000) == []
+    assert measurement_invalid_reasons(FIXTURES / "page", {}) == []
+
+
+def test_a_flawed_measurement_makes_the_run_invalid():
+    """The reasons review_measurement records reach the run's status, beside the channel's."""
+    from quicbed.runner.engine import invalid_reasons
+
+    details = {"mac_stats": {"invalid_reasons": ["ns-3 ran behind"]},
+               "measurement": {"invalid_reasons": ["the tcp_probe trace lost 3 events (trace buffer overrun)"]}}
+    assert invalid_reasons(details) == ["ns-3 ran behind", "the tcp_probe trace lost 3 events (trace buffer overrun)"]
+    assert invalid_reasons({"measurement": {"invalid_reasons": []}}) == []

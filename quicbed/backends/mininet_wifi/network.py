@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -61,6 +62,18 @@ class MininetNode(NodeHandle):
 
     def qdisc_show(self) -> str:
         return self.run(["tc", "qdisc", "show"]).stdout
+
+
+#: ``ethtool -k`` names of the offloads that merge or split packets: one left on makes the
+#: captures show super-packets larger than the MTU, which no link carried
+PACKET_SIZE_OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
+                        "large-receive-offload")
+
+
+def offloads_left_on(features: str) -> list[str]:
+    """The packet-size offloads that ``ethtool -k`` output (``features``) still shows on."""
+    state = dict(re.findall(r"^([a-z-]+): (on|off)", features, re.MULTILINE))
+    return [name for name in PACKET_SIZE_OFFLOADS if state.get(name) == "on"]
 
 
 # -- the network -----------------------------------------------------------------------------
@@ -258,7 +271,14 @@ class MininetWifiNetwork(Network):
                 self._names[(name, iface.name)] = device
                 if device != iface.name:
                     handle.run(["ip", "link", "property", "add", "dev", device, "altname", iface.name], check=False)
+                # it fails on a feature the driver cannot change, also one that leaves packet sizes alone
+                # (tx-checksumming): what counts, packets no larger than the MTU, is checked next
                 handle.run(["ethtool", "-K", device, *(w for o in OFFLOADS for w in (o, "off"))], check=False)
+                left = offloads_left_on(handle.run(["ethtool", "-k", device]).stdout)
+                if left:
+                    raise BackendError(f"{name}:{device} keeps {', '.join(left)} on after ethtool -K ... off: its "
+                                       "captures would hold super-packets larger than the MTU (fix: a driver whose "
+                                       "offloads can be turned off, or report the device)")
                 batch += [f"addr flush dev {device}", f"link set {device} up"]
                 if iface.address:
                     batch.append(f"addr add {iface.address} dev {device}")
