@@ -1,5 +1,6 @@
 """Statistics over runs: means with Student-t confidence intervals (kept within a metric's
-range: :func:`metric_mean_ci`), relative gains, ECDF/CCDF with DKW bands, Jain's
+range: :func:`metric_mean_ci`), relative gains or differences against a baseline
+(:func:`compare_means`), ECDF/CCDF with DKW bands, Jain's
 fairness index and bandwidth shares of parallel flows.
 
 Pure functions over sequences, numpy arrays and tidy pandas frames.
@@ -111,6 +112,12 @@ def summarize(frame: pd.DataFrame, by: str | Sequence[str], value: str,
 
 # --------------------------------------------------------------------------- gain
 
+#: the largest relative standard error ``s / (sqrt(n) mean)`` of a baseline mean that a gain may
+#: divide by. The ratio of means overestimates the true ratio by about RSE^2 (E[1/mean] is about
+#: (1 + RSE^2) / mu), 4 % at this bound, and its delta interval rests on 1/mean being nearly
+#: linear; a noisier baseline is compared by the difference of means instead (docs/metrics.md 4).
+MAX_BASELINE_RSE = 0.2
+
 
 @dataclass(frozen=True)
 class Gain:
@@ -123,16 +130,90 @@ class Gain:
     confidence: float
 
 
+@dataclass(frozen=True)
+class Difference:
+    """``mean(B) - mean(A)`` in the metric's own unit, with Welch's t interval."""
+
+    difference: float
+    low: float
+    high: float
+    confidence: float
+    method: str = "Welch t"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against the baseline A: the relative gain when A's mean is precise enough to divide
+    by, and always the difference of the means; ``why_absolute`` says why there is no gain."""
+
+    gain: Gain | None
+    difference: Difference
+    why_absolute: str = ""
+
+
+def relative_standard_error(values: ArrayLike) -> float:
+    """``s / (sqrt(n) |mean|)``: how uncertain a mean is relative to itself (NaN for n < 2,
+    inf for a zero mean)."""
+    data = _clean(values)
+    if data.size < 2:
+        return math.nan
+    mean = float(data.mean())
+    error = float(data.std(ddof=1)) / math.sqrt(data.size)
+    return math.inf if mean == 0 else error / abs(mean)
+
+
+def baseline_problem(values: ArrayLike, confidence: float = 0.95,
+                     max_rse: float = MAX_BASELINE_RSE) -> str | None:
+    """Why the mean of ``values`` should not be the denominator of a relative gain, or None.
+
+    Dividing by a mean that may be near 0 gives gains of thousands of percent that mean
+    nothing: a baseline is refused when its mean is not positive, when its ``confidence``
+    interval includes 0, or when its relative standard error exceeds ``max_rse``."""
+    data = _clean(values)
+    if data.size < 2:
+        return "the baseline needs at least two values"
+    mean = float(data.mean())
+    if mean == 0:
+        return "the baseline's mean is 0"
+    if mean < 0:
+        return f"the baseline's mean is negative ({mean:.3g})"
+    rse = relative_standard_error(data)
+    if mean_ci(data, confidence).low <= 0:
+        return (f"the baseline's {round(100 * confidence)} % CI includes 0 "
+                f"(relative standard error {round(100 * rse)} %)")
+    if rse > max_rse:
+        return f"the baseline's relative standard error {round(100 * rse)} % exceeds {round(100 * max_rse)} %"
+    return None
+
+
+def _welch(va: float, na: int, vb: float, nb: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of two variance terms ``va``, ``vb``
+    estimated from ``na``, ``nb`` values (inf when both are 0)."""
+    denominator = vb * vb / (nb - 1) + va * va / (na - 1)
+    return (va + vb) ** 2 / denominator if denominator > 0 else math.inf
+
+
+def _quantile(confidence: float, dof: float) -> float:
+    two_sided = (1 + confidence) / 2
+    return float(sps.t.ppf(two_sided, dof)) if math.isfinite(dof) else float(sps.norm.ppf(two_sided))
+
+
 def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
                   method: Literal["delta", "bootstrap"] = "delta", resamples: int = 10_000,
-                  seed: int = 0) -> Gain:
+                  seed: int = 0, max_baseline_rse: float = MAX_BASELINE_RSE) -> Gain:
     """Relative gain of B over A, ``g = mean(B)/mean(A) - 1``, for independent samples.
 
-    ``delta``: first-order delta method for the ratio of two independent means,
-    ``se(g) = (mB/mA) * sqrt(sB^2/(nB mB^2) + sA^2/(nA mA^2))``, interval
-    ``g ± t * se`` with Welch-Satterthwaite degrees of freedom
-    ``(vB + vA)^2 / (vB^2/(nB-1) + vA^2/(nA-1))``, ``vX = sX^2/(nX mX^2)``. Good when
-    both relative standard errors are small (say < 10 %).
+    ``ValueError`` when A's mean is too uncertain to divide by (:func:`baseline_problem`):
+    compare such samples by :func:`mean_difference` (:func:`compare_means` chooses).
+
+    ``delta``: first-order delta method on the log of the ratio,
+    ``se(log(mB/mA)) = sqrt(vA + vB)``, ``vX = sX^2/(nX mX^2)`` (the squared relative
+    standard errors), interval ``exp(log(mB/mA) ± t * se) - 1`` with Welch-Satterthwaite
+    degrees of freedom ``(vB + vA)^2 / (vB^2/(nB-1) + vA^2/(nA-1))``. Why the log: a ratio of
+    positive means cannot fall below 0, nor the gain below -100 %, yet the symmetric interval
+    of the ratio itself did (a small, noisy B gave [-152 %, -13 %]); on the log scale the
+    interval stays above -100 % and B over A is exactly the reciprocal of A over B. Needs
+    mean(B) > 0.
 
     ``bootstrap``: percentile interval of ``g`` over ``resamples`` independent resamples
     of A and of B (with replacement; seeded, so reproducible). No normality assumption,
@@ -141,20 +222,21 @@ def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
     xa, xb = _clean(a), _clean(b)
     if xa.size < 2 or xb.size < 2:
         raise ValueError("relative_gain needs at least two values per sample")
+    problem = baseline_problem(xa, confidence, max_baseline_rse)
+    if problem is not None:
+        raise ValueError(f"mean of A too uncertain for a relative gain: {problem}")
     ma, mb = float(xa.mean()), float(xb.mean())
-    if ma == 0:
-        raise ValueError("mean of A is 0: relative gain undefined")
     gain = mb / ma - 1
     if method == "delta":
+        if mb <= 0:
+            raise ValueError(f"mean of B is {'0' if mb == 0 else 'negative'}: no interval for the log of the ratio")
         va = xa.var(ddof=1) / (xa.size * ma * ma)
-        vb = xb.var(ddof=1) / (xb.size * mb * mb) if mb != 0 else 0.0
-        se = abs(mb / ma) * math.sqrt(va + vb)
-        denominator = vb * vb / (xb.size - 1) + va * va / (xa.size - 1)
-        dof = (va + vb) ** 2 / denominator if denominator > 0 else math.inf
-        t = float(sps.t.ppf((1 + confidence) / 2, dof)) if math.isfinite(dof) else float(
-            sps.norm.ppf((1 + confidence) / 2))
-        return Gain(gain, gain - t * se, gain + t * se, "delta (Welch-Satterthwaite t)",
-                    confidence)
+        vb = xb.var(ddof=1) / (xb.size * mb * mb)
+        spread = _quantile(confidence, _welch(va, xa.size, vb, xb.size)) * math.sqrt(va + vb)
+        log_ratio = math.log(mb / ma)
+        # capped: exp() of a huge upper end (a B mean near 0) would overflow; the gain is unbounded then
+        low, high = (math.expm1(min(log_ratio + sign * spread, 700.0)) for sign in (-1, 1))
+        return Gain(gain, low, high, "delta on the log ratio (Welch-Satterthwaite t)", confidence)
     if method == "bootstrap":
         rng = np.random.default_rng(seed)
         mean_a = rng.choice(xa, size=(resamples, xa.size), replace=True).mean(axis=1)
@@ -165,6 +247,34 @@ def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
         return Gain(gain, float(low), float(high), f"bootstrap percentile ({resamples})",
                     confidence)
     raise ValueError(f"unknown method {method!r} (delta or bootstrap)")
+
+
+def mean_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> Difference:
+    """``mean(B) - mean(A)`` with Welch's t interval (unequal variances): what a comparison
+    shows when A's mean cannot be divided by. Needs two values per sample."""
+    xa, xb = _clean(a), _clean(b)
+    if xa.size < 2 or xb.size < 2:
+        raise ValueError("mean_difference needs at least two values per sample")
+    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
+    difference = float(xb.mean() - xa.mean())
+    spread = _quantile(confidence, _welch(va, xa.size, vb, xb.size)) * math.sqrt(va + vb)
+    return Difference(difference, difference - spread, difference + spread, confidence)
+
+
+def compare_means(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
+                  max_baseline_rse: float = MAX_BASELINE_RSE) -> Comparison:
+    """B against the baseline A: the relative gain (:func:`relative_gain`, delta method) when
+    A's mean can be divided by and B's mean is positive, with the difference of the means in
+    any case; ``why_absolute`` names the reason when there is no gain. Needs two values per
+    sample (``ValueError``)."""
+    difference = mean_difference(a, b, confidence)
+    problem = baseline_problem(a, confidence, max_baseline_rse)
+    mean_b = float(_clean(b).mean())
+    if problem is None and mean_b <= 0:
+        problem = f"the mean of B is {'0' if mean_b == 0 else 'negative'}"
+    if problem is not None:
+        return Comparison(None, difference, problem)
+    return Comparison(relative_gain(a, b, confidence, max_baseline_rse=max_baseline_rse), difference)
 
 
 # --------------------------------------------------------------------------- distributions
@@ -343,7 +453,8 @@ def jain_over_time(binned: pd.DataFrame, active_only: bool = True) -> pd.DataFra
     return pd.DataFrame(rows, columns=["time", "jain"])
 
 
-__all__ = ["Bounds", "Gain", "MeanCI", "bandwidth_share",
-           "binned_bytes", "ccdf", "clip_series", "dkw_epsilon", "ecdf",
-           "jain_index", "jain_over_time", "mean_ci", "metric_mean_ci",
-           "relative_gain", "state_shares", "step_durations", "summarize", "time_weighted_mean_var"]
+__all__ = ["MAX_BASELINE_RSE", "Bounds", "Comparison", "Difference", "Gain", "MeanCI", "bandwidth_share",
+           "baseline_problem", "binned_bytes", "ccdf", "clip_series", "compare_means", "dkw_epsilon", "ecdf",
+           "jain_index", "jain_over_time", "mean_ci", "mean_difference", "metric_mean_ci",
+           "relative_gain", "relative_standard_error", "state_shares", "step_durations", "summarize",
+           "time_weighted_mean_var"]

@@ -56,6 +56,16 @@ def study_metrics(results: ResultsFolder) -> tuple[str, ...]:
     return study.metrics if study else ()
 
 
+def study_headline_metric(results: ResultsFolder) -> str | None:
+    """The metric of the experiment's headline comparison (None without one, or if the study
+    section cannot be read)."""
+    try:
+        study = results.parsed_study()
+    except SpecError:
+        return None
+    return study.headline.metric if study and study.headline else None
+
+
 def build_report(folder: Path, options: ReportOptions | None = None) -> ReportResult:
     """Write the report files into ``folder``; :class:`ReportError` when there is nothing to
     report on (no results.jsonl, no complete record, or no run that counts: then the pages
@@ -65,7 +75,8 @@ def build_report(folder: Path, options: ReportOptions | None = None) -> ReportRe
     results = load_results(folder)
     baseline = choose_baseline(results, options.baseline)
     metrics = select_metrics(results, options.metrics, study_metrics(results) or HEADLINE, options.include_invalid)
-    summary = summarize_results(results, metrics, baseline, options.include_invalid)
+    summary = summarize_results(results, metrics, baseline, options.include_invalid,
+                                study_headline_metric(results))
     any_counted = bool(counted(results.runs, options.include_invalid).any())
     figures = Figures()
     if options.plots and any_counted:

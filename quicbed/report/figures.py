@@ -27,11 +27,13 @@ import numpy as np
 import pandas as pd
 
 from quicbed.analysis import metrics, plots, stats
+from quicbed.analysis.catalogue import Metric
 from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress, RunFiles
 from quicbed.report.files import move_into, remove_tree
 from quicbed.report.load import ResultsFolder
 from quicbed.report.summary import Summary, catalogue_entry, counted
+from quicbed.report.tables import difference
 from quicbed.spec.study import HUE_JOINER, axis_text
 
 FIGURES_FOLDER = "report"
@@ -198,7 +200,8 @@ def bar_figures(context: _Context, metric_names: Sequence[str]) -> None:
 
 
 #: the CPU roles that are run metrics (quicbed/runner/analyse.py), in stacking order
-CPU_ROLE_METRICS = {"server": "cpu_server", "client": "cpu_client", "channel": "cpu_channel"}
+CPU_ROLE_METRICS = {"server": "cpu_server", "client": "cpu_client", "competitor": "cpu_competitor",
+                    "channel": "cpu_channel"}
 
 
 def cpu_figure(context: _Context) -> None:
@@ -217,7 +220,8 @@ def cpu_figure(context: _Context) -> None:
     shares = means.rename(index=labels, columns={name: role for role, name in present.items()})[list(present)]
     context.draw("cpu-by-role", title,
                  "Mean CPU seconds per role over the transfer (request to last byte), per cell: the HTTP "
-                 "server, the client and the ns-3 channel. A role CPU-bound for part of the transfer is "
+                 "server, the client, a competing download's client and server, and the ns-3 channel. A role "
+                 "CPU-bound for part of the transfer is "
                  "named in the report's headline; run.json (details.cpu) has every role, the busiest "
                  "100 ms and the machine's busy and steal shares.",
                  partial(plots.stacked_bars, shares, ylabel="CPU (s)"))
@@ -255,15 +259,22 @@ def _labels(frame: pd.DataFrame, axes: Sequence[str], joiner: str) -> pd.Series:
     return frame[list(axes)].apply(lambda row: joiner.join(axis_text(value) for value in row), axis=1)
 
 
-def _relative_change(a: pd.Series, b: pd.Series) -> str:
-    """(B - A) / A of two sets of runs as text, with its 95 % CI when both have two runs."""
+def _relative_change(a: pd.Series, b: pd.Series, entry: Metric, baseline: str) -> str:
+    """(B - A) / A of two sets of runs as text, with its 95 % CI when both have two runs; where
+    A's mean is too uncertain to divide by (stats.compare_means), the difference B - A in the
+    metric's unit, saying so: a ratio over a mean near 0 would read as thousands of percent."""
     a, b = a.dropna(), b.dropna()
-    if a.empty or b.empty or a.mean() == 0:
+    if a.empty or b.empty or a.mean() <= 0:
         return ""
     if len(a) < 2 or len(b) < 2:
         return f"{b.mean() / a.mean() - 1:+.0%}"
-    gain = stats.relative_gain(a, b)
-    return f"{gain.gain:+.0%} [{gain.low:+.0%}, {gain.high:+.0%}]"
+    comparison = stats.compare_means(a, b)
+    if comparison.gain is not None:
+        gain = comparison.gain
+        return f"{gain.gain:+.0%} [{gain.low:+.0%}, {gain.high:+.0%}]"
+    change = comparison.difference
+    shown = [difference(value, entry.unit, entry.scale) for value in (change.difference, change.low, change.high)]
+    return f"{shown[0]} [{shown[1]}, {shown[2]}] (a difference: {baseline}'s mean is too uncertain to divide by)"
 
 
 def headline_figures(context: _Context) -> None:
@@ -308,11 +319,13 @@ def headline_figures(context: _Context) -> None:
             first, second = headline.compare
             for label in dict.fromkeys(x_of):
                 change = _relative_change(scope.loc[(x_runs == label) & (hue_runs == first), headline.metric],
-                                          scope.loc[(x_runs == label) & (hue_runs == second), headline.metric])
+                                          scope.loc[(x_runs == label) & (hue_runs == second), headline.metric],
+                                          entry, first)
                 if change:
                     changes[label] = change
         compared = (f" Above each group: the relative change of {headline.compare[1]} against "
-                    f"{headline.compare[0]}, (B - A) / A; with its 95 % CI (delta method): "
+                    f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method on the log of the ratio), "
+                    f"or the difference B - A where {headline.compare[0]}'s mean is too uncertain to divide by: "
                     + "; ".join(f"{label}: {change}" for label, change in changes.items()) + ".") if changes else ""
         stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
         context.draw(stem, headline.title + (f" ({where})" if where else ""),

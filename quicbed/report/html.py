@@ -20,16 +20,18 @@ from quicbed.report.load import (
     RESULTS_FILE,
     ResultsFolder,
 )
-from quicbed.report.markdown import cpu_bound_runs, excluded_runs
+from quicbed.report.markdown import cpu_bound_runs, cpu_unknown_runs, excluded_runs
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     Table,
     counts_table,
     cpu_bound_headline,
+    gains_explanation,
     gains_table,
     metric_heading,
     metric_table,
     overview_table,
+    rerun_bias_headline,
 )
 
 CSS = """
@@ -190,9 +192,9 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
         dump = dump if len(dump) < 200_000 else dump[:200_000] + "\n… (truncated; see metadata.json)"
         parts.append(f"<details><summary>metadata.json</summary><pre>{escape(dump)}</pre></details>")
     counted = "ok and invalid" if summary.include_invalid else "ok"
-    headline = cpu_bound_headline(summary)
-    if headline:
-        parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
+    for headline in (cpu_bound_headline(summary), rerun_bias_headline(summary)):
+        if headline:
+            parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
     for figure in figures.headline:
         parts += [f"<h2>{escape(figure.title)}</h2>", _figure(figure)]
     parts += ["<h2>Overview</h2>",
@@ -208,13 +210,17 @@ def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], fi
     if flagged:
         parts.append("<p>CPU-bound runs (counted; <code>validity: {cpu_bound: exclude}</code> leaves them out):</p>"
                      "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in flagged) + "</ul>")
+    unknown = cpu_unknown_runs(results)
+    if unknown:
+        parts.append("<p>Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):</p>"
+                     "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in unknown) + "</ul>")
     for column in metrics:
         parts += [f"<h2>{escape(metric_heading(column))}</h2>", html_table(metric_table(summary, column), text_columns)]
     if summary.baseline and not summary.gains.empty:
         others = max(0, len(summary.cell_columns) - 2 - (1 if "transport" in summary.cell_columns else 0))
         parts += [f"<h2>Relative gain over {escape(summary.baseline)}</h2>",
-                  ("<p><code>mean(transport) / mean(baseline) − 1</code>; 95 % CI by the delta method "
-                   "(Welch-Satterthwaite t).</p>"), html_table(gains_table(summary, metrics), others + 2)]
+                  f"<p>{escape(gains_explanation(summary.baseline))}</p>",
+                  html_table(gains_table(summary, metrics), others + 2)]
     if figures.figures:
         parts.append("<h2>Figures</h2>")
         parts += [_figure(figure) for figure in figures.figures]

@@ -26,8 +26,11 @@ EXPERIMENT_FILE = "experiment.yaml"
 
 #: the columns every runs frame has, before the cell axes and the metrics
 RUN_COLUMNS = ("run_id", "cell_index", "cell", "repetition", "warmup", "status", "error",
-               "invalid_reasons", "cpu_bound_reasons", "attempt", "transport", "transport_kind", "folder",
-               "started", "finished")
+               "invalid_reasons", "cpu_bound_reasons", "cpu_unknown_reasons", "attempt", "earlier_invalid",
+               "transport", "transport_kind", "folder", "started", "finished")
+#: why a record without ``cpu_unknown_reasons`` (written before runs said) and without CPU
+#: figures has an unknown CPU state
+NO_CPU_FIGURES = "no CPU figures in the record"
 
 
 class ReportError(QuicbedError):
@@ -49,6 +52,9 @@ class ResultsFolder:
     transports: list[str]  # transport names in matrix order ("" when runs name none)
     warnings: list[str] = field(default_factory=list)
     study: Any = None  # the experiment's ``study`` section, as written (quicbed.spec.study)
+    #: the attempts a later line of the same run superseded (an invalid run made again, a failed
+    #: one retried), as rows like ``runs``'s: what only the last attempt would hide
+    superseded: pd.DataFrame | None = None
 
     @property
     def has_transport_axis(self) -> bool:
@@ -80,10 +86,18 @@ def read_results_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     interrupted write): skipped with a warning. Other malformed lines are skipped too.
     A run id seen twice (a resumed experiment that ran it again) keeps its last record.
     """
+    records, _, warnings = read_attempts(path)
+    return records, warnings
+
+
+def read_attempts(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """Like :func:`read_results_lines`, and also the records a later line of the same run
+    superseded, in file order (each line is one attempt of its run)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = text.split("\n")
     warnings: list[str] = []
     by_id: dict[str, dict[str, Any]] = {}
+    superseded: list[dict[str, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -103,8 +117,9 @@ def read_results_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         run_id = str(record["run_id"])
         if run_id in by_id:
             warnings.append(f"{path}: run {run_id} recorded twice; the later record (line {number}) counts")
+            superseded.append(by_id[run_id])
         by_id[run_id] = record
-    return list(by_id.values()), warnings
+    return list(by_id.values()), superseded, warnings
 
 
 def read_json_object(path: Path, warnings: list[str]) -> dict[str, Any]:
@@ -150,6 +165,16 @@ def flatten_metrics(metrics: Any, prefix: str = "") -> dict[str, float]:
     return flat
 
 
+def cpu_unknown_text(record: dict[str, Any], metrics: dict[str, float]) -> str:
+    """Why the run's CPU state is unknown, "" if it is known. A record that does not say
+    (written before runs did) is unknown when it has no CPU figures: "not CPU-bound" must rest
+    on figures, never on their absence."""
+    reasons = record.get("cpu_unknown_reasons")
+    if isinstance(reasons, list):
+        return "; ".join(str(reason) for reason in reasons)
+    return "" if "cpu_machine_busy" in metrics else NO_CPU_FIGURES
+
+
 def _transport_name(record: dict[str, Any]) -> str:
     cell = record.get("cell") or {}
     if "transport" in cell:
@@ -189,6 +214,7 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
         metrics = flatten_metrics(record.get("metrics"))
         metric_names.update(metrics)
         reasons = record.get("invalid_reasons") or []
+        earlier = record.get("earlier_attempts")
         rows.append({
             "run_id": str(record["run_id"]), "cell_index": index, "cell": cell_label(cell),
             "repetition": record.get("repetition"), "warmup": bool(record.get("warmup", False)),
@@ -196,7 +222,10 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
             "invalid_reasons": "; ".join(str(reason) for reason in reasons)
             if isinstance(reasons, list) else str(reasons),
             "cpu_bound_reasons": "; ".join(str(reason) for reason in record.get("cpu_bound_reasons") or []),
+            "cpu_unknown_reasons": cpu_unknown_text(record, metrics),
             "attempt": int(record.get("attempt") or 1),
+            "earlier_invalid": sum(1 for attempt in earlier if isinstance(attempt, dict)
+                                   and attempt.get("status") == "invalid") if isinstance(earlier, list) else 0,
             "transport": _transport_name(record),
             "transport_kind": _transport_kind(record),
             "folder": str(record.get("folder") or f"runs/{record['run_id']}"),
@@ -257,7 +286,7 @@ def load_results(folder: Path) -> ResultsFolder:
     if not results.exists():
         raise ReportError(f"{folder} has no {RESULTS_FILE} (fix: give a folder written by 'quicbed run'; "
                           "if its experiment has just started, wait until the first run has finished)")
-    records, warnings = read_results_lines(results)
+    records, superseded, warnings = read_attempts(results)
     if not records:
         raise ReportError(f"{results} holds no complete run record (fix: wait until the first run has "
                           f"finished, or continue the experiment with 'quicbed run --resume --out {folder} "
@@ -265,8 +294,10 @@ def load_results(folder: Path) -> ResultsFolder:
     metadata = read_json_object(folder / METADATA_FILE, warnings)
     experiment = _experiment_info(folder, metadata)
     frame, axes, metric_names = runs_frame(records)
+    earlier = runs_frame(superseded)[0]
     return ResultsFolder(
         path=folder, name=str(experiment.get("name") or metadata.get("name") or folder.name),
         description=str(experiment.get("description") or metadata.get("description") or "").strip(),
         metadata=metadata, records=records, runs=frame, axes=axes, metric_names=metric_names,
-        transports=_transport_order(frame, experiment), warnings=warnings, study=experiment.get("study"))
+        transports=_transport_order(frame, experiment), warnings=warnings, study=experiment.get("study"),
+        superseded=earlier)

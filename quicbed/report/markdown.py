@@ -9,11 +9,16 @@ from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     counts_table,
     cpu_bound_headline,
+    gains_explanation,
     gains_table,
     metric_heading,
     metric_table,
     overview_table,
+    rerun_bias_headline,
 )
+
+#: run ids a line about runs of unknown CPU state names before "…"
+NAMED_RUNS = 5
 
 
 def excluded_runs(results: ResultsFolder, include_invalid: bool) -> list[str]:
@@ -35,6 +40,19 @@ def cpu_bound_runs(results: ResultsFolder) -> list[str]:
     return [f"{run['run_id']}: {run['cpu_bound_reasons']}" for _, run in flagged.iterrows()]
 
 
+def cpu_unknown_runs(results: ResultsFolder) -> list[str]:
+    """One line per reason a counted run's CPU state is unknown: the reason, how many runs and
+    the first of them (a host without accounting gives the same reason for every run)."""
+    runs = results.runs
+    unknown = runs[(runs["cpu_unknown_reasons"] != "") & ~runs["warmup"] & (runs["status"] == "ok")]
+    lines = []
+    for reason, part in unknown.groupby("cpu_unknown_reasons", sort=False):
+        names = list(part["run_id"])
+        shown = ", ".join(names[:NAMED_RUNS]) + (", …" if len(names) > NAMED_RUNS else "")
+        lines.append(f"{reason}: {len(names)} run(s): {shown}")
+    return lines
+
+
 def _figure_markdown(figure: FigureFile) -> list[str]:
     svg = f" ([SVG]({figure.svg.as_posix()}))" if figure.svg else ""
     data = f" ([CSV]({figure.csv.as_posix()}))" if figure.csv else ""
@@ -50,9 +68,9 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
                f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
                "interval. Base-unit values: `summary.csv`."),
               ""]
-    headline = cpu_bound_headline(summary)
-    if headline:
-        parts += [f"**{headline}**", ""]
+    for headline in (cpu_bound_headline(summary), rerun_bias_headline(summary)):
+        if headline:
+            parts += [f"**{headline}**", ""]
     for figure in figures.headline:
         parts += [f"## {figure.title}", "", *_figure_markdown(figure)]
     parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",
@@ -67,12 +85,15 @@ def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str]
     if flagged:
         parts += ["CPU-bound runs (counted; `validity: {cpu_bound: exclude}` leaves them out):", "",
                   *(f"- {line}" for line in flagged), ""]
+    unknown = cpu_unknown_runs(results)
+    if unknown:
+        parts += ["Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):", "",
+                  *(f"- {line}" for line in unknown), ""]
     for column in metrics:
         parts += [f"## {metric_heading(column)}", "", metric_table(summary, column).markdown(), ""]
     if summary.baseline and not summary.gains.empty:
         parts += [f"## Relative gain over {summary.baseline}", "",
-                  ("`mean(transport) / mean(baseline) - 1`; 95 % CI by the delta method (Welch-Satterthwaite t). "
-                   "Verdict from the CI and whether higher or lower is better."), "",
+                  gains_explanation(summary.baseline), "",
                   gains_table(summary, metrics).markdown(), ""]
     if figures.figures:
         parts += ["## Figures", ""]

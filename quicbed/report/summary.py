@@ -11,14 +11,14 @@ so read ``ci_low``/``ci_high``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from quicbed.analysis.catalogue import Metric, metric
-from quicbed.analysis.stats import metric_mean_ci, relative_gain
+from quicbed.analysis.stats import compare_means, metric_mean_ci
 from quicbed.report.load import ReportError, ResultsFolder
 
 #: display unit -> the base unit results.jsonl stores (docs/results.md, "Metrics")
@@ -30,7 +30,8 @@ SUMMARY_COLUMNS = ("metric", "label", "n", "mean", "ci_low", "ci_high", "ci_half
                    "ci_half_width_shown", "median_shown", "std_shown", "runs_total", "failed_excluded",
                    "invalid_excluded", "warmup_excluded")
 GAIN_COLUMNS = ("metric", "label", "baseline", "transport", "n_baseline", "n_transport", "mean_baseline",
-                "mean_transport", "gain", "ci_low", "ci_high", "better", "verdict", "note")
+                "mean_transport", "comparison", "gain", "ci_low", "ci_high", "difference", "difference_ci_low",
+                "difference_ci_high", "better", "verdict", "note")
 
 
 def catalogue_entry(column: str) -> Metric:
@@ -48,10 +49,13 @@ class Summary:
 
     table: pd.DataFrame  # one row per cell x metric (cell columns, then SUMMARY_COLUMNS)
     gains: pd.DataFrame  # one row per other-axes value x metric x transport (empty: no gains)
-    counts: pd.DataFrame  # one row per cell: runs, used (counted), failed, invalid, warmup
+    counts: pd.DataFrame  # one row per cell: runs, used (counted), failed, invalid, warmup, attempts, ...
     baseline: str | None
     include_invalid: bool
     cell_columns: list[str]  # cell_index, cell, the axes
+    #: per cell with invalid attempts and valid runs: the headline metric of both (:func:`rerun_bias`)
+    bias: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bias_metric: str | None = None
 
 
 def counted(runs: pd.DataFrame, include_invalid: bool) -> pd.Series:
@@ -61,20 +65,66 @@ def counted(runs: pd.DataFrame, include_invalid: bool) -> pd.Series:
 
 
 def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
+    """Per cell: runs, ``used`` (counted), of those ``cpu_bound`` and ``cpu_unknown`` (no CPU
+    figures, or only some), ``failed``, ``invalid``, ``warmup``, ``remade`` (kept runs that
+    were made again), and ``attempts`` (completed attempts, the superseded invalid ones
+    included) of which ``invalid_attempts``: the share of the cell's attempts that did not
+    count, which the kept runs alone hide."""
     runs = results.runs
     used = counted(runs, include_invalid)
     measured = ~runs["warmup"]
+    completed = measured & runs["status"].isin({"ok", "invalid"})
     failed = measured & ~runs["status"].isin({"ok", "invalid"})
     invalid = measured & (runs["status"] == "invalid")
     cpu_bound = used & (runs["cpu_bound_reasons"] != "")
+    cpu_unknown = used & (runs["cpu_unknown_reasons"] != "")
     remade = measured & (runs["attempt"] > 1)
+    earlier = runs["earlier_invalid"].where(measured, 0)
     frame = runs[["cell_index", "cell", *results.axes]].assign(
-        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"], cpu_bound=cpu_bound, remade=remade)
+        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"], cpu_bound=cpu_bound,
+        cpu_unknown=cpu_unknown, remade=remade, attempts=completed.astype(int) + earlier,
+        invalid_attempts=invalid.astype(int) + earlier)
     grouped = frame.groupby("cell_index", sort=True)
     first = grouped[["cell", *results.axes]].first()
-    totals = grouped[["used", "failed", "invalid", "warmup", "cpu_bound", "remade"]].sum().astype(int)
+    totals = grouped[["used", "failed", "invalid", "warmup", "cpu_bound", "cpu_unknown", "remade", "attempts",
+                      "invalid_attempts"]].sum().astype(int)
     totals.insert(0, "runs", grouped.size())
     return first.join(totals).reset_index()
+
+
+BIAS_COLUMNS = ("metric", "n_invalid", "mean_invalid", "n_valid", "mean_valid", "ci_low", "ci_high", "outside")
+
+
+def rerun_bias(results: ResultsFolder, metric_name: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Per cell with both: the metric over its invalid attempts (superseded or kept) against its
+    valid runs, and whether the invalid attempts' mean lies ``outside`` the valid runs' CI.
+
+    Why: an invalid run is made again and only its last attempt is kept. If the runs that go
+    invalid are the fast ones (a transfer that pushes the channel behind), the kept runs lean
+    slow; the reader needs to see that the left-out attempts looked different. A mean outside
+    the valid runs' interval is the check because one invalid attempt is common, and one value
+    has no variance for a test of its own."""
+    entry = catalogue_entry(metric_name)
+    columns = ["cell_index", "cell", *results.axes, "status", "warmup", metric_name]
+    frames = [results.runs] + ([results.superseded] if results.superseded is not None else [])
+    attempts = pd.concat([frame.reindex(columns=columns) for frame in frames if not frame.empty])
+    attempts = attempts[~attempts["warmup"].astype(bool) & attempts["status"].isin({"ok", "invalid"})]
+    rows = []
+    for cell_index, part in attempts.groupby("cell_index", sort=True):
+        invalid = part.loc[part["status"] == "invalid", metric_name].dropna().astype(float)
+        # the valid runs are the kept ones: an ok attempt is superseded only when a resumed run is made again
+        kept = results.runs[(results.runs["cell_index"] == cell_index) & (results.runs["status"] == "ok")
+                            & ~results.runs["warmup"]]
+        interval = metric_mean_ci(kept[metric_name] if metric_name in kept else [], entry.bounds, confidence)
+        if invalid.empty or interval.n < 2:
+            continue
+        mean_invalid = float(invalid.mean())
+        rows.append({"cell_index": cell_index, "cell": part["cell"].iloc[0],
+                     **{axis: part[axis].iloc[0] for axis in results.axes}, "metric": metric_name,
+                     "n_invalid": int(invalid.size), "mean_invalid": mean_invalid, "n_valid": interval.n,
+                     "mean_valid": interval.mean, "ci_low": interval.low, "ci_high": interval.high,
+                     "outside": bool(mean_invalid < interval.low or mean_invalid > interval.high)})
+    return pd.DataFrame(rows, columns=["cell_index", "cell", *results.axes, *BIAS_COLUMNS])
 
 
 def summarize_cells(results: ResultsFolder, include_invalid: bool = False,
@@ -120,8 +170,11 @@ def _verdict(gain: float, low: float, high: float, better: str | None) -> str:
 
 def relative_gains(results: ResultsFolder, baseline: str, metrics: list[str],
                    include_invalid: bool = False, confidence: float = 0.95) -> pd.DataFrame:
-    """Gain of each transport over ``baseline`` per value of the other axes and metric:
-    ``mean(T) / mean(baseline) - 1`` with a delta-method interval (stats.relative_gain)."""
+    """Each transport against ``baseline`` per value of the other axes and metric: the gain
+    ``mean(T) / mean(baseline) - 1`` with its interval on the log of the ratio, and the
+    difference ``mean(T) - mean(baseline)`` with Welch's interval (stats.compare_means).
+    ``comparison`` says which one the report shows: "relative", or "absolute" when the
+    baseline's mean is too uncertain to divide by (``note`` says why)."""
     runs = results.runs[counted(results.runs, include_invalid)]
     others = results.other_axes
     rows = []
@@ -144,18 +197,38 @@ def relative_gains(results: ResultsFolder, baseline: str, metrics: list[str],
                        "n_transport": int(other_values.size),
                        "mean_baseline": float(base_values.mean()) if base_values.size else math.nan,
                        "mean_transport": float(other_values.mean()) if other_values.size else math.nan,
-                       "gain": math.nan, "ci_low": math.nan, "ci_high": math.nan, "better": entry.better or "",
-                       "verdict": "", "note": ""}
-                try:
-                    gain = relative_gain(base_values, other_values, confidence)
-                    row.update(gain=gain.gain, ci_low=gain.low, ci_high=gain.high,
-                               verdict=_verdict(gain.gain, gain.low, gain.high, entry.better))
-                except ValueError as error:  # fewer than two runs, or a zero baseline mean
-                    row["note"] = str(error)
-                    if base_values.size and other_values.size and np.mean(base_values) != 0:
-                        row["gain"] = float(np.mean(other_values) / np.mean(base_values) - 1)
+                       "comparison": "", "gain": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                       "difference": math.nan, "difference_ci_low": math.nan, "difference_ci_high": math.nan,
+                       "better": entry.better or "", "verdict": "", "note": ""}
+                row.update(_comparison_columns(base_values, other_values, baseline, transport, entry.better,
+                                               confidence))
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*others, *GAIN_COLUMNS])
+
+
+def _comparison_columns(base_values: np.ndarray, other_values: np.ndarray, baseline: str, transport: str,
+                        better: str | None, confidence: float) -> dict[str, Any]:
+    """The gain or difference columns of one row of :func:`relative_gains`."""
+    try:
+        comparison = compare_means(base_values, other_values, confidence)
+    except ValueError as error:  # fewer than two runs: a point estimate at most, no interval
+        columns: dict[str, Any] = {"note": str(error)}
+        if base_values.size and other_values.size:
+            columns["difference"] = float(np.mean(other_values) - np.mean(base_values))
+            if np.mean(base_values) > 0:
+                columns["gain"] = float(np.mean(other_values) / np.mean(base_values) - 1)
+        return columns
+    difference = comparison.difference
+    columns = {"difference": difference.difference, "difference_ci_low": difference.low,
+               "difference_ci_high": difference.high}
+    if comparison.gain is not None:
+        gain = comparison.gain
+        return {**columns, "comparison": "relative", "gain": gain.gain, "ci_low": gain.low, "ci_high": gain.high,
+                "verdict": _verdict(gain.gain, gain.low, gain.high, better)}
+    why = comparison.why_absolute.replace("the baseline's", f"{baseline}'s").replace("of B", f"of {transport}")
+    return {**columns, "comparison": "absolute",
+            "verdict": _verdict(difference.difference, difference.low, difference.high, better),
+            "note": f"{transport} - {baseline}, not a gain: {why}"}
 
 
 def choose_baseline(results: ResultsFolder, requested: str | None) -> str | None:
@@ -175,12 +248,18 @@ def choose_baseline(results: ResultsFolder, requested: str | None) -> str | None
 
 
 def summarize_results(results: ResultsFolder, metrics: list[str], baseline: str | None,
-                      include_invalid: bool = False) -> Summary:
+                      include_invalid: bool = False, bias_metric: str | None = None) -> Summary:
+    """Everything the report's tables show; ``bias_metric`` (default: the first of ``metrics``)
+    is the one the invalid attempts are compared in (:func:`rerun_bias`)."""
     gains = (relative_gains(results, baseline, metrics, include_invalid) if baseline
              else pd.DataFrame(columns=[*results.other_axes, *GAIN_COLUMNS]))
+    bias_metric = bias_metric or (metrics[0] if metrics else None)
+    bias = (rerun_bias(results, bias_metric) if bias_metric
+            else pd.DataFrame(columns=["cell_index", "cell", *results.axes, *BIAS_COLUMNS]))
     return Summary(table=summarize_cells(results, include_invalid), gains=gains,
                    counts=cell_counts(results, include_invalid), baseline=baseline,
-                   include_invalid=include_invalid, cell_columns=["cell_index", "cell", *results.axes])
+                   include_invalid=include_invalid, cell_columns=["cell_index", "cell", *results.axes],
+                   bias=bias, bias_metric=bias_metric)
 
 
 def select_metrics(results: ResultsFolder, requested: list[str] | None, headline: tuple[str, ...],

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from quicbed.analysis.stats import MAX_BASELINE_RSE
 from quicbed.report.summary import Summary, catalogue_entry
 
 DASH = "–"
@@ -126,37 +127,108 @@ def overview_table(summary: Summary, metrics: list[str]) -> Table:
     return Table([*_cell_header(summary), "n", *(metric_heading(m) for m in metrics)], body)
 
 
+def difference(value: float, unit: str, scale: float) -> str:
+    """A difference of two means in display units, signed; percentages of a share become
+    percentage points ("% pts") so that they are not read as a relative change."""
+    if math.isnan(value):
+        return DASH
+    shown = f"{'+' if value > 0 else ''}{number(value * scale)}"
+    return f"{shown} {'% pts' if unit == '%' else unit}".rstrip()
+
+
 def gains_table(summary: Summary, metrics: list[str]) -> Table:
+    """Per other-axes value, metric and transport: the relative gain over the baseline with its
+    95 % CI, or, where the baseline's mean is too uncertain to divide by (``comparison``
+    "absolute"), the difference of the means in the metric's unit, with the reason."""
     gains = summary.gains[summary.gains["metric"].isin(metrics)]
     others = [column for column in summary.cell_columns[2:] if column != "transport"]
     body = []
     for _, row in gains.iterrows():
-        interval = (f"[{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
-                    if not math.isnan(row["ci_low"]) else DASH)
+        if row.get("comparison") == "absolute":
+            entry = catalogue_entry(row["metric"])
+            shown = difference(row["difference"], entry.unit, entry.scale)
+            interval = (f"[{difference(row['difference_ci_low'], entry.unit, entry.scale)}, "
+                        f"{difference(row['difference_ci_high'], entry.unit, entry.scale)}]")
+            verdict = f"{row['verdict']} ({row['note']})" if row["verdict"] else row["note"]
+        else:
+            shown = percent(row["gain"])
+            interval = (f"[{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
+                        if not math.isnan(row["ci_low"]) else DASH)
+            verdict = row["verdict"] or row["note"]
         body.append([*(str(row[axis]) for axis in others), metric_heading(row["metric"]), str(row["transport"]),
-                     f"{row['n_transport']} vs {row['n_baseline']}", percent(row["gain"]), interval,
-                     row["verdict"] or row["note"] or DASH])
-    return Table([*others, "metric", f"transport vs {summary.baseline}", "n", "gain", "95 % CI", "verdict"],
-                 body)
+                     f"{row['n_transport']} vs {row['n_baseline']}", shown, interval, verdict or DASH])
+    return Table([*others, "metric", f"transport vs {summary.baseline}", "n", "gain (or difference)", "95 % CI",
+                  "verdict"], body)
+
+
+def gains_explanation(baseline: str) -> str:
+    """How the gains table was computed, naming the baseline (the words under its heading)."""
+    return (f"mean(transport) / mean({baseline}) − 1, with its 95 % CI from the log of the ratio (delta method, "
+            f"Welch-Satterthwaite t): it never goes below −100 %. Where {baseline}'s mean is too uncertain to "
+            f"divide by (its 95 % CI includes 0, or its relative standard error exceeds "
+            f"{round(100 * MAX_BASELINE_RSE)} %), the row shows the difference mean(transport) − mean({baseline}) "
+            "in the metric's unit with Welch's 95 % CI instead. Verdict from the CI and whether higher or lower "
+            "is better.")
+
+
+def attempts_text(invalid: int, attempts: int) -> str:
+    """Invalid attempts of all completed ones: ``1 of 4 (25 %)``."""
+    return f"{invalid} of {attempts}" + (f" ({round(100 * invalid / attempts)} %)" if invalid and attempts else "")
 
 
 def counts_table(summary: Summary) -> Table:
     body = [[*_cell_values(summary, row), str(row["runs"]), str(row["used"]), str(row["cpu_bound"]),
-             str(row["failed"]), str(row["invalid"]), str(row["remade"]), str(row["warmup"])]
+             str(row["cpu_unknown"]), str(row["failed"]), str(row["invalid"]), str(row["remade"]),
+             attempts_text(int(row["invalid_attempts"]), int(row["attempts"])), str(row["warmup"])]
             for _, row in summary.counts.sort_values("cell_index").iterrows()]
     invalid = "invalid (counted)" if summary.include_invalid else "invalid (excluded)"
-    return Table([*_cell_header(summary), "runs", "counted", "of which CPU-bound", "failed", invalid,
-                  "made again", "warm-up"], body)
+    return Table([*_cell_header(summary), "runs", "counted", "of which CPU-bound", "of which CPU unknown", "failed",
+                  invalid, "made again", "invalid attempts", "warm-up"], body)
 
 
 def cpu_bound_headline(summary: Summary) -> str | None:
-    """One sentence naming the cells whose counted runs were CPU-bound, or None."""
+    """The cells whose counted runs were CPU-bound, and those with runs whose CPU state is
+    unknown (one sentence each), or None when every counted run is known not to be."""
     counts = summary.counts.sort_values("cell_index")
+    sentences = []
     bound = counts[counts["cpu_bound"] > 0]
-    if bound.empty:
-        return None
-    cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_bound']} of {row['used']}"
-                      for _, row in bound.iterrows())
-    return (f"CPU-bound runs (an endpoint or the ns-3 channel wanted a whole core for at least 20 % of the "
+    if not bound.empty:
+        cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_bound']} of {row['used']}"
+                          for _, row in bound.iterrows())
+        sentences.append(
+            f"CPU-bound runs (an endpoint or the ns-3 channel wanted a whole core for at least 20 % of the "
             f"transfer, or the machine was saturated): {cells}. Their figures measure the endpoints' or the "
             "machine's CPU as much as the network (docs/metrics.md, 'CPU accounting').")
+    unknown = counts[counts["cpu_unknown"] > 0]
+    if not unknown.empty:
+        cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_unknown']} of {row['used']}"
+                          for _, row in unknown.iterrows())
+        sentences.append(f"CPU state unknown (no CPU figures, or only some: it may have been CPU-bound): {cells}.")
+    return " ".join(sentences) or None
+
+
+def rerun_bias_warnings(summary: Summary) -> list[str]:
+    """One sentence per cell whose invalid attempts' mean of the bias metric lies outside the
+    95 % CI of its valid runs: the runs kept may lean (summary.rerun_bias)."""
+    if summary.bias.empty or summary.bias_metric is None:
+        return []
+    entry = catalogue_entry(summary.bias_metric)
+    unit = f" {entry.unit}" if entry.unit else ""
+    lines = []
+    for _, row in summary.bias[summary.bias["outside"]].sort_values("cell_index").iterrows():
+        lines.append(f"{' '.join(_cell_values(summary, row))}: {row['n_invalid']} invalid attempt(s) averaged "
+                     f"{number(entry.show(row['mean_invalid']))}{unit}, the {row['n_valid']} valid runs "
+                     f"{number(entry.show(row['mean_valid']))} [{number(entry.show(row['ci_low']))}, "
+                     f"{number(entry.show(row['ci_high']))}]{unit}")
+    return lines
+
+
+def rerun_bias_headline(summary: Summary) -> str | None:
+    """The warning the report puts first when invalid attempts differ from the valid runs."""
+    cells = rerun_bias_warnings(summary)
+    if not cells:
+        return None
+    label = catalogue_entry(summary.bias_metric or "").label
+    return (f"Invalid attempts differ from the valid runs in {label} (their mean outside the valid runs' 95 % CI): "
+            + "; ".join(cells) + ". Only valid runs count and invalid ones are made again, so these cells may lean "
+            "towards the runs that stayed valid (docs/metrics.md, 'Statistics over runs').")

@@ -357,3 +357,41 @@ def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_p
     capped, throttling = download(0.2)
     assert capped > 3 * free, (free, capped)
     assert throttling is not None and throttling["throttled_periods"] > 0, throttling
+
+
+#: half a core: 3 ms of the thread's own CPU time, then 3 ms asleep, until killed
+HALF_CORE = """
+import time
+while True:
+    end = time.thread_time() + 0.003
+    while time.thread_time() < end:
+        pass
+    time.sleep(0.003)
+"""
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) is not installed")
+def test_threads_that_together_fill_their_core_are_cpu_bound(accounting, backend, children):
+    """Two processes of one role, each wanting half a core, pinned to the same core: one by one
+    they want about two thirds of it, running or waiting while the other runs (less than the
+    90 % the busiest thread must reach), together they keep the only core they may use busy.
+    The role is CPU-bound by its combined demand (the busiest-thread rule alone: never)."""
+    if not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
+        pytest.skip("this kernel has no /proc/PID/schedstat (CONFIG_SCHED_INFO)")
+    acct = accounting(("client", "server"))
+    t0 = time.monotonic()
+    for _ in range(2):
+        children.spawn(["taskset", "-c", "0", sys.executable, "-c", HALF_CORE], acct.preexec("client"))
+    children.spawn(["sleep", "30"], acct.preexec("server"))
+    time.sleep(2.0)
+    report = acct.window(t0 + 0.5, t0 + 1.9)
+    acct.stop()
+    middle = [s for s in acct._samples if t0 + 0.5 < s.t <= t0 + 1.9]
+    busiest = sorted(s.demand.get("client", 0.0) for s in middle)
+    combined = sorted(s.combined.get("client", 0.0) for s in middle)
+    if busiest[len(busiest) // 2] >= 0.9:  # other work on core 0 kept each of them waiting
+        pytest.skip(f"a single thread was CPU-bound already (busiest demand per interval: {busiest})")
+    assert combined[len(combined) // 2] >= 0.95, combined  # together they fill the core
+    assert report.roles["client"].saturated_share > 0.8, report.roles["client"]
+    assert report.roles["server"].saturated_share == 0.0
+    assert "client was CPU-bound" in " ".join(cpu.saturation_reasons(report))

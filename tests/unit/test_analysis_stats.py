@@ -54,16 +54,84 @@ def test_summarize_groups() -> None:
 
 
 def test_relative_gain_delta_method_by_hand() -> None:
+    """The interval is the delta-method interval of log(mB / mA), mapped back: for these
+    values [-5.14 %, +87.4 %] (the interval of the ratio itself was [-12.1 %, +78.7 %])."""
     a, b = [10.0, 12.0, 14.0], [15.0, 15.0, 18.0]
     gain = stats.relative_gain(a, b)
     # mA = 12, sA^2 = 4; mB = 16, sB^2 = 3; g = 16/12 - 1 = 1/3
-    va, vb = 4 / (3 * 144), 3 / (3 * 256)
-    se = 16 / 12 * math.sqrt(va + vb)
+    va, vb = 4 / (3 * 144), 3 / (3 * 256)  # squared relative standard errors = variances of log(mean)
+    se = math.sqrt(va + vb)
     dof = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
     t = sps.t.ppf(0.975, dof)
     assert gain.gain == pytest.approx(1 / 3)
-    assert (gain.low, gain.high) == pytest.approx((1 / 3 - t * se, 1 / 3 + t * se))
+    assert (gain.low, gain.high) == pytest.approx((math.expm1(math.log(4 / 3) - t * se),
+                                                   math.expm1(math.log(4 / 3) + t * se)))
+    assert (gain.low, gain.high) == pytest.approx((-0.05141, 0.87412), abs=1e-5)
     assert dof == pytest.approx(3.4326, abs=1e-3) and gain.method.startswith("delta")
+
+
+def test_a_relative_gain_interval_never_goes_below_minus_100_percent() -> None:
+    """A precise baseline and a small, noisy transport: the interval of the ratio went down to
+    -152 %, which no ratio of two positive means can reach; the one of its log does not."""
+    a, b = [10.0, 10.5, 9.5], [0.1, 5.0, 0.2]
+    gain = stats.relative_gain(a, b)
+    assert gain.gain == pytest.approx(5.3 / 3 / 10 - 1)
+    assert -1 < gain.low == pytest.approx(-0.99654, abs=1e-5)
+    assert gain.high == pytest.approx(8.0155, abs=1e-3)
+    assert gain.low < gain.gain < gain.high
+
+
+def test_relative_gain_intervals_are_reciprocal_when_the_baseline_changes() -> None:
+    """On the log scale, B over A and A over B are the same interval with the sign changed:
+    (1 + low(B/A)) * (1 + high(A/B)) = 1."""
+    a, b = [9.0, 10.0, 11.5, 10.2], [12.0, 13.5, 11.0]
+    forward, backward = stats.relative_gain(a, b), stats.relative_gain(b, a)
+    assert (1 + forward.low) * (1 + backward.high) == pytest.approx(1)
+    assert (1 + forward.high) * (1 + backward.low) == pytest.approx(1)
+
+
+def test_an_uncertain_baseline_gives_the_absolute_difference() -> None:
+    """A baseline whose 95 % CI includes 0 (1, 9, 20: [-14.2, 34.2]) is not divided by: the
+    comparison is B - A with Welch's interval, the one scipy's Welch t-test gives."""
+    a, b = [1.0, 9.0, 20.0], [30.0, 31.0, 29.0]
+    assert "includes 0" in (stats.baseline_problem(a) or "")
+    with pytest.raises(ValueError, match="too uncertain"):
+        stats.relative_gain(a, b)
+    comparison = stats.compare_means(a, b)
+    assert comparison.gain is None and "includes 0" in comparison.why_absolute
+    welch = sps.ttest_ind(b, a, equal_var=False).confidence_interval()
+    difference = comparison.difference
+    assert difference.difference == pytest.approx(20.0)
+    assert (difference.low, difference.high) == pytest.approx((welch.low, welch.high))
+    assert (difference.low, difference.high) == pytest.approx((-3.3427, 43.3427), abs=1e-4)
+
+
+def test_a_baseline_above_the_relative_error_bound_gives_the_absolute_difference() -> None:
+    """Mean 10, relative standard error 22.4 %: its CI [4.9, 15.1] excludes 0, but the ratio
+    would still be biased by about RSE^2 (5 %) and its interval unreliable: absolute."""
+    a = [2.0, 19.0, 3.0, 18.0, 10.0, 1.0, 20.0, 9.0, 11.0, 7.0]
+    b = [12.0, 13.0, 11.0, 12.5]
+    assert stats.relative_standard_error(a) == pytest.approx(math.sqrt(0.05))
+    assert stats.mean_ci(a).low > 0
+    assert "relative standard error 22 %" in (stats.baseline_problem(a) or "")
+    comparison = stats.compare_means(a, b)
+    assert comparison.gain is None and comparison.difference.difference == pytest.approx(2.125)
+    # a precise baseline keeps the relative gain; the difference is there as well
+    precise = stats.compare_means([10.0, 11.0, 9.0, 10.0], b)
+    assert precise.gain is not None and precise.why_absolute == ""
+    assert precise.gain.gain == pytest.approx(12.125 / 10 - 1)
+    assert precise.difference.difference == pytest.approx(2.125)
+    assert stats.baseline_problem([10.0, 11.0, 9.0, 10.0]) is None
+
+
+def test_a_zero_or_negative_mean_is_never_divided_by() -> None:
+    assert "mean is 0" in (stats.baseline_problem([0.0, 0.0, 0.0]) or "")
+    assert stats.compare_means([0.0, 0.0, 0.0], [0.01, 0.02]).gain is None
+    # a transport whose mean is 0 has no log-ratio: the difference, saying why
+    nothing = stats.compare_means([0.02, 0.021, 0.019], [0.0, 0.0])
+    assert nothing.gain is None and "mean of B is 0" in nothing.why_absolute
+    assert (nothing.difference.low, nothing.difference.high) == pytest.approx((-0.02 - 0.0024841, -0.02 + 0.0024841),
+                                                                              abs=1e-6)
 
 
 def test_relative_gain_methods_agree_and_cover() -> None:
@@ -235,7 +303,8 @@ def test_catalogue_declares_the_range_of_every_metric() -> None:
 
     fractions = {"loss", "out_of_order", "ipt_server_short_share", "ipt_client_short_share", "jain_index",
                  "airtime_share", "phase_slow_start", "phase_congestion_avoidance", "phase_recovery",
-                 "lag_behind_share", "cpu_server_bound", "cpu_client_bound", "cpu_channel_bound",
+                 "lag_behind_share", "lag_slow_share", "cpu_server_bound", "cpu_client_bound",
+                 "cpu_competitor_bound", "cpu_channel_bound",
                  "cpu_machine_busy", "cpu_machine_steal", "cwnd_above_bdp", "slow_start_exit_delay",
                  "spurious_loss_share", "competitor_ipt_server_short_share", "goodput_share", "client_throttled"}
     for name, entry in METRICS.items():

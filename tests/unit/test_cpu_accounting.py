@@ -199,3 +199,83 @@ def test_demand_decides_saturation_where_schedstat_gives_it():
     report = compute_report(samples, 0.0, 3.0, interval=1.0, roles=["client"])
     assert report.roles["client"].saturated_share == pytest.approx(2 / 3)
     assert report.roles["client"].peak_share == pytest.approx(0.95)
+
+
+def _roles(**bound: float) -> dict[str, RoleCpu]:
+    """Every role of a run, idle, except those given with their CPU-bound share."""
+    names = ("server", "client", "competitor", "background", "capture", "channel", "stress")
+    return {name: RoleCpu(0.1, 0.05, 0.2, bound.get(name, 0.0)) for name in names}
+
+
+def test_a_cpu_bound_competitor_or_channel_flags_the_run_but_load_that_is_no_endpoint_does_not():
+    """The second download of a competitor run is as much a part of the measurement as the
+    first: its client or server starved of CPU changes the shares both get."""
+    machine = MachineCpu(2, 0.5, 0.5, 0.0)
+    competitor = CpuReport("cgroup-v1", 0.1, 2.0, _roles(competitor=0.5), machine)
+    assert saturation_reasons(competitor) == [
+        "competitor was CPU-bound (>= 90 % of a core) for 50 % of the transfer"]
+    assert saturation_reasons(CpuReport("cgroup-v1", 0.1, 2.0, _roles(channel=0.3), machine))[0].startswith("channel")
+    # stress load is CPU-bound by design, captures and background traffic are no endpoint
+    idle = CpuReport("cgroup-v1", 0.1, 2.0, _roles(stress=1.0, background=1.0, capture=1.0), machine)
+    assert saturation_reasons(idle) == []
+    assert set(cpu.JUDGED_ROLES) == {"server", "client", "competitor", "channel"}
+
+
+def test_missing_cpu_data_is_unknown_not_fine():
+    """No samples over the transfer, or samples over only part of it, or a role that could not
+    be read: the run is not CPU-bound as far as anyone knows, but nor is it known to be fine."""
+    samples = _samples([1.0] * 5)
+    nothing = compute_report(samples, 10.0, 11.0, interval=0.1)
+    assert saturation_reasons(nothing) == []  # no data is no reason to call it CPU-bound...
+    assert nothing.unknown == ["no CPU samples cover the window (6 samples)"]  # ...nor to call it fine
+    part = compute_report(samples, 0.0, 2.0, interval=0.1)
+    assert part.unknown == ["samples cover only 0.500 s of the 2.000 s window"]
+    assert compute_report(samples, 0.0, 0.5, interval=0.1).unknown == []
+    gap = compute_report(samples, 0.0, 0.5, interval=0.1, gaps=["cannot read the CPU usage of client: gone"])
+    assert gap.unknown == ["cannot read the CPU usage of client: gone"]
+    still = [Sample(0.0, {}, MachineTicks(5, 5, 0)), Sample(0.005, {}, MachineTicks(5, 5, 0))]
+    assert compute_report(still, 0.0, 0.005).unknown == [
+        "the window is shorter than one /proc/stat tick: no machine figures"]
+
+
+def test_a_run_without_cpu_accounting_records_why_its_cpu_state_is_unknown():
+    """Accounting that could not start (no cgroup, no /proc) leaves the run unflagged and says
+    so in its details and on its result line, instead of passing it as not CPU-bound."""
+    from types import SimpleNamespace
+
+    from quicbed.runner.engine import result_text
+    from quicbed.runner.transfer import RunExecution
+
+    execution = SimpleNamespace(details={"cpu": {"error": "CPU accounting unavailable: no /proc/stat"}})
+    RunExecution._record_cpu(execution, None, {})  # type: ignore[arg-type]
+    assert execution.details["cpu_bound_reasons"] == []
+    assert execution.details["cpu_unknown_reasons"] == ["CPU accounting unavailable: no /proc/stat"]
+    record = {"status": "ok", "metrics": {}, "warmup": False, "invalid_reasons": [],
+              "cpu_unknown_reasons": execution.details["cpu_unknown_reasons"]}
+    assert result_text(record).endswith("[CPU state unknown: CPU accounting unavailable: no /proc/stat]")
+
+
+def test_a_role_is_judged_by_its_threads_together_too():
+    """Two threads that each want half of the one core they may use are never CPU-bound one by
+    one, yet together they keep that core busy: the role's run + wait time over the cores it may
+    use (``combined``) makes those intervals CPU-bound."""
+    machine = MachineTicks(0, 0, 0)
+    samples = [Sample(0.0, {"client": 0.0}, machine),
+               Sample(1.0, {"client": 1.0}, machine, {"client": 0.55}, combined={"client": 1.1}),
+               Sample(2.0, {"client": 1.4}, machine, {"client": 0.2}, combined={"client": 0.4}),
+               Sample(3.0, {"client": 2.4}, machine, {"client": 0.6}, combined={"client": 0.95})]
+    report = compute_report(samples, 0.0, 3.0, interval=1.0, roles=["client"])
+    assert report.roles["client"].saturated_share == pytest.approx(2 / 3)
+    assert "client was CPU-bound" in saturation_reasons(report)[0]
+
+
+def test_the_channel_is_judged_by_its_busiest_thread_only():
+    """The channel's simulator and TAP threads share one core by design and wait for each other:
+    their summed demand (1.2 here) says nothing about a core used at 0.6; its busiest thread and
+    its lag do."""
+    machine = MachineTicks(0, 0, 0)
+    samples = [Sample(0.0, {"channel": 0.0}, machine),
+               Sample(1.0, {"channel": 0.6}, machine, {"channel": 0.6}, combined={"channel": 1.2}),
+               Sample(2.0, {"channel": 1.55}, machine, {"channel": 0.95}, combined={"channel": 1.3})]
+    report = compute_report(samples, 0.0, 2.0, interval=1.0, roles=["channel"])
+    assert report.roles["channel"].saturated_share == pytest.approx(1 / 2)  # the second interval only

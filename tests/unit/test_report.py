@@ -92,10 +92,14 @@ def test_gains_against_the_first_transport_of_the_matrix(matrix_report: Path) ->
                       & (gains["link.bottleneck.loss"] == 0)].iloc[0]
     assert time_gain["gain"] == pytest.approx(np.mean(1 / np.array(GOODPUT["bquic"]))
                                               / np.mean(1 / np.array(GOODPUT["quic"])) - 1)
-    assert time_gain["ci_low"] < 0 < time_gain["gain"] and time_gain["verdict"] == "no significant difference"
+    # the interval of the log of the ratio: +0.2 % to +74 %, so bquic's longer download time is significant
+    assert 0 < time_gain["ci_low"] < 0.01 < time_gain["gain"] and time_gain["verdict"] == "worse"
+    assert (row["comparison"], time_gain["comparison"]) == ("relative", "relative")
     loss = gains[(gains["metric"] == "loss") & (gains["transport"] == "bquic")
                  & (gains["link.bottleneck.loss"] == 0)].iloc[0]
-    assert math.isnan(loss["gain"]) and "mean of A is 0" in loss["note"]  # QUIC lost nothing
+    # QUIC lost nothing: no gain over a zero mean, the difference instead
+    assert math.isnan(loss["gain"]) and loss["comparison"] == "absolute" and "quic's mean is 0" in loss["note"]
+    assert loss["difference"] == pytest.approx(loss["mean_transport"] - loss["mean_baseline"])
     tcp = gains[(gains["metric"] == "goodput") & (gains["transport"] == "tcp")
                 & (gains["link.bottleneck.loss"] == 2)].iloc[0]
     assert tcp["gain"] > 0 and tcp["verdict"] == "no significant difference"
@@ -397,3 +401,117 @@ def test_parallel_flows_are_named_by_their_downloads_with_their_gaps_at_the_serv
     for stem in ("share-c000-r001", "ipt-flows-c000-r001"):
         svg = (folder / "report" / f"{stem}.svg").read_text()
         assert "quic+tcp" in svg and "tcp (competitor)" in svg, stem
+
+
+def test_a_baseline_too_uncertain_to_divide_by_is_compared_by_the_difference(tmp_path: Path) -> None:
+    """quic's goodputs 1, 9 and 20 Mbit/s (its CI includes 0) against bquic's 6, 7, 7.5: the
+    ratio's interval was -32 % [-188 %, +125 %], below what any ratio can reach. The report
+    shows bquic - quic = -3.17 Mbit/s with Welch's interval instead, naming quic as the baseline."""
+    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"]}}
+    folder = make_matrix_folder(tmp_path / "e", study=study)
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    noisy = {"c000-r001": 1e6, "c000-r002": 9e6, "c000-r003": 20e6}
+    for line in lines:
+        if line["run_id"] in noisy:
+            line["metrics"]["goodput"] = noisy[line["run_id"]]
+    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    build_report(folder, ReportOptions())
+    gains = pd.read_csv(folder / "gains.csv")
+    row = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
+                & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    welch = sps.ttest_ind(GOODPUT["bquic"], list(noisy.values()), equal_var=False).confidence_interval()
+    assert row["comparison"] == "absolute" and math.isnan(row["gain"]) and math.isnan(row["ci_low"])
+    assert row["difference"] == pytest.approx(np.mean(GOODPUT["bquic"]) - 10e6)
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (pytest.approx(welch.low),
+                                                                      pytest.approx(welch.high))
+    assert row["verdict"] == "no significant difference" and "quic's 95 % CI includes 0" in row["note"]
+    other = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
+                  & (gains["link.bottleneck.loss"] == 2)].iloc[0]
+    assert other["comparison"] == "relative" and other["ci_low"] > -1
+    text = (folder / "summary.md").read_text()
+    assert "| link.bottleneck.loss | metric | transport vs quic | n | gain (or difference) |" in text
+    assert "| 0 | goodput (Mbit/s) | bquic | 3 vs 3 | -3.17 Mbit/s | [" in text
+    assert "Where quic's mean is too uncertain to divide by" in text
+    caption = text[text.index("## goodput by link.bottleneck.loss"):text.index("## Overview")]
+    assert "0: -3.17 Mbit/s [" in caption and "(a difference: quic's mean is too uncertain to divide by)" in caption
+    for low in re.findall(r": ([+-]\d+)% \[([+-]\d+)%", caption):
+        assert int(low[1]) > -100
+
+
+def _rewrite(folder: Path, change) -> list[dict]:  # type: ignore[no-untyped-def]
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    lines = [changed for line in lines for changed in change(line)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return lines
+
+
+def test_runs_whose_cpu_state_is_unknown_are_counted_and_named_never_passed_as_fine(tmp_path: Path) -> None:
+    """A run whose CPU accounting saw nothing (no cgroup, no /proc, no samples over the transfer)
+    is not "not CPU-bound": the report counts such runs per cell and names them; a record from
+    before runs said so counts as unknown when it has no CPU figures."""
+    folder = make_matrix_folder(tmp_path / "e")
+
+    def change(line: dict) -> list[dict]:
+        if line["status"] != "failed":
+            line["metrics"].update(cpu_server=0.5, cpu_client=0.4, cpu_machine_busy=0.4, cpu_machine_steal=0.0)
+            line["cpu_unknown_reasons"] = []
+        if line["run_id"] in ("c000-r001", "c003-r002"):
+            line["cpu_unknown_reasons"] = ["CPU accounting unavailable: no /proc/stat"]
+            line["metrics"] = {key: value for key, value in line["metrics"].items() if not key.startswith("cpu_")}
+        if line["run_id"] == "c004-r003":  # older record: no field and no CPU figures
+            line.pop("cpu_unknown_reasons")
+            line["metrics"] = {key: value for key, value in line["metrics"].items() if not key.startswith("cpu_")}
+        return [line]
+    _rewrite(folder, change)
+    result = build_report(folder, ReportOptions(plots=False))
+    counts = result.summary.counts.set_index("cell_index")
+    assert list(counts["cpu_unknown"]) == [1, 0, 0, 1, 1, 0]
+    assert list(counts["cpu_bound"]) == [0] * 6
+    text = (folder / "summary.md").read_text()
+    assert "of which CPU unknown" in text
+    assert ("CPU state unknown (no CPU figures, or only some: it may have been CPU-bound): quic 0: 1 of 3, "
+            "bquic 2: 1 of 3, tcp 0: 1 of 3") in text
+    assert "- CPU accounting unavailable: no /proc/stat: 2 run(s): c000-r001, c003-r002" in text
+    assert "- no CPU figures in the record: 1 run(s): c004-r003" in text
+    assert "CPU state unknown" in (folder / "index.html").read_text()
+
+
+def test_invalid_attempts_per_cell_and_a_warning_when_they_differ_from_the_valid_runs(tmp_path: Path) -> None:
+    """Invalid runs are made again and only the last attempt is kept: the report shows the
+    invalid attempts per cell against all completed ones, and warns where the invalid attempts'
+    mean of the headline metric lies outside the valid runs' 95 % CI (the kept runs may lean)."""
+    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"]}}
+    folder = make_matrix_folder(tmp_path / "e", study=study)
+
+    def change(line: dict) -> list[dict]:
+        if line["run_id"] == "c002-r001":  # bquic at loss 0: an invalid first attempt, 12 Mbit/s, made again
+            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
+            first["metrics"]["goodput"] = 12e6
+            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
+                                                      "invalid_reasons": ["ns-3 behind"]}])
+            return [first, line]
+        if line["run_id"] == "c004-r001":  # tcp at loss 0: an invalid attempt like the valid runs
+            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
+            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
+                                                      "invalid_reasons": ["ns-3 behind"]}])
+            return [first, line]
+        return [line]
+    _rewrite(folder, change)
+    result = build_report(folder, ReportOptions(plots=False))
+    counts = result.summary.counts.set_index("cell_index")
+    # cell 0 keeps its invalid run (20 Mbit/s, the budget spent) and has a failed one, which is no attempt
+    assert list(counts["attempts"]) == [4, 3, 4, 3, 4, 3]
+    assert list(counts["invalid_attempts"]) == [1, 0, 1, 0, 1, 0]
+    assert list(counts["remade"]) == [0, 0, 1, 0, 1, 0]
+    bias = result.summary.bias.set_index("cell_index")
+    assert result.summary.bias_metric == "goodput"
+    assert list(bias.index) == [0, 2, 4]
+    assert bias.loc[2, "mean_invalid"] == pytest.approx(12e6) and bias.loc[2, "n_valid"] == 3
+    assert bias.loc[2, "mean_valid"] == pytest.approx(np.mean(GOODPUT["bquic"]))
+    assert list(bias["outside"]) == [True, True, False]
+    text = (folder / "summary.md").read_text()
+    assert "| invalid attempts |" in text and "| 1 of 4 (25 %) |" in text
+    assert ("bquic 0: 1 invalid attempt(s) averaged 12 Mbit/s, the 3 valid runs 6.83 [4.94, 8.73] Mbit/s") in text
+    warning = next(line for line in text.splitlines() if line.startswith("**Invalid attempts differ"))
+    assert "quic 0: 1 invalid attempt(s) averaged 20 Mbit/s" in warning and "tcp 0:" not in warning
+    assert "averaged 12 Mbit/s" in (folder / "index.html").read_text()
