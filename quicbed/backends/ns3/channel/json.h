@@ -369,6 +369,22 @@ Quote(const std::string& s)
     return out.str();
 }
 
+/// A histogram (bucket -> count) as a JSON object with the buckets as keys.
+inline std::string
+Counts(const std::map<uint32_t, uint64_t>& histogram)
+{
+    std::ostringstream out;
+    out << "{";
+    bool first = true;
+    for (auto& [bucket, count] : histogram)
+    {
+        out << (first ? "" : ", ") << "\"" << bucket << "\": " << count;
+        first = false;
+    }
+    out << "}";
+    return out.str();
+}
+
 /// A number as a JSON literal (non-finite values become null).
 inline std::string
 Num(double x)

@@ -12,6 +12,7 @@
 namespace qbchannel
 {
 
+using qbjson::Counts;
 using qbjson::Num;
 
 void
@@ -33,21 +34,11 @@ TxCounters::AddDelay(int64_t us)
 std::string
 TxCounters::Json() const
 {
-    auto counts = [](const std::map<uint32_t, uint64_t>& histogram) {
-        std::ostringstream o;
-        bool first = true;
-        for (auto& [k, v] : histogram)
-        {
-            o << (first ? "" : ", ") << "\"" << k << "\": " << v;
-            first = false;
-        }
-        return "{" + o.str() + "}";
-    };
     std::ostringstream o;
     o << "{\"psdus\": " << psdus << ", \"mpdus\": " << mpdus << ", \"bytes\": " << bytes
       << ", \"retries\": " << retries
       << ", \"mean_mpdus_per_psdu\": " << Num(psdus ? double(mpdus) / psdus : 0)
-      << ", \"mpdus_per_psdu\": " << counts(hist) << ", \"mac_delay_100us\": " << counts(delay) << "}";
+      << ", \"mpdus_per_psdu\": " << Counts(hist) << ", \"mac_delay_100us\": " << Counts(delay) << "}";
     return o.str();
 }
 

@@ -2,6 +2,8 @@
 
 #include "tap.h"
 
+#include "json.h"
+
 #include <algorithm>
 
 #include <cerrno>
@@ -101,16 +103,7 @@ DelayCounts::Merge(const DelayCounts& other)
 std::string
 DelayCounts::Json() const
 {
-    std::ostringstream o;
-    o << "\"delay_100us\": {";
-    bool first = true;
-    for (auto& [bucket, count] : buckets)
-    {
-        o << (first ? "" : ", ") << "\"" << bucket << "\": " << count;
-        first = false;
-    }
-    o << "}, \"delay_max_us\": " << maxUs;
-    return o.str();
+    return "\"delay_100us\": " + qbjson::Counts(buckets) + ", \"delay_max_us\": " + std::to_string(maxUs);
 }
 
 namespace
