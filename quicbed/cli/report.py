@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     folder: Path = args.results
     from quicbed.report import ReportOptions, build_report
     from quicbed.report.markdown import excluded_runs
-    from quicbed.report.tables import cpu_bound_headline, overview_table
+    from quicbed.report.tables import cpu_bound_headline, overview_table, rerun_bias_headline
 
     if args.max_runs_per_figure < 1:
         raise QuicbedError("--max-runs-per-figure must be at least 1")
@@ -78,9 +78,9 @@ def handle(args: argparse.Namespace) -> int:
     warmups = int(runs["warmup"].sum())
     if warmups:
         print(f"{warmups} warm-up run(s) excluded")
-    headline = cpu_bound_headline(report.summary)
-    if headline:
-        print(headline)
+    for headline in (rerun_bias_headline(report.summary), cpu_bound_headline(report.summary)):
+        if headline:
+            print(headline)
     for line in excluded_runs(report.results, args.include_invalid):
         print(f"  {line}")
     for note in report.figures.notes:

@@ -515,3 +515,24 @@ def test_invalid_attempts_per_cell_and_a_warning_when_they_differ_from_the_valid
     warning = next(line for line in text.splitlines() if line.startswith("**Invalid attempts differ"))
     assert "quic 0: 1 invalid attempt(s) averaged 20 Mbit/s" in warning and "tcp 0:" not in warning
     assert "averaged 12 Mbit/s" in (folder / "index.html").read_text()
+
+
+def test_the_report_command_prints_the_rerun_warning_first(tmp_path: Path, capsys) -> None:
+    from quicbed.cli import main
+
+    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"]}}
+    folder = make_matrix_folder(tmp_path / "e", study=study)
+
+    def change(line: dict) -> list[dict]:
+        if line["run_id"] == "c002-r001":  # an invalid first attempt far from the valid runs
+            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
+            first["metrics"]["goodput"] = 12e6
+            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
+                                                      "invalid_reasons": ["ns-3 behind"]}])
+            return [first, line]
+        return [line]
+    _rewrite(folder, change)
+    assert main(["report", str(folder), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "Invalid attempts differ from the valid runs in goodput" in printed
+    assert "bquic 0: 1 invalid attempt(s) averaged 12 Mbit/s" in printed
