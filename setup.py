@@ -30,7 +30,7 @@ setup(
         # FlightRadarAPI 1.6 removed the FlightRadar24 module mn_wifi.net imports.
         "mininet-wifi": ["FlightRadarAPI<1.6", "matplotlib>=3.7", "pillow", "bitstring", "skyfield", "requests",
                          "six", "psutil", "pexpect"],
-        "test": ["pytest>=7", "ansible-core==2.17.14", "ansible-lint==25.12.2"],
+        "test": ["pytest>=7", "hypothesis>=6.100", "ansible-core==2.17.14", "ansible-lint==25.12.2"],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},
 )

@@ -90,10 +90,10 @@ def field_overrides(assignments: list[str]) -> dict[str, object]:
 def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
     """Why this experiment cannot run on this kernel (None if it can)."""
     from quicbed.host.capabilities import has_hwsim, has_netem
-    from quicbed.runner.engine import topology_for
+    from quicbed.spec.experiment import topology_for
 
     if backend == "netns" and not has_netem():
-        if any(topology_for(experiment, cell, params).needs_netem() for cell in experiment.cells()):
+        if any(topology_for(experiment, cell, params).needs_netem() for cell in experiment.topology_cells()):
             return "this kernel has no netem"
     if backend == "mininet-wifi" and not has_hwsim():
         return "this kernel has no mac80211_hwsim"
@@ -108,26 +108,27 @@ def handle(args: argparse.Namespace) -> int:
                  **{key: value for key in ("repetitions", "warmup") if (value := getattr(args, key)) is not None}}
     experiment = load_experiment(experiment_file, overrides)
     params = parse_params(args.param)
-    try:
-        choice = choose_backend(experiment, args.backend, params, vm_requested=args.vm)
-        require_realisable(experiment, choice.backend, params)
-    except SpecError as error:
-        raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
-    backend = choice.backend
-    if choice.note:
-        print(f"note: {choice.note}", flush=True)
     if args.shard_by != "cell" and not args.shard:
         raise QuicbedError("--shard-by goes with --shard K/N (fix: add e.g. --shard 1/2)")
     shard = Shard.parse(args.shard, args.shard_by) if args.shard else None
     if shard is not None:
         shard.check(list(experiment.matrix))
-    plan = Plan.of(experiment, backend, shard)
+    # the runs are counted before any topology is built: a plan too large is refused at once
+    plan = Plan.of(experiment, args.backend or experiment.backend, shard)
+    if plan.large_here and not args.yes and not args.dry_run:
+        raise QuicbedError(f"{experiment_file}: {len(plan.runs)} runs, {estimate(plan)} (fix: add --yes to run "
+                           "them, or split them over machines with --shard K/N, see docs/multi-host.md)")
+    try:
+        choice = choose_backend(experiment, args.backend, params, vm_requested=args.vm)
+        require_realisable(experiment, choice.backend, params)
+    except SpecError as error:
+        raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
+    plan.backend = backend = choice.backend
+    if choice.note:
+        print(f"note: {choice.note}", flush=True)
     if args.dry_run:
         print_plan(plan, every_run=args.all)
         return 0
-    if plan.large_here and not args.yes:
-        raise QuicbedError(f"{experiment_file}: {len(plan.runs)} runs, {estimate(plan)} (fix: add --yes to run "
-                           "them, or split them over machines with --shard K/N, see docs/multi-host.md)")
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
     if args.retry_failed and not args.resume:
@@ -202,9 +203,7 @@ def _require_endpoints(experiment: Experiment) -> None:
     """Refuse before the results folder exists when a transport's endpoint is not installed."""
     from quicbed.apps.quic.implementations import NATIVE_BINARY, native_binary
 
-    used = {experiment.transport_of(cell).name for cell in experiment.cells()}
-    used |= {rival.name for cell in experiment.cells() if (rival := experiment.competitor_of(cell))}
-    native = sorted(name for name in used if experiment.transports[name].implementation == "quinn")
+    native = sorted(transport.name for transport in experiment.transports_used() if transport.implementation == "quinn")
     if native and native_binary() is None:
         raise QuicbedError(f"{experiment.source}: transport(s) {', '.join(native)} run the native QUIC endpoint "
                            f"({NATIVE_BINARY}), which is not built (fix: ./scripts/install.sh builds it; or leave "
@@ -217,7 +216,7 @@ def print_plan(plan: Plan, every_run: bool = False) -> None:
         return
     print(header(plan))
     if plan.shard is not None and not plan.runs:
-        print(f"shard {plan.shard} has no runs: the experiment has {len(plan.experiment.cells())} cell(s) for "
+        print(f"shard {plan.shard} has no runs: the experiment has {plan.experiment.cell_count()} cell(s) for "
               f"{plan.shard.count} shards (fix: fewer shards, or --shard-by run)")
     for line in run_lines(plan):
         print(line)

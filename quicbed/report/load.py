@@ -279,10 +279,16 @@ def _transport_order(frame: pd.DataFrame, experiment: dict[str, Any]) -> list[st
 
 def load_results(folder: Path) -> ResultsFolder:
     """Read a results folder; :class:`ReportError` when there is nothing to report on."""
+    if folder.exists() and not folder.is_dir():
+        raise ReportError(f"{folder} is a file, not a results folder (fix: give the folder 'quicbed run' printed, "
+                          "e.g. results/NAME-YYYYMMDD-HHMMSS)")
     if not folder.is_dir():
         raise ReportError(f"results folder {folder} not found (fix: give the folder 'quicbed run' printed, "
                           "e.g. results/NAME-YYYYMMDD-HHMMSS)")
     results = folder / RESULTS_FILE
+    if results.is_dir():
+        raise ReportError(f"{results} is a folder, not the file of run records (fix: give a folder written by "
+                          "'quicbed run')")
     if not results.exists():
         raise ReportError(f"{folder} has no {RESULTS_FILE} (fix: give a folder written by 'quicbed run'; "
                           "if its experiment has just started, wait until the first run has finished)")

@@ -23,8 +23,7 @@ from quicbed.backends.ns3.description import unrealisable
 from quicbed.backends.tc import unrealisable as kernel_unrealisable
 from quicbed.errors import QuicbedError
 from quicbed.host.capabilities import has_netem
-from quicbed.runner.engine import topology_for
-from quicbed.spec.experiment import Experiment
+from quicbed.spec.experiment import Experiment, topology_for
 from quicbed.spec.link import WiredLink
 from quicbed.spec.topology import Topology
 
@@ -40,7 +39,8 @@ class BackendChoice:
 
 
 def _topologies(experiment: Experiment, params: dict[str, Any]) -> list[Topology]:
-    return [topology_for(experiment, cell, params) for cell in experiment.cells()]
+    """Every network the matrix builds, once each (cells that differ in other axes share one)."""
+    return [topology_for(experiment, cell, params) for cell in experiment.topology_cells()]
 
 
 def _netem_uses(topologies: list[Topology]) -> list[str]:

@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,11 +29,11 @@ from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
-from quicbed.runner.folder import ResultsFolder
+from quicbed.runner.folder import ResultsFolder, StorageError, storage_error, writing
+from quicbed.runner.plan import Plan
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
-from quicbed.spec.experiment import Experiment, Run, expand
+from quicbed.spec.experiment import Experiment, Run, topology_for
 from quicbed.spec.link import WiredLink, WirelessLink
-from quicbed.spec.loader import load_topology
 from quicbed.spec.shard import Shard
 from quicbed.spec.topology import Topology
 
@@ -59,19 +60,6 @@ class RunnerSummary:
     ok: int = 0
     failed: int = 0
     invalid: int = 0
-
-
-def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[str, Any]) -> Topology:
-    """The run's topology: the script with the experiment's parameters, the command line's
-    overrides and the cell's params/link axes applied."""
-    params = {**experiment.topology_params, **overrides,
-              **{axis.partition(".")[2]: value for axis, value in cell.items() if axis.startswith("params.")}}
-    topo = load_topology(str(experiment.topology_script), params)
-    for axis, value in cell.items():
-        if axis.startswith("link."):
-            _, link, parameter = axis.split(".")
-            topo.set_link_shape(link, **{parameter: value})
-    return topo
 
 
 def wireless_hops(topo: Topology, server: str, client: str) -> list[tuple[str, str]]:
@@ -253,11 +241,11 @@ class ExperimentRunner:
                                "--set, -p or --backend); resuming would mix two experiments (fix: resume with the "
                                "options of the first session, see metadata.json)")
 
-    def _shard_record(self, runs: list[Run], total: int) -> dict[str, Any] | None:
+    def _shard_record(self, runs: Sized, total: int) -> dict[str, Any] | None:
         shard = self.options.shard
         return None if shard is None else {**shard.describe(), "runs": len(runs), "of": total}
 
-    def _start_metadata(self, folder: ResultsFolder, runs: list[Run], total: int) -> None:
+    def _start_metadata(self, folder: ResultsFolder, runs: Sized, total: int) -> None:
         exp = self.experiment
         previous = folder.read_metadata()
         shard = self._shard_record(runs, total)
@@ -302,32 +290,44 @@ class ExperimentRunner:
         now = time.time()
         self.metadata["sessions"][-1].update(finished=now, status=status)
         self.metadata.update(finished=now, status=status)
-        self.folder.write_metadata(self.metadata)
+        try:
+            self.folder.write_metadata(self.metadata)
+        except StorageError:
+            if status == "complete":
+                raise
+            # the error that stopped the experiment says it all; metadata.json stays as last written
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> RunnerSummary:
-        every_run = expand(self.experiment)
-        runs = self.options.shard.select(every_run) if self.options.shard else every_run
+        plan = Plan.of(self.experiment, self.backend, self.options.shard)
+        runs = plan.runs
         with ResultsFolder(self.options.out, self.experiment.source, resume=self.options.resume) as folder:
             self.folder = folder
             finished = folder.finished()
             if self.options.retry_failed:
                 finished = {run_id: line for run_id, line in finished.items() if line["status"] != "failed"}
-            todo = [run for run in runs if run.run_id not in finished]
-            summary = RunnerSummary(total=len(runs), skipped=len(runs) - len(todo))
-            self._start_metadata(folder, runs, len(every_run))
+            done = sum(1 for run in runs if run.run_id in finished) if finished else 0
+            todo = (run for run in runs if run.run_id not in finished)  # made as the runs go
+            summary = RunnerSummary(total=len(runs), skipped=done)
+            try:
+                self._start_metadata(folder, runs, len(plan.every_run))
+            except StorageError:
+                if not self.options.resume:
+                    folder.discard()
+                raise
             work = self.options.out / ".work"
             keeper = NetworkKeeper(self.experiment, self.backend, self.options.params, self._record_network)
             progress = self.progress = Progress(len(runs), summary.skipped)
             status = "interrupted"
             try:
-                if todo:
-                    self.assets = prepare_assets(work, self.experiment)
+                if summary.total > summary.skipped:
+                    with writing(work):
+                        self.assets = prepare_assets(work, self.experiment)
                 for run in todo:
                     raise_if_interrupted()
                     progress.starting(run)
                     record = self._one_run(run, keeper, folder)
-                    record = self._rerun_while_invalid(run, record, keeper, folder)
+                    record = self._make_again(run, record, keeper, folder)
                     setattr(summary, record["status"], getattr(summary, record["status"]) + 1)
                     progress.finished(run, record)
                 status = "complete"
@@ -342,17 +342,22 @@ class ExperimentRunner:
                     self._finish_metadata(status)
         return summary
 
-    def _rerun_while_invalid(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
-                             folder: ResultsFolder) -> dict[str, Any]:
-        """Make an invalid run again, up to ``validity.reruns`` times, so that its cell ends with
-        the repetitions asked for; earlier attempts stay in attempts/ and are named in the record."""
+    def _make_again(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
+                    folder: ResultsFolder) -> dict[str, Any]:
+        """Make a run that does not count again: an invalid one up to ``validity.reruns`` times, so
+        that its cell ends with the repetitions asked for, a failed one up to
+        ``validity.retry_failed`` times (a fault, such as a process it depends on dying, closed
+        its network: the next attempt gets a new one). Earlier attempts stay in attempts/ and
+        are named in the record; a warm-up run is never made again."""
+        budget = {"invalid": self.experiment.validity.reruns, "failed": self.experiment.validity.retry_failed}
         earlier: list[dict[str, Any]] = []
-        while record["status"] == "invalid" and not run.warmup and len(earlier) < self.experiment.validity.reruns:
-            earlier.append({"attempt": len(earlier) + 1, "status": record["status"],
-                            "invalid_reasons": record["invalid_reasons"]})
+        while not run.warmup and record["status"] in budget and \
+                sum(1 for attempt in earlier if attempt["status"] == record["status"]) < budget[record["status"]]:
+            earlier.append(_attempt_summary(len(earlier) + 1, record))
             if self.progress is not None:
-                self.progress.note(f"{run.run_id} invalid ({'; '.join(record['invalid_reasons'])}): making it again "
-                                   f"(attempt {len(earlier) + 1} of {self.experiment.validity.reruns + 1})")
+                why = record["error"] if record["status"] == "failed" else "; ".join(record["invalid_reasons"])
+                self.progress.note(f"{run.run_id} {record['status']} ({why}): making it again "
+                                   f"(attempt {len(earlier) + 1})")
             raise_if_interrupted()
             record = self._one_run(run, keeper, folder, earlier)
         return record
@@ -401,15 +406,26 @@ class ExperimentRunner:
             folder.abandon_run(partial)
             raise
         except Exception as error:  # noqa: BLE001 - any failure of one run is that run's result
+            full = storage_error(error, partial)
+            if full is not None:  # not the run's fault: every next run would fail alike, so stop
+                folder.abandon_run(partial)
+                raise full from None
             record.update(status="failed", error=f"{type(error).__name__}: {error}" if not isinstance(
                 error, QuicbedError) else str(error))
-            (partial / "logs").mkdir(exist_ok=True)
-            (partial / "logs" / "error.txt").write_text(traceback.format_exc())
+            with writing(partial / "logs"):
+                (partial / "logs").mkdir(exist_ok=True)
+                (partial / "logs" / "error.txt").write_text(traceback.format_exc())
             keeper.close()  # the network may be in any state: the next run builds a fresh one
         record["finished"] = time.time()
         with deferred_signals():  # a Ctrl-C now must not separate the folder from its line
             folder.commit_run(run.run_id, partial, record)
         return record
+
+
+def _attempt_summary(number: int, record: dict[str, Any]) -> dict[str, Any]:
+    """What a run's later attempts keep of an earlier one: how it went and why it did not count."""
+    why = {"error": record["error"]} if record["status"] == "failed" else {"invalid_reasons": record["invalid_reasons"]}
+    return {"attempt": number, "status": record["status"], **why}
 
 
 def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:

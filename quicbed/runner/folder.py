@@ -2,16 +2,22 @@
 
 Nothing already written is ever rewritten in place: a run folder is built as
 ``runs/.ID.partial`` and renamed when complete, ``results.jsonl`` only grows by whole
-lines, ``metadata.json`` is replaced atomically (temp file + rename).
+lines, ``metadata.json`` is replaced atomically (temp file + rename). When the disk is full
+or the folder read-only, a write fails as a :class:`StorageError` naming the path and the
+fix, and leaves what was there before: a line that could not be written whole is cut off
+again, a temporary file is removed, so ``--resume`` continues once the space is back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +29,81 @@ EXPERIMENT_COPY = "experiment.yaml"
 LOCK = ".lock"
 
 
+class StorageError(QuicbedError):
+    """The results folder cannot be written: no space left, read-only, no permission."""
+
+
+#: errno -> what it means for the results folder, and what to do about it
+_STORAGE_PROBLEMS = {
+    errno.ENOSPC: ("no space left on the device", "free space there"),
+    errno.EDQUOT: ("the disk quota is used up", "free space there or raise the quota"),
+    errno.EROFS: ("the file system is read-only", "remount it read-write"),
+    errno.EACCES: ("permission denied", "make it writable for this user"),
+    errno.EPERM: ("permission denied", "make it writable for this user"),
+}
+
+
+def storage_error(error: BaseException, path: Path | str | None = None) -> StorageError | None:
+    """``error`` as a StorageError naming the path and the fix, if it is one (None if not)."""
+    if isinstance(error, StorageError):
+        return error
+    if not isinstance(error, OSError) or error.errno not in _STORAGE_PROBLEMS:
+        return None
+    problem, fix = _STORAGE_PROBLEMS[error.errno]
+    where = error.filename or path
+    return StorageError(f"cannot write {where}: {problem} (fix: {fix}, or move the folder elsewhere; then continue "
+                        "the experiment with 'quicbed run --resume --out FOLDER EXPERIMENT': what was written so "
+                        "far is kept)")
+
+
+@contextlib.contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn a failed write under ``path`` into a StorageError that says why and what to do."""
+    try:
+        yield
+    except OSError as error:
+        problem = storage_error(error, path)
+        if problem is None:
+            raise
+        raise problem from None
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` whole, or leave it as it was (no temporary file behind)."""
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(temporary, path)
+    with writing(path):
+        try:
+            temporary.write_text(text)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single write(2) (readers never see half of it); a write the
+    device could not take whole (a full disk) is cut off again, so the file ends with a whole
+    line and a later append does not glue onto a torn one."""
+    data = (line + "\n").encode()
+    with writing(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+                os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -74,8 +151,15 @@ class ResultsFolder:
         if resume and not (path / RESULTS).exists() and not (path / METADATA).exists():
             raise QuicbedError(f"{path} holds no interrupted experiment to resume (no {METADATA}) "
                                "(fix: drop --resume, or give the folder of the interrupted run with --out)")
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file = (path / LOCK).open("a+")
+        new = not path.exists()
+        try:
+            with writing(path):
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+                self._lock_file = (path / LOCK).open("a+")
+        except StorageError:
+            if new:  # a folder that holds nothing yet must not stand in the way of a second try
+                shutil.rmtree(path, ignore_errors=True)
+            raise
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -85,7 +169,11 @@ class ResultsFolder:
         if resume:
             self._check_same_experiment(experiment_file)
         else:
-            shutil.copyfile(experiment_file, path / EXPERIMENT_COPY)
+            try:
+                write_text_atomic(path / EXPERIMENT_COPY, experiment_file.read_text())
+            except StorageError:
+                self.discard()
+                raise
         self._drop_partial_runs()
 
     def _check_same_experiment(self, experiment_file: Path) -> None:
@@ -109,10 +197,11 @@ class ResultsFolder:
     def begin_run(self, run_id: str) -> Path:
         """The partial folder of a run about to be made; an earlier attempt's folder (a failed run
         made again, or a folder whose line never got written) moves to ``attempts/``."""
-        self.set_aside(run_id)
         partial = self.runs_dir / f".{run_id}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir()
+        with writing(partial):
+            self.set_aside(run_id)
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
         return partial
 
     def commit_run(self, run_id: str, partial: Path, record: dict[str, Any]) -> Path:
@@ -121,16 +210,18 @@ class ResultsFolder:
         # paths into the run's folder are kept relative to it: the partial name goes away
         text = json.dumps({**record, "folder": f"runs/{run_id}"}, default=str).replace(f"{partial}/", "")
         record = json.loads(text)
-        (partial / "run.json").write_text(json.dumps(record, indent=1) + "\n")
-        os.replace(partial, final)
+        with writing(partial / "run.json"):
+            (partial / "run.json").write_text(json.dumps(record, indent=1) + "\n")
         line = json.dumps({k: v for k, v in record.items() if k != "details"}, separators=(",", ":"))
-        # one write(2) of a whole line with O_APPEND: readers never see half a line
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with writing(final):
+            os.replace(partial, final)
         try:
-            os.write(fd, (line + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            append_line(self.results_path, line)
+        except StorageError:
+            # without its line the folder is not a result: --resume makes the run again
+            with contextlib.suppress(OSError):
+                os.replace(final, partial)
+            raise
         return final
 
     def set_aside(self, run_id: str) -> Path | None:
@@ -157,6 +248,12 @@ class ResultsFolder:
 
     def write_metadata(self, metadata: dict[str, Any]) -> None:
         write_json_atomic(self.metadata_path, metadata)
+
+    def discard(self) -> None:
+        """Remove a new folder before anything was recorded in it (its set-up failed): a folder
+        that holds no experiment must not stand in the way of the next try."""
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
 
     def close(self) -> None:
         if not self._lock_file.closed:

@@ -81,7 +81,25 @@ def read_shard(path: Path) -> ShardFolder:
         metadata = json.loads((path / METADATA).read_text())
     except ValueError as error:
         raise QuicbedError(f"{path / METADATA} is not JSON ({error})") from None
+    if not isinstance(metadata, dict):
+        raise QuicbedError(f"{path / METADATA} is not a JSON object (fix: give the folders that "
+                           "'quicbed run --shard K/N' wrote; this file was edited or damaged)")
+    _check_experiment(path / METADATA, metadata.get("experiment"))
     return ShardFolder(path, metadata, (path / EXPERIMENT_COPY).read_bytes(), read_results(path / RESULTS))
+
+
+def _check_experiment(path: Path, experiment: Any) -> None:
+    """What the merge counts on in metadata.json's ``experiment``: its cells and run counts."""
+    experiment = experiment if isinstance(experiment, dict) else {}
+    cells = experiment.get("cells", [{}])
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise QuicbedError(f"{path}: experiment.cells is not a list of cells (fix: the file was edited or damaged; "
+                           "merge the folders 'quicbed run --shard K/N' wrote)")
+    for key, low in (("repetitions", 1), ("warmup", 0)):
+        value = experiment.get(key, low)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise QuicbedError(f"{path}: experiment.{key} is {value!r}, not a whole number >= {low} (fix: the file "
+                               "was edited or damaged; merge the folders 'quicbed run --shard K/N' wrote)")
 
 
 def expected_run_ids(metadata: dict[str, Any]) -> list[str]:
@@ -172,6 +190,10 @@ def merge(folders: list[Path], out: Path, force: bool = False) -> MergeResult:
         raise QuicbedError("nothing to merge (fix: give the shard folders, e.g. quicbed merge shards/* --out DIR)")
     if any(folder.resolve() == out.resolve() for folder in folders):
         raise QuicbedError(f"--out {out} is one of the shard folders (fix: merge into a new folder)")
+    given = [folder.resolve() for folder in folders]
+    twice = next((folder for folder, resolved in zip(folders, given) if given.count(resolved) > 1), None)
+    if twice is not None:
+        raise QuicbedError(f"{twice} is given twice (fix: name each shard's folder once)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise QuicbedError(f"{out} exists; results are never overwritten (fix: choose another --out)")
     shards = [read_shard(folder) for folder in folders]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from quicbed.spec.experiment import Experiment, Run, expand
+from quicbed.spec.experiment import Experiment, Run, RunSequence
 from quicbed.spec.shard import Shard
 
 #: more runs than this: --dry-run prints a summary (unless --all), a real run needs --yes
@@ -22,18 +23,34 @@ LARGE_PLAN = 2000
 ESTIMATE_RUNS = 200
 
 
+class ShardRuns:
+    """One shard's runs, in the experiment's order: counted by arithmetic, made one at a time."""
+
+    def __init__(self, every_run: RunSequence, shard: Shard) -> None:
+        self.every_run = every_run
+        self.shard = shard
+        self._size = shard.size(every_run.experiment)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Run]:
+        owns = self.shard.owner(self.every_run.experiment)
+        return (run for run in self.every_run if owns(run))
+
+
 @dataclass
 class Plan:
     experiment: Experiment
     backend: str
     shard: Shard | None
-    every_run: list[Run]
-    runs: list[Run]  # this shard's, or all
+    every_run: RunSequence
+    runs: RunSequence | ShardRuns  # this shard's, or all
 
     @classmethod
     def of(cls, experiment: Experiment, backend: str, shard: Shard | None = None) -> Plan:
-        every_run = expand(experiment)
-        return cls(experiment, backend, shard, every_run, shard.select(every_run) if shard else every_run)
+        every_run = RunSequence(experiment)
+        return cls(experiment, backend, shard, every_run, ShardRuns(every_run, shard) if shard else every_run)
 
     @property
     def large(self) -> bool:
@@ -48,8 +65,7 @@ class Plan:
     def shard_sizes(self) -> list[int]:
         if self.shard is None:
             return [len(self.runs)]
-        return [len(Shard(k, self.shard.count, self.shard.by).select(self.every_run))
-                for k in range(1, self.shard.count + 1)]
+        return [Shard(k, self.shard.count, self.shard.by).size(self.experiment) for k in range(1, self.shard.count + 1)]
 
 
 def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tuple[float, int] | None:
@@ -91,7 +107,7 @@ def header(plan: Plan) -> str:
     exp = plan.experiment
     warmup = f" + {exp.warmup} warm-up run(s) per cell" if exp.warmup else ""
     order = f"order {exp.order}{f' (seed {exp.seed})' if exp.order == 'random' else ''}"
-    text = (f"{exp.name}: {len(exp.cells())} cell(s) x {exp.repetitions} repetition(s){warmup} = "
+    text = (f"{exp.name}: {exp.cell_count()} cell(s) x {exp.repetitions} repetition(s){warmup} = "
             f"{len(plan.every_run)} runs, {order}, backend {plan.backend}, timeout {exp.timeout:g} s per run")
     if plan.shard is not None:
         text += f"\nshard {plan.shard}: {len(plan.runs)} of the {len(plan.every_run)} runs"

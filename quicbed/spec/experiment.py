@@ -1,7 +1,8 @@
 """Experiment files: what to run (topology, transports, workload), how often, in which order.
 
 An experiment is data (YAML), validated on load with errors that name file, line, field
-and fix. ``expand`` turns it into the ordered list of runs; nothing here starts anything.
+and fix. ``RunSequence`` gives its runs in order, one at a time (``expand`` lists them);
+nothing here starts anything.
 
     name: e4-random-loss
     topology: {script: topologies/dumbbell.py, params: {rate: 100mbit, delay: 10ms}}
@@ -14,14 +15,17 @@ and fix. ``expand`` turns it into the ordered list of runs; nothing here starts 
 
 from __future__ import annotations
 
+import array
 import difflib
 import itertools
+import math
 import os
 import random
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quicbed.errors import SpecError
 from quicbed.paths import PACKAGE_ROOT
@@ -29,6 +33,9 @@ from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
+
+if TYPE_CHECKING:
+    from quicbed.spec.topology import Topology
 
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
@@ -38,6 +45,8 @@ ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
 HTTP_VERSIONS = ("1.1", "2", "3")
 CONGESTION_CONTROLS = ("cubic", "reno", "bbr")
+#: matrix axes whose values change the network a run is made on
+TOPOLOGY_AXES = ("params.", "link.")
 
 #: transports every experiment knows; an experiment's own ``transports`` add to or replace them
 BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
@@ -110,6 +119,9 @@ class Validity:
     cpu_bound: str = "flag"
     #: how many more times an invalid run is made, so that each cell ends with its repetitions
     reruns: int = 2
+    #: how many more times a failed run is made (a fault: a process it depends on died, a
+    #: download failed); every attempt is kept, as for invalid runs
+    retry_failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -168,10 +180,38 @@ class Experiment:
 
     def cells(self) -> list[dict[str, Any]]:
         """Every combination of the matrix axes, in file order (the first axis varies slowest)."""
-        if not self.matrix:
-            return [{}]
-        keys = list(self.matrix)
-        return [dict(zip(keys, values)) for values in itertools.product(*self.matrix.values())]
+        return list(self.iter_cells())
+
+    def iter_cells(self, axes: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """The cells one at a time (or the combinations of ``axes`` only, in the same order)."""
+        chosen = set(self.matrix if axes is None else axes)
+        keys = [axis for axis in self.matrix if axis in chosen]
+        for values in itertools.product(*(self.matrix[key] for key in keys)):
+            yield dict(zip(keys, values))
+
+    def cell_count(self) -> int:
+        """How many cells the matrix has: counted, never listed."""
+        return math.prod(len(values) for values in self.matrix.values())
+
+    def cell_at(self, index: int) -> dict[str, Any]:
+        """Cell ``index`` of :meth:`cells`: its axis positions are the digits of ``index`` in
+        the mixed radix of the axis lengths (the last axis varies fastest)."""
+        positions: dict[str, int] = {}
+        for axis in reversed(self.matrix):
+            index, positions[axis] = divmod(index, len(self.matrix[axis]))
+        return {axis: self.matrix[axis][positions[axis]] for axis in self.matrix}
+
+    def topology_cells(self) -> Iterator[dict[str, Any]]:
+        """The combinations of the axes that change the network (``params.*`` and ``link.*``):
+        every topology the matrix builds, each once, however many cells share it."""
+        return self.iter_cells(axis for axis in self.matrix if axis.startswith(TOPOLOGY_AXES))
+
+    def transports_used(self) -> list[Transport]:
+        """The transports the runs download with and compete against (from the axes' values)."""
+        names = list(self.matrix.get("transport", [next(iter(self.transports))]))
+        if self.competitor is not None:
+            names += self.matrix.get("competitor.transport", [self.competitor.transport])
+        return [self.transports[name] for name in dict.fromkeys(names)]
 
     def transport_of(self, cell: dict[str, Any]) -> Transport:
         return self.transports[cell.get("transport", next(iter(self.transports)))]
@@ -193,8 +233,28 @@ class Experiment:
         return Stress(cell.get("stress.cpu_quota", self.stress.cpu_quota), cell.get("stress.load", self.stress.load))
 
 
+def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[str, Any]) -> Topology:
+    """The run's topology: the script with the experiment's parameters, the command line's
+    overrides and the cell's params/link axes applied."""
+    from quicbed.spec.loader import load_topology
+
+    params = {**experiment.topology_params, **overrides,
+              **{axis.partition(".")[2]: value for axis, value in cell.items() if axis.startswith("params.")}}
+    topo = load_topology(str(experiment.topology_script), params)
+    for axis, value in cell.items():
+        if axis.startswith("link."):
+            _, link, parameter = axis.split(".")
+            topo.set_link_shape(link, **{parameter: value})
+    return topo
+
+
+def _among(value: Any, names: Any) -> bool:
+    """Whether ``value`` is one of the names (a list or mapping written in a file is none)."""
+    return isinstance(value, (str, int, float)) and value in names
+
+
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
+    close = difflib.get_close_matches(str(word), [str(choice) for choice in choices], n=1)
     return f"did you mean {close[0]!r}? " if close else ""
 
 
@@ -256,7 +316,7 @@ def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
         from quicbed.apps.quic.profiles import load_profiles
 
         known = load_profiles()
-        if profile not in known:
+        if not _among(profile, known):
             raise doc.error(f"unknown transport profile {profile!r}", f"{field}.profile",
                             fix=f"{_suggest(profile, list(known))}profiles are {', '.join(known)}")
     elif profile is not None:
@@ -329,7 +389,7 @@ def _clients(doc: LocatedData, value: Any, exp: Experiment, topo: Any) -> tuple[
         raise doc.error(f"expected 'stations' or a list of nodes, got {value!r}", "clients",
                         fix="write clients: stations, or clients: [sta1, sta2]")
     for index, name in enumerate(value):
-        if name not in topo.nodes or not topo.nodes[name].routed:
+        if not _among(name, topo.nodes) or not topo.nodes[name].routed:
             raise doc.error(f"{name!r} is not a host, station or mesh point of the topology", f"clients[{index}]",
                             fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
     if exp.client not in value:
@@ -360,11 +420,14 @@ def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
 def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topology_params: dict[str, Any],
                 link_names: list[str]) -> list[Any]:
     field = f"matrix.{axis}"
+    if not isinstance(axis, str):
+        raise doc.error(f"unknown matrix axis {axis!r}", field, fix="axes are names, e.g. transport or "
+                                                                      "link.bottleneck.loss")
     if not isinstance(values, list) or not values:
         raise doc.error("a matrix axis needs a non-empty list of values", field, fix=f"write {axis}: [a, b]")
     if axis == "transport":
         for index, value in enumerate(values):
-            if value not in exp.transports:
+            if not _among(value, exp.transports):
                 raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
                                 fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
                                     f"or use one of {', '.join(exp.transports)}")
@@ -406,7 +469,7 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
             raise doc.error("a competitor.transport axis needs a 'competitor' section", field,
                             fix="add competitor: {client: client}")
         for index, value in enumerate(values):
-            if value not in exp.transports:
+            if not _among(value, exp.transports):
                 raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
                                 fix=f"{_suggest(str(value), list(exp.transports))}use one of {', '.join(exp.transports)}")
     elif axis == "stress.cpu_quota":
@@ -433,12 +496,21 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
             result[top] = value
             continue
         parts = [rest] if top == "matrix" else rest.split(".")
-        node = result[top] = dict(result.get(top) or {})
-        for part in parts[:-1]:
-            node[part] = dict(node.get(part) or {})
+        node = result[top] = _inner_mapping(result, top, dotted)
+        for depth, part in enumerate(parts[:-1], 2):
+            node[part] = _inner_mapping(node, part, dotted, ".".join(dotted.split(".")[:depth]))
             node = node[part]
         node[parts[-1]] = value
     return result
+
+
+def _inner_mapping(parent: dict[str, Any], key: str, dotted: str, path: str = "") -> dict[str, Any]:
+    """A copy of the mapping at ``parent[key]`` (empty if unset), to set ``dotted`` inside it."""
+    inner = parent.get(key)
+    if inner is not None and not isinstance(inner, dict):
+        raise SpecError(f"cannot set {dotted!r}: {path or key} holds {inner!r}, not a mapping", field=dotted,
+                        fix=f"set {path or key} itself, e.g. --set {path or key}=VALUE")
+    return dict(inner or {})
 
 
 def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None) -> Experiment:
@@ -464,7 +536,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     data = apply_overrides(data, overrides)
     for key in data:
         if key not in TOP_LEVEL:
-            raise doc.error(f"unknown field {key!r}", key, fix=f"{_suggest(key, TOP_LEVEL)}fields are "
+            raise doc.error(f"unknown field {key!r}", str(key), fix=f"{_suggest(key, TOP_LEVEL)}fields are "
                                                                 f"{', '.join(TOP_LEVEL)}")
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
@@ -488,7 +560,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKENDS)
     for role in ("client", "server"):
         node = data.get(role, role)
-        if node not in topo.nodes or not topo.nodes[node].routed:
+        if not _among(node, topo.nodes) or not topo.nodes[node].routed:
             raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,
                             fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
         setattr(exp, role, node)
@@ -510,7 +582,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
                                     background.get("from", exp.server), background.get("to", exp.client))
         for end in ("from", "to"):
             node = background.get(end)
-            if node is not None and node not in topo.nodes:
+            if node is not None and not _among(node, topo.nodes):
                 raise doc.error(f"unknown node {node!r}", f"background.{end}", fix=f"nodes are {', '.join(topo.nodes)}")
 
     competitor = data.get("competitor")
@@ -528,11 +600,11 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         elif rival is None:
             raise doc.error("a competitor needs a transport", "competitor",
                             fix="write competitor: {transport: tcp}, or give a competitor.transport matrix axis")
-        elif rival not in exp.transports:
+        elif not _among(rival, exp.transports):
             raise doc.error(f"unknown transport {rival!r}", "competitor.transport",
                             fix=f"{_suggest(str(rival), list(exp.transports))}use one of {', '.join(exp.transports)}")
         node = competitor.get("client", exp.client)
-        if node not in topo.nodes or not topo.nodes[node].routed:
+        if not _among(node, topo.nodes) or not topo.nodes[node].routed:
             raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
                             "competitor.client")
         exp.competitor = Competitor(rival, node)
@@ -552,7 +624,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [l.name for l in topo.links])
                   for axis, values in matrix.items()}
     for index, node in enumerate(exp.matrix.get("client", [])):
-        if node not in topo.nodes:
+        if not _among(node, topo.nodes):
             raise doc.error(f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}")
     exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
     exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
@@ -564,25 +636,61 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
     exp.isolate_channel = _boolean(doc, data.get("isolate_channel", True), "isolate_channel")
     validity = _expect_mapping(doc, data.get("validity"), "validity")
-    unknown = set(validity) - {"cpu_bound", "reruns"}
+    unknown = set(validity) - {"cpu_bound", "reruns", "retry_failed"}
     if unknown:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
-                        fix="validity takes cpu_bound (flag or exclude) and reruns (a count)")
+                        fix="validity takes cpu_bound (flag or exclude), reruns and retry_failed (counts)")
     transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
     exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": transports})
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
-                            _count(doc, validity.get("reruns", 2), "validity.reruns", 0))
+                            _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
+                            _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0))
     return exp
 
 
 def expand(exp: Experiment) -> list[Run]:
+    """The runs in execution order, as a list (:class:`RunSequence` computes them one at a time)."""
+    return list(RunSequence(exp))
+
+
+class RunSequence:
     """The runs in execution order: warm-up runs of each cell first, then the measured runs,
-    round-robin over the cells per repetition or shuffled with the experiment's seed."""
-    cells = exp.cells()
-    warmups = [Run(0, c, cell, r, True) for r in range(1, exp.warmup + 1) for c, cell in enumerate(cells)]
-    measured = [Run(0, c, cell, r, False) for r in range(1, exp.repetitions + 1) for c, cell in enumerate(cells)]
-    if exp.order == "random":
-        random.Random(exp.seed).shuffle(measured)
-    ordered = warmups + measured
-    return [Run(i, r.cell_index, r.cell, r.repetition, r.warmup) for i, r in enumerate(ordered)]
+    round-robin over the cells per repetition or shuffled with the experiment's seed.
+
+    Nothing is listed: the size is arithmetic and run ``i`` is computed from ``i``. Only the
+    random order needs a table, the seeded permutation of the measured runs, made the first
+    time a run is looked up (never to count them).
+    """
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.experiment = experiment
+        self.cells = experiment.cell_count()
+        self.warmups = experiment.warmup * self.cells
+        self.measured = experiment.repetitions * self.cells
+        self._shuffled: array.array | None = None
+
+    def __len__(self) -> int:
+        return self.warmups + self.measured
+
+    def __iter__(self) -> Iterator[Run]:
+        return (self[index] for index in range(len(self)))
+
+    def __getitem__(self, index: int) -> Run:
+        if not 0 <= index < len(self):
+            raise IndexError(f"run {index} of {len(self)}")
+        warmup = index < self.warmups
+        position = index if warmup else self._measured_position(index - self.warmups)
+        repetition, cell_index = divmod(position, self.cells)
+        return Run(index, cell_index, self.experiment.cell_at(cell_index), repetition + 1, warmup)
+
+    def _measured_position(self, rank: int) -> int:
+        """Where the ``rank``-th measured run stands in round-robin order (repetition-major)."""
+        if self.experiment.order != "random":
+            return rank
+        if self._shuffled is None:
+            # random.shuffle's swaps depend only on the length and the seed: shuffling the
+            # positions gives the order that shuffling the runs themselves gave
+            self._shuffled = array.array("q", range(self.measured))
+            random.Random(self.experiment.seed).shuffle(self._shuffled)  # type: ignore[arg-type]
+        return self._shuffled[rank]

@@ -61,8 +61,11 @@ def parse_shape(params: dict[str, Any], where: str, base: Shape | None = None) -
     values: dict[str, Any] = {}
     for key, raw in params.items():
         name = f"{where}.{key}"
+        if key not in SHAPE_FIELDS:
+            raise SpecError(f"unknown link parameter {key!r}", field=name,
+                            fix=f"wired links take {', '.join(SHAPE_FIELDS)}")
         if raw is None:
-            values[key] = getattr(Shape(), key) if key in SHAPE_FIELDS else None
+            values[key] = getattr(Shape(), key)
             continue
         if key == "rate":
             values[key] = parse_rate(raw, name)
@@ -179,6 +182,10 @@ class Radio:
     amsdu: bool = False
 
     def check(self, where: str) -> None:
+        for name, (kinds, text) in _RADIO_TYPES.items():
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise SpecError(f"{name} must be {text}, got {value!r}", field=f"{where}.{name}")
         if self.standard not in STANDARDS:
             raise SpecError(f"unknown standard {self.standard!r}", field=f"{where}.standard",
                             fix=f"use one of {', '.join(STANDARDS)}")
@@ -214,6 +221,14 @@ class Radio:
 
 
 RADIO_FIELDS = tuple(f.name for f in fields(Radio))
+#: what each radio setting may hold, and how to say it
+_RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "standard": ((str,), "a name like '802.11n'"), "band": ((str,), "'2.4GHz' or '5GHz'"),
+    "channel": ((int,), "a channel number"), "width": ((int,), "a width in MHz"),
+    "guard_interval": ((str,), "'long' or 'short'"), "mcs": ((int, type(None)), "an MCS index or None"),
+    "rate_control": ((str,), "'constant' or 'minstrel'"), "ampdu": ((bool,), "True or False"),
+    "ampdu_max_size": ((int, type(None)), "a size in bytes or None"), "amsdu": ((bool,), "True or False"),
+}
 
 
 @dataclass

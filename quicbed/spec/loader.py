@@ -27,6 +27,9 @@ def split_reference(reference: str) -> tuple[Path, str]:
 
 
 def _import(path: Path) -> Any:
+    if path.is_dir():
+        raise SpecError("is a folder, not a Python file", source=str(path),
+                        fix="give the path of a topology script, e.g. topologies/dumbbell.py")
     if not path.is_file():
         raise SpecError("topology file not found", source=str(path),
                         fix="give the path of a Python file, e.g. topologies/dumbbell.py")
@@ -41,9 +44,17 @@ def _import(path: Path) -> Any:
         raise error.located(_script_location(path, error)) from None
     except SyntaxError as error:
         raise SpecError(f"syntax error: {error.msg}", source=f"{path}:{error.lineno}") from None
-    except Exception as error:  # noqa: BLE001 - any failure of user code is reported with its place
-        raise SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error)) from None
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - any failure of user code is reported with its place
+        raise _failure(path, error) from None
     return module
+
+
+def _failure(path: Path, error: BaseException) -> SpecError:
+    """A script's exception (or its sys.exit(), which must not end quicbed) as a SpecError."""
+    if isinstance(error, SystemExit):
+        return SpecError(f"SystemExit: the script called sys.exit({error.code!r})", source=_script_location(path, error),
+                         fix="raise an exception (e.g. ValueError) to refuse parameters; a script must not exit")
+    return SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error))
 
 
 def _script_location(path: Path, error: BaseException) -> str:
@@ -113,8 +124,8 @@ def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topol
         topo = function(**kwargs)
     except SpecError as error:
         raise error.located(_script_location(path, error)) from None
-    except Exception as error:  # noqa: BLE001
-        raise SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error)) from None
+    except (Exception, SystemExit) as error:  # noqa: BLE001
+        raise _failure(path, error) from None
     if not isinstance(topo, Topology):
         raise SpecError(f"{function.__name__}() returned {type(topo).__name__}, not a Topology",
                         source=str(path), fix="end the function with 'return topo'")

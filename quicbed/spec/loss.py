@@ -139,13 +139,18 @@ def parse_loss(value: object, field: str = "loss") -> LossModel | None:
                 if unknown:
                     raise SpecError(f"unknown gemodel parameter(s) {sorted(unknown)}", field=field,
                                     fix="use p, r, loss_bad (1-h), loss_good (1-k), in percent")
+                missing = [name for name in ("p", "r") if name not in params]
+                if missing:
+                    raise SpecError(f"gemodel needs {' and '.join(missing)}", field=f"{field}.gemodel",
+                                    fix="give p and r (and optionally loss_bad, loss_good), in percent, e.g. "
+                                        "{gemodel: {p: 1, r: 30}}")
                 return GilbertElliott(**{k: parse_percent(v, f"{field}.gemodel.{k}") for k, v in params.items()})
             if "ge_mean" in value:
                 unknown = set(value) - {"ge_mean", "gamma", "beta", "h"}
                 if unknown:
                     raise SpecError(f"unknown ge_mean option(s) {sorted(unknown)}", field=field,
                                     fix="use ge_mean (percent) with optional gamma, beta, h")
-                extra = {k: float(value[k]) for k in ("gamma", "beta", "h") if k in value}
+                extra = {k: _check_probability(value[k], f"{field}.{k}") for k in ("gamma", "beta", "h") if k in value}
                 return GilbertElliott.from_mean_loss(parse_percent(value["ge_mean"], f"{field}.ge_mean"), **extra)
         except SpecError as error:
             # errors of the model itself are named relative to "loss": place them under this field

@@ -55,7 +55,7 @@ class AccessPoint(Node):
     """
 
     ssid: str = ""
-    #: TCP ACK acceleration at the AP (FastACK-style; ns3 backend only, docs/ns3-backend.md)
+    #: TCP ACK acceleration at the AP (Meraki's FastACK; ns3 backend only, docs/ns3-backend.md)
     fastack: bool = False
     kind: ClassVar[str] = "ap"
     routed: ClassVar[bool] = False

@@ -13,11 +13,13 @@ Within a shard the runs keep the experiment's order. Every run lands in exactly 
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from quicbed.errors import QuicbedError
-from quicbed.spec.experiment import Run
+from quicbed.spec.experiment import Experiment, Run
 
 #: besides these, --shard-by takes the name of a matrix axis
 SHARD_BY = ("cell", "run")
@@ -58,8 +60,47 @@ class Shard:
                 values.append(run.cell[self.by])
         return [run for run in runs if values.index(run.cell[self.by]) % self.count == self.index - 1]
 
+    def owner(self, experiment: Experiment) -> Callable[[Run], bool]:
+        """Whether a run of ``experiment`` is this shard's, from its numbers alone (the same
+        split as :meth:`select`, without the list of every run)."""
+        if self.by == "run":
+            return lambda run: run.index % self.count == self.index - 1
+        owns_cell = self._cell_owner(experiment)
+        return lambda run: owns_cell(run.cell_index)
+
+    def size(self, experiment: Experiment) -> int:
+        """How many of the experiment's runs are this shard's: counted, not listed."""
+        per_cell = experiment.repetitions + experiment.warmup
+        cells = experiment.cell_count()
+        if self.by == "run":
+            return len(range(self.index - 1, cells * per_cell, self.count))
+        if self.by == "cell":
+            return len(range(self.index - 1, cells, self.count)) * per_cell
+        values = experiment.matrix[self.by]
+        mine = sum(1 for group in _value_groups(values) if group % self.count == self.index - 1)
+        return mine * (cells // len(values)) * per_cell
+
+    def _cell_owner(self, experiment: Experiment) -> Callable[[int], bool]:
+        if self.by == "cell":
+            return lambda cell_index: cell_index % self.count == self.index - 1
+        values = experiment.matrix[self.by]
+        axes = list(experiment.matrix)
+        stride = math.prod(len(experiment.matrix[axis]) for axis in axes[axes.index(self.by) + 1:])
+        groups = _value_groups(values)
+        return lambda cell_index: groups[cell_index // stride % len(values)] % self.count == self.index - 1
+
     def describe(self) -> dict[str, object]:
         return {"index": self.index, "count": self.count, "by": self.by}
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count} (by {self.by})"
+
+
+def _value_groups(values: list[object]) -> list[int]:
+    """For each entry of an axis, the rank of its value among the axis's distinct values in
+    order (equal entries share a rank): the cells of one value go to one shard."""
+    distinct: list[object] = []
+    for value in values:
+        if value not in distinct:
+            distinct.append(value)
+    return [distinct.index(value) for value in values]

@@ -10,6 +10,8 @@ addresses and routes (pure computation); backends realise the resolved form.
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import re
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
@@ -56,11 +58,11 @@ class Topology:
             raise SpecError(f"node {node.name!r} is defined twice", field=f"nodes[{node.name}]",
                             fix="give every node its own name")
         if node.position is not None:
-            position = tuple(float(c) for c in node.position)
-            if len(position) not in (2, 3):
-                raise SpecError("position must be (x, y) or (x, y, z) in metres",
-                                field=f"nodes[{node.name}].position")
-            node.position = position if len(position) == 3 else (*position, 0.0)
+            position = _position(node.position)
+            if position is None:
+                raise SpecError(f"position must be (x, y) or (x, y, z) in metres, got {node.position!r}",
+                                field=f"nodes[{node.name}].position", fix="e.g. position=(10, 0)")
+            node.position = position
         self.nodes[node.name] = node
         return node
 
@@ -77,7 +79,8 @@ class Topology:
                          position: tuple[float, ...] | None = None, fastack: bool = False,
                          **radio: Any) -> AccessPoint:
         """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations.
-        ``fastack``: the AP acknowledges TCP data to the sender on its stations' behalf (ns3 only)."""
+        ``fastack``: the AP acknowledges TCP data to the sender on its stations' behalf once their
+        MAC has it, as Meraki's FastACK does (ns3 only; docs/ns3-backend.md)."""
         self._check_radio_keys(radio, f"nodes[{name}]")
         Radio(**radio).check(f"nodes[{name}]")
         if not isinstance(fastack, bool):
@@ -161,7 +164,18 @@ class Topology:
 
     def add_route(self, node: Node | str, destination: str, via: str) -> None:
         """A static route that replaces the automatic one for ``destination`` on ``node``."""
-        self.routes.append((self._node_name(node, "routes.node"), destination, via))
+        name = self._node_name(node, "routes.node")
+        try:
+            ipaddress.IPv4Network(destination, strict=False)
+        except (ValueError, TypeError):
+            raise SpecError(f"cannot read route destination {destination!r}", field=f"routes[{name}]",
+                            fix="write an IPv4 prefix, e.g. '10.1.0.0/24'") from None
+        try:
+            ipaddress.IPv4Address(via)
+        except (ValueError, TypeError):
+            raise SpecError(f"cannot read gateway {via!r}", field=f"routes[{name}]",
+                            fix="write a neighbour's IPv4 address, e.g. '10.0.0.1'") from None
+        self.routes.append((name, destination, via))
 
     # -- queries -----------------------------------------------------------------------
     def link(self, name: str) -> Link:
@@ -210,6 +224,16 @@ class Topology:
             "links": [_link_dict(link) for link in self.links],
             "routes": [{"node": n, "destination": d, "via": v} for n, d, v in self.routes],
         }
+
+
+def _position(value: Any) -> tuple[float, float, float] | None:
+    """(x, y, z) in metres from (x, y) or (x, y, z) of finite numbers; None for anything else."""
+    if not isinstance(value, (tuple, list)) or len(value) not in (2, 3):
+        return None
+    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) for c in value):
+        return None
+    x, y, *z = (float(c) for c in value)
+    return (x, y, z[0] if z else 0.0)
 
 
 def _link_dict(link: Link) -> dict[str, Any]:

@@ -6,6 +6,7 @@ SpecError with the accepted forms when the value cannot be read.
 
 from __future__ import annotations
 
+import math
 import re
 
 from quicbed.errors import SpecError
@@ -26,6 +27,17 @@ _SIZE_UNITS = {
 }
 
 
+def _finite(number: float | int, value: object, field: str) -> float:
+    """``number`` as a float, refused when it is not a finite number (nan, inf, 1e400)."""
+    try:
+        result = float(number)
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise SpecError(f"{value!r} is not a finite number", field=field, fix="give a value of a usable size")
+    return result
+
+
 def _split(value: str) -> tuple[float, str] | None:
     match = re.fullmatch(_NUMBER + r"\s*([A-Za-zµ/%]*)", value.strip())
     if not match:
@@ -38,7 +50,7 @@ def parse_rate(value: object, field: str = "rate") -> float:
     if isinstance(value, bool):
         raise SpecError(f"rate must be a number or a string like '20mbit', got {value!r}", field=field)
     if isinstance(value, (int, float)):
-        rate = float(value)
+        rate = _finite(value, value, field)
     elif isinstance(value, str):
         parts = _split(value)
         if parts and parts[1] in _AMBIGUOUS_RATE:
@@ -49,7 +61,7 @@ def parse_rate(value: object, field: str = "rate") -> float:
         if not parts or parts[1] not in _RATE_UNITS:
             raise SpecError(f"cannot read rate {value!r}", field=field,
                             fix="use a number and one of bit, kbit, mbit, gbit, e.g. '20mbit'")
-        rate = parts[0] * _RATE_UNITS[parts[1]]
+        rate = _finite(parts[0] * _RATE_UNITS[parts[1]], value, field)
     else:
         raise SpecError(f"rate must be a string like '20mbit', got {type(value).__name__}", field=field)
     if rate <= 0:
@@ -74,7 +86,7 @@ def parse_time(value: object, field: str = "time", allow_zero: bool = True) -> f
         if not parts or parts[1] not in _TIME_UNITS:
             raise SpecError(f"cannot read duration {value!r}", field=field,
                             fix="use a number and one of s, ms, us, ns, e.g. '10ms'")
-        seconds = parts[0] * _TIME_UNITS[parts[1]]
+        seconds = _finite(parts[0] * _TIME_UNITS[parts[1]], value, field)
     else:
         raise SpecError(f"expected a duration like '10ms', got {type(value).__name__}", field=field)
     if seconds < 0:
@@ -90,12 +102,13 @@ def parse_size(value: object, field: str = "size") -> int:
         raise SpecError(f"expected a size like '10MB', got {value!r}", field=field)
     if isinstance(value, int):
         size = value
+        _finite(size, value, field)
     elif isinstance(value, str):
         parts = _split(value)
         if not parts or parts[1] not in _SIZE_UNITS:
             raise SpecError(f"cannot read size {value!r}", field=field,
                             fix="use bytes or a unit among B, kB, MB, GB, KiB, MiB, GiB, e.g. '10MB'")
-        size = round(parts[0] * _SIZE_UNITS[parts[1]])
+        size = round(_finite(parts[0] * _SIZE_UNITS[parts[1]], value, field))
     else:
         raise SpecError(f"expected a size like '10MB', got {type(value).__name__}", field=field)
     if size < 0:
@@ -108,7 +121,7 @@ def parse_percent(value: object, field: str = "percent") -> float:
     if isinstance(value, bool):
         raise SpecError(f"expected a percentage like 2 or '2%', got {value!r}", field=field)
     if isinstance(value, (int, float)):
-        percent = float(value)
+        percent = _finite(value, value, field) if not isinstance(value, float) or not math.isnan(value) else value
     elif isinstance(value, str):
         match = re.fullmatch(_NUMBER + r"\s*%?", value.strip())
         if not match:

@@ -44,9 +44,17 @@ def _walk(node: yaml.Node, prefix: str, lines: dict[str, int]) -> None:
 
 
 def load_yaml(path: Path) -> LocatedData:
+    if path.is_dir():
+        raise SpecError("is a folder, not a YAML file", source=str(path), fix="give the path of the file in it")
     if not path.is_file():
         raise SpecError("file not found", source=str(path), fix="check the path")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise SpecError(f"not UTF-8 text (byte {error.start}: {error.object[error.start:error.start + 1]!r})",
+                        source=str(path), fix="save the file as UTF-8") from None
+    except OSError as error:
+        raise SpecError(f"cannot read the file: {error.strerror}", source=str(path)) from None
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -54,6 +62,8 @@ def load_yaml(path: Path) -> LocatedData:
         mark = error.problem_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise SpecError(f"not valid YAML: {error.problem}", source=where) from None
+    except yaml.YAMLError as error:  # e.g. a character YAML does not allow: no line to name
+        raise SpecError(f"not valid YAML: {error}", source=str(path)) from None
     lines: dict[str, int] = {}
     if node is not None:
         _walk(node, "", lines)
