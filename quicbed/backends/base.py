@@ -33,6 +33,19 @@ def _die_with_parent() -> None:
         pass
 
 
+def how_it_ended(returncode: int | None) -> str:
+    """A process's end in words: "exited on signal 9 (SIGKILL)", "exited with status 1"."""
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            return f"exited on signal {-returncode}"
+        return f"exited on signal {-returncode} ({name})"
+    return f"exited with status {returncode}"
+
+
 class CpuAccountant(Protocol):
     """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
 
@@ -212,6 +225,11 @@ class Network(ABC):
     def service_processes(self) -> dict[str, int]:
         """Long-lived processes of the network itself, by CPU role (e.g. the ns-3 channel)."""
         return {}
+
+    def service_failure(self) -> str | None:
+        """Why the network can no longer carry traffic because one of its own processes ended
+        (e.g. "the ns-3 channel exited on signal 9 (SIGKILL)"), or None while it can."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What the run metadata records about the realised network."""

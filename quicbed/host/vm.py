@@ -35,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -463,10 +464,29 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     code = read_exit_code(job_dir)
     if code is None:
         raise VmError(f"the microVM stopped without reporting the command's exit status (no {job_dir}/exit-code) "
-                      f"after {seconds:.0f} s. Console (tail, full log {log}):\n{tail}", log=log, console_tail=tail)
+                      f"after {seconds:.0f} s: {how_the_vm_ended(list(reader.tail), process.returncode)}. Console "
+                      f"(tail, full log {log}):\n{tail}", log=log, console_tail=tail)
     if progress:
         progress(f"microVM finished in {seconds:.0f} s (exit code {code})")
     return VmResult(code, output, log, job_dir, kvm, seconds)
+
+
+_QEMU_SIGNALLED = re.compile(r"qemu-system-\S+: terminating on signal (\d+)(?: from pid (\d+))?")
+
+
+def how_the_vm_ended(console: Sequence[str], vng_status: int | None) -> str:
+    """Why a VM ended before its command did, from its console's last words: QEMU says which
+    signal ended it (except SIGKILL, which it cannot see), a guest kernel says it panicked."""
+    for line in reversed(console):
+        signalled = _QEMU_SIGNALLED.search(line)
+        if signalled:
+            number, sender = int(signalled.group(1)), signalled.group(2)
+            name = signal.Signals(number).name if number in signal.valid_signals() else "?"
+            return f"QEMU exited on signal {number} ({name})" + (f" sent by pid {sender}" if sender else "")
+    if any("Kernel panic" in line for line in console):
+        return "the guest kernel panicked"
+    return (f"QEMU exited without a word, as it does when killed with SIGKILL (or by the out-of-memory killer); vng "
+            f"exited with status {vng_status}")
 
 
 def _read_text(path: Path) -> str:

@@ -26,7 +26,7 @@ from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.launch import module_argv
-from quicbed.backends.base import Network, NodeHandle, Process
+from quicbed.backends.base import Network, NodeHandle, Process, how_it_ended
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
 from quicbed.runner.analyse import TRACE_META, record_metrics, review_measurement
@@ -42,6 +42,11 @@ READY_TIMEOUT = 120.0  # Python start-up in the software-emulated microVM, on a 
 BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the queue fills)
 CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
 SS_INTERVAL = 0.01
+#: seconds between two looks at the processes a run depends on while it waits (a fault fails it at once)
+WATCH_INTERVAL = 0.05
+#: seconds a network's own failure may take to show after a process of the run ended: a killed
+#: ns-3 channel closes its TAP devices (ending the captures on them) before it can be reaped
+CAUSE_GRACE = 0.3
 #: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu.py)
 CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel", "stress")
 #: what a CPU load process runs: a busy loop, until stopped
@@ -185,6 +190,56 @@ def replayed_traces(topology: Topology, client: str) -> list[dict[str, Any]]:
     return found
 
 
+class ProcessEnded(BackendError):
+    """A process the run depends on ended before the run stopped it."""
+
+
+class CriticalProcesses:
+    """What a run depends on: the network's own processes (the ns-3 channel) and those the run
+    starts for its whole length (servers, captures, samplers, background traffic, CPU load).
+    The run looks at them whenever it waits; one that has ended fails the run at once, with
+    an error naming it and how it ended ("the ns-3 channel exited on signal 9 (SIGKILL) during
+    the transfer"), instead of a client timeout and a misleading error much later."""
+
+    def __init__(self, network: Network) -> None:
+        self.network = network
+        self.watched: list[tuple[str, Process]] = []
+
+    def watch(self, what: str, process: Process | None) -> None:
+        if process is not None:
+            self.watched.append((f"{what} ({process.name} on {process.node})", process))
+
+    def failure(self) -> str | None:
+        """The first ended process in words, or None. The network comes first: when the channel
+        dies, the captures on its TAP devices end too, and the channel is the cause."""
+        ended = self.network.service_failure()
+        if ended is not None:
+            return ended
+        for what, process in self.watched:
+            if not process.running:
+                return self._network_failure_within(CAUSE_GRACE) or f"{what} {how_it_ended(process.returncode)}"
+        return None
+
+    def _network_failure_within(self, seconds: float) -> str | None:
+        deadline = time.monotonic() + seconds
+        while (ended := self.network.service_failure()) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return ended
+
+    def check(self, moment: str) -> None:
+        failure = self.failure()
+        if failure is not None:
+            raise ProcessEnded(f"{failure} {moment}")
+
+    def sleep(self, seconds: float, moment: str) -> None:
+        """``time.sleep(seconds)``, looking at the processes all the while."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.check(moment)
+            time.sleep(min(WATCH_INTERVAL, left))
+        self.check(moment)
+
+
 class RunExecution:
     """Performs one run: call :meth:`perform`, read the collected pieces afterwards."""
 
@@ -211,6 +266,7 @@ class RunExecution:
         self.others = [Download(f"client-{name}", transport, network.node(name), PORTS[transport.kind])
                        for name in experiment.clients_of(network.topology)[1:]]
         self.details: dict[str, Any] = {}
+        self.critical = CriticalProcesses(network)
 
     @property
     def downloads(self) -> list[Download]:
@@ -219,12 +275,14 @@ class RunExecution:
     def perform(self) -> dict[str, Any]:
         """Run the download(s); return the measured client's record (``ok``/``error`` tell how it went)."""
         counted = self.network.counted_as
+        self.critical.check("before the run")  # e.g. a channel that died since the last run
         with ExitStack() as stack:
             accounting = stack.enter_context(self._cpu_accounting())
             stack.enter_context(self._isolated_channel())
             for download in self.downloads:
                 with counted("server" if download.role == "main" else "competitor"):
                     stack.enter_context(self._server(download))
+            self.critical.check("while the run started")
             if hasattr(self.network, "reset_stats"):
                 self.network.reset_stats()  # MAC statistics of this run only; traces start again
                 traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
@@ -242,6 +300,7 @@ class RunExecution:
             if rate:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
+            self.critical.check("before the transfer")
             if self.others:
                 records = self._download_together(self.main, *self.others)
                 record = records[0]
@@ -254,7 +313,7 @@ class RunExecution:
             else:
                 records = self._download_together(self.main, self.competitor)
                 record, self.details["competitor"] = records
-            time.sleep(CLOSING_GRACE)
+            self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
         self._record_cpu(accounting, record)
         self._collect_server_files()
         # capture figures per connection, analysis warnings, why the measurement is invalid
@@ -350,6 +409,7 @@ class RunExecution:
         except BaseException:
             undo_port_cc()
             raise
+        self.critical.watch(_server_name(download), nginx.process)
 
         def stop() -> None:
             try:
@@ -376,6 +436,7 @@ class RunExecution:
         except BaseException:
             process.stop()
             raise
+        self.critical.watch(_server_name(download), process)
         # SIGTERM: the server closes its connections and writes their qlogs and stats
         return _Started(lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
 
@@ -386,6 +447,8 @@ class RunExecution:
         captures.add(self.server, self.server.interfaces[0], name="server")
         captures.add(self.main.client, self.main.client.interfaces[0], name="client")
         captures.start()
+        for name, capture in captures.captures.items():
+            self.critical.watch(f"the {name} capture", capture.process)
         self.details["captures"] = captures.info()
         return _Captures(captures, self.details)
 
@@ -405,6 +468,7 @@ class RunExecution:
 
         process = self.server.start(ss_sampler_command(self.main.port, SS_INTERVAL), name="ss-sampler",
                                     log_dir=self.logs)
+        self.critical.watch("the TCP state sampler", process)
 
         def keep() -> None:
             if process.stdout_path and process.stdout_path.exists():
@@ -420,7 +484,9 @@ class RunExecution:
         client = iperf.start(sink, source.address, port=BACKGROUND_PORT, protocol=background.kind, rate=rate,
                              duration=self.experiment.timeout + BACKGROUND_LEAD, reverse=True,
                              log_dir=self.logs, name="background")
-        time.sleep(BACKGROUND_LEAD)
+        self.critical.watch("the background traffic's server", server.process)
+        self.critical.watch("the background traffic's sender", client.process)
+        self.critical.sleep(BACKGROUND_LEAD, "before the transfer")
         start = time.time()
 
         def stop() -> None:
@@ -448,6 +514,7 @@ class RunExecution:
             for number in range(stress.load):
                 loads.append(self.main.client.start([sys.executable, "-c", BUSY_LOOP], name=f"stress-{number}",
                                                     log_dir=self.logs))
+                self.critical.watch("a CPU load", loads[-1])
 
         def stop() -> None:
             for process in loads:
@@ -469,17 +536,33 @@ class RunExecution:
             return module_argv(module, [*leading, *common, *_quic_profile_arguments(download.transport)])
         return module_argv("quicbed.apps.tcp.client", [*common, "--http", download.transport.http])
 
-    def _record(self, download: Download, why: str) -> dict[str, Any]:
+    def _record(self, download: Download, process: Process) -> dict[str, Any]:
         output = self.folder / download.record_name
         if not output.exists():
-            raise BackendError(f"the {download.role} client wrote no record: {why.strip()[-500:]}")
+            errors = process.errors().strip()[-500:]
+            raise BackendError(f"{_client_name(download)} {how_it_ended(process.returncode)} before writing its "
+                               f"record{': ' + errors if errors else ''}")
         return json.loads(output.read_text())
 
     def _download(self, download: Download) -> dict[str, Any]:
-        result = download.client.run(self._client_argv(download), timeout=self.experiment.timeout + READY_TIMEOUT,
-                                     check=False)
-        (self.logs / "client.err").write_text(result.stderr)
-        return self._record(download, f"exit {result.returncode}: {result.stderr}")
+        process = download.client.start(self._client_argv(download), name="client", log_dir=self.logs)
+        try:
+            self._wait_for_clients([process])
+        finally:
+            process.stop()
+        return self._record(download, process)
+
+    def _wait_for_clients(self, processes: list[Process]) -> None:
+        """Until every client has exited, looking at the processes the run depends on meanwhile
+        (the caller stops the clients, also when one of those ended)."""
+        timeout = self.experiment.timeout + READY_TIMEOUT
+        deadline = time.monotonic() + timeout
+        while running := [process for process in processes if process.running]:
+            self.critical.check("during the transfer")
+            if time.monotonic() > deadline:
+                raise BackendError(f"{running[0].name} on {running[0].node} did not finish within {timeout:g} s")
+            time.sleep(WATCH_INTERVAL)
+        self.critical.check("during the transfer")  # a client that failed because a server died: name the server
 
     def _download_together(self, *downloads: Download) -> list[dict[str, Any]]:
         """Start every client, wait until each has started up, then let them connect at once."""
@@ -494,18 +577,18 @@ class RunExecution:
         try:
             deadline = time.monotonic() + READY_TIMEOUT
             while not all(path.exists() for path in ready.values()):
+                self.critical.check("while the clients started")
                 exited = [p for p in processes if not p.running]
                 if exited or time.monotonic() > deadline:
                     raise BackendError(f"the clients did not start up together: {exited[0].errors().strip()[-300:]}"
                                        if exited else f"the clients were not ready after {READY_TIMEOUT:g} s")
                 time.sleep(0.01)
             go.touch()
-            for process in processes:
-                process.wait(self.experiment.timeout + READY_TIMEOUT)
+            self._wait_for_clients(processes)
         finally:
             for process in processes:
                 process.stop()
-        return [self._record(d, p.errors()) for d, p in zip(downloads, processes)]
+        return [self._record(d, p) for d, p in zip(downloads, processes)]
 
     def _collect_server_files(self) -> None:
         qlog_dir = self.folder / "qlog"
@@ -517,6 +600,15 @@ class RunExecution:
         if qlogs:
             qlogs[-1].rename(self.folder / "server.qlog")  # one connection per run
             shutil.rmtree(self.folder / "qlog", ignore_errors=True)
+
+
+def _server_name(download: Download) -> str:
+    return "the server" if download.role == "main" else f"the {download.role}'s server"
+
+
+def _client_name(download: Download) -> str:
+    who = "the" if download.role != "competitor" else "the competitor's"
+    return f"{who} client on {download.client.name}"
 
 
 class _Started:

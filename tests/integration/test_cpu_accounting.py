@@ -314,13 +314,22 @@ def test_a_quota_caps_a_role_and_says_how_often_it_held_it_back(accounting, back
 
 
 def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_path):
-    """The E2 CPU-stress mechanism on a real endpoint: aioquic's client is CPU-bound on
-    loopback (about one core for 60-70 Mbit/s here), so a quota of 0.2 cores on its role
-    makes the same 2 MB download several times slower."""
+    """The E2 CPU-stress mechanism on a real endpoint: a quota of 0.2 cores on the client's role
+    holds aioquic's client to 0.2 cores over its transfer (the share E2 reports as cpu_client),
+    so the 2 MB download runs at the quota's pace, whatever else the machine runs.
+
+    How much slower than without the quota depends on the CPU the machine gives the free client,
+    not on the quota. Over 175 free/capped pairs on 2 cores the download times were 3.6-7.5x
+    apart when the free client had a core of its own (CPU share >= 0.8, 12 pairs), but 0.3-4.7x
+    beside busy loops and ns-3 runs, where the free client got 0.14-0.8 cores and its download
+    was at times the slower one: a "3x slower" assertion failed in 156 of the 175. The capped
+    share never exceeded 0.208: the kernel enforces it. So the ratio is asserted only when the
+    free client had a core."""
     if backend == "proc":
         pytest.skip("a CPU quota needs a cgroup (the proc backend only counts)")
     from quicbed.apps import objects
     from quicbed.apps.quic import certs
+    from quicbed.runner.transfer import transfer_window
 
     objects.generate(tmp_path / "www", bulk=[2_000_000], seed=1)
     cert, key = certs.write(tmp_path / "tls")
@@ -335,7 +344,8 @@ def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_p
         time.sleep(0.05)
     port = json.loads(ready.read_text())["port"]
 
-    def download(limit: float | None) -> tuple[float, dict | None]:
+    def download(limit: float | None) -> tuple[float, float, dict | None]:
+        """Download time, the client's CPU share over its transfer, how the quota throttled it."""
         acct = accounting(("client",))
         if limit is not None:
             result = acct.limit("client", limit)
@@ -348,15 +358,23 @@ def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_p
                                 acct.preexec("client"), env=env)
         client.wait(timeout=90)
         throttling = acct.throttling("client")
-        acct.stop()
         record = json.loads(output.read_text())
         assert record["ok"], record
-        return record["completion_time"], throttling
+        window = transfer_window([record])
+        assert window is not None, record
+        share = acct.window(*window).roles["client"].mean_share
+        acct.stop()
+        return record["completion_time"], share, throttling
 
-    free, _ = download(None)
-    capped, throttling = download(0.2)
-    assert capped > 3 * free, (free, capped)
+    free, free_share, _ = download(None)
+    capped, capped_share, throttling = download(0.2)
+    figures = {"free_s": free, "capped_s": capped, "free_share": free_share, "capped_share": capped_share}
+    # at most 0.208 in 175 transfers, idle or loaded (less only when the machine had not even 0.2
+    # cores for it); a normal fit to the 80 measured as here puts 0.25 6.5 sd above their mean
+    assert capped_share <= 0.25, figures
     assert throttling is not None and throttling["throttled_periods"] > 0, throttling
+    if free_share >= 0.8:  # the free client had a core: 3.6-7.5x in the 12 of 175 pairs where it did
+        assert capped > 2 * free, figures
 
 
 #: half a core: 3 ms of the thread's own CPU time, then 3 ms asleep, until killed

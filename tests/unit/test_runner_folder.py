@@ -119,20 +119,80 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     runner = ExperimentRunner(experiment, RunnerOptions(out=tmp_path))
     runner._one_run = one_run  # type: ignore[method-assign]
     run = Run(0, 0, {}, 1, False)
-    record = runner._rerun_while_invalid(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record["status"] == "ok" and record["attempt"] == 3
     assert [len(earlier) for earlier in made] == [0, 1, 2]
     assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
                        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
     # the budget ends the attempts; a warm-up run is never made again
     made.clear()
-    record = runner._rerun_while_invalid(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record["status"] == "invalid" and len(made) == 3
     warmup = Run(0, 0, {}, 1, True)
-    assert runner._rerun_while_invalid(warmup, {"status": "invalid", "invalid_reasons": []}, None, None)["status"] \
+    assert runner._make_again(warmup, {"status": "invalid", "invalid_reasons": []}, None, None)["status"] \
         == "invalid"
+
+
+def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
+    """validity.retry_failed: a failed run (a process it depends on died, the download failed) is
+    made again up to that many times, apart from the invalid runs' budget; every attempt is named
+    with its error. Without it (the default, 0) a failed run stays failed."""
+    from quicbed.runner.engine import ExperimentRunner, RunnerOptions
+    from quicbed.spec.experiment import Experiment, Run, Validity
+
+    outcomes = iter([("failed", "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"),
+                     ("invalid", None), ("failed", "the server (quic-server on server) exited with status 1"),
+                     ("ok", None)])
+    made: list[list] = []
+
+    def one_run(run, keeper, folder, earlier=None):
+        made.append(list(earlier or []))
+        status, error = next(outcomes)
+        return {"status": status, "error": error, "invalid_reasons": ["ns-3 behind"] if status == "invalid" else [],
+                "attempt": 1 + len(earlier or [])}
+
+    def runner_with(validity: Validity) -> ExperimentRunner:
+        runner = ExperimentRunner(Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
+                                  RunnerOptions(out=tmp_path))
+        runner._one_run = one_run  # type: ignore[method-assign]
+        return runner
+
+    run = Run(0, 0, {}, 1, False)
+    runner = runner_with(Validity(reruns=1, retry_failed=2))
+    record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    assert record["status"] == "ok" and record["attempt"] == 4
+    assert made[-1] == [
+        {"attempt": 1, "status": "failed", "error": "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"},
+        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
+        {"attempt": 3, "status": "failed", "error": "the server (quic-server on server) exited with status 1"}]
+    # the budget of failures is its own: spent, the run stays failed (the default makes no retry)
+    made.clear()
+    outcomes = iter([("failed", "a"), ("failed", "b")])
+    record = runner_with(Validity(retry_failed=1))._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
+    assert record["status"] == "failed" and len(made) == 2
+    outcomes = iter([("failed", "a")])
+    assert runner_with(Validity())._make_again(run, one_run(run, None, None), None, None)["status"] == "failed"  # type: ignore[arg-type]
+    warmup = Run(0, 0, {}, 1, True)
+    assert runner_with(Validity(retry_failed=3))._make_again(warmup, {"status": "failed", "error": "x"}, None, None)[
+        "status"] == "failed"  # type: ignore[arg-type]
 
 
 def test_a_run_made_again_is_finished_by_its_last_line(tmp_path: Path) -> None:
     records = [{"run_id": "a", "status": "invalid"}, {"run_id": "b", "status": "ok"}, {"run_id": "a", "status": "ok"}]
     assert latest_records(records) == [{"run_id": "a", "status": "ok"}, {"run_id": "b", "status": "ok"}]
+
+
+def test_retrying_failed_runs_is_a_validity_setting(tmp_path: Path) -> None:
+    from quicbed.errors import SpecError
+    from quicbed.spec.experiment import load_experiment
+
+    dumbbell = Path(__file__).resolve().parents[2] / "topologies" / "dumbbell.py"
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"name: e\ntopology: {{script: {dumbbell}}}\nvalidity: {{retry_failed: 2}}\n")
+    validity = load_experiment(path).validity
+    assert (validity.retry_failed, validity.reruns) == (2, 2)
+    path.write_text(f"name: e\ntopology: {{script: {dumbbell}}}\n")
+    assert load_experiment(path).validity.retry_failed == 0  # a failed run stays failed unless asked
+    path.write_text(f"name: e\ntopology: {{script: {dumbbell}}}\nvalidity: {{retry_failed: -1}}\n")
+    with pytest.raises(SpecError, match="validity.retry_failed"):
+        load_experiment(path)

@@ -76,7 +76,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quicbed.backends.base import Network, _die_with_parent
+from quicbed.backends.base import Network, _die_with_parent, how_it_ended
 from quicbed.backends.namespaces import (
     OFFLOADS,
     NamespaceNode,
@@ -132,6 +132,8 @@ class Ns3Network(Network):
         self.channel: subprocess.Popen | None = None
         self.ready_info: dict[str, Any] | None = None
         self.final_stats: dict[str, Any] | None = None
+        #: how the channel ended when it ended before quicbed stopped it (killed, crashed)
+        self.channel_ended: str | None = None
         self._out_offset = 0
         self._made_work_dir = False
         self.warnings: list[str] = []
@@ -152,6 +154,11 @@ class Ns3Network(Network):
 
     def service_processes(self) -> dict[str, int]:
         return {"channel": self.channel.pid} if self.channel is not None and self.running else {}
+
+    def service_failure(self) -> str | None:
+        if self.started and self.channel is not None and self.channel.poll() is not None:
+            self.channel_ended = f"the ns-3 channel {how_it_ended(self.channel.returncode)}"
+        return self.channel_ended
 
     def describe(self) -> dict[str, Any]:
         stats: dict[str, Any] | None = None
@@ -174,6 +181,7 @@ class Ns3Network(Network):
             "lag": stats["lag"] if stats else None,
             "valid": stats["valid"] if stats else None,
             "invalid_reasons": stats["invalid_reasons"] if stats else None,
+            "failure": self.service_failure(),
         }
 
     def mac_stats(self, timeout: float = 5.0, window: tuple[float, float] | None = None) -> dict[str, Any]:
@@ -182,13 +190,15 @@ class Ns3Network(Network):
         latter judged over ``window`` (CLOCK_MONOTONIC seconds: a transfer) when given."""
         raw = self._snapshot(reset=False, timeout=timeout) if self.running else self.final_stats
         if raw is None:
-            raise BackendError("no ns-3 statistics: the network was never started")
+            why = self.service_failure() or ("the network was never started" if self.channel is None else
+                                             "the ns-3 channel wrote no final statistics")
+            raise BackendError(f"no ns-3 statistics: {why}")
         return summarize(raw, self.options.max_behind_share, self._owners, window)
 
     def reset_stats(self, timeout: float = 5.0) -> None:
         """Zero the MAC counters and lag statistics (e.g. at the start of a run)."""
         if not self.running:
-            raise BackendError("the ns-3 channel is not running")
+            raise BackendError(self.service_failure() or "the ns-3 channel is not running")
         self._snapshot(reset=True, timeout=timeout)
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
@@ -259,7 +269,7 @@ class Ns3Network(Network):
         err = self.work_dir / "channel.err"
         text = err.read_text(errors="replace").strip() if err.exists() else ""
         code = self.channel.poll() if self.channel else None
-        detail = f" (ns-3 channel exited with {code})" if code is not None else ""
+        detail = f" (the ns-3 channel {how_it_ended(code)})" if code is not None else ""
         return detail + (f": {text[-1500:]}" if text else "")
 
     def _wait_for(self, keyword: str, timeout: float, failure: str | None = None) -> str:
@@ -321,6 +331,7 @@ class Ns3Network(Network):
     def _stop_channel(self) -> None:
         if self.channel is None:
             return
+        self.service_failure()  # an end before this stop is a failure, and stays described
         if self.channel.poll() is None:
             self.channel.send_signal(signal.SIGTERM)
             try:
