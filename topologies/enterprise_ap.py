@@ -21,7 +21,8 @@ def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band:
              ampdu: bool = True, same_channel: bool = False, distance: float = 5.0, spread: float = 0.0,
              wired_rate: str = "1gbit", wired_delay: str = "1ms", ap_spacing: float = 30.0,
              fastack: bool = False) -> Topology:
-    """``fastack``: the APs acknowledge TCP data to the server on their stations' behalf (ns3)."""
+    """``fastack``: the APs acknowledge TCP data to the server on their stations' behalf once
+    their MAC has it, as Meraki's FastACK does (ns3; docs/ns3-backend.md)."""
     topo = Topology("enterprise_ap", description=f"{stations} stations on {aps} {standard} AP(s), wired server")
     server = topo.add_host("server")
     radio = {"standard": standard, "band": band, "width": width, "guard_interval": guard_interval,

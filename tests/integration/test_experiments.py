@@ -22,13 +22,18 @@ pytestmark = [pytest.mark.needs_root,
 
 
 def run_lines(name: str, out: Path, *options: str) -> list[dict[str, Any]]:
-    """``quicbed run experiments/NAME.yaml`` with one repetition; its results lines."""
+    """``quicbed run experiments/NAME.yaml`` with one repetition; each run's last results line."""
     result = subprocess.run([sys.executable, "-m", "quicbed", "run", f"experiments/{name}.yaml", "--repetitions",
                              "1", "--warmup", "0", "--out", str(out), *options], cwd=ROOT, capture_output=True,
                             text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"results: {out}" in result.stdout
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # a run made again (invalid, then remade) has a line per attempt: the last one counts
+    last = {}
+    for text in (out / "results.jsonl").read_text().splitlines():
+        line = json.loads(text)
+        last[line["run_id"]] = line
+    return list(last.values())
 
 
 def run_experiment(name: str, out: Path, *options: str) -> dict[str, dict[str, Any]]:
@@ -36,10 +41,16 @@ def run_experiment(name: str, out: Path, *options: str) -> dict[str, dict[str, A
     return {line["cell"]["transport"]: line for line in run_lines(name, out, *options)}
 
 
+#: what the ns-3 channel's validity rules say when a busy machine held the channel back: its
+#: lag, and the TAP path's waits and drops that come with it (quicbed/backends/ns3/stats.py)
+CHANNEL_HELD_BACK = ("behind the wall clock", "before the simulator took them up", "waited to enter the simulator",
+                     "in the TAP writer's")
+
+
 def counted_or_late(line: dict[str, Any]) -> bool:
     """ok, or invalid only because this busy machine held ns-3 back (made again up to twice)."""
-    return line["status"] == "ok" or (line["status"] == "invalid" and "behind the wall clock" in
-                                      " ".join(line["invalid_reasons"]))
+    return line["status"] == "ok" or (line["status"] == "invalid" and bool(line["invalid_reasons"]) and all(
+        any(words in reason for words in CHANNEL_HELD_BACK) for reason in line["invalid_reasons"]))
 
 
 def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
 // AP-side TCP ACK acceleration (see fastack.h).
+// long on purpose: one state machine per connection. Its parts (handshake, cache, the MAC's
+// delivery order, ACKs, timer, teardown) all read and write the same Flow, and each ACK the AP
+// sends draws on all of them (number, window, timestamps, SACK blocks, ECE).
 
 #include "fastack.h"
 
@@ -15,9 +18,15 @@ namespace
 
 constexpr uint8_t PROTO_TCP = 6;
 constexpr uint32_t SEGMENT = 1448; // a full-size TCP payload behind 1500-byte IP packets
-// the fallback timer: above the radio queue's delay (500 packets at 50 Mbit/s are 120 ms)
+constexpr uint32_t MAX_SEGMENT = 65536; // no IPv4 segment carries more: a held one covering a byte starts this close
+// the fallback timer: well above the station's delayed ACK (40-200 ms) behind its uplink contention
 const Time FIRST_TIMEOUT = MilliSeconds(300);
 const Time LAST_TIMEOUT = Seconds(2);
+// timer expiries without the station's TCP progressing before the AP gives a connection up
+// (the timer's backoff makes that 12 s), when no single segment reached MAX_RESENDS first
+constexpr int MAX_SILENT_EXPIRIES = 8;
+// a connection whose second SYN never came: forgotten (Linux gives a SYN up after 63 s)
+const Time HANDSHAKE_TIMEOUT = Seconds(75);
 
 /// a after b in sequence space (RFC 1982)
 bool
@@ -113,6 +122,9 @@ TcpView::Parse(const std::vector<uint8_t>& ip)
     window = Get16(ip, tcp + 14);
     payload = uint32_t(total - tcp - offset);
     hasTimestamp = false;
+    tsValAt = 0;
+    windowScale = -1;
+    sackPermitted = false;
     for (size_t at = tcp + 20; at < tcp + offset;)
     {
         uint8_t kind = ip[at];
@@ -133,9 +145,14 @@ TcpView::Parse(const std::vector<uint8_t>& ip)
         {
             windowScale = std::min<int>(ip[at + 2], 14);
         }
+        if (kind == 4 && ip[at + 1] == 2)
+        {
+            sackPermitted = true;
+        }
         if (kind == 8 && ip[at + 1] == 10 && at + 10 <= tcp + offset)
         {
             hasTimestamp = true;
+            tsValAt = at + 2;
             tsVal = Get32(ip, at + 2);
             tsEcr = Get32(ip, at + 6);
         }
@@ -144,95 +161,228 @@ TcpView::Parse(const std::vector<uint8_t>& ip)
     return true;
 }
 
-FastAck::FastAck(Send toStation,
-                 std::function<void(size_t, const std::vector<uint8_t>&, Mac48Address, Mac48Address)> toSender,
-                 uint32_t queuePackets)
+FastAck::FastAck(ToStation toStation, ToSender toSender)
     : m_toStation(std::move(toStation)),
-      m_toSender(std::move(toSender)),
-      m_budgetBytes(uint64_t(queuePackets) / 2 * SEGMENT)
+      m_toSender(std::move(toSender))
 {
 }
 
+FastAck::Flow&
+FastAck::Open(const Key& key)
+{
+    Flow& flow = m_flows[key];
+    flow.timer.Cancel();
+    if (flow.Accelerated())
+    {
+        flowsEnded++; // a new connection on these ports: the old one is gone
+    }
+    flow = Flow();
+    flow.key = key;
+    flow.id = m_nextId++;
+    flow.timer = Simulator::Schedule(HANDSHAKE_TIMEOUT, &FastAck::OnTimer, this, key, flow.id);
+    return flow;
+}
+
 void
-FastAck::Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in)
+FastAck::Handshaken(Flow& flow)
+{
+    flow.timer.Cancel();
+    flow.base = flow.senderOffer.isn + 1;
+    flow.next = flow.deliveredTo = flow.highest = flow.stationAcked = flow.base;
+    flow.acked = flow.senderOffer.isn; // the sender's SYN is the station's to acknowledge
+    flow.stationSeq = flow.stationOffer.isn + 1;
+    flow.stationWindow = uint16_t(flow.stationOffer.window >> flow.Scale());
+    flowsStarted++;
+}
+
+void
+FastAck::End(Flow& flow, bool abandoned)
+{
+    if (flow.Accelerated())
+    {
+        (abandoned ? flowsAbandoned : flowsEnded)++;
+    }
+    flow.timer.Cancel();
+    m_flows.erase(flow.key);
+}
+
+void
+FastAck::EndIfClosed(Flow& flow)
+{
+    if (flow.senderFinAcked && flow.stationFinAcked)
+    {
+        End(flow, false);
+    }
+}
+
+FastAck::Flow*
+FastAck::Find(Key key, uint64_t id)
+{
+    auto it = m_flows.find(key);
+    return it != m_flows.end() && it->second.id == id ? &it->second : nullptr;
+}
+
+bool
+FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in)
 {
     TcpView seg;
-    if (!seg.Parse(ip) || (seg.flags & (TcpView::SYN | TcpView::RST)))
+    if (!seg.Parse(ip))
     {
-        return;
+        return false;
     }
-    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
-    if (it == m_flows.end() || !it->second.stationSeen)
+    Key key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort};
+    auto it = m_flows.find(key);
+    if (seg.flags & TcpView::SYN)
     {
-        return; // a connection the AP did not see start: left alone
+        bool answer = seg.flags & TcpView::ACK;
+        if (!answer && (it == m_flows.end() || !it->second.senderOffer.seen || it->second.senderOffer.isn != seg.seq))
+        {
+            Flow& flow = Open(key); // the wired end opens
+            flow.senderOffer.Take(seg);
+            flow.tsRecent = seg.tsVal;
+            flow.sender = from;
+            flow.station = to;
+            flow.senderPort = in;
+        }
+        else if (answer && it != m_flows.end() && it->second.stationOffer.seen && !it->second.senderOffer.seen)
+        {
+            Flow& flow = it->second;
+            flow.senderOffer.Take(seg);
+            flow.tsRecent = seg.tsVal;
+            flow.sender = from;
+            flow.station = to;
+            flow.senderPort = in;
+            Handshaken(flow);
+        }
+        return false;
+    }
+    if (it == m_flows.end())
+    {
+        return false;
     }
     Flow& flow = it->second;
-    if (seg.payload == 0)
+    if (seg.flags & TcpView::RST)
     {
-        if (flow.started && !(seg.flags & TcpView::FIN) && After(flow.next, seg.seq))
-        {
-            Repeat(flow); // a window probe or keep-alive: the station's answer is swallowed
-        }
-        return;
+        End(flow, false);
+        return false;
     }
-    if (!flow.started)
+    if (!flow.Accelerated())
     {
-        if (seg.seq != flow.stationAcked)
-        {
-            return;
-        }
-        flow.started = true; // the first data byte after the handshake
-        flow.base = flow.next = flow.apAcked = flow.highest = seg.seq;
+        return false;
     }
     flow.sender = from;
     flow.station = to;
     flow.senderPort = in;
-    uint32_t end = seg.seq + seg.payload + ((seg.flags & TcpView::FIN) ? 1 : 0);
-    if (!After(end, flow.next))
+    if (seg.hasTimestamp && !After(flow.senderTsVal, seg.tsVal))
     {
-        Repeat(flow); // sent again what the AP acknowledged: that ACK was lost on the way back
-        return;
+        flow.senderTsVal = seg.tsVal;
+    }
+    if ((seg.flags & TcpView::ACK) && flow.stationFin && After(seg.ack, flow.stationFinSeq))
+    {
+        flow.stationFinAcked = true;
+    }
+    if (seg.flags & TcpView::FIN)
+    {
+        flow.senderFin = true;
+        flow.senderFinSeq = seg.seq + seg.payload;
+    }
+    bool taken = false;
+    if (seg.payload > 0)
+    {
+        taken = SenderData(flow, seg, ip);
+        if (After(flow.acked, seg.seq) && After(seg.End(), flow.acked))
+        {
+            Repeat(flow, seg); // sent again from below what the AP acknowledged, and beyond
+        }
+    }
+    else if (!(seg.flags & TcpView::FIN) && After(flow.acked, seg.seq))
+    {
+        Repeat(flow, seg); // a window probe or keep-alive: the station's answer is consumed
+    }
+    EndIfClosed(flow);
+    return taken;
+}
+
+bool
+FastAck::SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip)
+{
+    uint32_t end = seg.End();
+    if (!After(end, flow.acked))
+    {
+        Repeat(flow, seg); // the AP's ACK for it was lost on the way back
+        return true;
+    }
+    if (After(flow.base, seg.seq))
+    {
+        return false;
     }
     if (After(end, flow.highest))
     {
         flow.highest = end;
     }
-    if (seg.hasTimestamp)
+    HeldAt found = flow.held.find(seg.seq - flow.base);
+    bool fresh = found == flow.held.end();
+    if (!fresh && !After(end, found->second.end) && found->second.copy != Copy::Dropped)
     {
-        flow.lastTsEcr = seg.tsVal;
+        return true; // the radio has a copy already (queued or confirmed)
     }
-    if (After(seg.seq, flow.next))
+    if (fresh)
     {
-        outOfOrder++; // a loss before the AP: held, acknowledged once the gap is filled
+        found = flow.held.emplace(seg.seq - flow.base, Held{}).first;
     }
-    if (flow.held.emplace(seg.seq - flow.base, Held{ip, end}).second)
+    else
     {
-        flow.queuedBytes += end - seg.seq;
+        Account(flow, found, -1); // a copy the MAC dropped, or a longer one
     }
-    uint32_t before = flow.next;
-    // over the held segments that continue what the AP has, in order (offsets from the first byte)
-    for (auto it = flow.held.upper_bound(flow.next - flow.base); it != flow.held.begin();)
+    Held& held = found->second;
+    std::vector<uint8_t> previous = std::move(held.ip);
+    held.ip = ip;
+    if (!Enqueue(flow, found))
     {
-        --it; // the last one starting at or before next
-        if (!After(it->second.end, flow.next))
+        queueRefused++; // lost at the AP: a hole the sender repairs (or, for a copy it had, the AP)
+        if (fresh)
         {
-            break;
+            flow.held.erase(found);
         }
-        flow.next = it->second.end;
-        accelerated++;
-        it = flow.held.upper_bound(flow.next - flow.base);
+        else
+        {
+            held.ip = std::move(previous);
+            Account(flow, found, 1);
+        }
+        return true;
     }
-    if (flow.next == before)
+    if (fresh)
     {
-        return;
+        accelerated++;
+        if (After(seg.seq, flow.next))
+        {
+            outOfOrder++; // a loss before the AP
+        }
     }
-    flow.apAcked = flow.next;
-    Acknowledge(flow);
-    Arm(flow);
+    held.end = end;
+    held.tsVal = seg.tsVal;
+    held.tsValAt = seg.tsValAt;
+    held.copy = Copy::Queued;
+    held.atStation = false;
+    Account(flow, found, 1);
+    Advance(flow);
+    return true;
+}
+
+void
+FastAck::Repeat(Flow& flow, const TcpView& seg)
+{
+    // RFC 7323 4.3: a segment at or below Last.ACK.sent updates TS.Recent; the ACK echoes it
+    if (seg.hasTimestamp && !After(flow.tsRecent, seg.tsVal))
+    {
+        flow.tsRecent = seg.tsVal;
+    }
+    acksRepeated++;
+    SendAck(flow, Window(flow));
 }
 
 bool
-FastAck::FromStation(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to)
+FastAck::FromStation(const std::vector<uint8_t>& ip)
 {
     TcpView seg;
     if (!seg.Parse(ip))
@@ -240,88 +390,446 @@ FastAck::FromStation(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Add
         return false;
     }
     Key key{seg.dstIp, seg.dstPort, seg.srcIp, seg.srcPort};
+    auto it = m_flows.find(key);
     if (seg.flags & TcpView::SYN)
     {
-        Flow& flow = m_flows[key];
-        flow.timer.Cancel();
-        flow = Flow(); // a new connection on these ports
-        flow.key = key;
-        flow.stationSeen = true;
-        flow.window = seg.window;
-        flow.scale = std::max(0, seg.windowScale); // (applies if the sender's SYN-ACK has one too: Linux's does)
+        bool answer = seg.flags & TcpView::ACK;
+        Flow* flow = nullptr;
+        if (!answer &&
+            (it == m_flows.end() || !it->second.stationOffer.seen || it->second.stationOffer.isn != seg.seq))
+        {
+            flow = &Open(key); // the station opens
+        }
+        else if (answer && it != m_flows.end() && it->second.senderOffer.seen && !it->second.stationOffer.seen)
+        {
+            flow = &it->second;
+        }
+        if (flow)
+        {
+            flow->stationOffer.Take(seg);
+            flow->stationTsVal = seg.tsVal;
+            if (answer)
+            {
+                Handshaken(*flow);
+                flow->acked = seg.ack; // the sender hears this one
+            }
+        }
         return false;
     }
-    auto it = m_flows.find(key);
     if (it == m_flows.end())
     {
         return false;
     }
     Flow& flow = it->second;
-    flow.window = seg.window;
-    flow.stationSeq = seg.seq + seg.payload + ((seg.flags & TcpView::FIN) ? 1 : 0);
-    if (seg.hasTimestamp)
+    if (seg.flags & TcpView::RST)
     {
-        flow.timestamps = true;
+        End(flow, false);
+        return false;
+    }
+    if (!flow.Accelerated())
+    {
+        return false;
+    }
+    uint32_t seqEnd = seg.End();
+    if (After(seqEnd, flow.stationSeq))
+    {
+        flow.stationSeq = seqEnd; // never backwards: a retransmission is below it
+    }
+    if (seg.flags & TcpView::FIN)
+    {
+        flow.stationFin = true;
+        flow.stationFinSeq = seg.seq + seg.payload;
+    }
+    if (seg.hasTimestamp && !After(flow.stationTsVal, seg.tsVal))
+    {
         flow.stationTsVal = seg.tsVal;
     }
     if (!(seg.flags & TcpView::ACK))
     {
         return false;
     }
-    if (!flow.started)
-    {
-        flow.stationAcked = seg.ack;
-        return false;
-    }
     if (After(seg.ack, flow.stationAcked))
     {
         flow.stationAcked = seg.ack;
+        flow.stationWindow = seg.window;
+        flow.ece = seg.flags & TcpView::ECE;
         flow.duplicates = 0;
+        if (flow.senderFin && After(seg.ack, flow.senderFinSeq))
+        {
+            flow.senderFinAcked = true;
+        }
         Release(flow, seg.ack);
     }
-    else if (seg.ack == flow.stationAcked && seg.PureAck() && !flow.held.empty() && ++flow.duplicates == 3)
+    else if (seg.ack == flow.stationAcked)
     {
-        Resend(flow, seg.ack); // the station lacks what the AP holds from here
-    }
-    if (After(seg.ack, flow.apAcked))
-    {
-        flow.apAcked = seg.ack; // the station has more than the AP acknowledged (a hole filled upstream)
-        if (After(seg.ack, flow.next))
+        // RFC 5681: no data, no SYN/FIN, the highest ACK, the same window, data outstanding
+        bool duplicate = seg.PureAck() && seg.window == flow.stationWindow && flow.heldBytes > 0;
+        flow.stationWindow = seg.window;
+        flow.ece = seg.flags & TcpView::ECE;
+        if (duplicate)
         {
-            flow.next = seg.ack;
+            stationDuplicates++;
+            HeldAt lacking = Covering(flow, seg.ack, false);
+            if (++flow.duplicates == 3 && lacking != flow.held.end() && Missing(lacking->second) &&
+                Resend(flow, lacking) == Resent::GaveUp)
+            {
+                return true; // the station lacks it, it was resent MAX_RESENDS times already
+            }
+        }
+    }
+    if (After(seg.ack, flow.acked) || !seg.PureAck())
+    {
+        if (After(seg.ack, flow.acked))
+        {
+            flow.acked = seg.ack; // the station is ahead of the AP: the sender hears it
+            flow.lastWindow = seg.window;
         }
         stationAcksPassed++;
+        EndIfClosed(flow);
         return false;
     }
-    if (seg.PureAck() && !After(flow.highest, flow.next))
-    {
-        stationAcksSwallowed++;
-        return true;
-    }
-    stationAcksPassed++;
-    return false;
+    stationAcksSwallowed++;
+    WindowUpdate(flow);
+    return true;
 }
 
 uint16_t
 FastAck::Window(const Flow& flow) const
 {
-    size_t active = 0;
-    for (const auto& [key, other] : m_flows)
-    {
-        active += other.started && other.queuedBytes > 0;
-    }
-    uint64_t share = m_budgetBytes / std::max<size_t>(1, active);
-    uint64_t room = share > flow.queuedBytes ? share - flow.queuedBytes : 0;
-    uint32_t stationEdge = flow.stationAcked + (uint32_t(flow.window) << flow.scale);
-    uint64_t station = After(stationEdge, flow.next) ? stationEdge - flow.next : 0;
-    return uint16_t(std::min<uint64_t>(std::min(room, station) >> flow.scale, 0xffff));
+    // the station's window less what it has not acknowledged of what the AP did
+    int scale = flow.Scale();
+    uint32_t edge = flow.stationAcked + (uint32_t(flow.stationWindow) << scale);
+    uint64_t room = After(edge, flow.acked) ? edge - flow.acked : 0;
+    return uint16_t(std::min<uint64_t>(room >> scale, 0xffff));
 }
 
 void
-FastAck::Acknowledge(Flow& flow)
+FastAck::WindowUpdate(Flow& flow)
 {
-    size_t options = flow.timestamps ? 12 : 0;
-    std::vector<uint8_t> ip(40 + options, 0);
+    int scale = flow.Scale();
+    uint16_t window = Window(flow);
+    uint64_t open = uint64_t(window) << scale, last = uint64_t(flow.lastWindow) << scale;
+    // what a receiver does when its reader frees room: say so once it is worth a segment
+    if (open >= SEGMENT && (last < SEGMENT || open >= 2 * last))
+    {
+        windowUpdates++;
+        SendAck(flow, window);
+    }
+}
+
+FastAck::HeldAt
+FastAck::Covering(Flow& flow, uint32_t at, bool atStationOnly)
+{
+    uint32_t offset = at - flow.base;
+    for (HeldAt it = flow.held.upper_bound(offset); it != flow.held.begin();)
+    {
+        --it;
+        if (offset - it->first >= MAX_SEGMENT)
+        {
+            break;
+        }
+        if (After(it->second.end, at) && (!atStationOnly || it->second.atStation))
+        {
+            return it;
+        }
+    }
+    return flow.held.end();
+}
+
+void
+FastAck::Advance(Flow& flow)
+{
+    if (After(flow.stationAcked, flow.next))
+    {
+        flow.next = flow.stationAcked;
+    }
+    if (After(flow.stationAcked, flow.deliveredTo))
+    {
+        flow.deliveredTo = flow.stationAcked;
+    }
+    for (HeldAt it; (it = Covering(flow, flow.next, false)) != flow.held.end();)
+    {
+        flow.next = it->second.end;
+    }
+    for (HeldAt it; (it = Covering(flow, flow.deliveredTo, true)) != flow.held.end();)
+    {
+        flow.deliveredTo = it->second.end;
+    }
+}
+
+void
+FastAck::Account(Flow& flow, HeldAt held, int sign)
+{
+    int64_t bytes = int64_t(held->second.end - (flow.base + held->first)) * sign;
+    flow.heldBytes += bytes;
+    if (held->second.copy == Copy::Queued)
+    {
+        flow.queuedBytes += bytes;
+    }
+}
+
+void
+FastAck::SetCopy(Flow& flow, HeldAt held, Copy copy)
+{
+    Account(flow, held, -1);
+    held->second.copy = copy;
+    Account(flow, held, 1);
+}
+
+void
+FastAck::Release(Flow& flow, uint32_t ack)
+{
+    for (HeldAt it = flow.held.begin(); it != flow.held.end() && After(ack, flow.base + it->first);)
+    {
+        if (!After(it->second.end, ack))
+        {
+            Account(flow, it, -1);
+            it = flow.held.erase(it);
+        }
+        else
+        {
+            ++it;
+        }
+    }
+    Advance(flow);
+    flow.silentExpiries = 0;
+    flow.timer.Cancel(); // the station's TCP is alive
+    flow.timeout = FIRST_TIMEOUT;
+    Arm(flow);
+    if (After(flow.deliveredTo, flow.acked))
+    {
+        ScheduleAcks(flow);
+    }
+}
+
+void
+FastAck::Dropped(const std::vector<uint8_t>& ip)
+{
+    TcpView seg;
+    if (!seg.Parse(ip) || seg.payload == 0)
+    {
+        return;
+    }
+    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
+    if (it == m_flows.end() || !it->second.Accelerated())
+    {
+        return;
+    }
+    Flow& flow = it->second;
+    HeldAt held = flow.held.find(seg.seq - flow.base);
+    if (held == flow.held.end() || held->second.copy != Copy::Queued || held->second.end != seg.End())
+    {
+        return; // not the copy the AP holds (the station's TCP acknowledged it, or a newer one is queued)
+    }
+    SetCopy(flow, held, Copy::Dropped);
+    ScheduleAcks(flow); // the station's MAC moves past it
+    // not from inside the MAC's drop notification: the queue is the MAC's own
+    Simulator::ScheduleNow(&FastAck::ResendDropped, this, flow.key, flow.id, seg.seq);
+}
+
+void
+FastAck::ResendDropped(Key key, uint64_t id, uint32_t seq)
+{
+    Flow* flow = Find(key, id);
+    if (!flow)
+    {
+        return;
+    }
+    HeldAt held = flow->held.find(seq - flow->base);
+    if (held == flow->held.end() || held->second.copy != Copy::Dropped)
+    {
+        return;
+    }
+    Resent outcome = Resend(*flow, held);
+    if (outcome == Resent::Sent)
+    {
+        macDropsRepaired++;
+    }
+    if (outcome != Resent::GaveUp)
+    {
+        Arm(*flow);
+    }
+}
+
+void
+FastAck::Delivered(const std::vector<uint8_t>& ip)
+{
+    TcpView seg;
+    if (!seg.Parse(ip) || seg.payload == 0)
+    {
+        return;
+    }
+    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
+    if (it == m_flows.end() || !it->second.Accelerated())
+    {
+        return;
+    }
+    Flow& flow = it->second;
+    HeldAt held = flow.held.find(seg.seq - flow.base);
+    if (held == flow.held.end() || held->second.copy != Copy::Queued || held->second.end != seg.End())
+    {
+        return;
+    }
+    SetCopy(flow, held, Copy::Aired); // still held: the station's TCP may yet lose it
+    deliveredOverAir++;
+    Advance(flow);
+    Arm(flow);
+    ScheduleAcks(flow);
+}
+
+void
+FastAck::ScheduleAcks(Flow& flow)
+{
+    if (!flow.ackScheduled)
+    {
+        flow.ackScheduled = true; // one ACK for all a block ACK confirmed
+        Simulator::ScheduleNow(&FastAck::SendDue, this, flow.key, flow.id);
+    }
+}
+
+void
+FastAck::SendDue(Key key, uint64_t id)
+{
+    Flow* flow = Find(key, id);
+    if (!flow)
+    {
+        return;
+    }
+    flow->ackScheduled = false;
+    DeliverInOrder(*flow);
+    AcknowledgeNew(*flow);
+}
+
+void
+FastAck::AcknowledgeNew(Flow& flow)
+{
+    if (!After(flow.deliveredTo, flow.acked))
+    {
+        return;
+    }
+    // RFC 7323 4.3: echo the earliest segment this ACK acknowledges (the copy the station got)
+    HeldAt first = Covering(flow, flow.acked, false);
+    if (first != flow.held.end() && !After(flow.tsRecent, first->second.tsVal))
+    {
+        flow.tsRecent = first->second.tsVal;
+    }
+    flow.acked = flow.deliveredTo;
+    SendAck(flow, Window(flow));
+}
+
+void
+FastAck::NoteSack(Flow& flow, uint32_t start, uint32_t end)
+{
+    for (auto it = flow.sacks.begin(); it != flow.sacks.end();)
+    {
+        if (!After(start, it->second) && !After(it->first, end)) // overlapping or adjacent: one block
+        {
+            start = After(start, it->first) ? it->first : start;
+            end = After(it->second, end) ? it->second : end;
+            it = flow.sacks.erase(it);
+        }
+        else
+        {
+            ++it;
+        }
+    }
+    flow.sacks.insert(flow.sacks.begin(), {start, end});
+    if (flow.sacks.size() > 4)
+    {
+        flow.sacks.pop_back(); // Linux keeps four
+    }
+}
+
+bool
+FastAck::Enqueue(Flow& flow, HeldAt held)
+{
+    if (!m_toStation(held->second.ip, flow.sender, flow.station))
+    {
+        return false;
+    }
+    held->second.copyId = ++flow.copies;
+    flow.order.emplace_back(held->first, held->second.copyId);
+    return true;
+}
+
+bool
+FastAck::Repairing(Flow& flow)
+{
+    HeldAt lacking = Covering(flow, flow.acked, false);
+    return lacking != flow.held.end() && (lacking->second.copy == Copy::Dropped || lacking->second.resends > 0);
+}
+
+void
+FastAck::DeliverInOrder(Flow& flow)
+{
+    while (!flow.order.empty())
+    {
+        auto [offset, copyId] = flow.order.front();
+        HeldAt it = flow.held.find(offset);
+        if (it != flow.held.end() && it->second.copyId == copyId)
+        {
+            Held& held = it->second;
+            if (held.copy == Copy::Queued)
+            {
+                break; // the MAC still tries it: the station's reorder buffer waits for it
+            }
+            bool arrived = held.copy == Copy::Aired && !held.atStation;
+            held.atStation = held.atStation || arrived;
+            Advance(flow);
+            if (arrived && After(held.end, flow.deliveredTo))
+            {
+                // above a byte the station lacks: it reports the segment in its SACK blocks (only
+                // what it has: a SACKed segment the ACK reaches later is, to Linux, a receiver
+                // reneging, answered by a retransmission timeout), and answers with a duplicate
+                NoteSack(flow, flow.base + offset, held.end);
+                AcknowledgeNew(flow); // what came in order before it first, as the station does
+                if (!Repairing(flow))
+                {
+                    duplicateAcksSent++;
+                    SendAck(flow, flow.lastWindow); // the same window: RFC 5681's duplicate
+                }
+            }
+        }
+        flow.order.pop_front(); // delivered, dropped, or no longer held
+    }
+}
+
+void
+FastAck::SendAck(Flow& flow, uint16_t window)
+{
+    std::vector<uint8_t> options;
+    if (flow.Timestamps())
+    {
+        options = {1, 1, 8, 10};
+        options.resize(12);
+        Put32(options, 4, flow.stationTsVal);
+        Put32(options, 8, flow.tsRecent);
+    }
+    if (flow.Sack() && !flow.sacks.empty())
+    {
+        // never a block starting at the ACK: Linux takes that for a receiver reneging
+        auto covered = [&flow](const std::pair<uint32_t, uint32_t>& block) { return !After(block.second, flow.acked); };
+        flow.sacks.erase(std::remove_if(flow.sacks.begin(), flow.sacks.end(), covered), flow.sacks.end());
+        size_t at = options.size();
+        options.resize(at + 4);
+        options[at] = options[at + 1] = 1; // NOP NOP
+        options[at + 2] = 5;
+        for (const auto& [start, end] : flow.sacks)
+        {
+            if (options.size() + 8 <= 40 && After(start, flow.acked))
+            {
+                options.resize(options.size() + 8);
+                Put32(options, options.size() - 8, start);
+                Put32(options, options.size() - 4, end);
+            }
+        }
+        options[at + 3] = uint8_t(options.size() - at - 2);
+        if (options.size() == at + 4)
+        {
+            options.resize(at); // nothing to report
+        }
+    }
+    std::vector<uint8_t> ip(40 + options.size(), 0);
     ip[0] = 0x45;
     Put16(ip, 2, uint16_t(ip.size()));
     Put16(ip, 6, 0x4000); // don't fragment
@@ -333,144 +841,54 @@ FastAck::Acknowledge(Flow& flow)
     Put16(ip, 20, std::get<3>(flow.key));
     Put16(ip, 22, std::get<1>(flow.key));
     Put32(ip, 24, flow.stationSeq);
-    Put32(ip, 28, flow.next);
-    ip[32] = uint8_t((20 + options) / 4) << 4;
-    ip[33] = TcpView::ACK;
-    uint16_t window = Window(flow);
-    flow.windowClosed = (uint64_t(window) << flow.scale) < SEGMENT;
+    Put32(ip, 28, flow.acked);
+    ip[32] = uint8_t((20 + options.size()) / 4) << 4;
+    ip[33] = TcpView::ACK | (flow.ece ? TcpView::ECE : 0);
     Put16(ip, 34, window);
-    if (options)
-    {
-        ip[40] = ip[41] = 1; // NOP NOP
-        ip[42] = 8;
-        ip[43] = 10;
-        Put32(ip, 44, flow.stationTsVal);
-        Put32(ip, 48, flow.lastTsEcr); // echoes the segment: the sender measures its RTT to the AP
-    }
+    std::copy(options.begin(), options.end(), ip.begin() + 40);
     uint32_t pseudo = Sum16(ip, 12, 20) + PROTO_TCP + uint32_t(ip.size() - 20);
     Put16(ip, 36, Fold(Sum16(ip, 20, ip.size(), pseudo)));
+    flow.lastWindow = window;
     acksSent++;
+    eceEchoed += flow.ece;
     m_toSender(flow.senderPort, ip, flow.station, flow.sender);
 }
 
-void
-FastAck::Repeat(Flow& flow)
+FastAck::Resent
+FastAck::Resend(Flow& flow, HeldAt held)
 {
-    acksRepeated++;
-    Acknowledge(flow);
-}
-
-void
-FastAck::Release(Flow& flow, uint32_t ack)
-{
-    for (auto it = flow.held.begin(); it != flow.held.end();)
+    if (held->second.resends >= MAX_RESENDS)
     {
-        if (!After(it->second.end, ack))
-        {
-            SetAired(flow, it->second, flow.base + it->first, true); // leaves the queue's count too
-            it = flow.held.erase(it);
-        }
-        else
-        {
-            ++it;
-        }
+        End(flow, true); // the station is out of reach: its sender's own timers take over
+        return Resent::GaveUp;
     }
-    Progressed(flow);
-}
-
-void
-FastAck::Progressed(Flow& flow)
-{
-    flow.timer.Cancel();
-    flow.timeout = FIRST_TIMEOUT;
-    Arm(flow);
-    if (flow.windowClosed && (uint64_t(Window(flow)) << flow.scale) >= SEGMENT)
+    std::vector<uint8_t>& ip = held->second.ip;
+    if (held->second.tsValAt && After(flow.senderTsVal, Get32(ip, held->second.tsValAt)))
     {
-        windowUpdates++;
-        Acknowledge(flow); // the sender waits for room: say there is some
+        // the sender's latest TSval: with the copy's own, the station's PAWS check (RFC 7323)
+        // discards it once a later segment moved its TS.Recent on
+        Put32(ip, held->second.tsValAt, flow.senderTsVal);
+        size_t tcp = (ip[0] & 0x0f) * 4, total = Get16(ip, 2);
+        Put16(ip, tcp + 16, 0);
+        uint32_t pseudo = Sum16(ip, 12, 20) + PROTO_TCP + uint32_t(total - tcp);
+        Put16(ip, tcp + 16, Fold(Sum16(ip, tcp, total, pseudo)));
     }
-}
-
-bool
-FastAck::Resend(Flow& flow, uint32_t from)
-{
-    auto it = flow.held.find(from - flow.base);
-    if (it == flow.held.end() || !m_toStation(it->second.ip, flow.sender, flow.station))
+    if (!Enqueue(flow, held))
     {
-        return false;
+        return Resent::Refused;
     }
-    SetAired(flow, it->second, from, false); // in the queue again
+    held->second.resends++;
+    mostResends = std::max(mostResends, held->second.resends);
     localRetransmissions++;
-    return true;
-}
-
-void
-FastAck::SetAired(Flow& flow, Held& held, uint32_t seq, bool aired)
-{
-    if (held.aired != aired)
-    {
-        held.aired = aired;
-        aired ? flow.queuedBytes -= held.end - seq : flow.queuedBytes += held.end - seq;
-    }
-}
-
-FastAck::Flow*
-FastAck::Accelerated(const TcpView& seg)
-{
-    if (seg.payload == 0)
-    {
-        return nullptr;
-    }
-    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
-    return it != m_flows.end() && it->second.started ? &it->second : nullptr;
-}
-
-void
-FastAck::Dropped(const std::vector<uint8_t>& ip)
-{
-    TcpView seg;
-    Flow* flow = seg.Parse(ip) ? Accelerated(seg) : nullptr;
-    if (flow && After(seg.seq + seg.payload, flow->stationAcked))
-    {
-        // not from inside the MAC's drop notification: the queue is the MAC's own
-        Simulator::ScheduleNow(&FastAck::ResendLater, this, flow->key, seg.seq);
-    }
-}
-
-void
-FastAck::Delivered(const std::vector<uint8_t>& ip)
-{
-    TcpView seg;
-    Flow* flow = seg.Parse(ip) ? Accelerated(seg) : nullptr;
-    if (!flow)
-    {
-        return;
-    }
-    auto it = flow->held.find(seg.seq - flow->base);
-    if (it == flow->held.end() || it->second.aired ||
-        it->second.end != seg.seq + seg.payload + ((seg.flags & TcpView::FIN) ? 1 : 0))
-    {
-        return;
-    }
-    SetAired(*flow, it->second, seg.seq, true); // still held: the station's TCP may yet lose it
-    deliveredOverAir++;
-    Progressed(*flow);
-}
-
-void
-FastAck::ResendLater(Key key, uint32_t from)
-{
-    auto it = m_flows.find(key);
-    if (it != m_flows.end() && Resend(it->second, from))
-    {
-        macDropsRepaired++;
-    }
+    SetCopy(flow, held, Copy::Queued);
+    return Resent::Sent;
 }
 
 void
 FastAck::Arm(Flow& flow)
 {
-    if (flow.held.empty() || flow.timer.IsRunning())
+    // only for what the radio no longer holds: what is queued gets its MAC's verdict
+    if (flow.timer.IsRunning() || flow.heldBytes <= flow.queuedBytes)
     {
         return;
     }
@@ -478,41 +896,73 @@ FastAck::Arm(Flow& flow)
     {
         flow.timeout = FIRST_TIMEOUT;
     }
-    flow.timer = Simulator::Schedule(flow.timeout, &FastAck::OnTimer, this, flow.key);
+    flow.timer = Simulator::Schedule(flow.timeout, &FastAck::OnTimer, this, flow.key, flow.id);
 }
 
 void
-FastAck::OnTimer(Key key)
+FastAck::OnTimer(Key key, uint64_t id)
 {
-    auto it = m_flows.find(key);
-    if (it == m_flows.end() || it->second.held.empty())
+    Flow* flow = Find(key, id);
+    if (!flow)
     {
         return;
     }
-    Flow& flow = it->second;
-    Resend(flow, flow.stationAcked); // the station's ACKs stalled: the first byte it lacks, if the AP has it
-    flow.timeout = std::min(flow.timeout * 2, LAST_TIMEOUT);
-    Arm(flow);
+    if (!flow->Accelerated())
+    {
+        m_flows.erase(key); // its handshake never completed
+        return;
+    }
+    if (++flow->silentExpiries > MAX_SILENT_EXPIRIES)
+    {
+        End(*flow, true);
+        return;
+    }
+    // the station's TCP went quiet about data its MAC confirmed: the first byte it lacks
+    HeldAt lacking = Covering(*flow, flow->stationAcked, false);
+    if (lacking != flow->held.end() && Missing(lacking->second))
+    {
+        Resent outcome = Resend(*flow, lacking);
+        if (outcome == Resent::GaveUp)
+        {
+            return;
+        }
+        timerResends += outcome == Resent::Sent;
+    }
+    flow->timeout = std::min(flow->timeout * 2, LAST_TIMEOUT);
+    Arm(*flow);
 }
 
 void
 FastAck::ResetStats()
 {
-    accelerated = acksSent = stationAcksSwallowed = stationAcksPassed = localRetransmissions = macDropsRepaired =
-        outOfOrder = windowUpdates = acksRepeated = deliveredOverAir = 0;
+    accelerated = deliveredOverAir = acksSent = stationAcksSwallowed = stationAcksPassed = stationDuplicates =
+        localRetransmissions = macDropsRepaired = timerResends = outOfOrder = queueRefused = duplicateAcksSent =
+            windowUpdates = acksRepeated = eceEchoed = flowsStarted = flowsEnded = flowsAbandoned = 0;
+    mostResends = 0;
 }
 
 std::string
 FastAck::Json() const
 {
+    size_t active = 0;
+    int64_t heldBytes = 0;
+    for (const auto& [key, flow] : m_flows)
+    {
+        active += flow.Accelerated();
+        heldBytes += flow.heldBytes;
+    }
     std::ostringstream o;
     o << "{\"accelerated\": " << accelerated << ", \"delivered_over_air\": " << deliveredOverAir
-      << ", \"acks_sent\": " << acksSent
-      << ", \"station_acks_swallowed\": " << stationAcksSwallowed
-      << ", \"station_acks_passed\": " << stationAcksPassed
+      << ", \"acks_sent\": " << acksSent << ", \"station_acks_swallowed\": " << stationAcksSwallowed
+      << ", \"station_acks_passed\": " << stationAcksPassed << ", \"station_duplicate_acks\": " << stationDuplicates
       << ", \"local_retransmissions\": " << localRetransmissions << ", \"mac_drops_repaired\": " << macDropsRepaired
-      << ", \"out_of_order\": " << outOfOrder
-      << ", \"window_updates\": " << windowUpdates << ", \"acks_repeated\": " << acksRepeated << "}";
+      << ", \"timer_resends\": " << timerResends << ", \"most_resends\": " << mostResends
+      << ", \"out_of_order\": " << outOfOrder << ", \"queue_refused\": " << queueRefused
+      << ", \"duplicate_acks_sent\": " << duplicateAcksSent << ", \"window_updates\": " << windowUpdates
+      << ", \"acks_repeated\": " << acksRepeated << ", \"ece_echoed\": " << eceEchoed
+      << ", \"flows_started\": " << flowsStarted << ", \"flows_ended\": " << flowsEnded
+      << ", \"flows_abandoned\": " << flowsAbandoned << ", \"flows_active\": " << active
+      << ", \"held_bytes\": " << heldBytes << "}";
     return o.str();
 }
 

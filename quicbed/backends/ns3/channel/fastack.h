@@ -1,5 +1,6 @@
-// AP-side TCP ACK acceleration, the idea of Meraki's FastACK (docs/ns3-backend.md, "ACK
-// acceleration"): an access point answers a TCP sender on behalf of its station.
+// AP-side TCP ACK acceleration as Meraki published it (FastACK, IMC 2017; docs/ns3-backend.md,
+// "ACK acceleration"): an access point answers a TCP sender on behalf of its station once the
+// station's MAC has acknowledged the data.
 #pragma once
 
 #include "common.h"
@@ -7,13 +8,14 @@
 #include "ns3/event-id.h"
 #include "ns3/mac48-address.h"
 #include "ns3/nstime.h"
-#include "ns3/packet.h"
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace qbchannel
@@ -30,115 +32,223 @@ struct TcpView
     uint32_t payload = 0;
     bool hasTimestamp = false;
     uint32_t tsVal = 0, tsEcr = 0;
+    size_t tsValAt = 0; // where TSval is in the packet (0: no timestamps)
     int windowScale = -1; // from a SYN's option (-1: none)
+    bool sackPermitted = false;
 
-    static constexpr uint8_t FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10;
+    static constexpr uint8_t FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10, ECE = 0x40;
 
     /// False for anything that is not a whole IPv4 TCP segment (fragments included).
     bool Parse(const std::vector<uint8_t>& ip);
     bool PureAck() const { return payload == 0 && (flags & (FIN | SYN | RST)) == 0 && (flags & ACK); }
+    /// The sequence number after the segment (its data and FIN).
+    uint32_t End() const { return seq + payload + ((flags & FIN) ? 1 : 0); }
 };
 
-/// The accelerator of one access point. Downlink data segments of a connection whose start
-/// (the station's SYN) the AP saw are acknowledged to the sender as soon as the radio queue
-/// took them, in order: the AP's ACK carries the next byte it expects, timestamps echoing the
-/// segment when the connection uses them, and a window that is the station's last one cut to
-/// what the AP is still willing to hold for this connection (its share of half the radio
-/// queue, in full-size segments, less what it holds): the AP is the sender's receiver now, and
-/// its buffer is the radio queue: what it holds counts until the station's MAC confirms it
-/// (block ACK or ACK). When that frees room after the AP advertised less than a segment, it
-/// sends a window update. The window never reaches past the station's own (its last ACK plus
-/// its window). The AP keeps every segment it acknowledged until the station's TCP ACK covers
-/// it, and sends it again when the MAC gives up on its frame (retry limit, lifetime), on three
-/// duplicate ACKs from the station, or when the flow made no progress for a while (a fallback
-/// timer, 300 ms doubling to 2 s: longer than the radio queue's delay). A
-/// segment the AP acknowledged, or a window probe, arriving again gets the AP's ACK again. The
-/// station's pure ACKs at or below what the AP acknowledged are swallowed; the others (data,
-/// SYN, FIN, RST, an ACK above the AP's) pass, and so do all of them while a downlink segment
-/// arrived out of order (a loss before the AP is the sender's to repair, with the station's
-/// duplicate ACKs and SACKs). SACK blocks are not generated.
+/// The accelerator of one access point, for IPv4 TCP connections whose handshake (both SYNs)
+/// it saw, data flowing from the wired side to a station:
+/// - It keeps a copy of every data segment the radio queue took (the cache) until the
+///   station's TCP ACK covers it, and follows each copy through the station's MAC: confirmed
+///   (block ACK or ACK), dropped, and delivered, which is confirmed with nothing queued before
+///   it still pending (the station's block-ack reorder buffer delivers in order).
+/// - It acknowledges data to the sender once every byte up to it was delivered to the station
+///   (or its TCP acknowledged it), from the station's address, with the station's sequence
+///   number, timestamps per RFC 7323 (echoing the earliest segment newly acknowledged, or the
+///   duplicate it answers), ECE while the station's ACKs carry it, and a window that is the
+///   station's own less what the station has not yet acknowledged of what the AP did.
+/// - The station's pure ACKs are consumed: they free the cache, a window update is passed on
+///   when the AP's last window was closed (or the window at least doubles), three duplicates
+///   (RFC 5681) resend the segment the station lacks. An ACK ahead of the AP's passes.
+/// - A segment lost before the AP leaves a hole: each later segment delivered to the station
+///   gets a duplicate ACK (with SACK blocks when both ends offered SACK), after the ACK for
+///   what came before it, and the sender repairs the hole. A segment or window probe at or
+///   below what the AP acknowledged gets the AP's ACK again (its last one was lost).
+/// - The AP resends a cached segment when the MAC gives up on it, and when the station's TCP
+///   has been silent about delivered data for a while (a fallback timer, 300 ms doubling to
+///   2 s), with the sender's latest TSval (the station's PAWS check drops the old one); after
+///   MAX_RESENDS resends of one segment, or 8 silent timer expiries, it gives the connection
+///   up and the sender's own timers take over.
+/// - A connection ends on RST either way, when both FINs are acknowledged, or when given up.
 class FastAck
 {
   public:
-    using Send = std::function<bool(const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst)>;
+    /// Hand an IP packet to the radio for a station; false when the radio queue refused it.
+    using ToStation = std::function<bool(const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst)>;
+    /// Send an IP packet out of the port the connection's data came in by.
+    using ToSender =
+        std::function<void(size_t port, const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst)>;
 
-    /// toStation: hand an IP packet to the radio for a station; toSender: send an IP packet
-    /// out of the port the connection's data came in by (given with each segment).
-    FastAck(Send toStation, std::function<void(size_t port, const std::vector<uint8_t>&, Mac48Address,
-                                               Mac48Address)> toSender, uint32_t queuePackets);
+    FastAck(ToStation toStation, ToSender toSender);
 
-    /// A downlink IPv4 packet the radio queue has just taken (from: the sender's MAC, in: its port).
-    void Queued(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in);
-    /// An uplink IPv4 packet from a station; true when the AP swallows it.
-    bool FromStation(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to);
+    /// A downlink IPv4 packet for the radio (from: the sender's MAC, in: its port); true when
+    /// the accelerator took care of it (queued it for the radio, or answered it).
+    bool FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in);
+    /// An uplink IPv4 packet from a station; true when the AP consumes it.
+    bool FromStation(const std::vector<uint8_t>& ip);
     /// A downlink IPv4 packet the radio's MAC gave up on.
     void Dropped(const std::vector<uint8_t>& ip);
     /// A downlink IPv4 packet the station's MAC acknowledged.
     void Delivered(const std::vector<uint8_t>& ip);
 
-    uint64_t accelerated = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
-             localRetransmissions = 0, macDropsRepaired = 0, outOfOrder = 0, windowUpdates = 0, acksRepeated = 0,
-             deliveredOverAir = 0;
+    uint64_t accelerated = 0, deliveredOverAir = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
+             stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0, timerResends = 0,
+             outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0, acksRepeated = 0,
+             eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
+    int mostResends = 0; // the most local resends of one segment since the statistics were reset
     std::string Json() const;
     void ResetStats();
+
+    /// Resends of one segment after which the AP gives its connection up.
+    static constexpr int MAX_RESENDS = 4;
 
   private:
     using Key = std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>; // sender ip, port, station ip, port
 
+    enum class Copy : uint8_t
+    {
+        Queued,  // in the radio queue or the MAC's retries
+        Aired,   // the station's MAC confirmed it
+        Dropped, // the MAC gave up on it
+    };
+
     struct Held
     {
-        std::vector<uint8_t> ip;
-        uint32_t end;
-        bool aired = false; // the station's MAC confirmed it (it left the radio queue)
+        std::vector<uint8_t> ip; // the copy forwarded last
+        uint32_t end;            // the sequence number after its data and FIN
+        uint32_t tsVal;          // of the sender's latest copy: echoed when the AP acknowledges it
+        size_t tsValAt = 0;      // where the copy's TSval is (0: none)
+        Copy copy = Copy::Queued;
+        uint64_t copyId = 0; // of the copy in the radio queue last
+        bool atStation = false; // the station's MAC delivered a copy (aired, nothing queued before it pending)
+        int resends = 0;
+    };
+
+    /// What one end's SYN offered.
+    struct Offer
+    {
+        bool seen = false;
+        uint32_t isn = 0;
+        uint16_t window = 0; // never scaled in a SYN
+        int windowScale = -1;
+        bool sackPermitted = false, timestamps = false;
+
+        void Take(const TcpView& syn)
+        {
+            seen = true;
+            isn = syn.seq;
+            window = syn.window;
+            windowScale = syn.windowScale;
+            sackPermitted = syn.sackPermitted;
+            timestamps = syn.hasTimestamp;
+        }
     };
 
     struct Flow
     {
         Key key;
-        bool stationSeen = false, started = false;
-        uint32_t base = 0;          // the first data byte: held segments are keyed by their offset from it
-        uint32_t next = 0;          // the next in-order byte from the sender
-        uint32_t apAcked = 0;       // what the AP acknowledged to the sender
-        uint32_t stationAcked = 0;  // what the station acknowledged
-        uint32_t stationSeq = 0;    // the station's next sequence number (the AP's ACKs carry it)
-        uint32_t highest = 0;       // the end of the highest segment seen from the sender
-        uint16_t window = 0;        // the station's, as sent
-        int scale = 0;              // the station's window scale
-        uint32_t queuedBytes = 0;   // held and not yet confirmed by the station's MAC
-        bool windowClosed = false;  // the AP's last ACK offered less than a segment
-        uint32_t lastTsEcr = 0;     // what the AP's ACKs echo
-        bool timestamps = false;
+        uint64_t id = 0;
+        Offer stationOffer, senderOffer;
+        uint32_t base = 0;          // the sender's first data byte: held segments are keyed by their offset from it
+        uint32_t next = 0;          // the sender's bytes the AP holds (or the station has) contiguously
+        uint32_t deliveredTo = 0;   // ... of which the station got all up to here (its MAC delivered it, or its TCP)
+        uint32_t highest = 0;       // the end of the highest segment from the sender
+        uint32_t acked = 0;         // the last ACK the sender got from this end (Last.ACK.sent)
+        uint16_t lastWindow = 0;    // its window, as sent
+        uint32_t stationAcked = 0;  // the station's highest ACK
+        uint16_t stationWindow = 0; // and its window, as sent
+        uint32_t stationSeq = 0;    // the station's next sequence number
         uint32_t stationTsVal = 0;
-        int duplicates = 0;
+        uint32_t senderTsVal = 0; // the sender's latest TSval
+        uint32_t tsRecent = 0; // RFC 7323 TS.Recent of this end
+        bool ece = false;      // the station's last ACK asked for ECN echo
+        int duplicates = 0;    // consecutive duplicate ACKs from the station (RFC 5681)
+        int silentExpiries = 0; // of the timer since the station's TCP last progressed
+        bool ackScheduled = false;
+        bool senderFin = false, stationFin = false, senderFinAcked = false, stationFinAcked = false;
+        uint32_t senderFinSeq = 0, stationFinSeq = 0;
         Mac48Address sender, station;
         size_t senderPort = 0;
-        std::map<uint32_t, Held> held; // every segment forwarded and not yet confirmed by the station
+        std::map<uint32_t, Held> held; // by offset from base
+        // the copies in the radio queue (offset, copy id) in the order the station's MAC delivers
+        // them: its block-ack reorder buffer holds a frame until those before it arrived or were dropped
+        std::deque<std::pair<uint32_t, uint64_t>> order;
+        uint64_t copies = 0;
+        // RFC 2018's SACK blocks: what the station's MAC delivered above the ACK, the most
+        // recently changed first, as Linux keeps them
+        std::vector<std::pair<uint32_t, uint32_t>> sacks;
+        int64_t heldBytes = 0, queuedBytes = 0;
         EventId timer;
         Time timeout;
+
+        bool Accelerated() const { return stationOffer.seen && senderOffer.seen; }
+        /// The station's window shift: only when both SYNs carried the option (RFC 7323).
+        int Scale() const
+        {
+            return stationOffer.windowScale >= 0 && senderOffer.windowScale >= 0 ? stationOffer.windowScale : 0;
+        }
+        bool Timestamps() const { return stationOffer.timestamps && senderOffer.timestamps; }
+        bool Sack() const { return stationOffer.sackPermitted && senderOffer.sackPermitted; }
     };
 
-    void Acknowledge(Flow& flow);
-    /// The AP's ACK again, for a segment it acknowledged or a window probe: its ACK was lost
-    /// between the AP and the sender, and the station's answer would be swallowed.
-    void Repeat(Flow& flow);
-    uint16_t Window(const Flow& flow) const;
-    /// The flow of an accelerated downlink segment, or null.
-    Flow* Accelerated(const TcpView& seg);
-    void Release(Flow& flow, uint32_t ack);
-    /// Marks a held segment as confirmed by the station's MAC (aired) or as back in the queue.
-    void SetAired(Flow& flow, Held& held, uint32_t seq, bool aired);
-    /// Room freed or the station heard from: restart the timer, reopen a closed window.
-    void Progressed(Flow& flow);
-    /// Sends the held segment starting at from again; true when the radio queue took it.
-    bool Resend(Flow& flow, uint32_t from);
-    void ResendLater(Key key, uint32_t from);
-    void Arm(Flow& flow);
-    void OnTimer(Key key);
+    using HeldAt = std::map<uint32_t, Held>::iterator;
 
-    Send m_toStation;
-    std::function<void(size_t, const std::vector<uint8_t>&, Mac48Address, Mac48Address)> m_toSender;
+    Flow& Open(const Key& key);
+    void Handshaken(Flow& flow);
+    /// Ends a connection: its timer, its cache and its state go.
+    void End(Flow& flow, bool abandoned);
+    void EndIfClosed(Flow& flow);
+    /// A data segment of an accelerated connection from the sender.
+    bool SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip);
+    /// The AP's ACK again: its last one was lost between the AP and the sender.
+    void Repeat(Flow& flow, const TcpView& seg);
+    /// The held segment covering sequence number at (held.end() if none).
+    HeldAt Covering(Flow& flow, uint32_t at, bool atStationOnly);
+    /// A held segment the station lacks for all the AP knows: the MAC gave up on it, or its
+    /// TCP lost it after its MAC delivered it.
+    static bool Missing(const Held& held)
+    {
+        return held.copy == Copy::Dropped || (held.copy == Copy::Aired && held.atStation);
+    }
+    /// The AP resends the first byte the station lacks itself: the sender need not hear of it.
+    bool Repairing(Flow& flow);
+    void Advance(Flow& flow);
+    void Release(Flow& flow, uint32_t ack);
+    void SetCopy(Flow& flow, HeldAt held, Copy copy);
+    /// Adds (sign 1) or removes (-1) a held segment's bytes from its flow's counts.
+    void Account(Flow& flow, HeldAt held, int sign);
+    /// Adds [start, end) to the SACK blocks, in front.
+    static void NoteSack(Flow& flow, uint32_t start, uint32_t end);
+    /// Hands a held segment to the radio; false when its queue refused it.
+    bool Enqueue(Flow& flow, HeldAt held);
+    /// Marks what the station's MAC delivered in order since the last call, with a duplicate
+    /// ACK for each segment above a hole.
+    void DeliverInOrder(Flow& flow);
+    /// The ACKs due at the end of this instant: one for everything newly confirmed, then the
+    /// duplicates owed for a hole.
+    void ScheduleAcks(Flow& flow);
+    void SendDue(Key key, uint64_t id);
+    /// The ACK for what the station newly got in order, if any.
+    void AcknowledgeNew(Flow& flow);
+    void SendAck(Flow& flow, uint16_t window);
+    uint16_t Window(const Flow& flow) const;
+    void WindowUpdate(Flow& flow);
+    enum class Resent
+    {
+        Sent,
+        Refused, // the radio queue was full: the timer tries again
+        GaveUp,  // the connection ended
+    };
+    /// Sends a held segment again, or gives its connection up after MAX_RESENDS.
+    Resent Resend(Flow& flow, HeldAt held);
+    void ResendDropped(Key key, uint64_t id, uint32_t seq);
+    void Arm(Flow& flow);
+    void OnTimer(Key key, uint64_t id);
+    Flow* Find(Key key, uint64_t id);
+
+    ToStation m_toStation;
+    ToSender m_toSender;
     std::map<Key, Flow> m_flows;
-    uint64_t m_budgetBytes; // half the radio queue, in full-size segments
+    uint64_t m_nextId = 1;
 };
 
 } // namespace qbchannel

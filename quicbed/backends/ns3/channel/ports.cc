@@ -113,6 +113,7 @@ Switch::EnableFastAck()
     {
         Die("fastack on " + name + ", which has no access-point radio");
     }
+    m_fastAckRadio = radio;
     auto packet = [](const std::vector<uint8_t>& ip) { return Create<Packet>(ip.data(), ip.size()); };
     fastAck = std::make_unique<FastAck>(
         [this, radio, packet](const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst) {
@@ -120,8 +121,7 @@ Switch::EnableFastAck()
         },
         [this, packet](size_t port, const std::vector<uint8_t>& ip, Mac48Address src, Mac48Address dst) {
             ports[port].Send(packet(ip), src, dst, PROTO_IPV4);
-        },
-        ports[radio].wifi->queue ? uint32_t(ports[radio].wifi->queue->GetMaxSize().GetValue()) : 500);
+        });
     ports[radio].wifi->mac->TraceConnectWithoutContext("DroppedMpdu", MakeCallback(&Switch::OnRadioDrop, this));
     ports[radio].wifi->mac->TraceConnectWithoutContext("AckedMpdu", MakeCallback(&Switch::OnRadioAcked, this));
 }
@@ -129,16 +129,11 @@ Switch::EnableFastAck()
 namespace
 {
 
-/// The IPv4 packet one data MPDU carries (false for anything else, A-MSDUs included).
+/// The IPv4 packet behind an LLC/SNAP header (false for anything else).
 bool
-MpduIp(Ptr<const WifiMpdu> mpdu, std::vector<uint8_t>& ip)
+LlcIp(Ptr<const Packet> msdu, std::vector<uint8_t>& ip)
 {
-    const WifiMacHeader& header = mpdu->GetHeader();
-    if (!header.IsData() || (header.IsQosData() && header.IsQosAmsdu()))
-    {
-        return false;
-    }
-    Ptr<Packet> packet = mpdu->GetPacket()->Copy();
+    Ptr<Packet> packet = msdu->Copy();
     LlcSnapHeader llc;
     packet->RemoveHeader(llc);
     if (llc.GetType() != PROTO_IPV4)
@@ -149,13 +144,44 @@ MpduIp(Ptr<const WifiMpdu> mpdu, std::vector<uint8_t>& ip)
     return true;
 }
 
+/// The IPv4 packets one data MPDU carries: one, or those of an A-MSDU's subframes.
+std::vector<std::vector<uint8_t>>
+MpduIps(Ptr<const WifiMpdu> mpdu)
+{
+    std::vector<std::vector<uint8_t>> ips;
+    const WifiMacHeader& header = mpdu->GetHeader();
+    if (!header.IsData())
+    {
+        return ips;
+    }
+    std::vector<uint8_t> ip;
+    if (header.IsQosData() && header.IsQosAmsdu())
+    {
+        for (auto msdu = mpdu->begin(); msdu != mpdu->end(); ++msdu)
+        {
+            if (LlcIp(msdu->first, ip))
+            {
+                ips.push_back(std::move(ip));
+            }
+        }
+    }
+    else if (LlcIp(mpdu->GetPacket(), ip))
+    {
+        ips.push_back(std::move(ip));
+    }
+    return ips;
+}
+
 } // namespace
 
 void
 Switch::OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
 {
-    std::vector<uint8_t> ip;
-    if (reason != WIFI_MAC_DROP_FAILED_ENQUEUE && MpduIp(mpdu, ip)) // (never queued: never accelerated)
+    if (reason == WIFI_MAC_DROP_FAILED_ENQUEUE)
+    {
+        return; // never queued: the accelerator saw the radio refuse it
+    }
+    for (const auto& ip : MpduIps(mpdu))
     {
         fastAck->Dropped(ip);
     }
@@ -164,8 +190,7 @@ Switch::OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
 void
 Switch::OnRadioAcked(Ptr<const WifiMpdu> mpdu)
 {
-    std::vector<uint8_t> ip;
-    if (MpduIp(mpdu, ip))
+    for (const auto& ip : MpduIps(mpdu))
     {
         fastAck->Delivered(ip);
     }
@@ -207,9 +232,9 @@ Switch::Receive(Ptr<NetDevice> dev,
     }
     m_table[from] = in;
     bool tcpCandidate = fastAck && proto == PROTO_IPV4;
-    if (tcpCandidate && ports[in].wifi && fastAck->FromStation(Bytes(packet), from, to))
+    if (tcpCandidate && in == m_fastAckRadio && fastAck->FromStation(Bytes(packet)))
     {
-        return true; // a station's ACK the AP already gave the sender
+        return true; // a station's ACK the accelerator consumed
     }
     if (!to.IsGroup())
     {
@@ -219,12 +244,12 @@ Switch::Receive(Ptr<NetDevice> dev,
             if (it->second != in)
             {
                 Ptr<Packet> frame = Unwrap(ports[in], packet);
-                const Port& out = ports[it->second];
-                std::vector<uint8_t> ip = tcpCandidate && out.wifi ? Bytes(frame) : std::vector<uint8_t>();
-                if (out.Send(frame, from, to, proto) && !ip.empty())
+                if (tcpCandidate && it->second == m_fastAckRadio &&
+                    fastAck->FromSender(Bytes(frame), from, to, in))
                 {
-                    fastAck->Queued(ip, from, to, in);
+                    return true; // queued for the radio by the accelerator, or answered by it
                 }
+                ports[it->second].Send(frame, from, to, proto);
             }
             else
             {

@@ -82,10 +82,11 @@ class Switch
 
   private:
     std::map<Mac48Address, size_t> m_table;
+    size_t m_fastAckRadio = 0; // the port of the radio the accelerator serves
 
     /// The AP radio's MAC gave up on a frame: the accelerator sends it again if it holds it.
     void OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu);
-    /// A station's MAC acknowledged a frame: the accelerator stops holding it.
+    /// A station's MAC acknowledged a frame: the accelerator may acknowledge it to the sender.
     void OnRadioAcked(Ptr<const WifiMpdu> mpdu);
 
     bool Receive(Ptr<NetDevice> dev,
