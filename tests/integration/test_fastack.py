@@ -346,7 +346,10 @@ def test_the_ap_answers_again_when_the_cable_loses_its_acks(tmp_path: Path) -> N
     not forwarded). Without this downloads stalled for good at their tail; four in a row make
     that case near certain."""
     run = _download(tmp_path, ack_loss=30, times=4)
-    assert run.fastack["out_of_order"] == 0, run.fastack  # nothing lost towards the AP
+    # nothing is lost on the cable towards the AP: a segment can only arrive beyond the AP's next
+    # byte after the radio queue refused one before it (FromSender drops a refused fresh segment,
+    # and every later one is out of order until the sender repairs the hole)
+    assert run.fastack["out_of_order"] == 0 or run.fastack["queue_refused"] > 0, run.fastack
     _ended_cleanly(run.fastack, 4)
 
 

@@ -602,29 +602,43 @@ FastAck::Release(Flow& flow, uint32_t ack)
     }
 }
 
-void
-FastAck::Dropped(const std::vector<uint8_t>& ip)
+FastAck::Flow*
+FastAck::QueuedCopy(const std::vector<uint8_t>& ip, HeldAt& held)
 {
     TcpView seg;
     if (!seg.Parse(ip) || seg.payload == 0)
     {
-        return;
+        return nullptr;
     }
     auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
     if (it == m_flows.end() || !it->second.Accelerated())
     {
-        return;
+        return nullptr;
     }
     Flow& flow = it->second;
-    HeldAt held = flow.held.find(seg.seq - flow.base);
+    held = flow.held.find(seg.seq - flow.base);
     if (held == flow.held.end() || held->second.copy != Copy::Queued || held->second.end != seg.End())
     {
-        return; // not the copy the AP holds (the station's TCP acknowledged it, or a newer one is queued)
+        return nullptr; // not the copy the AP holds (the station's TCP acknowledged it, or a newer one is queued)
     }
+    return &flow;
+}
+
+void
+FastAck::Dropped(const std::vector<uint8_t>& ip)
+{
+    HeldAt held;
+    Flow* found = QueuedCopy(ip, held);
+    if (!found)
+    {
+        return;
+    }
+    Flow& flow = *found;
+    uint32_t seq = flow.base + held->first;
     SetCopy(flow, held, Copy::Dropped);
     ScheduleAcks(flow); // the station's MAC moves past it
     // not from inside the MAC's drop notification: the queue is the MAC's own
-    Simulator::ScheduleNow(&FastAck::ResendDropped, this, flow.key, flow.id, seg.seq);
+    Simulator::ScheduleNow(&FastAck::ResendDropped, this, flow.key, flow.id, seq);
 }
 
 void
@@ -654,22 +668,13 @@ FastAck::ResendDropped(Key key, uint64_t id, uint32_t seq)
 void
 FastAck::Delivered(const std::vector<uint8_t>& ip)
 {
-    TcpView seg;
-    if (!seg.Parse(ip) || seg.payload == 0)
+    HeldAt held;
+    Flow* found = QueuedCopy(ip, held);
+    if (!found)
     {
         return;
     }
-    auto it = m_flows.find(Key{seg.srcIp, seg.srcPort, seg.dstIp, seg.dstPort});
-    if (it == m_flows.end() || !it->second.Accelerated())
-    {
-        return;
-    }
-    Flow& flow = it->second;
-    HeldAt held = flow.held.find(seg.seq - flow.base);
-    if (held == flow.held.end() || held->second.copy != Copy::Queued || held->second.end != seg.End())
-    {
-        return;
-    }
+    Flow& flow = *found;
     SetCopy(flow, held, Copy::Aired); // still held: the station's TCP may yet lose it
     deliveredOverAir++;
     Advance(flow);

@@ -244,6 +244,9 @@ class FastAck
     void Arm(Flow& flow);
     void OnTimer(Key key, uint64_t id);
     Flow* Find(Key key, uint64_t id);
+    /// The accelerated flow of a downlink segment the MAC reports on, with its held copy in
+    /// held, when that copy is the one in the radio queue; null otherwise.
+    Flow* QueuedCopy(const std::vector<uint8_t>& ip, HeldAt& held);
 
     ToStation m_toStation;
     ToSender m_toSender;
