@@ -20,10 +20,8 @@ the folders of ``QUICBED_LABS`` (a teacher's own, separated by ``:``).
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from typing import Any
 from quicbed.errors import SpecError
 from quicbed.labs.checking import CHECK_MARK, Check
 from quicbed.paths import PACKAGE_ROOT
+from quicbed.spec.pyfile import module_from_file
 from quicbed.spec.yamlfile import load_yaml
 
 LAB_FILE = "lab.yaml"
@@ -85,16 +84,13 @@ class Lab:
         """The checks of checks.py, in the order they are defined."""
         path = self.folder / "checks.py"
         module_name = f"quicbed_lab_checks_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise SpecError("cannot load the checks", source=str(path))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # dataclasses and pickling look modules up here
         try:
-            spec.loader.exec_module(module)
+            module = module_from_file(path, module_name, register=True)
         except Exception as error:  # noqa: BLE001 - any fault in a teacher's file, reported as such
             raise SpecError(f"the checks do not load: {type(error).__name__}: {error}", source=str(path),
                             fix="fix checks.py (python3 -m py_compile shows syntax errors)") from None
+        if module is None:
+            raise SpecError("cannot load the checks", source=str(path))
         found = [getattr(value, CHECK_MARK) for value in vars(module).values() if hasattr(value, CHECK_MARK)]
         if not found:
             raise SpecError("no checks", source=str(path), fix="decorate check functions with @check(...)")

@@ -6,13 +6,13 @@ are converted to the type of the function's default (``hops=3`` -> int).
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 from quicbed.errors import SpecError
+from quicbed.spec.pyfile import module_from_file
 from quicbed.spec.topology import Topology
 
 ENTRY_POINT = "topology"
@@ -34,18 +34,16 @@ def _import(path: Path) -> Any:
         raise SpecError("topology file not found", source=str(path),
                         fix="give the path of a Python file, e.g. topologies/dumbbell.py")
     module_name = f"quicbed_topology_{abs(hash(path.resolve()))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise SpecError("not a Python file", source=str(path))
-    module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        module = module_from_file(path, module_name)
     except SpecError as error:
         raise error.located(_script_location(path, error)) from None
     except SyntaxError as error:
         raise SpecError(f"syntax error: {error.msg}", source=f"{path}:{error.lineno}") from None
     except (Exception, SystemExit) as error:  # noqa: BLE001 - any failure of user code is reported with its place
         raise _failure(path, error) from None
+    if module is None:
+        raise SpecError("not a Python file", source=str(path))
     return module
 
 

@@ -151,8 +151,10 @@ def worker(job: Path) -> None:
 
 def _environment(scratch: Path) -> dict[str, str]:
     # wide, plain output: a fragment is never cut by a line wrap; a temporary directory of the
-    # corpus's own, where anything left is the corpus's (other tests may run at the same time)
-    return {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb",
+    # corpus's own, where anything left is the corpus's (other tests may run at the same time);
+    # bytecode writing on, as for most users, so a __pycache__ left beside their file shows
+    inherited = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return {**inherited, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb",
             "TMPDIR": str(scratch / "tmp")}
 
 
