@@ -1,0 +1,442 @@
+"""The ACK accelerator's model (quicbed/backends/ns3/channel/fastack.cc) on ns-3's simulated
+clock, segment by segment: fastack_model/driver.cc plays the access point around it (a radio
+queue these tests empty by hand, the switch, the wire to the sender), so each rule of
+docs/ns3-backend.md's "ACK acceleration" is checked on exact sequence numbers, windows and
+timestamps, with no real time or kernel in the way. tests/integration/test_fastack.py runs the
+same model in the real-time channel under Linux TCP."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quicbed.backends.ns3 import build
+
+HERE = Path(__file__).resolve().parent
+DRIVER_SOURCE = HERE / "fastack_model" / "driver.cc"
+CHANNEL = build.SOURCE_DIR
+NS3_MISSING = build.missing()
+pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
+
+FIN, SYN, RST, PSH, ACK, ECE = 0x01, 0x02, 0x04, 0x08, 0x10, 0x40
+MSS = 1448
+MAX_RESENDS = 4  # FastAck::MAX_RESENDS
+SERVER, STATION = (0x0A000001, 8000), (0x0A000002, 40000)  # 10.0.0.1:8000, 10.0.0.2:40000
+SERVER_ISN, STATION_ISN = 5000, 90000
+BASE = SERVER_ISN + 1  # the server's first data byte
+SCALE = 7
+
+
+# --------------------------------------------------------------------------- segments
+
+
+@dataclass(frozen=True)
+class Segment:
+    src: tuple[int, int]
+    dst: tuple[int, int]
+    seq: int
+    ack: int
+    flags: int
+    window: int
+    payload: int
+    ts: tuple[int, int] | None = None  # (TSval, TSecr)
+    sacks: tuple[tuple[int, int], ...] = ()
+    wscale: int | None = None
+    sack_permitted: bool = False
+
+    def encode(self) -> bytes:
+        options = b""
+        if self.sack_permitted:
+            options += b"\x04\x02"
+        if self.wscale is not None:
+            options += bytes([1, 3, 3, self.wscale])
+        if self.ts is not None:
+            options += b"\x01\x01\x08\x0a" + struct.pack("!II", *self.ts)
+        if self.sacks:
+            options += b"\x01\x01\x05" + bytes([2 + 8 * len(self.sacks)])
+            options += b"".join(struct.pack("!II", *block) for block in self.sacks)
+        options += b"\x00" * (-len(options) % 4)
+        tcp = struct.pack("!HHIIBBHHH", self.src[1], self.dst[1], self.seq % 2**32, self.ack % 2**32,
+                          (20 + len(options)) // 4 << 4, self.flags, self.window, 0, 0) + options
+        total = 20 + len(tcp) + self.payload
+        ip = struct.pack("!BBHHHBBHII", 0x45, 0, total, 0, 0x4000, 64, 6, 0, self.src[0], self.dst[0])
+        return ip + tcp + b"\x5a" * self.payload
+
+    @property
+    def end(self) -> int:
+        return self.seq + self.payload + (1 if self.flags & FIN else 0)
+
+
+def decode(packet: bytes) -> Segment:
+    ihl = (packet[0] & 0x0F) * 4
+    total, = struct.unpack_from("!H", packet, 2)
+    src_ip, dst_ip = struct.unpack_from("!II", packet, 12)
+    sport, dport, seq, ack, offset, flags, window = struct.unpack_from("!HHIIBBH", packet, ihl)
+    header = (offset >> 4) * 4
+    ts, sacks, at = None, [], ihl + 20
+    while at < ihl + header and packet[at] != 0:
+        if packet[at] == 1:
+            at += 1
+            continue
+        kind, length = packet[at], packet[at + 1]
+        if kind == 8:
+            ts = struct.unpack_from("!II", packet, at + 2)
+        if kind == 5:
+            sacks = [struct.unpack_from("!II", packet, at + 2 + 8 * n) for n in range((length - 2) // 8)]
+        at += length
+    return Segment((src_ip, sport), (dst_ip, dport), seq, ack, flags, window, total - ihl - header, ts,
+                   tuple(sacks))
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+@dataclass
+class Events:
+    """What one or more commands caused, by kind."""
+    lines: list[tuple[float, str, Any]] = field(default_factory=list)
+
+    def __add__(self, other: Events) -> Events:
+        return Events(self.lines + other.lines)
+
+    def of(self, kind: str) -> list[Any]:
+        return [item for _, k, item in self.lines if k == kind]
+
+
+class Model:
+    """One access point's accelerator, commanded line by line."""
+
+    def __init__(self, binary: Path) -> None:
+        self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def do(self, command: str) -> Events:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        events = Events()
+        for line in iter(self.process.stdout.readline, ""):
+            if line.strip() == "done":
+                return events
+            ms, kind, text = line.split(" ", 2)
+            item = json.loads(text) if kind == "stats" else decode(bytes.fromhex(text.strip()))
+            events.lines.append((float(ms), kind, item))
+        raise AssertionError(f"the driver ended on {command!r} with status {self.process.wait()}")
+
+    def sender(self, segment: Segment) -> Events:
+        return self.do(f"sender {segment.encode().hex()}")
+
+    def station(self, segment: Segment) -> Events:
+        return self.do(f"station {segment.encode().hex()}")
+
+    def air(self, frames: int = 1) -> Events:
+        return self.do(f"air {frames}")
+
+    def drop(self, frames: int = 1) -> Events:
+        return self.do(f"drop {frames}")
+
+    def wait(self, ms: float) -> Events:
+        return self.do(f"wait {ms}")
+
+    def stats(self) -> dict[str, int]:
+        return self.do("stats").of("stats")[0]
+
+    def close(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        assert self.process.wait(timeout=10) == 0
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("fastack-model") / "driver"
+    sources = [DRIVER_SOURCE, CHANNEL / "fastack.cc"]
+    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-Wall", "-Wno-unused-parameter",
+                    f"-I{CHANNEL}", f"-I{build.NS3_INCLUDE}", "-o", str(binary), *map(str, sources),
+                    "-lns3-network", "-lns3-core"], check=True)
+    return binary
+
+
+@pytest.fixture
+def model(driver: Path) -> Iterator[Model]:
+    running = Model(driver)
+    yield running
+    running.close()
+
+
+# --------------------------------------------------------------------------- a connection
+
+
+class Connection:
+    """The station's connection to the server through the AP, its handshake done: the server
+    sends data at offsets from its first byte, the station acknowledges."""
+
+    def __init__(self, model: Model, *, server_scale: int | None = SCALE, timestamps: bool = True,
+                 sack: bool = True, station_window: int = 65535) -> None:
+        self.model, self.timestamps, self.clock = model, timestamps, 100
+        self.station_seq = STATION_ISN + 1
+        model.station(Segment(STATION, SERVER, STATION_ISN, 0, SYN, station_window, 0, self._ts(0),
+                              wscale=SCALE, sack_permitted=sack))
+        model.sender(Segment(SERVER, STATION, SERVER_ISN, STATION_ISN + 1, SYN | ACK, 65535, 0, self._ts(1),
+                             wscale=server_scale, sack_permitted=sack))
+        model.air()  # the SYN-ACK
+        self.scale = SCALE if server_scale is not None else 0
+        model.station(self.ack(BASE, window=station_window >> self.scale))
+
+    def _ts(self, echo: int) -> tuple[int, int] | None:
+        self.clock += 1
+        return (self.clock, echo) if self.timestamps else None
+
+    def data(self, offset: int, length: int = MSS, tsval: int | None = None, flags: int = ACK) -> Segment:
+        ts = (tsval if tsval is not None else self.clock + 1, 7) if self.timestamps else None
+        self.clock = ts[0] if ts else self.clock
+        return Segment(SERVER, STATION, BASE + offset, self.station_seq, flags, 502, length, ts)
+
+    def send(self, *offsets: int) -> Events:
+        return sum((self.model.sender(self.data(offset)) for offset in offsets), Events())
+
+    def ack(self, number: int, window: int = 512, flags: int = ACK, payload: int = 0) -> Segment:
+        segment = Segment(STATION, SERVER, self.station_seq, number, flags, window, payload, self._ts(7))
+        self.station_seq += payload
+        return segment
+
+
+def room(window: int, outstanding: int) -> int:
+    """The window the AP advertises: the station's (scaled) less what it has not acknowledged."""
+    return ((window << SCALE) - outstanding) >> SCALE
+
+
+def acks(events: Events) -> list[int]:
+    return [segment.ack - BASE for segment in events.of("to_sender")]
+
+
+# --------------------------------------------------------------------------- the published design
+
+
+def test_the_ap_acknowledges_a_segment_once_the_station_mac_has_it(model: Model) -> None:
+    flow = Connection(model)
+    queued = flow.send(0)
+    assert [s.seq - BASE for s in queued.of("radio")] == [0] and not queued.of("to_sender")
+    answer = model.air().of("to_sender")
+    assert [(a.ack - BASE, a.flags) for a in answer] == [(MSS, ACK)]
+    # from the station: its address, its next sequence number, its window less what it owes
+    assert answer[0].src == STATION and answer[0].seq == flow.station_seq
+    assert answer[0].window == room(65535 >> SCALE, MSS)
+    stats = model.stats()
+    assert (stats["accelerated"], stats["delivered_over_air"], stats["flows_active"]) == (1, 1, 1)
+
+
+def test_the_station_acks_free_the_cache_and_stop_at_the_ap(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.air(2)
+    consumed = model.station(flow.ack(BASE + 2 * MSS))
+    assert not consumed.of("passed") and not consumed.of("to_sender")
+    stats = model.stats()
+    assert (stats["held_bytes"], stats["station_acks_swallowed"]) == (0, 1)
+
+
+def test_a_block_ack_gets_one_ack_for_all_it_confirmed(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0, MSS, 2 * MSS)
+    assert acks(model.air(3)) == [3 * MSS]
+
+
+# --------------------------------------------------------------------------- item 7
+
+
+def test_a_repeated_ack_echoes_the_retransmissions_tsval(model: Model) -> None:
+    """RFC 7323 4.3: the sender's retransmission, at or below what the AP acknowledged, is
+    answered with the AP's ACK echoing the retransmission's TSval, not the original's."""
+    flow = Connection(model)
+    assert [a.ts[1] for a in (model.sender(flow.data(0, tsval=500)) + model.air()).of("to_sender")] == [500]
+    repeated = model.sender(flow.data(0, tsval=900)).of("to_sender")
+    assert [(a.ack - BASE, a.ts[1]) for a in repeated] == [(MSS, 900)]
+    assert model.stats()["acks_repeated"] == 1
+
+
+def test_the_ap_repeats_its_ack_with_the_radio_queue_full(model: Model) -> None:
+    """The repeated ACK goes to the sender, not the radio: a full radio queue does not stop it."""
+    flow = Connection(model)
+    flow.send(0)
+    model.air()
+    model.do("capacity 2")
+    flow.send(MSS, 2 * MSS)  # the queue is full now
+    refused = flow.send(3 * MSS)
+    assert refused.of("refused") and not refused.of("to_sender")
+    repeated = model.sender(flow.data(0))
+    assert acks(repeated) == [MSS] and not repeated.of("radio") and not repeated.of("refused")
+    stats = model.stats()
+    assert (stats["acks_repeated"], stats["queue_refused"]) == (1, 1)
+
+
+def test_the_repair_timer_leaves_segments_still_queued_to_the_mac(model: Model) -> None:
+    """With the station's TCP silent, the fallback timer resends what the station's MAC got
+    (its TCP may have lost it), never what still waits in the radio queue."""
+    flow = Connection(model)
+    flow.send(0, MSS)
+    delivered_at = model.air(1).lines[0][0]  # the first delivered (and acknowledged), the second still queued
+    waited = model.wait(2500)
+    resent = [(ms - delivered_at, s.seq - BASE) for ms, kind, s in waited.lines if kind == "radio"]
+    assert resent == [(300, 0)]  # the first timeout; then everything held is queued, the timer stops
+    assert model.stats()["timer_resends"] == 1
+
+
+def test_a_longer_retransmission_with_the_same_start_is_held(model: Model) -> None:
+    """Linux may resend two segments as one: the AP queues and holds the longer copy, and
+    acknowledges all of it once the station's MAC has it."""
+    flow = Connection(model)
+    flow.send(0)
+    longer = model.sender(flow.data(0, 2 * MSS))
+    assert [(s.seq - BASE, s.payload) for s in longer.of("radio")] == [(0, 2 * MSS)]
+    model.air()  # the short copy: no longer the one the AP holds
+    assert acks(longer + model.air())[-1:] == [2 * MSS]
+    assert model.stats()["held_bytes"] == 2 * MSS
+
+
+def test_the_station_sequence_number_in_the_aps_acks_never_moves_backwards(model: Model) -> None:
+    flow = Connection(model)
+    first = flow.ack(BASE, payload=300, flags=ACK | PSH)
+    model.station(first)
+    model.station(Segment(STATION, SERVER, first.seq, BASE, ACK | PSH, 512, 100, (flow.clock, 7)))  # resent, shorter
+    answer = (flow.send(0) + model.air()).of("to_sender")
+    assert [a.seq for a in answer] == [first.seq + 300]
+
+
+def test_ece_from_the_station_is_passed_on_until_it_stops(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.air()
+    model.station(flow.ack(BASE + MSS, flags=ACK | ECE))
+    assert [a.flags & ECE for a in model.air().of("to_sender")] == [ECE]
+    model.station(flow.ack(BASE + 2 * MSS))
+    assert [a.flags & ECE for a in (flow.send(2 * MSS) + model.air()).of("to_sender")] == [0]
+
+
+def test_a_hole_before_the_ap_gets_duplicate_acks_with_what_the_station_has(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0, 2 * MSS, 3 * MSS)  # the segment at MSS was lost on the cable
+    # one block ACK: the ACK for the first segment, then a duplicate for each above the hole
+    answers = model.air(3).of("to_sender")
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == \
+        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)])]
+    assert len({a.window for a in answers}) == 1  # duplicates: the window unchanged (RFC 5681)
+    stats = model.stats()
+    assert (stats["duplicate_acks_sent"], stats["out_of_order"]) == (2, 2)  # both arrived above the hole
+    assert acks(model.sender(flow.data(MSS)) + model.air()) == [4 * MSS]  # the repair fills it
+
+
+def test_without_sack_the_duplicates_carry_no_blocks(model: Model) -> None:
+    flow = Connection(model, sack=False)
+    flow.send(0, 2 * MSS)
+    answers = model.air(2).of("to_sender")
+    assert [(a.ack - BASE, a.sacks) for a in answers] == [(MSS, ()), (MSS, ())]  # the new ACK, one duplicate
+
+
+def test_a_segment_the_full_radio_queue_refused_is_a_hole_before_the_ap(model: Model) -> None:
+    """The AP drops what its radio queue refuses: the next segment arrives out of order, as
+    after a loss on the cable, and the sender repairs it."""
+    flow = Connection(model)
+    model.do("capacity 1")
+    assert flow.send(0).of("radio") and flow.send(MSS).of("refused")
+    model.air()
+    flow.send(2 * MSS)
+    stats = model.stats()
+    assert (stats["queue_refused"], stats["out_of_order"]) == (1, 1)
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def test_a_window_update_is_forwarded_and_not_taken_for_a_duplicate(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0)
+    model.air()
+    assert not model.station(flow.ack(BASE + MSS, window=0)).of("to_sender")  # a slow reader
+    flow.send(MSS)
+    closed = model.air().of("to_sender")
+    assert [(a.ack - BASE, a.window) for a in closed] == [(2 * MSS, 0)]
+    update = model.station(flow.ack(BASE + MSS, window=256)).of("to_sender")
+    assert [(a.ack - BASE, a.window) for a in update] == [(2 * MSS, room(256, MSS))]
+    stats = model.stats()
+    assert (stats["window_updates"], stats["station_duplicate_acks"]) == (1, 0)
+
+
+def test_without_window_scaling_on_the_sender_the_window_is_read_unscaled(model: Model) -> None:
+    """RFC 7323: scaling needs both SYNs to offer it; the station's windows are then bytes."""
+    flow = Connection(model, server_scale=None, station_window=60000)
+    flow.send(0)
+    answer = model.air().of("to_sender")
+    assert [a.window for a in answer] == [60000 - MSS]
+    assert flow.scale == 0
+
+
+def test_without_timestamps_the_acks_carry_none(model: Model) -> None:
+    flow = Connection(model, timestamps=False)
+    flow.send(0)
+    assert [a.ts for a in model.air().of("to_sender")] == [None]
+
+
+def test_a_connection_whose_handshake_the_ap_missed_is_not_accelerated(model: Model) -> None:
+    data = Segment(SERVER, STATION, BASE, STATION_ISN + 1, ACK, 502, MSS, (5, 7))
+    assert model.sender(data).of("switched") and not model.air().of("to_sender")
+    assert model.stats()["accelerated"] == 0
+
+
+# --------------------------------------------------------------------------- repair and lifecycle
+
+
+def test_three_duplicate_acks_resend_what_the_station_lacks(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.air(2)
+    model.station(flow.ack(BASE + MSS))
+    resent = sum((model.station(flow.ack(BASE + MSS)) for _ in range(3)), Events())
+    assert [s.seq - BASE for s in resent.of("radio")] == [MSS]
+    assert not resent.of("to_sender")  # the sender need not hear of it
+    assert model.stats()["local_retransmissions"] == 1
+
+
+def test_a_mac_drop_is_resent_and_the_connection_given_up_after_the_limit(model: Model) -> None:
+    flow = Connection(model)
+    flow.send(0)
+    resends = []
+    for _ in range(MAX_RESENDS + 1):
+        resends += model.drop().of("radio")
+    assert [s.seq - BASE for s in resends] == [0] * MAX_RESENDS
+    stats = model.stats()
+    assert (stats["mac_drops_repaired"], stats["flows_abandoned"], stats["flows_active"]) == (MAX_RESENDS, 1, 0)
+    assert stats["held_bytes"] == 0
+    assert not model.wait(20_000).lines  # nothing more from the AP
+
+
+@pytest.mark.parametrize("side", ["sender", "station"])
+def test_a_reset_either_way_ends_the_connection(model: Model, side: str) -> None:
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.air()
+    if side == "sender":
+        model.sender(Segment(SERVER, STATION, BASE + 2 * MSS, 0, RST, 0, 0))
+    else:
+        model.station(Segment(STATION, SERVER, flow.station_seq, 0, RST, 0, 0))
+    stats = model.stats()
+    assert (stats["flows_ended"], stats["flows_active"], stats["held_bytes"]) == (1, 0, 0)
+    assert not model.wait(20_000).lines  # no resend of what was held
+
+
+def test_both_fins_acknowledged_end_the_connection(model: Model) -> None:
+    flow = Connection(model)
+    model.sender(flow.data(0, flags=ACK | FIN))
+    assert acks(model.air()) == [MSS + 1]
+    model.station(flow.ack(BASE + MSS + 1, flags=ACK | FIN))
+    assert model.stats()["flows_active"] == 1  # the station's FIN still unacknowledged
+    model.sender(Segment(SERVER, STATION, BASE + MSS + 1, flow.station_seq + 1, ACK, 502, 0, (flow.clock + 1, 7)))
+    stats = model.stats()
+    assert (stats["flows_ended"], stats["flows_active"]) == (1, 0)
