@@ -163,6 +163,11 @@ CHANNELS = {"2.4GHz": tuple(range(1, 15)),
 WIDTHS = {"802.11g": (20,), "802.11a": (20,), "802.11n": (20, 40), "802.11ac": (20, 40, 80, 160)}
 MAX_MCS = {"802.11n": 31, "802.11ac": 9}
 RATE_CONTROLS = ("constant", "minstrel")
+#: spatial streams (and antennas) the HT/VHT radios take
+MAX_STREAMS = 4
+#: VHT (width, streams, MCS) the standard leaves out, up to 4 streams (IEEE 802.11-2016
+#: 21.5: the data or coded bits per symbol do not split evenly over the symbol or its encoders)
+VHT_EXCLUDED = {(20, 1, 9), (20, 2, 9), (20, 4, 9), (80, 3, 6), (160, 3, 9)}
 MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575}
 
 
@@ -180,6 +185,16 @@ class Radio:
     ampdu: bool = True
     ampdu_max_size: int | None = None
     amsdu: bool = False
+    spatial_streams: int | None = None  # None: 802.11n's from its MCS (8-15: 2, ...), otherwise 1
+
+    @property
+    def streams(self) -> int:
+        """The spatial streams (and antennas) of the radio."""
+        if self.spatial_streams is not None:
+            return self.spatial_streams
+        if self.standard == "802.11n" and self.rate_control == "constant" and self.mcs is not None:
+            return self.mcs // 8 + 1
+        return 1
 
     def check(self, where: str) -> None:
         for name, (kinds, text) in _RADIO_TYPES.items():
@@ -213,11 +228,38 @@ class Radio:
             elif self.mcs is None or not 0 <= self.mcs <= limit:
                 raise SpecError(f"MCS {self.mcs!r} is outside 0..{limit} for {self.standard}",
                                 field=f"{where}.mcs", fix=f"give an MCS from 0 to {limit}, or rate_control='minstrel'")
+        self._check_streams(where)
         if self.ampdu_max_size is not None:
             limit = MAX_AMPDU_BYTES.get(self.standard, 0)
             if not 0 < self.ampdu_max_size <= limit:
                 raise SpecError(f"A-MPDU size {self.ampdu_max_size} is outside 1..{limit} bytes for "
                                 f"{self.standard}", field=f"{where}.ampdu_max_size")
+
+
+    def _check_streams(self, where: str) -> None:
+        streams, name = self.spatial_streams, f"{where}.spatial_streams"
+        if streams is None:
+            return
+        if self.standard not in MAX_MCS:
+            if streams != 1:
+                raise SpecError(f"{self.standard} has one spatial stream, not {streams}", field=name,
+                                fix="leave spatial_streams out, or use 802.11n/ac")
+            return
+        if not 1 <= streams <= MAX_STREAMS:
+            raise SpecError(f"{streams} spatial streams is outside 1..{MAX_STREAMS}", field=name,
+                            fix=f"give 1 to {MAX_STREAMS}")
+        if self.rate_control != "constant" or self.mcs is None:
+            return
+        if self.standard == "802.11n" and streams != self.mcs // 8 + 1:
+            first = (streams - 1) * 8
+            raise SpecError(f"802.11n MCS {self.mcs} has {self.mcs // 8 + 1} spatial stream(s), not {streams}",
+                            field=name, fix=f"for {streams} streams give mcs {first}-{first + 7} (the MCS "
+                                            "index says the streams in 802.11n), or leave spatial_streams out")
+        if self.standard == "802.11ac" and (self.width, streams, self.mcs) in VHT_EXCLUDED:
+            allowed = [mcs for mcs in range(10) if (self.width, streams, mcs) not in VHT_EXCLUDED]
+            raise SpecError(f"802.11ac has no MCS {self.mcs} with {streams} spatial stream(s) at {self.width} MHz",
+                            field=name, fix=f"use MCS {allowed[0]}-{allowed[-1]} there, or another width or "
+                                            "stream count (MCS 9 at 20 MHz needs 3 streams)")
 
 
 RADIO_FIELDS = tuple(f.name for f in fields(Radio))
@@ -228,6 +270,7 @@ _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "guard_interval": ((str,), "'long' or 'short'"), "mcs": ((int, type(None)), "an MCS index or None"),
     "rate_control": ((str,), "'constant' or 'minstrel'"), "ampdu": ((bool,), "True or False"),
     "ampdu_max_size": ((int, type(None)), "a size in bytes or None"), "amsdu": ((bool,), "True or False"),
+    "spatial_streams": ((int, type(None)), "a number of streams (1-4) or None"),
 }
 
 

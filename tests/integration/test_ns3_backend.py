@@ -237,3 +237,17 @@ def test_quicbed_clean_removes_namespaces_channel_and_scratch_folder_after_kill_
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+def test_vht_spatial_streams_set_the_data_rate_on_the_air():
+    """802.11ac 80 MHz MCS 9: one stream sends at 390 Mbit/s, three at 1170 (IEEE 802.11-2016
+    Table 21-44 / 21-46, long guard interval)."""
+    used = {}
+    for streams in (1, 3):
+        with Ns3Network(topology("wifi_ap", standard="802.11ac", width=80, mcs=9, spatial_streams=streams)) as network:
+            network.reset_stats()
+            flow = iperf.between(network, "sta1", "server", duration=2, rate=50e6)
+            ap = network.mac_stats()["radios"]["ap1:wifi"]
+        assert flow.throughput == pytest.approx(50e6, rel=0.1), streams
+        used[streams] = (ap["data_streams_max"], ap["data_phy_rate_max_bps"])
+    assert used == {1: (1, 390e6), 3: (3, 1170e6)}

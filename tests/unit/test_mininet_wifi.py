@@ -83,6 +83,11 @@ def test_settings_it_cannot_apply_are_named() -> None:
     plain.add_wireless_link(plain.add_station("sta2"), minstrel)
     assert ignored_settings_warnings(plain) == []
     assert ignored_settings_warnings(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) == []
+    streams = Topology("s")
+    vht = streams.add_access_point("ap1", standard="802.11ac", width=80, mcs=9, spatial_streams=3)
+    streams.add_wireless_link(streams.add_station("sta1"), vht)
+    [warning] = [w for w in ignored_settings_warnings(streams) if "spatial_streams" in w]
+    assert warning.startswith("not applied by Mininet-WiFi: spatial_streams 3 on sta1-ap1") and "one antenna" in warning
 
 
 def test_wifi_ap_translates_to_a_standalone_ap() -> None:

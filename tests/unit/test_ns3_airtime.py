@@ -95,3 +95,35 @@ def test_paced_traffic_occupies_more_airtime_than_bursty_traffic():
     assert paced == pytest.approx(0.435, abs=0.005)
     assert bursty == pytest.approx(0.33, abs=0.01)
     assert airtime.airtime_of(packets, 1472, phy, 16.0, include_access=True) > bursty
+
+
+@pytest.mark.parametrize("phy, rate", [
+    (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3), 1170),
+    (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3, guard_interval="short"), 1300),
+    (Phy(mcs=9, standard="802.11ac", width=20, spatial_streams=3), 260),
+    (Phy(mcs=7, standard="802.11ac", width=20, spatial_streams=2), 130),
+])
+def test_vht_rates_with_several_streams(phy, rate):
+    assert airtime.data_rate(phy) / 1e6 == pytest.approx(rate, abs=0.05)
+    assert airtime.preamble(phy) == 36 + 4 * {1: 1, 2: 2, 3: 4, 4: 4}[phy.spatial_streams]
+
+
+def test_the_vht_rates_the_standard_leaves_out_are_refused():
+    """The spec's list (quicbed.spec.link.VHT_EXCLUDED, which the topology check uses) is what
+    the model refuses; the 20 MHz MCS 9 ones also fail its own rule (whole data bits per symbol)."""
+    from quicbed.spec.link import MAX_STREAMS, VHT_EXCLUDED
+
+    refused, uneven = set(), set()
+    for width in (20, 40, 80, 160):
+        for streams in range(1, MAX_STREAMS + 1):
+            for mcs in range(10):
+                phy = Phy(mcs=mcs, standard="802.11ac", width=width, spatial_streams=streams)
+                try:
+                    airtime.data_rate(phy)
+                except ValueError:
+                    refused.add((width, streams, mcs))
+                bits, rate = airtime.MCS_TABLE[mcs]
+                if (airtime.DATA_SUBCARRIERS[width] * bits * rate * streams) % 1:
+                    uneven.add((width, streams, mcs))
+    assert refused == VHT_EXCLUDED
+    assert uneven == {(20, 1, 9), (20, 2, 9), (20, 4, 9)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,34 @@ def test_mininet_wifi_refuses_ack_acceleration():
     topo = load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2, "fastack": True})
     assert unrealisable(topo) == [("nodes[ap1].fastack: ACK acceleration is a model of the ns3 backend's access "
                                    "point; hostapd has none (fix: backend: ns3)")]
+
+
+def test_spatial_streams_reach_the_radio_and_are_checked():
+    assert radio_settings(Radio(standard="802.11ac", width=80, mcs=9, spatial_streams=3))["spatial_streams"] == 3
+    assert radio_settings(Radio(standard="802.11ac", width=80, mcs=9))["spatial_streams"] == 1
+    assert radio_settings(Radio(mcs=15))["spatial_streams"] == 2  # 802.11n: the MCS index says it
+    assert radio_settings(Radio(mcs=15, spatial_streams=2))["spatial_streams"] == 2
+    assert radio_settings(Radio(rate_control="minstrel", mcs=None, spatial_streams=3))["spatial_streams"] == 3
+    refused = [
+        (Radio(standard="802.11ac", width=20, mcs=9, spatial_streams=2), "no MCS 9 with 2 spatial stream(s) at 20"),
+        (Radio(standard="802.11ac", width=80, mcs=6, spatial_streams=3), "no MCS 6 with 3 spatial stream(s) at 80"),
+        (Radio(standard="802.11ac", width=160, mcs=9, spatial_streams=3), "at 160 MHz"),
+        (Radio(mcs=7, spatial_streams=2), "802.11n MCS 7 has 1 spatial stream(s), not 2"),
+        (Radio(standard="802.11ac", spatial_streams=5), "outside 1..4"),
+        (Radio(standard="802.11a", mcs=None, spatial_streams=2), "one spatial stream"),
+        (Radio(spatial_streams="3"), "spatial_streams must be a number of streams"),  # type: ignore[arg-type]
+    ]
+    for radio, message in refused:
+        with pytest.raises(SpecError, match=re.escape(message)) as caught:
+            radio.check("nodes[ap1]")
+        assert caught.value.fix or "must be" in message, message
+    Radio(standard="802.11ac", width=20, mcs=9, spatial_streams=3).check("nodes[ap1]")
+
+
+def test_an_aps_stations_share_its_stream_count():
+    topo = Topology("streams")
+    ap = topo.add_access_point("ap1", standard="802.11ac", width=80, mcs=9)
+    topo.add_wireless_link(topo.add_station("sta1"), ap)
+    topo.add_wireless_link(topo.add_station("sta2"), ap, spatial_streams=2)
+    with pytest.raises(BackendError, match="different spatial_streams"):
+        build(topo)

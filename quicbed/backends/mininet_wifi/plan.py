@@ -118,6 +118,7 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
     aggregation = "mac80211_hwsim has no aggregation timing to model"
     reasons = {"mcs": "the kernel's rate control (minstrel_ht) picks rates",
                "ampdu": aggregation, "ampdu_max_size": aggregation, "amsdu": aggregation,
+               "spatial_streams": "mac80211_hwsim radios have one antenna",
                "distance": "only node positions place radios (fix: give the nodes position=)",
                "loss": "a fixed frame error rate exists only in the ns3 channel"}
     ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value

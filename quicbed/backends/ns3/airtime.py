@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from quicbed.spec.link import VHT_EXCLUDED
+
 SLOT = 9.0
 SIFS = {"5GHz": 16.0, "2.4GHz": 10.0}
 SIGNAL_EXTENSION = {"5GHz": 0.0, "2.4GHz": 6.0}
@@ -52,17 +54,19 @@ MCS_TABLE = ((1, 1 / 2), (2, 1 / 2), (2, 3 / 4), (4, 1 / 2), (4, 3 / 4), (6, 2 /
 
 @dataclass(frozen=True)
 class Phy:
-    """What sets the duration of a PPDU. For 802.11n, mcs 8-31 mean 2-4 streams."""
+    """What sets the duration of a PPDU. For 802.11n, mcs 8-31 mean 2-4 streams; for 802.11ac
+    ``spatial_streams`` says them."""
 
     mcs: int = 7
     standard: str = "802.11n"
     band: str = "5GHz"
     width: int = 20
     guard_interval: str = "long"
+    spatial_streams: int = 1  # 802.11ac
 
     @property
     def streams(self) -> int:
-        return self.mcs // 8 + 1 if self.standard == "802.11n" else 1
+        return self.mcs // 8 + 1 if self.standard == "802.11n" else self.spatial_streams
 
     @property
     def base_mcs(self) -> int:
@@ -77,7 +81,8 @@ def ndbps(phy: Phy) -> int:
     """Data bits per OFDM symbol (all streams)."""
     bits, rate = MCS_TABLE[phy.base_mcs]
     value = DATA_SUBCARRIERS[phy.width] * bits * rate * phy.streams
-    if abs(value - round(value)) > 1e-9:
+    excluded = phy.standard == "802.11ac" and (phy.width, phy.streams, phy.mcs) in VHT_EXCLUDED
+    if excluded or abs(value - round(value)) > 1e-9:
         raise ValueError(f"MCS {phy.mcs} is not valid at {phy.width} MHz")
     return round(value)
 

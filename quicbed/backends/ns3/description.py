@@ -158,6 +158,7 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
         "guard_interval": radio.guard_interval, "rate_control": radio.rate_control,
         "ampdu_max_bytes": (radio.ampdu_max_size or DEFAULT_AMPDU[radio.standard]) if ht and radio.ampdu else 0,
         "amsdu_max_bytes": MAX_AMSDU[radio.standard] if ht and radio.amsdu else 0,
+        "spatial_streams": radio.streams,
     }
     if radio.mcs is not None:
         settings["mcs"] = radio.mcs
@@ -165,14 +166,14 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
 
 
 #: radio fields one radio must use for all its peers (the radio has one setting for them)
-PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu")
+PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams")
 
 
 def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
     """The settings a radio serving ``links`` transmits with; refuses conflicting ones."""
     first = links[0].radio
     for fld in PER_RADIO_FIELDS:
-        values = {getattr(link.radio, fld) for link in links}
+        values = {link.radio.streams if fld == "spatial_streams" else getattr(link.radio, fld) for link in links}
         if len(values) > 1:
             raise BackendError(
                 f"{name} serves links {', '.join(l.name for l in links)} with different {fld} "

@@ -205,6 +205,9 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             "mac_drops": drops["retry_limit"] + drops["lifetime"] + drops["other"],
             "queue_drops": drops["queue_full"], "drops": drops,
             "mac_delay": delay_summary(tx.get("mac_delay_100us", {})),
+            # the fastest data PPDU and its spatial streams (0 when it sent none)
+            "data_phy_rate_max_bps": radio.get("data_phy_rate_max_bps", 0),
+            "data_streams_max": radio.get("data_streams_max", 0),
             "per_receiver": {
                 owners.get(key, key): {"psdus": v["psdus"], "mpdus": v["mpdus"], "retries": v["retries"],
                                        "mean_mpdus_per_ampdu": v["mean_mpdus_per_psdu"],

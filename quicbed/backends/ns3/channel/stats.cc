@@ -151,7 +151,8 @@ Program::StatsJson(bool final) const
           << ", \"lifetime\": " << r.dropLifetime << ", \"other\": " << r.dropOld
           << ", \"not_associated\": " << r.txDrop << ", \"frame_errors\": "
           << (r.frameErrors ? r.frameErrors->drops - r.frameErrorBase : 0) << "}"
-          << ", \"rx_forwarded\": " << r.rxUp << ", \"per_receiver\": {";
+          << ", \"rx_forwarded\": " << r.rxUp << ", \"data_phy_rate_max_bps\": " << r.dataRateMax
+          << ", \"data_streams_max\": " << r.dataStreamsMax << ", \"per_receiver\": {";
         bool first = true;
         for (auto& [mac, counters] : r.perReceiver)
         {

@@ -71,6 +71,8 @@ WifiPort::ResetStats()
     ctrlFrames = mgmtFrames = 0;
     dropQueue = dropRetry = dropLifetime = dropOld = txDrop = 0;
     rxUp = 0;
+    dataRateMax = 0;
+    dataStreamsMax = 0;
     frameErrorBase = frameErrors ? frameErrors->drops : 0;
 }
 
@@ -92,6 +94,8 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
             data.Add(n, psdu->GetSize(), retries);
             perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries);
             airData += duration;
+            dataRateMax = std::max(dataRateMax, txVector.GetMode().GetDataRate(txVector));
+            dataStreamsMax = std::max(dataStreamsMax, int(txVector.GetNss()));
         }
         else if (first.IsCtl())
         {
@@ -269,21 +273,20 @@ BuildWifiPort(Ptr<Node> node,
         Die("unknown standard " + standard);
     }
     int mcs = int(spec.Num("mcs", 7));
-    int nss = 1;
+    // antennas and streams of this radio (802.11n's MCS index names its streams: checked in
+    // quicbed.spec.link); a VHT sender uses as many as the receiver supports
+    int nss = ht ? int(spec.Num("spatial_streams", 1)) : 1;
     std::string rateControl = spec.Str("rate_control", "constant");
     if (rateControl == "minstrel")
     {
         wifi.SetRemoteStationManager(ht ? "ns3::MinstrelHtWifiManager" : "ns3::MinstrelWifiManager");
-        if (standard == "802.11n")
-        {
-            nss = int(spec.Num("spatial_streams", 1));
-        }
     }
     else
     {
-        if (standard == "802.11n")
+        if (standard == "802.11n" && nss != mcs / 8 + 1)
         {
-            nss = mcs / 8 + 1;
+            Die("802.11n MCS " + std::to_string(mcs) + " has " + std::to_string(mcs / 8 + 1) +
+                " spatial stream(s), not " + std::to_string(nss));
         }
         std::string control = band == "2.4GHz" ? "ErpOfdmRate6Mbps" : "OfdmRate6Mbps";
         wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager",

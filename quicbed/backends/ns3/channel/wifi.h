@@ -49,6 +49,8 @@ struct WifiPort
     uint64_t dropQueue = 0, dropRetry = 0, dropLifetime = 0, dropOld = 0, txDrop = 0;
     uint64_t rxUp = 0;
     uint64_t frameErrorBase = 0;
+    uint64_t dataRateMax = 0; // bit/s, the fastest data PPDU sent
+    int dataStreamsMax = 0;   // and the most spatial streams one used
 
     void ResetStats();
     void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
