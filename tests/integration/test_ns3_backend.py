@@ -251,3 +251,23 @@ def test_vht_spatial_streams_set_the_data_rate_on_the_air():
         assert flow.throughput == pytest.approx(50e6, rel=0.1), streams
         used[streams] = (ap["data_streams_max"], ap["data_phy_rate_max_bps"])
     assert used == {1: (1, 390e6), 3: (3, 1170e6)}
+
+
+@pytest.mark.parametrize("skim", [True, False])
+def test_stations_skim_what_is_sent_to_others_unless_told_not_to(skim):
+    """Skimming receivers (docs/ns3-backend.md; tests/unit/test_skimming_receivers.py shows it
+    changes nothing simulated): a download to sta1 is skimmed by sta2 and sta3."""
+    with Ns3Network(topology("enterprise_ap", stations=3), skim_receivers=skim) as network:
+        network.reset_stats()
+        flow = iperf.between(network, "sta1", "server", duration=2, rate=10e6)
+        radios = network.mac_stats()["radios"]
+    assert flow.throughput == pytest.approx(10e6, rel=0.1)
+    stations = {node: radio for node, radio in ((r["node"], r) for r in radios.values()) if node.startswith("sta")}
+    assert set(stations) == {"sta1", "sta2", "sta3"}
+    for node, radio in stations.items():
+        if not skim:  # ns-3's own receivers throughout, which count nothing
+            assert radio["psdus_skimmed"] == radio["psdus_received"] == 0, (node, radio)
+        elif node == "sta1":
+            assert radio["psdus_received"] > 100 and radio["psdus_skimmed"] < 20, radio  # (others' beacons are groupcast)
+        else:
+            assert radio["psdus_skimmed"] > 100, (node, radio)

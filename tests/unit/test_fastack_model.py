@@ -1,6 +1,6 @@
 """The ACK accelerator's model (quicbed/backends/ns3/channel/fastack.cc) on ns-3's simulated
-clock, segment by segment: fastack_model/driver.cc plays the access point around it (a radio
-queue these tests empty by hand, the switch, the wire to the sender), so each rule of
+clock, segment by segment: channel_models/fastack_driver.cc plays the access point around it
+(a radio queue these tests empty by hand, the switch, the wire to the sender), so each rule of
 docs/ns3-backend.md's "ACK acceleration" is checked on exact sequence numbers, windows and
 timestamps, with no real time or kernel in the way. tests/integration/test_fastack.py runs the
 same model in the real-time channel under Linux TCP."""
@@ -21,7 +21,7 @@ import pytest
 from quicbed.backends.ns3 import build
 
 HERE = Path(__file__).resolve().parent
-DRIVER_SOURCE = HERE / "fastack_model" / "driver.cc"
+DRIVER_SOURCE = HERE / "channel_models" / "fastack_driver.cc"
 CHANNEL = build.SOURCE_DIR
 NS3_MISSING = build.missing()
 pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")

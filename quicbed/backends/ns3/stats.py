@@ -208,6 +208,8 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             # the fastest data PPDU and its spatial streams (0 when it sent none)
             "data_phy_rate_max_bps": radio.get("data_phy_rate_max_bps", 0),
             "data_streams_max": radio.get("data_streams_max", 0),
+            # PSDUs received on ns-3's own path, and those addressed to others it skimmed
+            "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),
             "per_receiver": {
                 owners.get(key, key): {"psdus": v["psdus"], "mpdus": v["mpdus"], "retries": v["retries"],
                                        "mean_mpdus_per_ampdu": v["mean_mpdus_per_psdu"],

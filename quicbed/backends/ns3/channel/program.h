@@ -69,6 +69,7 @@ class Program
     uint64_t m_snapshots = 0;
     uint64_t m_resets = 0;
     double m_wallStart = 0, m_cpuStart = 0;
+    uint64_t m_eventsStart = 0; // simulator events executed before the statistics were reset
     Time m_simStart;
     std::string m_statsFile, m_snapshotFile, m_liveFile;
 

@@ -2,6 +2,7 @@
 // atomically (rename), and the clocks they are measured with.
 
 #include "program.h"
+#include "skim.h"
 
 #include "ns3/simulator.h"
 
@@ -50,6 +51,7 @@ Program::ResetStats()
     m_lag.Reset();
     m_wallStart = NowWallSeconds();
     m_cpuStart = CpuSeconds();
+    m_eventsStart = Simulator::GetEventCount();
     m_simStart = Simulator::Now();
     for (auto& radio : m_radios)
     {
@@ -134,6 +136,7 @@ Program::StatsJson(bool final) const
       << ", \"ready\": " << (m_ready ? "true" : "false") << ",\n \"interval\": {\"sim_s\": "
       << Num(sim) << ", \"wall_s\": " << Num(wall) << ", \"cpu_s\": " << Num(cpu)
       << ", \"cpu_share\": " << Num(wall > 0 ? cpu / wall : 0)
+      << ", \"events\": " << Simulator::GetEventCount() - m_eventsStart
       << ", \"mono_at_sim_start\": " << Fixed6(MonoAtSimStart()) << "},\n \"lag\": "
       << m_lag.Json(m_probeInterval.GetSeconds() * 1000) << ",\n \"radios\": [";
     for (size_t i = 0; i < m_radios.size(); i++)
@@ -152,7 +155,13 @@ Program::StatsJson(bool final) const
           << ", \"not_associated\": " << r.txDrop << ", \"frame_errors\": "
           << (r.frameErrors ? r.frameErrors->drops - r.frameErrorBase : 0) << "}"
           << ", \"rx_forwarded\": " << r.rxUp << ", \"data_phy_rate_max_bps\": " << r.dataRateMax
-          << ", \"data_streams_max\": " << r.dataStreamsMax << ", \"per_receiver\": {";
+          << ", \"data_streams_max\": " << r.dataStreamsMax;
+        if (auto phy = DynamicCast<QbYansWifiPhy>(r.phy))
+        {
+            o << ", \"psdus_received\": " << phy->counters.received - r.receivedBase
+              << ", \"psdus_skimmed\": " << phy->counters.skimmed - r.skimmedBase;
+        }
+        o << ", \"per_receiver\": {";
         bool first = true;
         for (auto& [mac, counters] : r.perReceiver)
         {

@@ -2,7 +2,10 @@
 
 #include "wifi.h"
 
+#include "skim.h"
+
 #include "ns3/ap-wifi-mac.h"
+#include "ns3/boolean.h"
 #include "ns3/delay-jitter-estimation.h"
 #include "ns3/double.h"
 #include "ns3/ht-configuration.h"
@@ -73,6 +76,11 @@ WifiPort::ResetStats()
     rxUp = 0;
     dataRateMax = 0;
     dataStreamsMax = 0;
+    if (auto skimming = DynamicCast<QbYansWifiPhy>(phy))
+    {
+        receivedBase = skimming->counters.received;
+        skimmedBase = skimming->counters.skimmed;
+    }
     frameErrorBase = frameErrors ? frameErrors->drops : 0;
 }
 
@@ -295,8 +303,9 @@ BuildWifiPort(Ptr<Node> node,
                                      "ControlMode",
                                      StringValue(control));
     }
-    YansWifiPhyHelper phy;
+    QbYansWifiPhyHelper phy;
     phy.SetChannel(channels.Get(band));
+    phy.Set("SkimOthers", BooleanValue(spec.Bool("skim_receivers", true)));
     std::ostringstream settings;
     settings << "{" << number << ", " << width << ", "
              << (band == "2.4GHz" ? "BAND_2_4GHZ" : "BAND_5GHZ") << ", " << primary20 << "}";

@@ -1,0 +1,53 @@
+"""Skimming receivers (quicbed/backends/ns3/channel/skim.cc; docs/ns3-backend.md): a radio
+judges the MPDUs of a PSDU addressed to another radio at the end of the PPDU instead of one
+event per MPDU. The claim is that nothing simulated changes, so it is checked exactly: the
+same simulated cell (channel_models/skim_cell.cc: no real time, fixed seeds, traffic both
+ways, a frame error model on every station, far stations that fail to decode) with skimming
+off and on must give the same digest of every PHY state change of every radio (so of every
+reception, CCA, backoff, AIFS or EIFS, transmission) and of every frame delivered up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from quicbed.backends.ns3 import build
+
+HERE = Path(__file__).resolve().parent
+CHANNEL = build.SOURCE_DIR
+NS3_MISSING = build.missing()
+pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("skim-cell") / "skim_cell"
+    sources = [HERE / "channel_models" / "skim_cell.cc", CHANNEL / "skim.cc", CHANNEL / "loss.cc"]
+    libraries = ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"]
+    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-Wall", "-Wno-unused-parameter",
+                    f"-I{CHANNEL}", f"-I{build.NS3_INCLUDE}", "-o", str(binary), *map(str, sources),
+                    *(f"-lns3-{name}" for name in libraries)], check=True)
+    return binary
+
+
+def simulate(binary: Path, skim: bool, standard: str, manager: str, stations: int) -> dict:
+    result = subprocess.run([str(binary), "1" if skim else "0", standard, manager, str(stations), "3"],
+                            capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("standard, manager, stations", [
+    ("802.11ac", "constant", 8), ("802.11ac", "minstrel", 8), ("802.11n", "constant", 12), ("802.11n", "minstrel", 12),
+])
+def test_skimming_changes_nothing_simulated(cell: Path, standard: str, manager: str, stations: int) -> None:
+    stock, skimming = (simulate(cell, skim, standard, manager, stations) for skim in (False, True))
+    assert stock["psdus_skimmed"] == stock["psdus_received"] == 0  # ns-3's own PHY entities
+    # most PSDUs a radio hears are for another radio: those were skimmed
+    assert skimming["psdus_skimmed"] > 3 * skimming["psdus_received"] > 0, skimming
+    assert stock["delivered"] > 1000 and stock["state_changes"] > 100_000, stock
+    assert (skimming["digest"], skimming["state_changes"], skimming["delivered"]) == \
+        (stock["digest"], stock["state_changes"], stock["delivered"])
