@@ -236,22 +236,39 @@ class Download:
     server_netstat: dict[str, int]  # TcpExt counters of the server during the downloads
 
 
+#: downloads the channel did not simulate in real time are made again, as quicbed remakes
+#: invalid runs: TCP's timers against a channel held back (another real-time process on its
+#: core) measure the machine, not the accelerator
+REAL_TIME_ATTEMPTS = 3
+
+
 def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_loss: float = 0,
               times: int = 1, size: int = SIZE, sysctls: dict[str, Sequence[str]] | None = None,
               amsdu: bool = False, max_time: float = 60) -> Download:
-    """Fetch the object over plain HTTP, times connections one after the other."""
-    with _running(tmp_path, _cell(fastack, wired_loss, ack_loss, amsdu=amsdu), [size], sysctls) as cell:
-        before = _netstat(cell.server)
-        with _captured(cell) as captures:
-            for attempt in range(times):
-                cell.fetch(size, f"fetched-{attempt}.bin", max_time=max_time)
-        after = _netstat(cell.server)
-        return Download(fastack=cell.settled(),
-                        station=_segments(captures.path("station")), server=_segments(captures.path("server")),
-                        station_address=cell.station.address, server_address=cell.server.address,
-                        station_acks_sent=_pure_acks(captures.path("station"), cell.station.address),
-                        station_acks_heard=_pure_acks(captures.path("server"), cell.station.address),
-                        server_netstat={k: after[k] - before.get(k, 0) for k in after})
+    """Fetch the object over plain HTTP, times connections one after the other, in a cell the
+    channel kept in real time."""
+    reasons: list[list[str]] = []
+    for attempt in range(REAL_TIME_ATTEMPTS):
+        folder = tmp_path / f"attempt-{attempt + 1}"
+        with _running(folder, _cell(fastack, wired_loss, ack_loss, amsdu=amsdu), [size], sysctls) as cell:
+            before = _netstat(cell.server)
+            with _captured(cell) as captures:
+                for number in range(times):
+                    cell.fetch(size, f"fetched-{number}.bin", max_time=max_time)
+            after = _netstat(cell.server)
+            fastack_counters = cell.settled()
+            judged = cell.network.mac_stats()
+            if not judged["valid"]:
+                reasons.append(judged["invalid_reasons"])
+                print(f"download {attempt + 1} made again: {judged['invalid_reasons']}")
+                continue
+            return Download(fastack=fastack_counters,
+                            station=_segments(captures.path("station")), server=_segments(captures.path("server")),
+                            station_address=cell.station.address, server_address=cell.server.address,
+                            station_acks_sent=_pure_acks(captures.path("station"), cell.station.address),
+                            station_acks_heard=_pure_acks(captures.path("server"), cell.station.address),
+                            server_netstat={k: after[k] - before.get(k, 0) for k in after})
+    raise AssertionError(f"the channel kept real time in none of {REAL_TIME_ATTEMPTS} downloads: {reasons}")
 
 
 def _ended_cleanly(fastack: dict[str, Any], flows: int) -> None:
@@ -418,7 +435,10 @@ def test_a_station_gone_silent_is_given_up(tmp_path: Path) -> None:
     # the station's last ACK left before the firewall: 0.3 + 0.6 + 1.2 + 2 + 2 s of timer after it
     assert given_up <= 10, (given_up, fastack)
     assert last["flows_abandoned"] == 1 and last["held_bytes"] == 0, last
-    assert 0 < last["most_resends"] <= MAX_RESENDS and last["mac_drops_repaired"] > 0, last
+    # resent, and at most MAX_RESENDS times. Whether the MAC gave up on a frame in the run is
+    # chance: 1 of 5 runs had no MAC drop in 619 segments, so that path is asserted on the model
+    # (tests/unit/test_fastack_model.py, a MAC drop resent up to the limit), not here
+    assert 0 < last["most_resends"] <= MAX_RESENDS, last
     assert last["local_retransmissions"] == fastack["local_retransmissions"], (fastack, last)
 
 

@@ -107,8 +107,8 @@ class Ns3Options:
     #: frames the TAP writer lets wait before it drops (and counts) one
     tap_writer_queue_limit: int = 4096
     #: radios judge the MPDUs of a PSDU addressed to another radio at the end of the PPDU, not
-    #: one event per MPDU: the same outcome and random draws as ns-3's own path, 17-19 % less of
-    #: the channel's core at 20 stations (docs/ns3-backend.md, "Skimming receivers"); node
+    #: one event per MPDU: the same outcome and random draws as ns-3's own path, 38-41 % fewer
+    #: simulator events at 10-20 stations (docs/ns3-backend.md, "Skimming receivers"); node
     #: option 'ns3_skim_receivers' overrides
     skim_receivers: bool = True
     #: extra keys merged into the description (for experiments with the channel program)
