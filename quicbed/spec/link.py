@@ -235,7 +235,6 @@ class Radio:
                 raise SpecError(f"A-MPDU size {self.ampdu_max_size} is outside 1..{limit} bytes for "
                                 f"{self.standard}", field=f"{where}.ampdu_max_size")
 
-
     def _check_streams(self, where: str) -> None:
         streams, name = self.spatial_streams, f"{where}.spatial_streams"
         if streams is None:
@@ -256,10 +255,9 @@ class Radio:
                             field=name, fix=f"for {streams} streams give mcs {first}-{first + 7} (the MCS "
                                             "index says the streams in 802.11n), or leave spatial_streams out")
         if self.standard == "802.11ac" and (self.width, streams, self.mcs) in VHT_EXCLUDED:
-            allowed = [mcs for mcs in range(10) if (self.width, streams, mcs) not in VHT_EXCLUDED]
             raise SpecError(f"802.11ac has no MCS {self.mcs} with {streams} spatial stream(s) at {self.width} MHz",
-                            field=name, fix=f"use MCS {allowed[0]}-{allowed[-1]} there, or another width or "
-                                            "stream count (MCS 9 at 20 MHz needs 3 streams)")
+                            field=name, fix=f"use another MCS, width or stream count (left out: "
+                                            f"{', '.join(f'{w} MHz x{n} MCS {m}' for w, n, m in sorted(VHT_EXCLUDED))})")
 
 
 RADIO_FIELDS = tuple(f.name for f in fields(Radio))
