@@ -46,6 +46,16 @@ _METRICS = [
     Metric("download_time", "download time", "s", 1.0, "lower", "record",
            "first request to last byte of the last object, at the client (page load time for pages)",
            bounds=NON_NEGATIVE),
+    Metric("connect_time", "connect time", "s", 1.0, "lower", "record",
+           "the first connection's first packet (SYN or QUIC Initial) to its handshake done (TCP and TLS, or "
+           "QUIC), at the client: the record's, counted from that packet in the client capture",
+           bounds=NON_NEGATIVE),
+    Metric("ttfb", "time to first byte", "s", 1.0, "lower", "record",
+           "the first connection's first packet to the first response byte, at the client (set-up included; "
+           "the record's own ttfb counts from the request)", bounds=NON_NEGATIVE),
+    Metric("total_time", "total time", "s", 1.0, "lower", "record",
+           "the first connection's first packet to the last byte of the last object, at the client (a page's "
+           "load time with its connections' set-up)", bounds=NON_NEGATIVE),
     Metric("goodput", "goodput", "Mbit/s", 1e-6, "higher", "record",
            "the client record's application bytes over its download time (first request to last byte)",
            bounds=NON_NEGATIVE),
@@ -222,7 +232,7 @@ _METRICS = [
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
 
 #: the metrics a report shows first, in this order, when a run has them
-HEADLINE = ("download_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean",
+HEADLINE = ("download_time", "total_time", "connect_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean",
             "competitor_goodput", "jain_index", "cpu_server_bound", "cpu_client_bound", "cpu_machine_busy")
 
 

@@ -237,6 +237,10 @@ def _offsets(packets: Sequence[Packet], start: float | None = None) -> np.ndarra
     return np.array([p.ts - start for p in packets], dtype=float)
 
 
+#: the clients whose records quicbed writes (its TCP client also when it runs curl)
+QUICBED_CLIENTS = ("quicbed-quic-client", "quicbed-tcp-client")
+
+
 def download_time(record: Mapping[str, Any]) -> float:
     """Download time in seconds from a client record: request start to last byte.
 
@@ -244,12 +248,50 @@ def download_time(record: Mapping[str, Any]) -> float:
     curl's ``-w '%{json}'``: ``time_total - time_pretransfer`` (request about to be sent ->
     last byte), so that both exclude the connection set-up.
     """
-    if record.get("tool") in ("quicbed-quic-client", "quicbed-tcp-client"):
+    if record.get("tool") in QUICBED_CLIENTS:
         value = record.get("completion_time")
         return math.nan if value is None else float(value)
     if "time_total" in record and "time_pretransfer" in record:
         return float(record["time_total"]) - float(record["time_pretransfer"])
     raise ValueError("not a quicbed HTTP/3 client record nor curl -w '%{json}' output")
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def connect_time(record: Mapping[str, Any]) -> float:
+    """Connection set-up in seconds: the first connection's first packet (its SYN or QUIC
+    Initial) to its handshake done (TCP connect and TLS, or QUIC's), at the client.
+
+    quicbed's clients: ``handshake_time`` (counted from the connect call that sends that
+    packet). curl's ``-w '%{json}'``: ``time_appconnect`` (``time_connect`` without TLS).
+    NaN when the record has neither.
+    """
+    if record.get("tool") in QUICBED_CLIENTS:
+        return _seconds(record.get("handshake_time"))
+    appconnect = _seconds(record.get("time_appconnect"))
+    return appconnect if appconnect > 0 else _seconds(record.get("time_connect"))
+
+
+def first_byte_time(record: Mapping[str, Any]) -> float:
+    """Time to first byte in seconds, connection set-up included: the first connection's first
+    packet to the first response byte. (The record's own ``ttfb`` counts from the first
+    request.) quicbed's clients: the earliest object's ``first_byte`` (offsets from that first
+    packet); curl: ``time_starttransfer``."""
+    if record.get("tool") in QUICBED_CLIENTS:
+        firsts = [_seconds(item.get("first_byte")) for item in record.get("objects") or []]
+        firsts = [value for value in firsts if not math.isnan(value)]
+        return min(firsts) if firsts else math.nan
+    return _seconds(record.get("time_starttransfer"))
+
+
+def total_time(record: Mapping[str, Any]) -> float:
+    """The whole exchange in seconds: the first connection's first packet to the last byte of
+    the last object (a page's load time with its connections' set-up). quicbed's clients:
+    ``total_time``; curl: ``time_total``."""
+    key = "total_time" if record.get("tool") in QUICBED_CLIENTS else "time_total"
+    return _seconds(record.get(key))
 
 
 def app_bytes(record: Mapping[str, Any] | None) -> int | None:

@@ -336,3 +336,41 @@ def test_a_flawed_measurement_makes_the_run_invalid():
                "measurement": {"invalid_reasons": ["the tcp_probe trace lost 3 events (trace buffer overrun)"]}}
     assert invalid_reasons(details) == ["ns-3 ran behind", "the tcp_probe trace lost 3 events (trace buffer overrun)"]
     assert invalid_reasons({"measurement": {"invalid_reasons": []}}) == []
+
+
+@pytest.mark.parametrize("name, times", [
+    # first packet (tcpdump -ttnr client.pcap | head -1) less the record's started_at = lead;
+    # handshake_time, the earliest object's first_byte and total_time of client.json, less it
+    ("tls", {"lead": 544.592005 - 544.5916765, "connect_time": 0.0029240, "ttfb": 0.0151283,
+             "total_time": 0.1691687}),  # a SYN 0.33 ms after the connect call
+    ("page", {"lead": 546.398332 - 546.3979926, "connect_time": 0.0143259, "ttfb": 0.0269086,
+              "total_time": 0.2593012}),  # six HTTP/1.1 connections: the first one's SYN
+    ("quic", {"lead": 16.307166 - 16.2988677, "connect_time": 0.0097512, "ttfb": 0.0237238,
+              "total_time": 0.1962446}),  # aioquic's Initial 8.3 ms after its connect call
+])
+def test_the_whole_exchange_is_timed_from_the_first_packet(tmp_path: Path, name: str, times: dict) -> None:
+    folder, record = _copy_run(tmp_path, name)
+    values = run_metrics_of(folder, record)
+    for metric in ("connect_time", "ttfb", "total_time"):
+        assert values[metric] == pytest.approx(times[metric], abs=2e-6), metric
+    assert review_measurement(folder, record, {})["setup_lead_s"] == pytest.approx(times["lead"], abs=2e-6)
+    # the download time stays request -> last byte
+    assert values["download_time"] == record["completion_time"] < values["total_time"]
+
+
+def test_without_captures_or_with_clocks_apart_the_record_times_are_kept(tmp_path: Path) -> None:
+    folder, record = _copy_run(tmp_path, "quic")
+    apart = {**record, "started_at": record["started_at"] + 0.020}  # the first packet 11.7 ms "before" it
+    values = run_metrics_of(folder, apart)
+    assert (values["connect_time"], values["total_time"]) == (record["handshake_time"], record["total_time"])
+    assert any("before the record's start" in w for w in review_measurement(folder, apart, {})["warnings"])
+    for path in folder.glob("*.pcap"):
+        path.unlink()
+    assert run_metrics_of(folder, record)["connect_time"] == record["handshake_time"]
+
+
+def test_curl_records_give_the_exchange_times_too() -> None:
+    record = json.loads((FIXTURES / "tcp" / "curl.json").read_text())  # plain HTTP: no appconnect
+    assert metrics.connect_time(record) == record["time_connect"] == 0.000184
+    assert metrics.first_byte_time(record) == record["time_starttransfer"]
+    assert metrics.total_time(record) == record["time_total"]
