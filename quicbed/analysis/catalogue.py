@@ -232,8 +232,9 @@ _METRICS = [
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
 
 #: the metrics a report shows first, in this order, when a run has them
-HEADLINE = ("download_time", "total_time", "connect_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share", "cwnd_mean", "ampdu_mean",
-            "competitor_goodput", "jain_index", "cpu_server_bound", "cpu_client_bound", "cpu_machine_busy")
+HEADLINE = ("download_time", "total_time", "connect_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share",
+            "cwnd_mean", "ampdu_mean", "competitor_goodput", "jain_index", "cpu_server_bound", "cpu_client_bound",
+            "cpu_machine_busy")
 
 
 def metric(name: str) -> Metric:
