@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from quicbed.apps import iperf  # noqa: E402
+from quicbed.backends.base import install_termination_handlers  # noqa: E402
 from quicbed.backends.ns3 import build  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402
@@ -186,6 +187,7 @@ def main() -> int:
         print(reason, file=sys.stderr)
         return 2
     build.ensure_built(quiet=False)
+    install_termination_handlers()  # Ctrl-C, SIGTERM, SIGHUP: the cell in progress is cleaned up
     skims = {"on": [True], "off": [False], "both": [False, True]}[args.skim]
     cells = [Cell(int(n), phy, skim) for phy in args.phys.split(",") for n in args.stations.split(",") for skim in skims]
     for cell in cells:

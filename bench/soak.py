@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from quicbed.backends.base import install_termination_handlers  # noqa: E402
 from quicbed.host import ownership  # noqa: E402
 from quicbed.runner.engine import ExperimentRunner, RunnerOptions  # noqa: E402
 from quicbed.spec.experiment import load_experiment  # noqa: E402
@@ -198,6 +199,7 @@ def main() -> int:
         parser.error("run as root: runs build network namespaces")
     if args.runs < 1 or args.every < 1:
         parser.error("--runs and --every must be at least 1")
+    install_termination_handlers()  # Ctrl-C, SIGTERM, SIGHUP: the run in progress is cleaned up
 
     folder = Path(tempfile.mkdtemp(prefix="soak-", dir=ROOT / "results" if (ROOT / "results").is_dir() else None))
     started = time.monotonic()

@@ -279,7 +279,7 @@ class IperfClient:
         try:
             self.process.wait(max(0.1, remaining))
         except BackendError:
-            self.process.stop()
+            self.stop()  # its output read, so its scratch folder goes too
             return IperfResult("unknown", False, None, None, None, None, None,
                                error=f"iperf3 did not finish within {self.limit:g} s")
         result = parse_result(self._read_output())

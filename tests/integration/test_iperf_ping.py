@@ -134,3 +134,6 @@ def test_background_probes_remove_their_scratch_folders(net: NamespaceNetwork, t
     stopped = iperf.cross_traffic(client, server.address, rate="1mbit", duration=5, port=5202)
     stopped.stop()
     assert list(tmp_path.glob("quicbed-*")) == []
+    late = iperf.cross_traffic(client, server.address, rate="1mbit", duration=5, port=5202)
+    assert "did not finish" in (late.result(timeout=0.2).error or "")  # given up on: its folder goes too
+    assert list(tmp_path.glob("quicbed-*")) == []
