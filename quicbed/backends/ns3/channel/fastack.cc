@@ -222,6 +222,21 @@ FastAck::Find(Key key, uint64_t id)
     return it != m_flows.end() && it->second.id == id ? &it->second : nullptr;
 }
 
+FastAck::Flow*
+FastAck::Established(std::map<Key, Flow>::iterator it, const TcpView& seg)
+{
+    if (it == m_flows.end())
+    {
+        return nullptr;
+    }
+    if (seg.flags & TcpView::RST)
+    {
+        End(it->second, false); // either end's reset ends the connection
+        return nullptr;
+    }
+    return it->second.Accelerated() ? &it->second : nullptr;
+}
+
 bool
 FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in)
 {
@@ -235,41 +250,35 @@ FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Addr
     if (seg.flags & TcpView::SYN)
     {
         bool answer = seg.flags & TcpView::ACK;
+        Flow* flow = nullptr;
         if (!answer && (it == m_flows.end() || !it->second.senderOffer.seen || it->second.senderOffer.isn != seg.seq))
         {
-            Flow& flow = Open(key); // the wired end opens
-            flow.senderOffer.Take(seg);
-            flow.tsRecent = seg.tsVal;
-            flow.sender = from;
-            flow.station = to;
-            flow.senderPort = in;
+            flow = &Open(key); // the wired end opens
         }
         else if (answer && it != m_flows.end() && it->second.stationOffer.seen && !it->second.senderOffer.seen)
         {
-            Flow& flow = it->second;
-            flow.senderOffer.Take(seg);
-            flow.tsRecent = seg.tsVal;
-            flow.sender = from;
-            flow.station = to;
-            flow.senderPort = in;
-            Handshaken(flow);
+            flow = &it->second;
+        }
+        if (flow)
+        {
+            flow->senderOffer.Take(seg);
+            flow->tsRecent = seg.tsVal;
+            flow->sender = from;
+            flow->station = to;
+            flow->senderPort = in;
+            if (answer)
+            {
+                Handshaken(*flow);
+            }
         }
         return false;
     }
-    if (it == m_flows.end())
+    Flow* established = Established(it, seg);
+    if (!established)
     {
         return false;
     }
-    Flow& flow = it->second;
-    if (seg.flags & TcpView::RST)
-    {
-        End(flow, false);
-        return false;
-    }
-    if (!flow.Accelerated())
-    {
-        return false;
-    }
+    Flow& flow = *established;
     flow.sender = from;
     flow.station = to;
     flow.senderPort = in;
@@ -416,20 +425,12 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
         }
         return false;
     }
-    if (it == m_flows.end())
+    Flow* established = Established(it, seg);
+    if (!established)
     {
         return false;
     }
-    Flow& flow = it->second;
-    if (seg.flags & TcpView::RST)
-    {
-        End(flow, false);
-        return false;
-    }
-    if (!flow.Accelerated())
-    {
-        return false;
-    }
+    Flow& flow = *established;
     uint32_t seqEnd = seg.End();
     if (After(seqEnd, flow.stationSeq))
     {

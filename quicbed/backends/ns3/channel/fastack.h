@@ -197,6 +197,8 @@ class FastAck
     /// Ends a connection: its timer, its cache and its state go.
     void End(Flow& flow, bool abandoned);
     void EndIfClosed(Flow& flow);
+    /// The accelerated connection of a segment other than a SYN, or null; a reset ends it.
+    Flow* Established(std::map<Key, Flow>::iterator it, const TcpView& seg);
     /// A data segment of an accelerated connection from the sender.
     bool SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip);
     /// The AP's ACK again: its last one was lost between the AP and the sender.
