@@ -1,8 +1,12 @@
 """Checks of the lab mesh-hops: the matrix, then goodput against hops per channel plan, then
 the answers.
 
-Measured with the reference solution (TCP, 3 MB, 2 runs per cell): one shared channel 48,
-20 and 14 Mbit/s over 1, 2 and 3 hops; distinct channels 48, 43 and 43 Mbit/s."""
+Measured with the reference solution (TCP, 10 MB, 2 runs per cell): one shared channel 49,
+22 and 15 Mbit/s over 1, 2 and 3 hops; distinct channels 48, 47 and 42 Mbit/s. Over six
+more runs per cell, 1 hop gave 48.4-51.6 Mbit/s and 3 distinct hops 42.3-47.5 (ratio
+0.82-0.98; means 50.0 and 45.2, standard deviations 1.1 and 2.4): the 75 % rule fails
+the reference solution when the mean of its two 3-hop runs falls 4.5 standard errors
+below their mean, a rate under 1e-5 if they are normal."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from quicbed.labs import Verdict, check
 HOPS, CHANNELS = "params.hops", "params.distinct_channels"
 #: over the most hops, a shared channel keeps at most this share of the 1-hop goodput (measured: 0.28)
 SHARED_AT_MOST = 0.6
-#: and distinct channels at least this share (measured: 0.9)
+#: and distinct channels at least this share (measured: 0.82-0.98)
 DISTINCT_AT_LEAST = 0.75
 ANSWER_TOLERANCE = 0.30
 
