@@ -5,7 +5,9 @@ sta1 ))) ap1 --- server      (WiFi hop, then Gigabit Ethernet with a small delay
 With the ns3 backend the idle RTT client-server is about 2 x wired_delay + 0.5 ms (6.5 ms
 with the defaults; E1 measured 6-10 ms). ``mcs`` is used with rate_control="constant";
 rate_control="minstrel" picks rates itself. ``spatial_streams`` (802.11n/ac, 1-4; 0: one, or
-for 802.11n what the MCS index says) sets both radios' antennas and streams.
+for 802.11n what the MCS index says) sets both radios' antennas and streams. ``queue`` is
+the radios' transmit queue (ns3): "fifo" (the MAC queue alone), "codel" or "fq_codel" (that
+discipline in front of a driver-sized MAC queue; docs/ns3-backend.md, "Queue models").
 """
 
 from quicbed import Topology
@@ -14,12 +16,14 @@ from quicbed import Topology
 def topology(stations: int = 1, band: str = "5GHz", channel: int = 36, width: int = 20, mcs: int = 7,
              ampdu: bool = True, ampdu_max_size: int = 0, amsdu: bool = False, guard_interval: str = "long",
              rate_control: str = "constant", standard: str = "802.11n", wired_rate: str = "1gbit",
-             wired_delay: str = "3ms", distance: float = 5.0, spatial_streams: int = 0) -> Topology:
+             wired_delay: str = "3ms", distance: float = 5.0, spatial_streams: int = 0,
+             queue: str | dict = "fifo") -> Topology:
     topo = Topology("wifi_ap", description=f"{stations} station(s) on one {standard} AP, server on Ethernet")
     radio = {"standard": standard, "band": band, "channel": channel, "width": width,
              "guard_interval": guard_interval, "rate_control": rate_control,
              "mcs": mcs if rate_control == "constant" else None, "ampdu": ampdu,
-             "ampdu_max_size": ampdu_max_size or None, "amsdu": amsdu, "spatial_streams": spatial_streams or None}
+             "ampdu_max_size": ampdu_max_size or None, "amsdu": amsdu, "spatial_streams": spatial_streams or None,
+             "queue": None if queue == "fifo" else queue}
     ap = topo.add_access_point("ap1", position=(0, 0, 0), **radio)
     server = topo.add_host("server")
     topo.add_link(ap, server, name="wired", rate=wired_rate, delay=wired_delay)

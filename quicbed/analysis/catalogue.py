@@ -129,6 +129,13 @@ _METRICS = [
            "access, retries), over its frames to every receiver", bounds=NON_NEGATIVE),
     Metric("mac_delay_p95", "MAC delay, 95th percentile", "ms", 1e3, "lower", "mac",
            "95th percentile of that time", bounds=NON_NEGATIVE),
+    Metric("queue_delay_median", "queue delay, median", "ms", 1e3, "lower", "mac",
+           "median time a frame of that node spent in its radio's queue discipline (codel or fq_codel, "
+           "in front of the MAC queue) before the MAC took it; only with a discipline", bounds=NON_NEGATIVE),
+    Metric("queue_delay_p95", "queue delay, 95th percentile", "ms", 1e3, "lower", "mac",
+           "95th percentile of that time", bounds=NON_NEGATIVE),
+    Metric("queue_disc_drops", "queue discipline drops", "pkts", 1.0, "lower", "mac",
+           "frames that node's queue discipline dropped (CoDel's drops and overflow)", bounds=NON_NEGATIVE),
     *(Metric(f"ampdu_hop{k}", f"MPDUs per A-MPDU, hop {k}", "", 1.0, None, "mac",
              f"mean MPDUs per A-MPDU sent on the download's wireless hop {k}, counted from the server's side "
              "(that hop's sender to its receiver)", bounds=NON_NEGATIVE)

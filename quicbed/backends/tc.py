@@ -10,6 +10,7 @@ Layout on the egress interface:
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from quicbed.errors import BackendError
 from quicbed.spec.link import Shape, WiredLink
@@ -104,3 +105,27 @@ def qdisc_commands(device: str, shape: Shape) -> list[list[str]]:
         commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "pfifo",
                          "limit", str(shape.queue_limit)])
     return commands
+
+
+
+def parse_qdiscs(output: str) -> list[dict[str, Any]]:
+    """The qdiscs of ``tc qdisc show dev X``: kind, handle, parent and options, one dict each
+    ("qdisc fq_codel 0: parent :1 limit 10240p ... ecn" -> {"kind": "fq_codel", "handle":
+    "0:", "parent": ":1", "limit": "10240p", ..., "ecn": True}); an option followed by several
+    values (pfifo_fast's priomap) keeps them joined by spaces."""
+    qdiscs = []
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) < 3 or words[0] != "qdisc":
+            continue
+        qdisc: dict[str, Any] = {"kind": words[1], "handle": words[2]}
+        name = None
+        for word in words[3:]:
+            if word == "root":
+                qdisc["parent"], name = "root", None
+            elif name is not None and (word[0].isdigit() or word[0] == ":"):
+                qdisc[name] = f"{qdisc[name]} {word}" if isinstance(qdisc[name], str) else word
+            else:
+                qdisc[word], name = True, word
+        qdiscs.append(qdisc)
+    return qdiscs

@@ -443,6 +443,10 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         delay = node.get("mac_delay") or {}
         if delay.get("frames"):
             values.update(mac_delay_median=delay["median_s"], mac_delay_p95=delay["p95_s"])
+        sojourn = node.get("queue_disc_sojourn") or {}
+        if sojourn.get("frames"):
+            values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
+                          queue_disc_drops=node["discipline_drops"])
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
         for radio in stats.get("radios", {}).values():
             link = radio.get("per_receiver", {}).get(receiver)

@@ -171,6 +171,71 @@ VHT_EXCLUDED = {(20, 1, 9), (20, 2, 9), (20, 4, 9), (80, 3, 6), (160, 3, 9)}
 MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575}
 
 
+QUEUE_KINDS = ("fifo", "codel", "fq_codel")
+
+
+@dataclass(frozen=True)
+class RadioQueue:
+    """A radio's transmit queue (ns3 backend; docs/ns3-backend.md, "Queue models").
+
+    ``fifo`` is the MAC queue alone, dropping the newest frame when full (``packets`` long,
+    the backend's 500 when None). ``codel`` and ``fq_codel`` put ns-3's queue discipline
+    (``packets`` long: 1000 and 10240 when None, Linux's defaults) in front of a MAC queue of
+    ``mac_packets`` (one block-ack window: what a driver has in flight to one receiver), which pulls from the
+    discipline through the device's flow control."""
+
+    kind: str = "fifo"
+    packets: int | None = None
+    target: float = 0.005
+    interval: float = 0.1
+    mac_packets: int = 64
+    #: fq_codel only: flow queues, and bytes a flow sends per round (None: the MTU)
+    flows: int = 1024
+    quantum: int | None = None
+
+    @classmethod
+    def parse(cls, value: Any, where: str) -> RadioQueue:
+        """From a kind ('codel') or a mapping ({kind: codel, target: 5ms, ...})."""
+        if isinstance(value, RadioQueue):
+            return value
+        if isinstance(value, str):
+            value = {"kind": value}
+        if not isinstance(value, dict):
+            raise SpecError(f"queue must be a kind or a mapping, got {value!r}", field=where,
+                            fix="e.g. queue='fq_codel' or queue={'kind': 'codel', 'target': '5ms'}")
+        unknown = set(value) - {f.name for f in fields(cls)}
+        if unknown:
+            raise SpecError(f"unknown queue setting(s) {', '.join(sorted(map(str, unknown)))}", field=where,
+                            fix=f"queue settings are {', '.join(f.name for f in fields(cls))}")
+        kind = value.get("kind", "fifo")
+        if kind not in QUEUE_KINDS:
+            raise SpecError(f"unknown queue kind {kind!r}", field=f"{where}.kind",
+                            fix=f"use one of {', '.join(QUEUE_KINDS)}")
+        only = {"target": "codel", "interval": "codel", "mac_packets": "codel",
+                "flows": "fq_codel", "quantum": "fq_codel"}
+        for name, needs in only.items():
+            if name in value and needs not in kind:
+                raise SpecError(f"{name} does not apply to a {kind} queue", field=f"{where}.{name}",
+                                fix=f"leave {name} out, or use kind {'codel or fq_codel' if needs == 'codel' else needs}")
+        settings: dict[str, Any] = {"kind": kind}
+        for name in ("packets", "mac_packets", "flows", "quantum"):
+            if value.get(name) is not None:
+                number = value[name]
+                if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                    raise SpecError(f"{name} must be a positive whole number, got {number!r}",
+                                    field=f"{where}.{name}")
+                settings[name] = number
+        for name in ("target", "interval"):
+            if name in value:
+                settings[name] = parse_time(value[name], f"{where}.{name}", allow_zero=False)
+        queue = cls(**settings)
+        if queue.target >= queue.interval:
+            raise SpecError(f"target {queue.target * 1e3:g} ms is not shorter than interval "
+                            f"{queue.interval * 1e3:g} ms", field=f"{where}.target",
+                            fix="CoDel's target is a few percent of its interval (5ms of 100ms)")
+        return queue
+
+
 @dataclass(frozen=True)
 class Radio:
     """802.11 PHY/MAC settings shared by the two ends of a wireless link."""
@@ -186,6 +251,7 @@ class Radio:
     ampdu_max_size: int | None = None
     amsdu: bool = False
     spatial_streams: int | None = None  # None: 802.11n's from its MCS (8-15: 2, ...), otherwise 1
+    queue: RadioQueue | None = None  # None: the backend's FIFO
 
     @property
     def streams(self) -> int:
@@ -269,6 +335,7 @@ _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "rate_control": ((str,), "'constant' or 'minstrel'"), "ampdu": ((bool,), "True or False"),
     "ampdu_max_size": ((int, type(None)), "a size in bytes or None"), "amsdu": ((bool,), "True or False"),
     "spatial_streams": ((int, type(None)), "a number of streams (1-4) or None"),
+    "queue": ((RadioQueue, type(None)), "a queue kind or mapping (read with RadioQueue.parse)"),
 }
 
 

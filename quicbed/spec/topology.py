@@ -22,6 +22,7 @@ from quicbed.spec.link import (
     SHAPE_FIELDS,
     Link,
     Radio,
+    RadioQueue,
     Shape,
     WiredLink,
     WirelessLink,
@@ -81,7 +82,7 @@ class Topology:
         """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations.
         ``fastack``: the AP acknowledges TCP data to the sender on its stations' behalf once their
         MAC has it, as Meraki's FastACK does (ns3 only; docs/ns3-backend.md)."""
-        self._check_radio_keys(radio, f"nodes[{name}]")
+        radio = self._parse_radio(radio, f"nodes[{name}]")
         Radio(**radio).check(f"nodes[{name}]")
         if not isinstance(fastack, bool):
             raise SpecError(f"fastack must be true or false, got {fastack!r}", field=f"nodes[{name}].fastack")
@@ -139,7 +140,7 @@ class Topology:
         b = self._node_name(node2, "links.node2")
         link_name = self._link_name(name, a, b)
         where = f"links[{link_name}]"
-        self._check_radio_keys(radio, where)
+        radio = self._parse_radio(radio, where)
         inherited: dict[str, Any] = {}
         for end in (a, b):
             inherited.update(self._ap_radio.get(end, {}))
@@ -154,6 +155,14 @@ class Topology:
                             loss=parse_percent(loss, f"{where}.loss"), addr1=addr1, addr2=addr2)
         self.links.append(link)
         return link
+
+    @classmethod
+    def _parse_radio(cls, radio: dict[str, Any], where: str) -> dict[str, Any]:
+        """Radio keywords checked by name, with a queue model read into a RadioQueue."""
+        cls._check_radio_keys(radio, where)
+        if radio.get("queue") is not None:
+            return {**radio, "queue": RadioQueue.parse(radio["queue"], f"{where}.queue")}
+        return radio
 
     @staticmethod
     def _check_radio_keys(radio: dict[str, Any], where: str) -> None:

@@ -88,6 +88,10 @@ def test_settings_it_cannot_apply_are_named() -> None:
     streams.add_wireless_link(streams.add_station("sta1"), vht)
     [warning] = [w for w in ignored_settings_warnings(streams) if "spatial_streams" in w]
     assert warning.startswith("not applied by Mininet-WiFi: spatial_streams 3 on sta1-ap1") and "one antenna" in warning
+    queued = Topology("q")
+    queued.add_wireless_link(queued.add_station("sta1"), queued.add_access_point("ap1", queue="fq_codel"))
+    [warning] = ignored_settings_warnings(queued)
+    assert warning.startswith("not applied by Mininet-WiFi: queue fq_codel on sta1-ap1") and "radio_queues" in warning
 
 
 def test_wifi_ap_translates_to_a_standalone_ap() -> None:

@@ -357,3 +357,95 @@ def test_an_aps_stations_share_its_stream_count():
     topo.add_wireless_link(topo.add_station("sta2"), ap, spatial_streams=2)
     with pytest.raises(BackendError, match="different spatial_streams"):
         build(topo)
+
+
+# -- queue models ---------------------------------------------------------------------------
+
+def _cell(**radio) -> Topology:
+    topo = Topology("cell")
+    ap = topo.add_access_point("ap1", **radio)
+    topo.add_wireless_link(topo.add_station("sta1"), ap)
+    topo.add_link(ap, topo.add_host("server"))
+    return topo
+
+
+def _wifi(description: dict, node: str) -> dict:
+    return ports(nodes_by_name(description)[node], "wifi")[0]
+
+
+def test_a_radio_queue_model_reaches_both_radios():
+    """A discipline goes to the channel with its limit and times; the MAC queue under it is the
+    driver's (mac_packets), a FIFO's length is the MAC queue's own."""
+    codel = build(_cell(queue="codel"))
+    for node in ("ap1", "sta1:wlan0"):
+        port = _wifi(codel, node)
+        assert port["queue"] == {"kind": "codel", "packets": 1000, "target_ms": 5.0, "interval_ms": 100.0}
+        assert port["queue_packets"] == 64
+    fq = _wifi(build(_cell(queue={"kind": "fq_codel", "target": "10ms", "interval": "200ms", "mac_packets": 32,
+                                  "flows": 64, "quantum": 300})), "ap1")
+    assert fq["queue"] == {"kind": "fq_codel", "packets": 10240, "target_ms": 10.0, "interval_ms": 200.0,
+                           "flows": 64, "quantum": 300}
+    assert fq["queue_packets"] == 32
+    fifo = _wifi(build(_cell(queue={"kind": "fifo", "packets": 200})), "ap1")
+    assert "queue" not in fifo and fifo["queue_packets"] == 200
+    plain = _wifi(build(_cell()), "ap1")
+    assert "queue" not in plain and plain["queue_packets"] == 500
+    assert _wifi(build(_cell(queue="fifo")), "ap1")["queue_packets"] == 500
+
+
+def test_queue_models_are_checked_and_shared_by_an_aps_stations():
+    with pytest.raises(SpecError, match=r"nodes\[ap1\].queue.kind: unknown queue kind 'red'"):
+        _cell(queue="red")
+    with pytest.raises(SpecError, match=r"queue.flows: flows does not apply to a codel queue"):
+        _cell(queue={"kind": "codel", "flows": 8})
+    with pytest.raises(SpecError, match=r"queue.target: target 100 ms is not shorter than interval"):
+        _cell(queue={"kind": "codel", "target": "100ms"})
+    linked = Topology("t")
+    linked.add_access_point("ap1")
+    linked.add_station("sta1")
+    with pytest.raises(SpecError, match=r"links\[sta1-ap1\].queue.packets: packets must be a positive whole number"):
+        linked.add_wireless_link("sta1", "ap1", queue={"kind": "codel", "packets": 0})
+    mixed = Topology("mixed")
+    ap = mixed.add_access_point("ap1")
+    mixed.add_wireless_link(mixed.add_station("sta1"), ap, queue="codel")
+    mixed.add_wireless_link(mixed.add_station("sta2"), ap)
+    mixed.add_link(ap, mixed.add_host("server"))
+    with pytest.raises(BackendError, match="different queue"):
+        build(mixed)
+
+
+def test_ack_acceleration_refuses_a_queue_discipline_at_its_ap():
+    topo = Topology("fast")
+    ap = topo.add_access_point("ap1", fastack=True, queue="fq_codel")
+    topo.add_wireless_link(topo.add_station("sta1"), ap)
+    topo.add_link(ap, topo.add_host("server"))
+    with pytest.raises(BackendError, match=r"nodes\[ap1\].fastack: ACK acceleration needs the AP's MAC queue alone"):
+        build(topo)
+    fifo = Topology("fast")
+    ap = fifo.add_access_point("ap1", fastack=True, queue="fifo")
+    fifo.add_wireless_link(fifo.add_station("sta1"), ap)
+    fifo.add_link(ap, fifo.add_host("server"))
+    assert nodes_by_name(build(fifo))["ap1"]["fastack"] is True
+
+
+def test_queue_discipline_statistics_per_radio_and_node():
+    """The channel's "queue_disc" (aqm.cc): its sojourn histogram summarised like the MAC delay,
+    drops at both ends of the discipline added up; the run metrics of the AP carrying a download."""
+    tx = {"psdus": 1, "mpdus": 10, "bytes": 1, "retries": 0, "mean_mpdus_per_psdu": 10.0, "mpdus_per_psdu": {"10": 1}}
+    discipline = {"kind": "codel", "limit_packets": 1000, "enqueued": 20, "marks": 0, "backlog_packets": 0,
+                  "drops": {"at_enqueue": 1, "at_dequeue": 3, "reasons": {"Dropped after dequeue": 3, "Queue disc limit exceeded": 1}},
+                  "sojourn_100us": {"10": 15, "300": 5}}
+    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
+             "tx_data": {**tx, "mac_delay_100us": {"200": 20}},
+             "airtime_s": {"data": 0.1, "control": 0, "management": 0, "total": 0.1}, "airtime_share": 0.05,
+             "drops": {"queue_full": 0, "retry_limit": 0, "lifetime": 0, "other": 0, "not_associated": 0,
+                       "frame_errors": 0},
+             "queue_disc": discipline, "per_receiver": {}}
+    stats = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [radio]}, 0.01, {"ap1:wifi": "ap1"})
+    entry = stats["radios"]["ap1:wifi"]["queue_disc"]
+    assert entry["kind"] == "codel" and entry["drops"] == 4 and entry["enqueued"] == 20
+    assert entry["sojourn"]["median_s"] == pytest.approx(1.05e-3) and entry["sojourn"]["p95_s"] == pytest.approx(30.05e-3)
+    node = stats["nodes"]["ap1"]
+    assert node["discipline_drops"] == 4 and node["queue_disc_sojourn"] == entry["sojourn"]
+    plain = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "queue_disc": None}]})
+    assert "queue_disc" not in plain["radios"]["ap1:wifi"] and plain["nodes"]["ap1"]["queue_disc_sojourn"]["frames"] == 0

@@ -1,6 +1,6 @@
 """The tc command lines generated for link shapes."""
 
-from quicbed.backends.tc import qdisc_commands
+from quicbed.backends.tc import parse_qdiscs, qdisc_commands
 from quicbed.spec.link import Shape, parse_shape
 from quicbed.spec.loss import GilbertElliott
 
@@ -39,3 +39,21 @@ def test_slot_and_queue_limit_alone():
     assert "slot 1ms 4ms packets 32" in " ".join(qdisc_commands("eth0", shape)[0])
     assert qdisc_commands("eth0", Shape(queue_limit=20)) == [
         ["qdisc", "add", "dev", "eth0", "root", "handle", "1:", "pfifo", "limit", "20"]]
+
+
+def test_qdiscs_read_from_tc_show():
+    """The output of 'tc qdisc show dev wlan0' on mac80211_hwsim (Debian's 6.1 kernel, in the
+    microVM): mq with an fq_codel per access category, as a Mininet-WiFi run records it."""
+    output = ("qdisc mq 0: root \n"
+              + "".join(f"qdisc fq_codel 0: parent :{n} limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms "
+                        "memory_limit 32Mb ecn drop_batch 64 \n" for n in (4, 3, 2, 1)))
+    qdiscs = parse_qdiscs(output)
+    assert qdiscs[0] == {"kind": "mq", "handle": "0:", "parent": "root"}
+    assert [q["parent"] for q in qdiscs[1:]] == [":4", ":3", ":2", ":1"]
+    assert qdiscs[1] == {"kind": "fq_codel", "handle": "0:", "parent": ":4", "limit": "10240p", "flows": "1024",
+                         "quantum": "1514", "target": "5ms", "interval": "100ms", "memory_limit": "32Mb", "ecn": True,
+                         "drop_batch": "64"}
+    fast = parse_qdiscs("qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n")
+    assert fast == [{"kind": "pfifo_fast", "handle": "0:", "parent": "root", "refcnt": "2", "bands": "3",
+                     "priomap": "1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"}]
+    assert parse_qdiscs("") == [] and parse_qdiscs("RTNETLINK answers: No such device\n") == []

@@ -37,7 +37,7 @@ from quicbed.backends.mininet_wifi.plan import (
     reconnect_commands,
 )
 from quicbed.backends.namespaces import OFFLOADS, allow_congestion_controls
-from quicbed.backends.tc import qdisc_commands
+from quicbed.backends.tc import parse_qdiscs, qdisc_commands
 from quicbed.errors import BackendError, MissingDependency
 from quicbed.host import ownership
 from quicbed.spec.link import WiredLink, WirelessLink
@@ -102,6 +102,7 @@ class MininetWifiNetwork(Network):
         self._reaper = DaemonReaper()
         self._ovs: PrivateOpenVSwitch | None = None
         self._names: dict[tuple[str, str], str] = {}  # (node, resolved name) -> real device
+        self.radio_queues: dict[str, list[dict[str, Any]]] = {}  # node:device -> its qdiscs
         self.mesh_macs: dict[tuple[str, int], str] = {}
         #: station -> how often its connect was re-issued (see MininetWifiOptions.association_retry_s)
         self.association_retries: dict[str, int] = {}
@@ -157,6 +158,8 @@ class MininetWifiNetwork(Network):
                              if self.work_dir is not None else {}),
             "options": dataclasses.asdict(self.options),
             "warnings": self.warnings,
+            # the kernel queues every radio's frames itself (a radio's queue setting is an ns3 model)
+            "radio_queues": self.radio_queues,
         }
 
     # -- building ----------------------------------------------------------------------------
@@ -181,7 +184,15 @@ class MininetWifiNetwork(Network):
         self._wait_associated()
         self._restrict_mesh_peerings()
         self._wait_mesh_peered()
+        self._record_radio_queues()
         self.started = True
+
+    def _record_radio_queues(self) -> None:
+        """The qdiscs in front of each radio, as the kernel set them up (on 6.1's mac80211_hwsim:
+        mq with an fq_codel per access category), for the run's metadata."""
+        for node in [*self.net.stations, *self.net.aps]:
+            for intf in getattr(node, "wintfs", {}).values():
+                self.radio_queues[f"{node.name}:{intf.name}"] = parse_qdiscs(node.cmd(f"tc qdisc show dev {intf.name}"))
 
     def _start_ovs_if_needed(self) -> None:
         needs_ovs = bool(self.plan.access_points or self.plan.switches)

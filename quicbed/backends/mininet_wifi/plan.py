@@ -119,6 +119,8 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
     reasons = {"mcs": "the kernel's rate control (minstrel_ht) picks rates",
                "ampdu": aggregation, "ampdu_max_size": aggregation, "amsdu": aggregation,
                "spatial_streams": "mac80211_hwsim radios have one antenna",
+               "queue": "the kernel queues a radio's frames itself (its qdiscs are in the run's metadata, "
+                        "radio_queues)",
                "distance": "only node positions place radios (fix: give the nodes position=)",
                "loss": "a fixed frame error rate exists only in the ns3 channel"}
     ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value
@@ -134,6 +136,8 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
             values["distance"] = f"{link.distance:g} m"
         if link.loss:
             values["loss"] = f"{link.loss * 100:g} %"
+        if "queue" in values:
+            values["queue"] = link.radio.queue.kind  # type: ignore[union-attr]
         for name, value in values.items():
             ignored.setdefault(name, {})[link.name] = value
     warnings = []

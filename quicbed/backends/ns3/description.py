@@ -167,11 +167,29 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
     }
     if radio.mcs is not None:
         settings["mcs"] = radio.mcs
+    queue = radio.queue
+    if queue is not None and queue.kind != "fifo":
+        settings["queue"] = {"kind": queue.kind, "packets": queue.packets or DISCIPLINE_PACKETS[queue.kind],
+                             "target_ms": queue.target * 1e3, "interval_ms": queue.interval * 1e3}
+        if queue.kind == "fq_codel":
+            settings["queue"].update(flows=queue.flows, quantum=queue.quantum or 0)
     return settings
 
 
+#: a queue discipline's limit when the radio's queue gives none (Linux's codel and fq_codel)
+DISCIPLINE_PACKETS = {"codel": 1000, "fq_codel": 10240}
+
+
+def mac_queue_packets(radio: Radio, default: int) -> int:
+    """The MAC queue's length: a FIFO's own, the driver's under a discipline, else ``default``."""
+    queue = radio.queue
+    if queue is None or (queue.kind == "fifo" and queue.packets is None):
+        return default
+    return queue.packets if queue.kind == "fifo" else queue.mac_packets  # type: ignore[return-value]
+
+
 #: radio fields one radio must use for all its peers (the radio has one setting for them)
-PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams")
+PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue")
 
 
 def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
@@ -291,7 +309,7 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"kind": "wifi", "id": radio_id, "role": role, **radio_settings(radio),
                 "peers": peers,
-                "queue_packets": int(node_option(node, "ns3_queue", options.mac_queue_packets)),
+                "queue_packets": mac_queue_packets(radio, int(node_option(node, "ns3_queue", options.mac_queue_packets))),
                 "tx_power_dbm": float(node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
                 "skim_receivers": bool(node_option(node, "ns3_skim_receivers", options.skim_receivers)),
                 **(extra or {})}
@@ -320,6 +338,11 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
         ports: list[dict[str, Any]] = []
         if links:
             common = _common_radio(f"access point {ap.name}", links)
+            if ap.fastack and common.queue is not None and common.queue.kind != "fifo":
+                raise BackendError(
+                    f"nodes[{ap.name}].fastack: ACK acceleration needs the AP's MAC queue alone, not a "
+                    f"{common.queue.kind} discipline in front of it (the discipline drops data the AP has "
+                    "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')")
             sgi = "short" if any(l.radio.guard_interval == "short" for l in links) else "long"
             station_ids = []
             frame_errors = {}

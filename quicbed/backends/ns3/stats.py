@@ -217,10 +217,20 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
                                        "mac_delay": delay_summary(v.get("mac_delay_100us", {}))}
                 for key, v in radio.get("per_receiver", {}).items()},
         }
+        discipline = radio.get("queue_disc")
+        if discipline:
+            # a queue discipline in front of the MAC queue (aqm.h): its time in it and its drops
+            entry["queue_disc"] = {
+                "kind": discipline["kind"], "limit_packets": discipline["limit_packets"],
+                "enqueued": discipline["enqueued"], "marks": discipline["marks"],
+                "drops": discipline["drops"]["at_enqueue"] + discipline["drops"]["at_dequeue"],
+                "drop_reasons": discipline["drops"]["reasons"],
+                "sojourn": delay_summary(discipline["sojourn_100us"])}
         radios[radio["id"]] = entry
         summary = nodes.setdefault(node, {"airtime_s": 0.0, "airtime_share": 0.0, "data_psdus": 0,
                                           "data_mpdus": 0, "retries": 0, "mac_drops": 0, "queue_drops": 0,
-                                          "histogram": {}, "mac_delay_100us": {}})
+                                          "histogram": {}, "mac_delay_100us": {}, "sojourn_100us": {},
+                                          "discipline_drops": 0})
         summary["airtime_s"] += radio["airtime_s"]["total"]
         summary["airtime_share"] += radio["airtime_share"]
         summary["data_psdus"] += tx["psdus"]
@@ -230,6 +240,9 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         summary["queue_drops"] += entry["queue_drops"]
         summary["histogram"] = merge_histograms(summary["histogram"], tx["mpdus_per_psdu"])
         summary["mac_delay_100us"] = merge_histograms(summary["mac_delay_100us"], tx.get("mac_delay_100us", {}))
+        if discipline:
+            summary["sojourn_100us"] = merge_histograms(summary["sojourn_100us"], discipline["sojourn_100us"])
+            summary["discipline_drops"] += entry["queue_disc"]["drops"]
         channel = channels.setdefault(str(radio["channel"]), {"airtime_s": 0.0, "radios": []})
         channel["airtime_s"] += radio["airtime_s"]["total"]
         channel["radios"].append(radio["id"])
@@ -237,6 +250,7 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         summary["mean_mpdus_per_ampdu"] = (summary["data_mpdus"] / summary["data_psdus"]
                                            if summary["data_psdus"] else 0.0)
         summary["mac_delay"] = delay_summary(summary.pop("mac_delay_100us"))
+        summary["queue_disc_sojourn"] = delay_summary(summary.pop("sojourn_100us"))
     for channel in channels.values():
         channel["busy_share"] = channel["airtime_s"] / sim if sim else 0.0
         for radio_id in channel["radios"]:

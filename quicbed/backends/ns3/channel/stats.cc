@@ -161,6 +161,10 @@ Program::StatsJson(bool final) const
             o << ", \"psdus_received\": " << phy->counters.received - r.receivedBase
               << ", \"psdus_skimmed\": " << phy->counters.skimmed - r.skimmedBase;
         }
+        if (r.disc)
+        {
+            o << ", \"queue_disc\": " << r.disc->Json();
+        }
         o << ", \"per_receiver\": {";
         bool first = true;
         for (auto& [mac, counters] : r.perReceiver)

@@ -82,6 +82,10 @@ WifiPort::ResetStats()
         skimmedBase = skimming->counters.skimmed;
     }
     frameErrorBase = frameErrors ? frameErrors->drops : 0;
+    if (disc)
+    {
+        disc->ResetStats();
+    }
 }
 
 void
@@ -171,13 +175,19 @@ WifiPort::SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
 bool
 WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
 {
-    if (queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
+    if (!disc && queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
     {
         dropQueue++;
         return false;
     }
     p->RemoveAllByteTags(); // a relayed packet's stamp from its previous hop
-    DelayJitterEstimation::PrepareTx(p);
+    DelayJitterEstimation::PrepareTx(p); // (so the MAC delay includes the discipline's)
+    return disc ? disc->Enqueue(p, src, dst, proto) : ToMac(p, src, dst, proto);
+}
+
+bool
+WifiPort::ToMac(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
+{
     return role == "ap" ? dev->SendFrom(p, src, dst, proto) : dev->Send(p, dst, proto);
 }
 
@@ -383,6 +393,17 @@ BuildWifiPort(Ptr<Node> node,
         port->queue = port->mac->GetTxop()->GetWifiMacQueue();
         port->queue->SetMaxSize(
             QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
+    }
+    const Value& discipline = spec["queue"];
+    if (discipline.kind == Value::OBJECT)
+    {
+        // the MAC queue (queue_packets) is then the driver's, the discipline's limit its own
+        WifiPort* radio = port.get();
+        port->disc = std::make_unique<RadioQueueDisc>(
+            discipline, port->dev, 0, // AC_BE's transmit queue, or the only one
+            [radio](Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) {
+                radio->ToMac(p, src, dst, proto);
+            });
     }
     if (port->role == "adhoc")
     {

@@ -2,6 +2,7 @@
 // YansWifiChannel of each band) and BuildWifiPort, which makes a radio from its spec.
 #pragma once
 
+#include "aqm.h"
 #include "common.h"
 #include "lag.h"
 #include "loss.h"
@@ -62,11 +63,14 @@ struct WifiPort
     void SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto);
 
     Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
+    std::unique_ptr<RadioQueueDisc> disc; // in front of it (aqm.h), or none: frames go straight in
 
     /// Hand a frame to the MAC; false when its queue is full. ns-3 3.37's queue scheduler drops
     /// the newest MPDU of a full queue without a trace, so queue overflow is detected (and
     /// counted) here.
     bool Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
+    /// The MAC's own send (from src at an AP).
+    bool ToMac(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
 };
 
 /// The YansWifiChannel of each band, made on first use from the configuration's
