@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -40,7 +41,41 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # a subcommand this installation does not ship
         module.register(subparsers)
+    _accept_debug_everywhere(parser)
     return parser
+
+
+def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after a (sub)subcommand too: 'quicbed run X --debug' is what people type."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                if not any("--debug" in option.option_strings for option in child._actions):
+                    # SUPPRESS: an absent flag leaves the top-level value (False, or True if given there)
+                    child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                       help="show tracebacks on errors")
+                _accept_debug_everywhere(child)
+
+
+#: what to do about the system's refusals users meet with their own paths
+OS_ERROR_FIXES = {
+    errno.ENAMETOOLONG: "use a shorter name: a file name is at most 255 bytes, a path 4095",
+    errno.ENOSPC: "free space on that file system, or write elsewhere",
+    errno.EDQUOT: "free space within your quota, or write elsewhere",
+    errno.EACCES: "use a folder you may write to, or change its permissions",
+    errno.EPERM: "use a folder you may write to, or change its permissions",
+    errno.EROFS: "that file system is read-only: write elsewhere",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "choose another name, or move that one away",
+}
+
+
+def describe_os_error(error: OSError) -> str:
+    """'PATH: File name too long (fix: ...)', one line."""
+    where = f"{error.filename}: " if error.filename else ""
+    fix = OS_ERROR_FIXES.get(error.errno or 0)
+    return f"{where}{error.strerror or error}" + (f" (fix: {fix})" if fix else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:  # a user's path the system refused (too long, no space, no permission)
+        if args.debug:
+            raise
+        print(f"quicbed: error: {describe_os_error(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("quicbed: interrupted; everything this run started has been stopped", file=sys.stderr)
         return 130

@@ -6,11 +6,11 @@ import argparse
 import json
 import platform
 
-from rich.console import Console
 from rich.table import Table
 
 from quicbed.apps.quic import checks as quic_checks
 from quicbed.backends import host_checks
+from quicbed.cli.console import output_console
 from quicbed.host.capabilities import capabilities
 
 
@@ -32,11 +32,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({c.name: c.to_dict() for c in found}, indent=1))
         return status
-    console = Console()
+    console = output_console()
     console.print(f"[bold]quicbed doctor[/] on {platform.node()}, kernel {platform.release()}")
     table = Table(show_lines=False)
     for column in ("capability", "", "detail", "if missing: what you lose / how to get it"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a cut fix cannot be copied
     for c in found:
         mark = "[red]error[/]" if c.error else "[green]yes[/]" if c.available else "[red]no[/]"
         table.add_row(c.name, mark, c.detail, "" if c.available else f"{c.disables}\n[dim]fix: {c.fix}[/]")

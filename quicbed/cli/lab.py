@@ -75,9 +75,22 @@ def handle_start(args: argparse.Namespace) -> int:
     if existing:
         raise QuicbedError(f"{args.folder} already has {', '.join(existing)}; nothing was copied "
                            "(fix: choose a new folder, or move those files away)")
-    for path, target in copies:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
+    made: list[Path] = []  # what this command created, removed again if a copy fails
+    try:
+        for path, target in copies:
+            missing = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+            for folder in reversed(missing):
+                folder.mkdir()
+                made.append(folder)
+            made.append(target)  # (before the copy: a copy cut short leaves part of a file)
+            shutil.copy2(path, target)
+    except OSError:
+        for created in reversed(made):
+            if created.is_dir():
+                created.rmdir()
+            else:
+                created.unlink(missing_ok=True)
+        raise  # quicbed's main says it in one line, with the path and a fix
     what = "reference solution" if args.solution else "starter files"
     print(f"{lab.title}: handout and {what} in {args.folder}/ ({', '.join(t.name for _, t in copies)})")
     print(f"next: read {args.folder / 'handout.md'}, edit {', '.join(lab.files)}, then "

@@ -8,16 +8,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from quicbed.cli.console import output_console
 from quicbed.errors import QuicbedError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report", help="summarise a results folder: tables, figures, summary.csv/.md, index.html",
         description="Summarise a results folder written by 'quicbed run': per matrix cell and metric the mean "
-                    "with its 95 %% Student-t confidence interval, median and std; the relative gain of each "
+                    "with its 95 % Student-t confidence interval, median and std; the relative gain of each "
                     "transport over a baseline; figures (PNG and SVG in RESULTS/report/). Writes "
                     "RESULTS/summary.csv, summary.md and index.html and prints the summary table. Runs that "
                     "failed, are invalid or are warm-up runs do not count.")
@@ -57,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
     for warning in report.results.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     # a pipe or a log file gets the whole table rather than 80 columns of wrapped cells
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = output_console()
     overview = overview_table(report.summary, report.metrics)
     table = Table(title=f"{report.results.name}: mean ± 95 % CI half-width")
     cell_columns = len(overview.header) - len(report.metrics) - 1

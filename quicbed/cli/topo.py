@@ -7,13 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from quicbed.backends import BACKENDS
+from quicbed.cli.console import output_console
 from quicbed.errors import BackendError, SpecError
 from quicbed.spec.link import WiredLink
-from quicbed.spec.loader import load_topology, parameters
+from quicbed.spec.loader import applied_parameters, load_topology
 from quicbed.spec.units import format_rate, format_time
 
 
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle_validate(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    console = output_console(highlight=False)
     params = parse_params(args.param)
     failures = 0
     for file in args.files:
@@ -81,19 +81,21 @@ def handle_validate(args: argparse.Namespace) -> int:
 
 
 def handle_show(args: argparse.Namespace) -> int:
-    topo = load_topology(args.file, parse_params(args.param))
+    given = parse_params(args.param)
+    topo = load_topology(args.file, given)
     resolved = topo.resolve()
+    applied = applied_parameters(args.file, given)
     if args.json:
-        print(json.dumps({**topo.to_dict(),
+        print(json.dumps({**topo.to_dict(), "parameters": applied,
                           "interfaces": [vars(i) for i in resolved.interfaces],
                           "subnets": resolved.segments,
                           "resolved_routes": [vars(r) for r in resolved.routes]}, indent=1))
         return 0
-    console = Console(highlight=False)
+    console = output_console(highlight=False)
     console.print(f"[bold]{topo.name}[/] ({Path(args.file).name})  {topo.description}")
-    defaults = parameters(args.file)
-    if defaults:
-        console.print("parameters: " + ", ".join(f"{k}={v!r}" for k, v in defaults.items()), markup=False)
+    if applied:
+        console.print("parameters: " + ", ".join(f"{k}={v!r}" + (" (given)" if k in given else "")
+                                                  for k, v in applied.items()), markup=False)
     nodes = Table("node", "kind", "interfaces", title="nodes")
     for node in topo.nodes.values():
         ifaces = ", ".join(f"{i.name} {i.address or ''}".strip() for i in resolved.interfaces_of(node.name))

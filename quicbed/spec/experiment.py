@@ -37,6 +37,9 @@ from quicbed.spec.yamlfile import LocatedData, load_yaml
 if TYPE_CHECKING:
     from quicbed.spec.topology import Topology
 
+#: an experiment name's longest: results/NAME-YYYYMMDD-HHMMSS-shardK of N stays far below a
+#: file name's 255 bytes
+MAX_NAME = 100
 TOP_LEVEL = ("name", "description", "topology", "backend", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
              "background", "competitor", "stress", "validity", "isolate_channel", "study")
@@ -541,6 +544,9 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
         raise doc.error(f"name must be lower-case letters, digits, '-', '_' or '.', got {name!r}", "name")
+    if len(name) > MAX_NAME:
+        raise doc.error(f"name is {len(name)} characters long, more than {MAX_NAME}", "name",
+                        fix=f"shorten it: it names the results folder (NAME-DATE-TIME) and its shards")
     topology = _expect_mapping(doc, data.get("topology"), "topology")
     if "script" not in topology:
         raise doc.error("missing topology script", "topology",

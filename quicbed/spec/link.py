@@ -56,14 +56,23 @@ class Shape:
 SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
 
 
+#: Mininet's TCLink names, and what quicbed calls them
+MININET_NAMES = {
+    "bw": "quicbed calls it rate, with a unit: rate='10mbit' (Mininet's bw is in Mbit/s)",
+    "max_queue_size": "quicbed calls it queue_limit (packets)",
+    "use_htb": "quicbed shapes with tbf (and netem); there is no choice to make",
+}
+
+
 def parse_shape(params: dict[str, Any], where: str, base: Shape | None = None) -> Shape:
     """Build a Shape from user parameters (strings with units, percentages), over ``base``."""
     values: dict[str, Any] = {}
     for key, raw in params.items():
         name = f"{where}.{key}"
         if key not in SHAPE_FIELDS:
+            hint = MININET_NAMES.get(key)
             raise SpecError(f"unknown link parameter {key!r}", field=name,
-                            fix=f"wired links take {', '.join(SHAPE_FIELDS)}")
+                            fix=hint or f"wired links take {', '.join(SHAPE_FIELDS)}")
         if raw is None:
             values[key] = getattr(Shape(), key)
             continue

@@ -80,6 +80,15 @@ def parameters(reference: str) -> dict[str, Any]:
     return {name: p.default for name, p in inspect.signature(function).parameters.items()}
 
 
+def applied_parameters(reference: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The values the script runs with: its defaults, with ``given`` converted over them
+    (a value the loader accepted; call load_topology first for its errors)."""
+    values = parameters(reference)
+    for key, value in given.items():
+        values[key] = convert(value, values.get(key))
+    return values
+
+
 def convert(value: Any, default: Any) -> Any:
     """Turn a command-line string into the type of the parameter's default."""
     if not isinstance(value, str) or default is None or isinstance(default, str):
@@ -92,12 +101,15 @@ def convert(value: Any, default: Any) -> Any:
             return False
         raise ValueError(f"expected true or false, got {value!r}")
     if isinstance(default, (int, float)):
+        # "2%" is 2: numeric percentages (loss) are written in percent throughout quicbed
+        number = value.strip()[:-1].strip() if isinstance(default, float) and value.strip().endswith("%") else value
         try:
-            return type(default)(value)
+            return type(default)(number)
         except ValueError:
-            if isinstance(default, int):
-                return float(value)
-            raise
+            try:
+                return float(number)
+            except ValueError:
+                raise ValueError(f"expected a number, got {value!r}") from None
     return value
 
 

@@ -45,6 +45,10 @@ def _split(value: str) -> tuple[float, str] | None:
     return float(match.group(1)), match.group(2).lower()
 
 
+#: a bare number below this many bit/s is taken for a forgotten unit (Mininet's bw is in Mbit/s)
+MIN_BARE_RATE = 1000
+
+
 def parse_rate(value: object, field: str = "rate") -> float:
     """Rate in bit/s. Accepts '20mbit', '1.5 Mbit/s', '500kbit', or a number of bit/s."""
     if isinstance(value, bool):
@@ -67,6 +71,9 @@ def parse_rate(value: object, field: str = "rate") -> float:
     if rate <= 0:
         raise SpecError(f"rate must be positive, got {value!r}", field=field,
                         fix="leave the rate out for an unlimited link")
+    if isinstance(value, (int, float)) and rate < MIN_BARE_RATE:
+        raise SpecError(f"a rate of {value!r} is {value!r} bit/s: a bare number is bits per second", field=field,
+                        fix=f"write the unit, e.g. '{value:g}mbit' (Mininet's bw={value:g} is Mbit/s)")
     return rate
 
 

@@ -26,6 +26,66 @@ def test_errors_are_one_line_without_traceback(capsys, tmp_path):
     assert "topology file not found" in err
 
 
+def test_debug_shows_the_traceback_wherever_it_is_given(tmp_path, capsys):
+    missing = str(tmp_path / "missing.py")
+    for argv in (["--debug", "topo", "show", missing], ["topo", "show", missing, "--debug"],
+                 ["topo", "--debug", "show", missing]):
+        with pytest.raises(Exception, match="topology file not found"):
+            main(argv)
+    assert main(["topo", "show", missing]) == 1
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_text_has_no_unformatted_percent_signs(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "%%" not in capsys.readouterr().out
+
+
+def test_topo_show_prints_the_values_it_applied(capsys):
+    import json
+
+    dumbbell = str(ROOT / "topologies" / "dumbbell.py")
+    assert main(["topo", "show", dumbbell, "-p", "rate=5mbit", "-p", "loss=2%"]) == 0
+    shown = capsys.readouterr().out
+    assert "parameters: rate='5mbit' (given), delay='10ms', loss=2.0 (given), queue_limit=1000" in shown
+    assert main(["topo", "show", dumbbell, "-p", "rate=5mbit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"]["rate"] == "5mbit"
+
+
+def test_output_to_a_pipe_is_neither_cut_nor_wrapped_mid_line(capsys):
+    """Not a terminal (capsys): no ellipsis in doctor's table, one line per parameter list."""
+    main(["doctor"])
+    assert "\u2026" not in capsys.readouterr().out
+    params = ["-p", "stations=3", "-p", "wired_delay=30ms"]
+    assert main(["topo", "show", str(ROOT / "topologies" / "wifi_ap.py"), *params]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("parameters:")]
+    assert line.rstrip().endswith("queue='fifo'")
+
+
+def test_a_name_the_system_refuses_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    """A 300-character name (a file name is at most 255 bytes): one line naming the path and
+    the fix, no traceback, and lab start removes the folders it had made."""
+    long = "x" * 300
+    assert main(["lab", "start", "first-topology", str(tmp_path / "course" / long)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("quicbed: error: ") and "File name too long (fix: use a shorter name" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # not even "course"
+    assert main(["trace", "constant", "--rate", "10mbit", "--duration", "1s", "-o", str(tmp_path / f"{long}.down")]) == 1
+    assert "File name too long" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+    with pytest.raises(OSError):
+        main(["--debug", "lab", "start", "first-topology", str(tmp_path / long)])
+
+
+def test_an_experiment_name_has_a_length_limit(tmp_path, capsys):
+    experiment = tmp_path / "long.yaml"
+    experiment.write_text((ROOT / "experiments" / "quickstart.yaml").read_text().replace(
+        "name: quickstart", "name: " + "q" * 101))
+    assert main(["run", str(experiment), "--dry-run"]) == 1
+    assert "name is 101 characters long, more than 100" in capsys.readouterr().err
+
+
 def test_dry_run_lists_the_runs(capsys):
     assert main(["run", str(ROOT / "experiments" / "e4-random-loss.yaml"), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
     out = capsys.readouterr().out

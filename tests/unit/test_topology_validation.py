@@ -8,7 +8,7 @@ import pytest
 
 from quicbed.cli import main
 from quicbed.errors import SpecError
-from quicbed.spec.loader import load_topology
+from quicbed.spec.loader import convert, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "fixtures" / "broken_topologies"
@@ -72,5 +72,11 @@ def test_missing_file_and_unknown_script_parameter_are_explained():
 def test_parameters_are_converted_to_the_type_of_their_default():
     topo = load_topology(str(ROOT / "topologies" / "chain.py"), {"hops": "2"})
     assert [n for n in topo.nodes] == ["client", "r1", "r2", "server"]
-    with pytest.raises(SpecError, match="params.hops"):
+    with pytest.raises(SpecError, match=r"params.hops: expected a number, got 'many'"):
         load_topology(str(ROOT / "topologies" / "chain.py"), {"hops": "many"})
+    # a percentage as README writes it: numeric loss parameters are in percent
+    dumbbell = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"loss": "2%"})
+    assert dumbbell.links[0].forward.loss.probability == pytest.approx(0.02)
+    assert convert(" 0.5 % ", 0.0) == 0.5 and convert("3", 0.0) == 3.0 and convert("1.5", 1) == 1.5
+    with pytest.raises(ValueError, match="expected a number, got '2%'"):
+        convert("2%", 1000)  # a percent sign only where the default is a float

@@ -50,3 +50,21 @@ def test_formatting_round_trips_through_the_parsers():
         assert parse_rate(format_rate(rate)) == pytest.approx(rate)
     for seconds in (1e-4, 0.01, 0.0125, 2.0):
         assert parse_time(format_time(seconds)) == pytest.approx(seconds)
+
+
+def test_a_bare_rate_too_small_to_mean_bits_asks_for_its_unit():
+    """rate=10 is most likely Mininet's bw=10 (Mbit/s): refused with the unit to write."""
+    with pytest.raises(SpecError, match=r"a rate of 10 is 10 bit/s: a bare number is bits per second.*'10mbit'"):
+        parse_rate(10)
+    assert parse_rate(1000) == 1000.0 and parse_rate(20e6) == 20e6 and parse_rate("10bit") == 10.0
+
+
+def test_mininet_link_names_get_a_hint():
+    from quicbed import Topology
+
+    topo = Topology("t")
+    a, b = topo.add_host("a"), topo.add_host("b")
+    with pytest.raises(SpecError, match=r"links\[a-b\].bw: unknown link parameter 'bw' \(fix: quicbed calls it rate"):
+        topo.add_link(a, b, bw=10)
+    with pytest.raises(SpecError, match="quicbed calls it queue_limit"):
+        topo.add_link(a, b, max_queue_size=100)
