@@ -6,6 +6,7 @@ import argparse
 import errno
 import importlib
 import sys
+import textwrap
 
 from quicbed import __version__
 from quicbed.errors import QuicbedError
@@ -45,11 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class WholeWordsFormatter(argparse.HelpFormatter):
+    """argparse's help, without breaking '--no-vm' or '--dry-run' at their hyphens."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
-    """``--debug`` after a (sub)subcommand too: 'quicbed run X --debug' is what people type."""
+    """``--debug`` after a (sub)subcommand too: 'quicbed run X --debug' is what people type;
+    and help text that keeps options whole (unless a command lays its text out itself)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in set(action.choices.values()):
+                if child.formatter_class is argparse.HelpFormatter:
+                    child.formatter_class = WholeWordsFormatter
                 if not any("--debug" in option.option_strings for option in child._actions):
                     # SUPPRESS: an absent flag leaves the top-level value (False, or True if given there)
                     child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

@@ -12,6 +12,7 @@ from quicbed.apps.quic import checks as quic_checks
 from quicbed.backends import host_checks
 from quicbed.cli.console import output_console
 from quicbed.host.capabilities import capabilities
+from quicbed.runner.backend_choice import NO_NETEM
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +47,7 @@ def handle(args: argparse.Namespace) -> int:
         return any(c.name == name and c.available for c in found)
 
     if not have("netem") and have("vm_kernel"):
-        console.print("netem is missing here, but the microVM can provide it: add --vm to 'quicbed run'.")
+        console.print(f"netem is missing here. {NO_NETEM}")
     if have("mininet_wifi"):
         console.print("Mininet-WiFi: run one Mininet-WiFi experiment at a time per machine (its cleanup kills "
                       "hostapd and wpa_supplicant machine-wide and unloads mac80211_hwsim).")

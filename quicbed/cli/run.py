@@ -11,7 +11,7 @@ from quicbed.backends import BACKENDS
 from quicbed.backends.base import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
-from quicbed.runner.backend_choice import choose_backend, require_realisable
+from quicbed.runner.backend_choice import NO_NETEM, choose_backend, require_realisable
 from quicbed.runner.plan import (
     LARGE_PLAN,
     Plan,
@@ -31,10 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run an experiment file",
         description="Run an experiment file (YAML) and write a results folder (see docs/results.md), then "
-                    "its report. When the topology needs a kernel feature this host lacks (netem for delay "
-                    "and loss, mac80211_hwsim for Mininet-WiFi), the runs happen in a microVM with a "
-                    "distribution kernel and the results land here all the same; that VM emulates its CPU "
-                    "in software (~13x slower) unless KVM works.")
+                    f"its report. {NO_NETEM} Mininet-WiFi without mac80211_hwsim goes there too. The "
+                    "microVM runs a distribution kernel and the results land here all the same; it emulates "
+                    "its CPU in software (~13x slower) unless KVM works. --dry-run says where the runs will "
+                    "happen.")
     parser.add_argument("experiment", help="experiment file, e.g. experiments/quickstart.yaml")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="override a topology parameter (repeatable)")
@@ -87,6 +87,26 @@ def field_overrides(assignments: list[str]) -> dict[str, object]:
     return overrides
 
 
+def _where_lines(backend: str, in_vm: bool, why: str, out: Path, args: argparse.Namespace) -> list[str]:
+    """What a dry run adds to the plan: where the runs would happen, and their folder."""
+    from quicbed.host import vm
+    from quicbed.runner.folder import RESULTS, latest_records, read_results
+
+    where = "on this host"
+    if in_vm:
+        usable, _ = vm.kvm_status()  # (the recorded test; never boots)
+        speed = "KVM" if usable else "software emulation, ~13x slower CPU: for function, not speed"
+        where = f"in the microVM {why} ({speed})"
+    lines = [f"backend: {backend}, {where}",
+             f"results folder: {out}" + ("" if args.out else " (the date and time of the start)")]
+    if args.resume:
+        finished = {r["run_id"]: r for r in latest_records(read_results(out / RESULTS))}
+        redo = {"failed"} if args.retry_failed else set()
+        kept = sum(1 for record in finished.values() if record["status"] not in redo)
+        lines.append(f"--resume: {kept} finished run(s) in {out} would be skipped")
+    return lines
+
+
 def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
     """Why this experiment cannot run on this kernel (None if it can)."""
     from quicbed.host.capabilities import has_hwsim, has_netem
@@ -126,9 +146,6 @@ def handle(args: argparse.Namespace) -> int:
     plan.backend = backend = choice.backend
     if choice.note:
         print(f"note: {choice.note}", flush=True)
-    if args.dry_run:
-        print_plan(plan, every_run=args.all)
-        return 0
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
     if args.retry_failed and not args.resume:
@@ -137,9 +154,19 @@ def handle(args: argparse.Namespace) -> int:
         needs_vm = _needs_vm_reason(experiment, backend, params)
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
+    if needs_vm and args.no_vm and not vm.inside_vm():
+        raise QuicbedError(f"{experiment_file}: the {backend} backend cannot run here: {needs_vm}, and --no-vm "
+                           "forbids the microVM (fix: drop --no-vm" +
+                           (", or use --backend ns3)" if backend == "netns" else ")"))
+    in_vm = (args.vm or bool(needs_vm)) and not vm.inside_vm()
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.dry_run:
+        print_plan(plan, every_run=args.all)
+        for line in _where_lines(backend, in_vm, "as asked" if args.vm else f"because {needs_vm}", out, args):
+            print(line)
+        return 0
     try:
-        if (args.vm or (needs_vm and not args.no_vm)) and not vm.inside_vm():
+        if in_vm:
             status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
                                 VM_MODULES.get(backend, []))
         else:

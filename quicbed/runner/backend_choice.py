@@ -27,6 +27,13 @@ from quicbed.spec.experiment import Experiment, topology_for
 from quicbed.spec.link import WiredLink
 from quicbed.spec.topology import Topology
 
+#: what happens on a kernel without netem, said in the same words by README, 'run --help' and
+#: doctor (tests/unit/test_cli.py holds them to it); a dry run shows the outcome for one file
+NO_NETEM = ("On a kernel without netem, an experiment file that names no backend runs on the ns3 backend, on "
+            "this host, when ns3 can make every link it uses; otherwise, and whenever a netns or mininet-wifi "
+            "backend is named, 'quicbed run' moves the runs into the microVM by itself ('--vm' always, "
+            "'--no-vm' never).")
+
 #: the netem features a link may use, as shown to users
 NETEM_FIELDS = ("delay", "jitter", "loss", "corrupt", "reorder", "duplicate", "slot")
 

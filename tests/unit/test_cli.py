@@ -86,6 +86,37 @@ def test_an_experiment_name_has_a_length_limit(tmp_path, capsys):
     assert "name is 101 characters long, more than 100" in capsys.readouterr().err
 
 
+def _words(text: str) -> str:
+    return " ".join(text.replace("`", "").split())
+
+
+def test_one_statement_of_what_happens_without_netem(capsys, monkeypatch):
+    """README, 'run --help' and doctor say the same thing about a kernel without netem."""
+    from quicbed.cli import doctor
+    from quicbed.host.capabilities import Capability
+    from quicbed.runner.backend_choice import NO_NETEM
+
+    assert _words(NO_NETEM) in _words((ROOT / "README.md").read_text())
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert _words(NO_NETEM) in _words(capsys.readouterr().out)
+    absent = [Capability("netem", False, "no sch_netem in this kernel", "delay and loss", "the microVM"),
+              Capability("vm_kernel", True, "6.1", "", "")]
+    monkeypatch.setattr(doctor, "capabilities", lambda checks: absent)
+    doctor.handle(doctor.argparse.Namespace(json=False))
+    assert _words(NO_NETEM) in _words(capsys.readouterr().out)
+
+
+def test_a_dry_run_checks_what_the_run_checks_and_says_where_it_runs(capsys, tmp_path):
+    quickstart = str(ROOT / "experiments" / "quickstart.yaml")
+    assert main(["run", quickstart, "--dry-run", "--resume"]) == 1
+    assert "--resume needs --out" in capsys.readouterr().err
+    assert main(["run", quickstart, "--dry-run", "--out", str(tmp_path / "q")]) == 0
+    out = capsys.readouterr().out
+    assert "backend: ns3, on this host" in out and f"results folder: {tmp_path / 'q'}" in out
+    assert not (tmp_path / "q").exists()
+
+
 def test_dry_run_lists_the_runs(capsys):
     assert main(["run", str(ROOT / "experiments" / "e4-random-loss.yaml"), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
     out = capsys.readouterr().out
