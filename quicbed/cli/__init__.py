@@ -12,7 +12,7 @@ from quicbed import __version__
 from quicbed.errors import QuicbedError
 
 # Module name under quicbed.cli for each subcommand, in --help order.
-COMMANDS = ("run", "topo", "trace", "doctor", "clean", "vm", "report", "merge", "lab")
+COMMANDS = ("run", "topo", "transports", "trace", "doctor", "clean", "vm", "report", "merge", "lab")
 
 DESCRIPTION = """\
 quicbed: emulate WiFi, mesh and lossy networks and compare QUIC, BQUIC and TCP on them.
@@ -21,6 +21,7 @@ Typical session:
   quicbed doctor                          what this machine can emulate
   quicbed topo show topologies/dumbbell.py -p delay=20ms
   quicbed run experiments/quickstart.yaml results land in results/
+  quicbed transports                      the names a matrix's transport axis takes
   quicbed trace info step-drop.down       delivery traces for trace-driven links
   quicbed report results/quickstart-...   summary of a results folder
   quicbed merge shard1/ shard2/ --out all/  join shards run on several machines

@@ -433,7 +433,8 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
             if not _among(value, exp.transports):
                 raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
                                 fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
-                                    f"or use one of {', '.join(exp.transports)}")
+                                    f"or use one of {', '.join(exp.transports)} ('quicbed transports' says "
+                                    "what each is)")
     elif axis == "workload":
         for index, value in enumerate(values):
             _workload(doc, value, f"{field}[{index}]")

@@ -117,6 +117,23 @@ def test_a_dry_run_checks_what_the_run_checks_and_says_where_it_runs(capsys, tmp
     assert not (tmp_path / "q").exists()
 
 
+def test_transports_lists_every_name_a_matrix_can_take(capsys):
+    import json
+
+    import yaml
+
+    from quicbed.spec.experiment import BUILTIN_TRANSPORTS
+
+    assert main(["transports", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == BUILTIN_TRANSPORTS
+    assert main(["transports"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"\u2502 {name} " in listed for name in BUILTIN_TRANSPORTS)
+    # README's example is the shipped file's matrix
+    shipped = yaml.safe_load((ROOT / "experiments" / "e4-random-loss.yaml").read_text())["matrix"]["transport"]
+    assert f"transport: [{', '.join(shipped)}]" in (ROOT / "README.md").read_text()
+
+
 def test_dry_run_lists_the_runs(capsys):
     assert main(["run", str(ROOT / "experiments" / "e4-random-loss.yaml"), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
     out = capsys.readouterr().out
