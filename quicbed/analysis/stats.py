@@ -224,12 +224,13 @@ def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
         raise ValueError("relative_gain needs at least two values per sample")
     problem = baseline_problem(xa, confidence, max_baseline_rse)
     if problem is not None:
-        raise ValueError(f"mean of A too uncertain for a relative gain: {problem}")
+        raise ValueError(f"no relative gain: {problem}")
     ma, mb = float(xa.mean()), float(xb.mean())
     gain = mb / ma - 1
     if method == "delta":
         if mb <= 0:
-            raise ValueError(f"mean of B is {'0' if mb == 0 else 'negative'}: no interval for the log of the ratio")
+            raise ValueError(f"the compared mean is {'0' if mb == 0 else 'negative'}: no interval for the log of "
+                             "the ratio")
         va = xa.var(ddof=1) / (xa.size * ma * ma)
         vb = xb.var(ddof=1) / (xb.size * mb * mb)
         spread = _quantile(confidence, _welch(va, xa.size, vb, xb.size)) * math.sqrt(va + vb)
@@ -271,7 +272,7 @@ def compare_means(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
     problem = baseline_problem(a, confidence, max_baseline_rse)
     mean_b = float(_clean(b).mean())
     if problem is None and mean_b <= 0:
-        problem = f"the mean of B is {'0' if mean_b == 0 else 'negative'}"
+        problem = f"the compared transport's mean is {'0' if mean_b == 0 else 'negative'}"
     if problem is not None:
         return Comparison(None, difference, problem)
     return Comparison(relative_gain(a, b, confidence, max_baseline_rse=max_baseline_rse), difference)

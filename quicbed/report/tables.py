@@ -27,10 +27,18 @@ def number(value: object) -> str:
 
 
 def mean_pm(mean: float, half_width: float) -> str:
-    if math.isnan(half_width):
+    """``mean ± half-width``: the half-width to two significant digits and the mean to the
+    same decimal place (0.92 ± 0.00123 reads 0.9200 ± 0.0012, 48.27 ± 12.6 reads 48 ± 13;
+    below a millionth, significant digits)."""
+    if math.isnan(half_width) or math.isnan(mean):
         return number(mean)
     half_width = spread(half_width, mean)
-    return f"{number(mean)} ± {number(half_width)}"
+    if half_width == 0 or not math.isfinite(half_width):
+        return f"{number(mean)} ± {number(half_width)}"
+    decimals = max(0, 1 - math.floor(math.log10(abs(half_width))))
+    if decimals > 6:
+        return f"{mean:.3g} ± {half_width:.2g}"
+    return f"{mean:.{decimals}f} ± {half_width:.{decimals}f}"
 
 
 def mean_interval(mean: float, low: float, high: float, half_width: float, method: str = "t") -> str:

@@ -266,7 +266,8 @@ def test_command_prints_the_summary_table(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "goodput" in out and "(Mbit/s)" in out and "download time" in out
     mean, half = np.mean(GOODPUT["quic"]) / 1e6, sps.sem(GOODPUT["quic"]) * sps.t.ppf(0.975, 2) / 1e6
-    assert f"{mean:.3g} ± {half:.3g}" in out
+    decimals = max(0, 1 - int(np.floor(np.log10(half))))  # the half-width to two significant digits
+    assert f"{mean:.{decimals}f} ± {half:.{decimals}f}" in out
     assert "1 failed run(s) excluded" in out and "1 invalid run(s) excluded" in out
     assert "6 warm-up run(s) excluded" in out
     assert (folder / "summary.csv").exists() and not (folder / "report").exists()
@@ -536,3 +537,13 @@ def test_the_report_command_prints_the_rerun_warning_first(tmp_path: Path, capsy
     printed = capsys.readouterr().out
     assert "Invalid attempts differ from the valid runs in goodput" in printed
     assert "bquic 0: 1 invalid attempt(s) averaged 12 Mbit/s" in printed
+
+
+def test_a_mean_is_shown_to_the_precision_of_its_interval() -> None:
+    from quicbed.report.tables import mean_pm
+
+    assert mean_pm(0.92, 0.00123) == "0.9200 ± 0.0012"
+    assert mean_pm(48.27, 12.6) == "48 ± 13"
+    assert mean_pm(0.0144, 0.0989) == "0.014 ± 0.099"
+    assert mean_pm(50.0, 0.0) == "50 ± 0" and mean_pm(3.0, float("nan")) == "3"
+    assert mean_pm(1e-7, 3e-8) == "1e-07 ± 3e-08"
