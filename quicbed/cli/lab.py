@@ -68,6 +68,9 @@ def handle_show(args: argparse.Namespace) -> int:
 def handle_start(args: argparse.Namespace) -> int:
     lab = find_lab(args.name)
     source = lab.solution if args.solution else lab.starter
+    if not source.is_dir():
+        raise QuicbedError(f"lab {lab.name} has no reference solution in this installation ({source} is absent: "
+                           "teachers leave it out of students' copies, docs/labs.md)")
     copies = [(lab.handout, args.folder / "handout.md")]
     copies += [(path, args.folder / path.relative_to(source)) for path in sorted(source.rglob("*"))
                if path.is_file() and "__pycache__" not in path.parts]

@@ -76,6 +76,7 @@ def test_every_shipped_lab_is_complete() -> None:
     labs = [lab for lab in all_labs() if lab.folder.parent == ROOT / "labs"]
     assert {"first-topology", "random-vs-bursty-loss"} <= {lab.name for lab in labs}
     for lab in labs:
+        assert lab.solution.is_dir(), lab.name  # (only a students' copy may leave it out)
         checks = lab.checks()
         assert checks and all(item.title and item.points >= 0 for item in checks), lab.name
         handout = lab.handout.read_text()
@@ -87,6 +88,18 @@ def test_every_shipped_lab_is_complete() -> None:
                 assert f"`{key}`" in handout, (lab.name, key)
             assert set(yaml.safe_load((lab.solution / "answers.yaml").read_text())) == \
                 set(yaml.safe_load(answers.read_text()))
+
+
+def test_a_students_copy_without_solutions_still_hands_out_and_says_why_not_the_solution(
+        toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    shutil.rmtree(toy / "solution")
+    assert main(["lab", "start", "toy", str(tmp_path / "mine"), "--solution"]) == 1
+    assert "lab toy has no reference solution in this installation" in capsys.readouterr().err
+    assert not (tmp_path / "mine").exists()
+    assert main(["lab", "start", "toy", str(tmp_path / "mine")]) == 0
+    assert (tmp_path / "mine" / "answers.yaml").read_text() == "answer:\n"
 
 
 @pytest.mark.parametrize("change, fragments", [
