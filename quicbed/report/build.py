@@ -23,6 +23,8 @@ from quicbed.report.summary import (
 )
 
 SUMMARY_CSV = "summary.csv"
+#: one row per run: its cell's axes, status and every metric in base units (for pandas, R, a spreadsheet)
+RUNS_CSV = "runs.csv"
 GAINS_CSV = "gains.csv"
 SUMMARY_MD = "summary.md"
 INDEX_HTML = "index.html"
@@ -83,8 +85,9 @@ def build_report(folder: Path, options: ReportOptions | None = None) -> ReportRe
         figures = make_figures(results, summary, metrics, options.max_runs_per_figure, say)
     elif not options.plots:
         figures.notes.append("figures not drawn (--no-plots)")
-    written = [write_text_atomic(folder / SUMMARY_CSV, summary.table.to_csv(index=False))]
-    outputs = [SUMMARY_CSV]
+    written = [write_text_atomic(folder / SUMMARY_CSV, summary.table.to_csv(index=False)),
+               write_text_atomic(folder / RUNS_CSV, results.runs.to_csv(index=False))]
+    outputs = [SUMMARY_CSV, RUNS_CSV]
     if not summary.gains.empty:
         written.append(write_text_atomic(folder / GAINS_CSV, summary.gains.to_csv(index=False)))
         outputs.append(GAINS_CSV)

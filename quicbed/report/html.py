@@ -54,6 +54,8 @@ figcaption { font-size: 0.85em; color: #444; }
 ENVIRONMENT_FIELDS = (
     ("host", ("host", "hostname", "node")),
     ("kernel", ("kernel", "kernel_release", "release")),
+    ("CPU", ("cpu_model",)),
+    ("host sysctls", ("sysctls",)),
     ("quicbed", ("quicbed", "quicbed_version", "version")),
     ("tool versions", ("versions", "tools", "tool_versions")),
     ("git commit", ("git", "git_commit", "commit")),

@@ -256,13 +256,15 @@ class ExperimentRunner:
                                    f"{_shard_text(shard)} (fix: resume with the --shard and --shard-by it was "
                                    "started with, see metadata.json)")
         now = time.time()
-        session = {"started": now, "finished": None, "status": "running", "command": self.options.command,
+        session = {"started": now, "started_utc": meta.utc(now), "finished": None, "status": "running",
+                   "command": self.options.command,
                    "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
                    "calibration": bench_results.calibration(), "backend": self.backend, "networks": []}
         self.metadata = {
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
             "experiment": {**self._resolved(), "runs": total}, "shard": shard,
-            "started": previous.get("started", now), "finished": None, "status": "running",
+            "started": previous.get("started", now), "started_utc": meta.utc(previous.get("started", now)),
+            "finished": None, "status": "running",
             "backend": self.backend, "backend_note": self.options.backend_note,
             "host": session["host"], "versions": session["versions"],
             "git": session["git"], "calibration": session["calibration"],
@@ -288,8 +290,8 @@ class ExperimentRunner:
         if self.folder is None or not self.metadata:
             return
         now = time.time()
-        self.metadata["sessions"][-1].update(finished=now, status=status)
-        self.metadata.update(finished=now, status=status)
+        self.metadata["sessions"][-1].update(finished=now, finished_utc=meta.utc(now), status=status)
+        self.metadata.update(finished=now, finished_utc=meta.utc(now), status=status)
         try:
             self.folder.write_metadata(self.metadata)
         except StorageError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import importlib.metadata
 import os
 import platform
@@ -73,6 +75,36 @@ def tool_versions() -> dict[str, Any]:
     }
 
 
+#: host settings that change how transports behave, recorded as Flent records them
+SYSCTLS = ("net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+           "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_ecn",
+           "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_no_metrics_save",
+           "kernel.sched_rt_runtime_us")
+
+
+def sysctls(names: tuple[str, ...] = SYSCTLS) -> dict[str, str | None]:
+    """The values of ``names`` in this namespace (None where this kernel has no such setting)."""
+    values: dict[str, str | None] = {}
+    for name in names:
+        try:
+            values[name] = " ".join(Path("/proc/sys", *name.split(".")).read_text().split())
+        except OSError:
+            values[name] = None
+    return values
+
+
+def cpu_model() -> str | None:
+    try:
+        return _first_match(r"(?m)^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text()) or None
+    except OSError:
+        return None
+
+
+def utc(epoch: float) -> str:
+    """An epoch time as ISO 8601 UTC, for readers of metadata.json (the epoch stays beside it)."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def host_info() -> dict[str, Any]:
     memory = None
     try:
@@ -83,7 +115,7 @@ def host_info() -> dict[str, Any]:
         "hostname": platform.node(), "kernel": platform.release(), "machine": platform.machine(),
         "os": _first_match(r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text()
                            if Path("/etc/os-release").exists() else ""),
-        "cpus": os.cpu_count(), "memory_bytes": memory,
+        "cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_bytes": memory, "sysctls": sysctls(),
         "in_microvm": os.environ.get("QUICBED_IN_VM") == "1",
         "tbf_burst_ms": os.environ.get("QUICBED_TBF_BURST_MS"),
     }

@@ -93,6 +93,10 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     assert len(read_results(out / "results.jsonl")) == 6
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and metadata["versions"]["aioquic"]
+    # what Flent records too: the CPU, the TCP and qdisc sysctls, readable times
+    host = metadata["host"]
+    assert host["cpu_model"] and host["sysctls"]["net.ipv4.tcp_congestion_control"] in ("cubic", "bbr", "reno")
+    assert metadata["started_utc"].endswith("+00:00") and metadata["finished_utc"] >= metadata["started_utc"]
     (network,) = metadata["sessions"][0]["networks"]
     assert any("tbf" in q for q in network["interfaces"]["s1"]["qdiscs"])  # the bottleneck's qdisc
     assert network["interfaces"]["server"]["offloads"]["eth0"]["tcp-segmentation-offload"] == "off"

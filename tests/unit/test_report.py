@@ -70,6 +70,17 @@ def test_summary_csv_has_mean_ci_median_of_counted_runs_only(matrix_report: Path
     assert share["mean_shown"] == pytest.approx(share["mean"] * 100)
 
 
+def test_runs_csv_is_one_row_per_run_with_its_axes_and_metrics(matrix_report: Path) -> None:
+    runs = pd.read_csv(matrix_report / "runs.csv")
+    records = [json.loads(line) for line in (matrix_report / "results.jsonl").read_text().splitlines() if line]
+    assert sorted(runs["run_id"]) == sorted({record["run_id"] for record in records})
+    assert {"transport", "link.bottleneck.loss", "status", "warmup", "goodput"} <= set(runs.columns)
+    quic = runs[(runs["transport"] == "quic") & (runs["link.bottleneck.loss"] == 0) & (runs["status"] == "ok")
+                & ~runs["warmup"]]
+    assert sorted(quic["goodput"]) == pytest.approx(sorted(GOODPUT["quic"]))
+    assert set(runs["status"]) >= {"ok", "failed", "invalid"}  # every run, not only the counted ones
+
+
 def test_invalid_runs_count_when_asked(tmp_path: Path) -> None:
     folder = make_matrix_folder(tmp_path / "e")
     build_report(folder, ReportOptions(include_invalid=True, plots=False))

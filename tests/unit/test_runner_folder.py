@@ -196,3 +196,13 @@ def test_retrying_failed_runs_is_a_validity_setting(tmp_path: Path) -> None:
     path.write_text(f"name: e\ntopology: {{script: {dumbbell}}}\nvalidity: {{retry_failed: -1}}\n")
     with pytest.raises(SpecError, match="validity.retry_failed"):
         load_experiment(path)
+
+
+def test_host_metadata_names_the_cpu_and_the_transport_sysctls(tmp_path) -> None:
+    from quicbed.runner import metadata
+
+    host = metadata.host_info()
+    assert set(host["sysctls"]) == set(metadata.SYSCTLS)
+    assert host["sysctls"]["net.ipv4.tcp_sack"] in ("0", "1")
+    assert metadata.sysctls(("net.ipv4.no_such_setting",)) == {"net.ipv4.no_such_setting": None}
+    assert metadata.utc(0) == "1970-01-01T00:00:00+00:00"
