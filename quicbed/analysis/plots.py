@@ -207,6 +207,29 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
         return save(figure, stem, formats)
 
 
+def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, throughput: str,
+                          xlabel: str, ylabel: str, group: str | None = None, delay_scale: float = 1.0,
+                          throughput_scale: float = 1.0, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """One point per run, delay (x, growing to the left as in Pantheon's plots: better is up
+    and right) against throughput (y), per group; each group's mean marked with a cross."""
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT))
+        axes = figure.subplots()
+        for number, (name, part) in enumerate(_groups(runs, group)):
+            xs = part[delay].to_numpy(dtype=float) * delay_scale
+            ys = part[throughput].to_numpy(dtype=float) * throughput_scale
+            keep = np.isfinite(xs) & np.isfinite(ys)
+            if not keep.any():
+                continue
+            axes.scatter(xs[keep], ys[keep], s=18, alpha=0.6, color=colour(number, name), label=name or None)
+            axes.scatter([xs[keep].mean()], [ys[keep].mean()], s=90, marker="x", color=colour(number, name))
+        axes.invert_xaxis()
+        axes.set_xlabel(xlabel + " (lower is right)")
+        axes.set_ylabel(ylabel)
+        _legend(axes)
+        return save(figure, stem, formats)
+
+
 def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
              group: str | None = None, threshold: float = 100e-6, bins: int = 40,
              formats: Sequence[str] = FORMATS) -> list[Path]:

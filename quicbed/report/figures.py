@@ -251,6 +251,30 @@ def ccdf_figures(context: _Context) -> None:
                              xlabel=entry.axis_label))
 
 
+#: the delay a run's point is placed at, first that the runs have (one-way delay from the
+#: captures, else the sender's smoothed RTT)
+DELAY_METRICS = ("owd_p95", "owd_mean", "srtt_mean")
+
+
+def delay_throughput_figure(context: _Context) -> None:
+    """Pantheon's view: each run's goodput against its delay, per transport, all cells."""
+    title = "Goodput against delay, per run"
+    runs = context.runs
+    delay = next((name for name in DELAY_METRICS if name in runs and runs[name].notna().any()), None)
+    if delay is None or "goodput" not in runs or not runs["goodput"].notna().any():
+        context.skip(title, "no counted run has both goodput and a delay (one-way delay or smoothed RTT)")
+        return
+    x, y = catalogue_entry(delay), catalogue_entry("goodput")
+    group = "transport" if context.results.has_transport_axis else None
+    scope = "all cells pooled" if context.results.other_axes else "all runs"
+    context.draw("goodput-vs-delay", title,
+                 f"One point per counted run ({len(runs)}, {scope}): {y.label} against {x.label}, the delay "
+                 "axis reversed so that better is up and to the right; crosses mark each transport's mean.",
+                 partial(plots.delay_throughput_plot, runs, delay=delay, throughput="goodput",
+                         xlabel=x.axis_label, ylabel=y.axis_label, group=group, delay_scale=x.scale,
+                         throughput_scale=y.scale))
+
+
 # --------------------------------------------------------------------------- the study's headline
 
 
@@ -680,6 +704,7 @@ def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequenc
         _guarded(context, "bar charts", lambda: bar_figures(context, metric_names))
         _guarded(context, "CCDF", lambda: ccdf_figures(context))
         _guarded(context, "CPU by role", lambda: cpu_figure(context))
+        _guarded(context, "goodput against delay", lambda: delay_throughput_figure(context))
         focus, where = _focus_runs(context)
         candidates = _candidates(context, focus)
         if not candidates:

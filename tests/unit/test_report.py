@@ -197,6 +197,24 @@ def test_figures_exist_as_png_and_svg(matrix_report: Path) -> None:
     assert not list(figures.glob(".staging-*")) and not list(matrix_report.glob(".*.tmp-*"))
 
 
+def test_goodput_against_delay_per_run(tmp_path: Path) -> None:
+    """Pantheon's view: one point per run, the delay axis reversed; without a delay metric
+    (these fixture runs have none) the report says why it drew none."""
+    from quicbed.analysis import plots
+    from quicbed.report.build import build_report as build
+
+    runs = pd.DataFrame({"transport": ["quic", "quic", "tcp", "tcp"], "owd_p95": [0.012, 0.014, 0.030, 0.035],
+                         "goodput": [18e6, 17e6, 19e6, 19.5e6]})
+    written = plots.delay_throughput_plot(runs, tmp_path / "scatter", delay="owd_p95", throughput="goodput",
+                                          xlabel="one-way delay p95 (ms)", ylabel="goodput (Mbit/s)",
+                                          group="transport", delay_scale=1e3, throughput_scale=1e-6)
+    svg = next(path for path in written if path.suffix == ".svg").read_text()
+    assert "(lower is right)" in svg and "goodput (Mbit/s)" in svg and "tcp" in svg
+    folder = make_matrix_folder(tmp_path / "e")
+    notes = build(folder, ReportOptions(max_runs_per_figure=1)).figures.notes
+    assert any(note.startswith("Goodput against delay, per run: skipped (no counted run has both") for note in notes)
+
+
 def test_bandwidth_share_for_parallel_flows_and_no_gains_without_transport_axis(tmp_path: Path) -> None:
     folder = make_parallel_folder(tmp_path / "shared")
     result = build_report(folder, ReportOptions())
