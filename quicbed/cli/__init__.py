@@ -12,7 +12,7 @@ from quicbed import __version__
 from quicbed.errors import QuicbedError
 
 # Module name under quicbed.cli for each subcommand, in --help order.
-COMMANDS = ("run", "topo", "transports", "trace", "doctor", "clean", "vm", "report", "merge", "lab")
+COMMANDS = ("run", "topo", "transports", "trace", "doctor", "clean", "vm", "report", "compare", "merge", "lab")
 
 DESCRIPTION = """\
 quicbed: emulate WiFi, mesh and lossy networks and compare QUIC, BQUIC and TCP on them.
@@ -24,6 +24,7 @@ Typical session:
   quicbed transports                      the names a matrix's transport axis takes
   quicbed trace info step-drop.down       delivery traces for trace-driven links
   quicbed report results/quickstart-...   summary of a results folder
+  quicbed compare before/ after/            two results folders, cell by cell
   quicbed merge shard1/ shard2/ --out all/  join shards run on several machines
   quicbed lab list                        teaching labs with automatic checks
 """
