@@ -38,6 +38,8 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     tls.add_argument("--server-name", help="TLS server name (default --host)")
     tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
     tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
+    tls.add_argument("--keylog", type=Path, help="append the TLS secrets to this file in NSS key log format "
+                     "(Wireshark: tls.keylog_file), to decrypt the captures")
 
 
 def wait_for_start(args: argparse.Namespace) -> None:

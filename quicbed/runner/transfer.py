@@ -48,6 +48,10 @@ WATCH_INTERVAL = 0.05
 #: ns-3 channel closes its TAP devices (ending the captures on them) before it can be reaped
 CAUSE_GRACE = 0.3
 #: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu.py)
+#: the clients' TLS secrets, beside the captures they decrypt (NSS key log format)
+TLS_KEYLOG = "tls-keys.log"
+#: bytes kept of each packet by a full capture (tcpdump's own maximum)
+FULL_SNAPLEN = 262144
 CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel", "stress")
 #: what a CPU load process runs: a busy loop, until stopped
 BUSY_LOOP = "while True:\n    pass"
@@ -445,7 +449,8 @@ class RunExecution:
         ports = sorted({port + offset for port in PORTS.values() for offset in (0, 1)})
         captures = CaptureSet(self.folder, bpf_filter=" or ".join(f"port {p}" for p in ports), log_dir=self.logs)
         captures.add(self.server, self.server.interfaces[0], name="server")
-        captures.add(self.main.client, self.main.client.interfaces[0], name="client")
+        captures.add(self.main.client, self.main.client.interfaces[0], name="client",
+                     **({"snaplen": FULL_SNAPLEN} if self.experiment.full_captures else {}))
         captures.start()
         for name, capture in captures.captures.items():
             self.critical.watch(f"the {name} capture", capture.process)
@@ -531,6 +536,8 @@ class RunExecution:
                   "--output", str(self.folder / download.record_name),
                   "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets),
                   *extra]
+        if self.experiment.full_captures:  # the secrets that decrypt them (docs/results.md)
+            common += ["--keylog", str(self.folder / TLS_KEYLOG)]
         if download.transport.kind == "quic":
             module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].client
             return module_argv(module, [*leading, *common, *_quic_profile_arguments(download.transport)])

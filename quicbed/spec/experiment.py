@@ -167,6 +167,9 @@ class Experiment:
     timeout: float = 120.0
     reuse: str = "cell"
     captures: bool = True
+    #: captures: full: the client's capture keeps whole packets, and the clients log their TLS
+    #: secrets beside it, so that Wireshark decrypts QUIC and TLS (headers only otherwise)
+    full_captures: bool = False
     qlog: bool = False
     background: Background | None = None
     competitor: Competitor | None = None
@@ -639,7 +642,14 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.seed = _count(doc, data.get("seed", 1), "seed", 0)
     exp.timeout = parse_time(data.get("timeout", "120s"), "timeout", allow_zero=False)
     exp.reuse = _choice(doc, data.get("reuse", "cell"), "reuse", REUSE)
-    exp.captures = _boolean(doc, data.get("captures", True), "captures")
+    captures = data.get("captures", True)
+    if captures == "full":
+        exp.captures = exp.full_captures = True
+    elif isinstance(captures, bool):
+        exp.captures = captures
+    else:
+        raise doc.error(f"captures must be true, false or full, got {captures!r}", "captures",
+                        fix="full keeps whole packets at the client and the TLS secrets to decrypt them")
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
     exp.isolate_channel = _boolean(doc, data.get("isolate_channel", True), "isolate_channel")
     validity = _expect_mapping(doc, data.get("validity"), "validity")

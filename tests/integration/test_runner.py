@@ -225,3 +225,27 @@ def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> Non
     assert servers["main"]["congestion_control"] == "cubic"
     rule = servers["competitor"]["port_congestion_control"]
     assert rule["port"] == 8444 and rule["congestion_control"] == "bbr"  # test_port_cc.py: the kernel applies it
+
+
+def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(tmp_path: Path) -> None:
+    """captures: full: the client's capture keeps whole packets and every client appends its
+    TLS secrets (NSS key log) beside it, whatever its stack: aioquic, quinn, Python's ssl."""
+    from quicbed.apps.quic.implementations import native_binary
+
+    transports = ["quic", "tcp"] + (["quic-native"] if native_binary() is not None else [])
+    exp = _experiment(tmp_path, f"workload: {{object: 300kB}}\nmatrix: {{transport: [{', '.join(transports)}]}}\n"
+                                "captures: full\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    for line in read_results(out / "results.jsonl"):
+        assert line["status"] == "ok", line
+        folder = out / "runs" / line["run_id"]
+        labels = {row.split()[0] for row in (folder / "tls-keys.log").read_text().splitlines()}
+        # TLS 1.3 traffic secrets: what Wireshark needs for QUIC's 1-RTT packets and TLS records
+        assert {"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"} <= labels, (line["run_id"], labels)
+        captures = json.loads((folder / "run.json").read_text())["details"]["captures"]
+        assert captures["client"]["snaplen"] == 262144 and captures["server"]["snaplen"] == 128
+    plain = _experiment(tmp_path, "workload: {object: 100kB}\nmatrix: {transport: [quic]}\n")
+    _run_to_completion(plain, tmp_path / "plain")
+    (run,) = (tmp_path / "plain" / "runs").iterdir()
+    assert not (run / "tls-keys.log").exists()  # headers-only captures: nothing to decrypt, no secrets kept

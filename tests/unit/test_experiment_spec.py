@@ -294,3 +294,14 @@ def test_a_whole_workload_as_a_matrix_axis(tmp_path):
     with pytest.raises(SpecError, match=r"matrix.workload\[1\].page: unknown page 'p9'"):
         load_experiment(write(tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n",
                                                      "  workload: [{object: 1MB}, {page: p9}]\n")))
+
+
+def test_captures_are_on_off_or_full(tmp_path):
+    assert (load_experiment(write(tmp_path, GOOD)).captures, load_experiment(write(tmp_path, GOOD)).full_captures) == \
+        (True, False)
+    full = load_experiment(write(tmp_path, GOOD + "captures: full\n"))
+    assert full.captures and full.full_captures
+    off = load_experiment(write(tmp_path, GOOD + "captures: false\n"))
+    assert not off.captures and not off.full_captures
+    with pytest.raises(SpecError, match=r"captures must be true, false or full, got 'all'"):
+        load_experiment(write(tmp_path, GOOD + "captures: all\n"))

@@ -32,6 +32,7 @@ struct Settings {
     timeout: Duration,
     ca_cert: Option<PathBuf>,
     insecure: bool,
+    keylog: Option<PathBuf>,
     bind: Option<String>,
     socket_buffer: usize,
     qlog_dir: Option<PathBuf>,
@@ -49,8 +50,8 @@ struct ObjectTiming {
 }
 
 const FLAGS: &[&str] = &["insecure"];
-const OPTIONS: &[&str] = &["record-template", "address", "server-name", "ca-cert", "bind", "socket-buffer",
-                           "qlog-dir", "output"];
+const OPTIONS: &[&str] = &["record-template", "address", "server-name", "ca-cert", "keylog", "bind",
+                           "socket-buffer", "qlog-dir", "output"];
 
 pub fn main(argv: &[String]) -> Result<bool, Error> {
     let options = Options::parse(argv, FLAGS, OPTIONS)?;
@@ -72,6 +73,7 @@ pub fn main(argv: &[String]) -> Result<bool, Error> {
         timeout: Duration::from_secs_f64(request["timeout"].as_f64().unwrap_or(60.0)),
         ca_cert: options.get("ca-cert").map(PathBuf::from),
         insecure: options.flag("insecure"),
+        keylog: options.get("keylog").map(PathBuf::from),
         bind: options.get("bind").filter(|b| !b.is_empty()).map(str::to_owned),
         socket_buffer: options.parsed("socket-buffer", 4 << 20)?,
         qlog_dir: options.get("qlog-dir").map(PathBuf::from),
@@ -246,7 +248,33 @@ fn tls_config(settings: &Settings) -> Result<rustls::ClientConfig, Error> {
     };
     let mut tls = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    if let Some(path) = &settings.keylog {
+        tls.key_log = Arc::new(FileKeyLog::open(path)?);
+    }
     Ok(tls)
+}
+
+/// The TLS secrets in NSS key log format (what Wireshark's tls.keylog_file reads), appended to
+/// one file as rustls hands them over; rustls' own KeyLogFile only follows SSLKEYLOGFILE.
+#[derive(Debug)]
+struct FileKeyLog(Mutex<std::fs::File>);
+
+impl FileKeyLog {
+    fn open(path: &Path) -> Result<Self, Error> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)
+            .map_err(|e| format!("--keylog {}: {e}", path.display()))?;
+        Ok(Self(Mutex::new(file)))
+    }
+}
+
+impl rustls::KeyLog for FileKeyLog {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        use std::io::Write;
+        let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        if let Ok(mut file) = self.0.lock() {
+            let _ = writeln!(file, "{label} {} {}", hex(client_random), hex(secret));
+        }
+    }
 }
 
 /// quicbed's server certificate is self-signed: the client trusts exactly the certificates

@@ -66,6 +66,7 @@ class ClientSettings:
     server_name: str | None = None
     ca_file: Path | None = None
     insecure: bool = False
+    keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
     bind: str = ""
     socket_buffer: int = DEFAULT_BUFFER
     qlog_dir: Path | None = None
@@ -170,6 +171,9 @@ def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> Q
         configuration.verify_mode = ssl.CERT_NONE
     elif settings.ca_file is not None:
         configuration.load_verify_locations(str(settings.ca_file))
+    if settings.keylog is not None:
+        # line-buffered: every secret is on disk before the packets it protects are captured
+        configuration.secrets_log_file = settings.keylog.open("a", buffering=1)
     return aioquic_hooks.configure(configuration, settings.profile)
 
 
@@ -284,7 +288,7 @@ def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
     return ClientSettings(
         host=args.host, port=args.port, paths=paths, profile=profile_from_arguments(args),
         parallel=args.parallel, timeout=args.timeout, server_name=args.server_name,
-        ca_file=args.ca_cert, insecure=args.insecure, bind=args.bind,
+        ca_file=args.ca_cert, insecure=args.insecure, keylog=args.keylog, bind=args.bind,
         socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
         qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode, page=args.page, label=args.label)
 

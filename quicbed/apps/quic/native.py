@@ -72,6 +72,8 @@ def client_argv(argv: Sequence[str]) -> list[str]:
         command.append("--insecure")
     elif settings.ca_file is not None:
         command += ["--ca-cert", str(settings.ca_file)]
+    if settings.keylog is not None:
+        command += ["--keylog", str(settings.keylog)]
     if settings.bind:
         command += ["--bind", settings.bind]
     if settings.qlog_dir is not None and settings.qlog_mode != "off":

@@ -516,6 +516,8 @@ def ssl_context(settings: ClientSettings) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     context.set_alpn_protocols([ALPN[settings.http]])
+    if settings.keylog is not None:
+        context.keylog_filename = str(settings.keylog)
     _warm(context, settings.server_name or settings.host)
     return context
 
@@ -713,7 +715,7 @@ def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
     paths = requested_paths(args)
     settings = ClientSettings(
         host=args.host, port=args.port, http=args.http, paths=paths, parallel=args.parallel,
-        timeout=args.timeout, server_name=args.server_name, ca_file=args.ca_cert,
+        timeout=args.timeout, server_name=args.server_name, ca_file=args.ca_cert, keylog=args.keylog,
         insecure=args.insecure, page=args.page, label=args.label, engine=args.engine,
         curl=args.curl, socket_buffer=args.socket_buffer, tcpinfo_interval=args.tcpinfo_interval,
         tcpinfo_log=args.tcpinfo_log)

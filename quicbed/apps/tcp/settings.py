@@ -25,6 +25,7 @@ class ClientSettings:
     timeout: float = 60.0
     server_name: str | None = None
     ca_file: Path | None = None
+    keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
     insecure: bool = False
     page: str | None = None
     label: str | None = None
