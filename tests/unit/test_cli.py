@@ -114,6 +114,7 @@ def test_a_dry_run_checks_what_the_run_checks_and_says_where_it_runs(capsys, tmp
     assert main(["run", quickstart, "--dry-run", "--out", str(tmp_path / "q")]) == 0
     out = capsys.readouterr().out
     assert "backend: ns3, on this host" in out and f"results folder: {tmp_path / 'q'}" in out
+    assert "topology: dumbbell.py with rate='20mbit', delay='10ms'" in out and "workload: object=2000000" in out
     assert not (tmp_path / "q").exists()
 
 
