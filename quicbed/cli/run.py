@@ -20,7 +20,7 @@ from quicbed.runner.plan import (
     run_lines,
     summary_lines,
 )
-from quicbed.spec.experiment import Experiment, expand, load_experiment
+from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.shard import Shard
 
 #: kernel modules the microVM loads for a backend (sch_netem is always loaded)
@@ -87,21 +87,22 @@ def field_overrides(assignments: list[str]) -> dict[str, object]:
     return overrides
 
 
-def _what_lines(experiment: Experiment, params: dict[str, object]) -> list[str]:
+def _what_lines(plan: Plan, params: dict[str, object]) -> list[str]:
     """What a dry run adds about the runs themselves: the topology's parameters and the workload
     they run with (the axes the matrix varies named)."""
     from quicbed.runner.transfer import workload_of
     from quicbed.spec.loader import applied_parameters
 
+    experiment = plan.experiment
     varied = [axis for axis in experiment.matrix if axis.startswith(("params.", "link.", "workload"))]
-    first = expand(experiment)[0].cell if varied else {}
+    first = {axis: values[0] for axis, values in experiment.matrix.items() if values}  # (no run is made)
     given = {**experiment.topology_params, **params,
              **{axis.partition(".")[2]: value for axis, value in first.items() if axis.startswith("params.")}}
     applied = applied_parameters(str(experiment.topology_script), given)
     workload = {key: value for key, value in workload_of(experiment, first).items() if value is not None}
     return [f"topology: {experiment.topology_script.name} with " + ", ".join(f"{k}={v!r}" for k, v in applied.items()),
             "workload: " + ", ".join(f"{k}={v}" for k, v in workload.items()),
-            *([f"the matrix sets per cell: {', '.join(varied)} (above: the first cell's parameters and workload)"]
+            *([f"the matrix sets per cell: {', '.join(varied)} (above: with each axis's first value)"]
               if varied else [])]
 
 
@@ -180,7 +181,7 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.dry_run:
         print_plan(plan, every_run=args.all)
-        for line in [*_what_lines(experiment, params),
+        for line in [*_what_lines(plan, params),
                      *_where_lines(backend, in_vm, "as asked" if args.vm else f"because {needs_vm}", out, args)]:
             print(line)
         return 0
