@@ -76,7 +76,16 @@ def test_filtered_qlog_keeps_acks_and_recovery(tmp_path: Path) -> None:
                                                     ["recovery:congestion_state_updated"])]
     assert states[0] == "slow_start" and "recovery" in states
     times = [e["time"] for e in server_events]
-    assert times == sorted(times) or max(times) - min(times) < 60_000
+    assert max(times) - min(times) < 60_000  # (ms) within the minute of the transfer
+    # each kind of event is in time order; the only steps back are a packet_received written
+    # after the recovery events its ACKs caused, stamped with the datagram's earlier arrival
+    # (79 of 534 events in three runs; by how much is the processing delay, 0.4-1.3 ms seen)
+    for name in {e["name"] for e in server_events}:
+        own = [e["time"] for e in server_events if e["name"] == name]
+        assert own == sorted(own), name
+    for before, after in zip(server_events, server_events[1:]):
+        if after["time"] < before["time"]:
+            assert after["name"] == "transport:packet_received" and before["name"].startswith("recovery:")
 
 
 def test_filtered_qlog_is_much_smaller_than_full(tmp_path: Path) -> None:
