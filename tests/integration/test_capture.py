@@ -3,7 +3,6 @@ pcap is complete once stopped, tcpdump's counters are reported."""
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from collections.abc import Iterator
@@ -17,8 +16,7 @@ from quicbed.backends.netns import NamespaceNetwork
 from quicbed.errors import BackendError
 from quicbed.spec.loader import load_topology
 
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT = 500

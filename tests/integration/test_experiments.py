@@ -17,7 +17,6 @@ from quicbed.backends.ns3 import build
 ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
               pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
 
 

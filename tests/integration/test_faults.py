@@ -36,8 +36,7 @@ from quicbed.runner.folder import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and TAP devices")]
+pytestmark = [pytest.mark.needs_root]
 needs_ns3 = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
 
 VICTIM_RUN = "c000-r002"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +12,7 @@ from quicbed.apps import iperf, ping
 from quicbed.backends.netns import NamespaceNetwork
 from quicbed.spec.loader import load_topology
 
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE = 20e6

@@ -20,7 +20,7 @@ from quicbed.labs.catalogue import all_labs
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "tests" / "labs"
 LABS = sorted(lab.name for lab in all_labs() if lab.folder.parent == ROOT / "labs")
-pytestmark = [pytest.mark.needs_root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 
 def _check(lab: str, folder: Path) -> tuple[int, dict]:

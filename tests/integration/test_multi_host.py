@@ -21,7 +21,6 @@ NS3_MISSING = build.missing()
 QUICBED = Path(sys.executable).parent / "quicbed"
 PLAYBOOK = shutil.which("ansible-playbook", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
               pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
               pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (pip ansible-core; "
                                  "scripts/install.sh --test installs it)"),

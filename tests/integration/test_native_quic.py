@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import time
 from collections.abc import Iterator
@@ -34,7 +33,6 @@ from quicbed.spec.loader import load_topology
 
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
               pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
               pytest.mark.skipif(native_binary() is None,
                                  reason="the native QUIC endpoint is not built (./scripts/install.sh builds it)")]

@@ -22,7 +22,7 @@ from quicbed.spec.loader import load_topology
 ROOT = Path(__file__).resolve().parents[2]
 #: durations no other process on the machine uses, so pgrep finds only this session's sleeps
 SLEEPS = [f"{300 + n}.{os.getpid()}" for n in range(3)]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create network namespaces")
+pytestmark = pytest.mark.needs_root
 
 
 def quicbed_cli(*args: str, **kwargs) -> subprocess.Popen:

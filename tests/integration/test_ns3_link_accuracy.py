@@ -6,7 +6,6 @@ delays never early. bench/backends.py prints both emulators side by side."""
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
 
@@ -16,7 +15,6 @@ from quicbed.calibration import LinkCalibrator, ProbePlan
 
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and TAP devices"),
               pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
 
 

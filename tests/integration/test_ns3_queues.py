@@ -4,7 +4,6 @@ sparse flow out of a bulk flow's queue, and a FIFO is what it was."""
 
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 from pathlib import Path
@@ -22,7 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
 pytestmark = [
     pytest.mark.needs_root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and TAP devices"),
     pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
 ]
 

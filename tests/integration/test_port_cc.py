@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -15,8 +14,7 @@ from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.backends.netns import NamespaceNetwork
 from quicbed.spec.loader import load_topology
 
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 ROOT = Path(__file__).resolve().parents[2]
 PORTS = (8443, 8444)

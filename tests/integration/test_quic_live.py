@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from quicbed.spec.loader import load_topology
 
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces"),
               pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,8 +20,7 @@ from quicbed.host import ownership
 from quicbed.runner.folder import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 
 def _experiment(tmp_path: Path, body: str) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -27,8 +26,7 @@ from quicbed.backends.netns import NamespaceNetwork
 from quicbed.errors import BackendError
 from quicbed.spec.loader import load_topology
 
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")]
+pytestmark = [pytest.mark.needs_root]
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_h2 = pytest.mark.skipif(not tcp_client.h2_available(), reason="needs the Python package h2")
