@@ -8,7 +8,6 @@ network starts is stopped when the network stops, on any exit path.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -19,18 +18,13 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Sequence
 
 from quicbed.errors import BackendError
+from quicbed.host.prctl import die_with_parent
 from quicbed.spec.resolve import ResolvedTopology
 from quicbed.spec.topology import Topology
 
-_PR_SET_PDEATHSIG = 1
-
-
 def _die_with_parent() -> None:
     """In the child before exec: get SIGKILL when quicbed dies, and lead a process group."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+    die_with_parent(signal.SIGKILL)
 
 
 def how_it_ended(returncode: int | None) -> str:

@@ -3,7 +3,6 @@ the one-network-at-a-time lock, reaping the daemons Mininet-WiFi orphans, wmediu
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import importlib
 import importlib.metadata
@@ -17,19 +16,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quicbed.backends.namespaces import require_root_and_tools
+from quicbed.backends.namespaces import require_root_and_tools, run_checked
 from quicbed.backends.tc import unrealisable as kernel_unrealisable
 from quicbed.backends.mininet_wifi.plan import (
     MininetWifiOptions,
 )
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host.prctl import become_subreaper
 from quicbed.spec.node import AccessPoint
 from quicbed.spec.topology import Topology
 
 LOCK_PATH = Path(os.environ.get("QUICBED_MININET_WIFI_LOCK", "/run/quicbed/mininet-wifi.lock"))
 WMEDIUMD_SOCKET = "/var/run/wmediumd.sock"
 INSTALL_FIX = "install it with the Ansible role roles/mininet_wifi, see docs/mininet-wifi.md"
-_PR_SET_CHILD_SUBREAPER = 36
 #: daemons Mininet-WiFi starts with -B (they are orphaned and must be reaped)
 DAEMONS = ("hostapd", "wpa_supplicant", "wmediumd")
 
@@ -230,13 +229,6 @@ def hwsim_radios_of(pid: int) -> list[str]:
     return sorted(entry.name for entry in debugfs.iterdir() if entry.name.startswith(prefix)) if debugfs.is_dir() else []
 
 
-def run_checked(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise BackendError(f"{what} failed: {' '.join(argv)}: {(result.stderr or result.stdout).strip()}")
-    return result
-
-
 def kill_and_wait(pid: int, timeout: float = 5.0) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -312,9 +304,7 @@ class DaemonReaper:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except OSError:
+        if not become_subreaper():
             return
         self._thread = threading.Thread(target=self._loop, name="mininet-wifi-reaper", daemon=True)
         self._thread.start()
