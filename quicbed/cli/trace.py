@@ -4,11 +4,11 @@ describe traces (docs/traces.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+from quicbed.atomic import write_text_atomic
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.spec.units import format_rate, format_time, parse_time
 from quicbed.traces import models
@@ -184,9 +184,7 @@ def _fit(args: argparse.Namespace) -> int:
     if args.output is None:
         print(text, end="")
         return 0
-    temporary = args.output.with_name(f".{args.output.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, args.output)
+    write_text_atomic(args.output, text)
     levels = ", ".join(format_rate(level) if level > 0 else "0" for level in model.levels)
     print(f"wrote {args.output}: {len(model.levels)} levels ({levels}), interval {format_time(model.interval)}")
     return 0

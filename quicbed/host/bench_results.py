@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from quicbed.atomic import write_text_atomic
+
 
 def bench_dir() -> Path:
     return Path(os.environ.get("QUICBED_STATE_DIR", "/var/lib/quicbed")) / "bench"
@@ -21,11 +23,7 @@ def bench_dir() -> Path:
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
     """Write a JSON object whole and atomically (a reader never sees half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return write_text_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

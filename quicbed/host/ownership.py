@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from quicbed.atomic import write_text_atomic
+
 STATE_DIR = Path(os.environ.get("QUICBED_STATE_DIR", "/run/quicbed/networks"))
 NAMESPACE_PATTERN = re.compile(r"qb([0-9a-f]{6})-[a-z0-9_]+")
 
@@ -62,10 +64,7 @@ class Ownership:
         return cls(run_id, pid, process_start_time(pid))
 
     def save(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(asdict(self), indent=1))
-        temporary.replace(self.path)
+        write_text_atomic(self.path, json.dumps(asdict(self), indent=1))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

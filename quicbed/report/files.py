@@ -6,17 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+from quicbed.atomic import write_text_atomic
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+__all__ = ["move_into", "remove_tree", "write_text_atomic"]
 
 
 def move_into(files: list[Path], folder: Path) -> list[Path]:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from quicbed import atomic
 from quicbed.errors import QuicbedError
 
 RESULTS = "results.jsonl"
@@ -73,16 +74,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` whole, or leave it as it was (no temporary file behind)."""
-    temporary = path.with_name(f".{path.name}.tmp")
+    """Replace ``path`` by ``text`` whole, or leave it as it was (no temporary file behind); a
+    full disk or a read-only folder is a StorageError naming it."""
     with writing(path):
-        try:
-            temporary.write_text(text)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        atomic.write_text_atomic(path, text)
 
 
 def append_line(path: Path, line: str) -> None:

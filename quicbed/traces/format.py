@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from quicbed.atomic import replacing
 from quicbed.errors import SpecError
 from quicbed.paths import PACKAGE_ROOT
 
@@ -125,12 +126,7 @@ def capacity(times: list[int], bin_ms: int = 1000) -> list[float]:
 def write_trace(path: Path, times: Iterable[int]) -> int:
     """Write a trace file atomically (checked as it is read back); the number of opportunities."""
     lines = [str(int(ms)) for ms in times]
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text("\n".join(lines) + "\n")
-    try:
-        read_opportunities(temporary)
-    except SpecError:
-        temporary.unlink()
-        raise
-    temporary.replace(path)
+    with replacing(path) as temporary:
+        temporary.write_text("\n".join(lines) + "\n")
+        read_opportunities(temporary)  # a SpecError leaves the old file as it was
     return len(lines)

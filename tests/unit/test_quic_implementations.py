@@ -84,7 +84,7 @@ def test_ceilings_are_kept_for_doctor(tmp_path: Path) -> None:
     assert measured_ceiling("quinn", path) == ("ceiling 1234 Mbit/s on one connection (quic profile, unshaped "
                                                 "veth, bench/endpoints.py 2026-11-25)")
     assert measured_ceiling("aioquic", path) is None
-    assert not list(path.parent.glob("*.tmp"))
+    assert not list(path.parent.glob("*.tmp*"))
 
 
 def test_a_run_needing_the_missing_native_endpoint_stops_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:

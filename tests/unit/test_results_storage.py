@@ -115,7 +115,7 @@ def _assert_readable(out: Path) -> list[dict[str, Any]]:
         assert json.loads((out / line["folder"] / "run.json").read_text())["run_id"] == line["run_id"]
         assert (out / line["folder"] / "server.pcap").stat().st_size == CAPTURE_BYTES
     json.loads((out / "metadata.json").read_text())
-    assert not [path.name for path in out.rglob(".*.tmp")]
+    assert not [path.name for path in out.rglob(".*.tmp*")]
     return lines
 
 

@@ -43,6 +43,7 @@ from quicbed.apps.quic.profiles import (
 )
 from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER, BufferReport, bound_udp_socket
+from quicbed.atomic import write_text_atomic
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
 
@@ -232,10 +233,7 @@ async def start_server(settings: ServerSettings) -> RunningServer:
 
 
 def _write_ready_file(path: Path, info: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_text_atomic(path, json.dumps(info, indent=1) + "\n")
 
 
 async def serve_forever(settings: ServerSettings) -> None:
