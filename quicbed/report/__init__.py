@@ -6,7 +6,7 @@ computes per-cell statistics and relative gains, ``figures`` draws the plots,
 """
 
 from quicbed.report.build import ReportOptions, ReportResult, build_report
-from quicbed.report.load import ReportError, ResultsFolder, load_results
+from quicbed.report.load import ReportError, LoadedResults, load_results
 
-__all__ = ["ReportError", "ReportOptions", "ReportResult", "ResultsFolder", "build_report",
+__all__ = ["ReportError", "ReportOptions", "ReportResult", "LoadedResults", "build_report",
            "load_results"]

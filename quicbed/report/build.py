@@ -12,7 +12,7 @@ from quicbed.report.artifacts import Progress
 from quicbed.report.figures import Figures, make_figures
 from quicbed.report.files import write_text_atomic
 from quicbed.report.html import render_html
-from quicbed.report.load import ReportError, ResultsFolder, load_results
+from quicbed.report.load import ReportError, LoadedResults, load_results
 from quicbed.report.markdown import render_markdown
 from quicbed.report.summary import (
     Summary,
@@ -42,14 +42,14 @@ class ReportOptions:
 
 @dataclass
 class ReportResult:
-    results: ResultsFolder
+    results: LoadedResults
     summary: Summary
     metrics: list[str]
     figures: Figures
     written: list[Path] = field(default_factory=list)
 
 
-def study_metrics(results: ResultsFolder) -> tuple[str, ...]:
+def study_metrics(results: LoadedResults) -> tuple[str, ...]:
     """The metrics the experiment's study section asks the tables for (none if it cannot be read)."""
     try:
         study = results.parsed_study()
@@ -58,7 +58,7 @@ def study_metrics(results: ResultsFolder) -> tuple[str, ...]:
     return study.metrics if study else ()
 
 
-def study_headline_metric(results: ResultsFolder) -> str | None:
+def study_headline_metric(results: LoadedResults) -> str | None:
     """The metric of the experiment's headline comparison (None without one, or if the study
     section cannot be read)."""
     try:

@@ -14,14 +14,14 @@ from typing import Any
 import pandas as pd
 
 from quicbed.analysis import stats
-from quicbed.report.load import ReportError, ResultsFolder, load_results
+from quicbed.report.load import ReportError, LoadedResults, load_results
 from quicbed.report.summary import catalogue_entry, counted
 
 
 @dataclass
 class Comparison:
-    first: ResultsFolder
-    second: ResultsFolder
+    first: LoadedResults
+    second: LoadedResults
     #: one row per shared cell and metric
     table: pd.DataFrame
     #: cells only one folder has, by folder

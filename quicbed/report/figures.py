@@ -31,7 +31,7 @@ from quicbed.analysis.catalogue import Metric
 from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress, RunFiles
 from quicbed.report.files import move_into, remove_tree
-from quicbed.report.load import ResultsFolder
+from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary, catalogue_entry, counted
 from quicbed.report.tables import difference
 from quicbed.spec.study import HUE_JOINER, axis_text
@@ -78,7 +78,7 @@ def slug(text: str) -> str:
 
 @dataclass
 class _Context:
-    results: ResultsFolder
+    results: LoadedResults
     summary: Summary
     files: RunFiles
     staging: Path
@@ -106,11 +106,11 @@ class _Context:
 # --------------------------------------------------------------------------- grouping
 
 
-def _combination(results: ResultsFolder, row: pd.Series) -> str:
+def _combination(results: LoadedResults, row: pd.Series) -> str:
     return " / ".join(str(row[axis]) for axis in results.other_axes)
 
 
-def _combination_axis_label(results: ResultsFolder) -> str:
+def _combination_axis_label(results: LoadedResults) -> str:
     return " / ".join(results.other_axes)
 
 
@@ -127,7 +127,7 @@ def _focus_runs(context: _Context) -> tuple[pd.DataFrame, str]:
     return runs[mask], ", ".join(f"{axis}={first[axis]}" for axis in others)
 
 
-def _ranking_metric(results: ResultsFolder, runs: pd.DataFrame) -> str | None:
+def _ranking_metric(results: LoadedResults, runs: pd.DataFrame) -> str | None:
     for name in ("goodput", "download_time", "throughput", *results.metric_names):
         if name in runs and runs[name].notna().any():
             return name
@@ -687,7 +687,7 @@ def share_figures(context: _Context) -> None:
 # --------------------------------------------------------------------------- all
 
 
-def make_figures(results: ResultsFolder, summary: Summary, metric_names: Sequence[str],
+def make_figures(results: LoadedResults, summary: Summary, metric_names: Sequence[str],
                  max_runs: int = 3, progress: Progress | None = None) -> Figures:
     """Draw every figure into RESULTS/report/ (PNG and SVG); each file appears only when
     complete (drawn in a staging folder, then renamed)."""

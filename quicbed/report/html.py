@@ -18,7 +18,7 @@ from quicbed.report.load import (
     EXPERIMENT_FILE,
     METADATA_FILE,
     RESULTS_FILE,
-    ResultsFolder,
+    LoadedResults,
 )
 from quicbed.report.markdown import cpu_bound_runs, cpu_unknown_runs, excluded_runs
 from quicbed.report.summary import Summary
@@ -135,7 +135,7 @@ def _duration(run: Any) -> str:
     return "–"
 
 
-def run_files(results: ResultsFolder, folder: str) -> str:
+def run_files(results: LoadedResults, folder: str) -> str:
     """Links to the artifacts of one run folder (what is there: nothing is assumed)."""
     path = results.path / folder
     if not path.is_dir():
@@ -146,7 +146,7 @@ def run_files(results: ResultsFolder, folder: str) -> str:
     return f'<span class="files">{" ".join(links)}</span>'
 
 
-def runs_table(results: ResultsFolder) -> str:
+def runs_table(results: LoadedResults) -> str:
     axes_header = "".join(f'<th class="text">{escape(axis)}</th>' for axis in results.axes) or (
         '<th class="text">cell</th>')
     rows = []
@@ -172,7 +172,7 @@ def _figure(figure: FigureFile) -> str:
             f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}{data}</figcaption></figure>")
 
 
-def render_html(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures,
+def render_html(results: LoadedResults, summary: Summary, metrics: list[str], figures: Figures,
                 outputs: list[str]) -> str:
     """The page; ``outputs`` are the report's own files (relative), linked at the top."""
     text_columns = max(1, len(summary.cell_columns) - 2)

@@ -38,8 +38,9 @@ class ReportError(QuicbedError):
 
 
 @dataclass
-class ResultsFolder:
-    """Everything the report needs from one results folder."""
+class LoadedResults:
+    """Everything the report needs from one results folder, read (the runner's
+    runner.folder.ResultsFolder is the folder being written, and locked)."""
 
     path: Path
     name: str
@@ -277,7 +278,7 @@ def _transport_order(frame: pd.DataFrame, experiment: dict[str, Any]) -> list[st
     return order + [name for name in present if name not in order]
 
 
-def load_results(folder: Path) -> ResultsFolder:
+def load_results(folder: Path) -> LoadedResults:
     """Read a results folder; :class:`ReportError` when there is nothing to report on."""
     if folder.exists() and not folder.is_dir():
         raise ReportError(f"{folder} is a file, not a results folder (fix: give the folder 'quicbed run' printed, "
@@ -301,7 +302,7 @@ def load_results(folder: Path) -> ResultsFolder:
     experiment = _experiment_info(folder, metadata)
     frame, axes, metric_names = runs_frame(records)
     earlier = runs_frame(superseded)[0]
-    return ResultsFolder(
+    return LoadedResults(
         path=folder, name=str(experiment.get("name") or metadata.get("name") or folder.name),
         description=str(experiment.get("description") or metadata.get("description") or "").strip(),
         metadata=metadata, records=records, runs=frame, axes=axes, metric_names=metric_names,

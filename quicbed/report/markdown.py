@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quicbed.report.figures import FigureFile, Figures
 from quicbed.report.hosts import hosts_table
-from quicbed.report.load import ResultsFolder
+from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     counts_table,
@@ -21,7 +21,7 @@ from quicbed.report.tables import (
 NAMED_RUNS = 5
 
 
-def excluded_runs(results: ResultsFolder, include_invalid: bool) -> list[str]:
+def excluded_runs(results: LoadedResults, include_invalid: bool) -> list[str]:
     """One line per failed or invalid run with its reason."""
     runs = results.runs
     lines = []
@@ -33,14 +33,14 @@ def excluded_runs(results: ResultsFolder, include_invalid: bool) -> list[str]:
     return lines
 
 
-def cpu_bound_runs(results: ResultsFolder) -> list[str]:
+def cpu_bound_runs(results: LoadedResults) -> list[str]:
     """One line per counted run that was CPU-bound, with its reasons."""
     runs = results.runs
     flagged = runs[(runs["cpu_bound_reasons"] != "") & ~runs["warmup"] & (runs["status"] == "ok")]
     return [f"{run['run_id']}: {run['cpu_bound_reasons']}" for _, run in flagged.iterrows()]
 
 
-def cpu_unknown_runs(results: ResultsFolder) -> list[str]:
+def cpu_unknown_runs(results: LoadedResults) -> list[str]:
     """One line per reason a counted run's CPU state is unknown: the reason, how many runs and
     the first of them (a host without accounting gives the same reason for every run)."""
     runs = results.runs
@@ -59,7 +59,7 @@ def _figure_markdown(figure: FigureFile) -> list[str]:
     return [f"![{figure.title}]({figure.png.as_posix()})", "", f"{figure.caption}{svg}{data}", ""]
 
 
-def render_markdown(results: ResultsFolder, summary: Summary, metrics: list[str], figures: Figures) -> str:
+def render_markdown(results: LoadedResults, summary: Summary, metrics: list[str], figures: Figures) -> str:
     parts = [f"# {results.name}", ""]
     if results.description:
         parts += [results.description, ""]

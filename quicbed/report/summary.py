@@ -19,7 +19,7 @@ import pandas as pd
 
 from quicbed.analysis.catalogue import Metric, metric
 from quicbed.analysis.stats import compare_means, metric_mean_ci
-from quicbed.report.load import ReportError, ResultsFolder
+from quicbed.report.load import ReportError, LoadedResults
 
 #: display unit -> the base unit results.jsonl stores (docs/results.md, "Metrics")
 BASE_UNITS = {"s": "s", "ms": "s", "Mbit/s": "bit/s", "kbit/s": "bit/s", "%": "share", "kB": "bytes",
@@ -64,7 +64,7 @@ def counted(runs: pd.DataFrame, include_invalid: bool) -> pd.Series:
     return runs["status"].isin(statuses) & ~runs["warmup"]
 
 
-def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
+def cell_counts(results: LoadedResults, include_invalid: bool) -> pd.DataFrame:
     """Per cell: runs, ``used`` (counted), of those ``cpu_bound`` and ``cpu_unknown`` (no CPU
     figures, or only some), ``failed``, ``invalid``, ``warmup``, ``remade`` (kept runs that
     were made again), and ``attempts`` (completed attempts, the superseded invalid ones
@@ -95,7 +95,7 @@ def cell_counts(results: ResultsFolder, include_invalid: bool) -> pd.DataFrame:
 BIAS_COLUMNS = ("metric", "n_invalid", "mean_invalid", "n_valid", "mean_valid", "ci_low", "ci_high", "outside")
 
 
-def rerun_bias(results: ResultsFolder, metric_name: str, confidence: float = 0.95) -> pd.DataFrame:
+def rerun_bias(results: LoadedResults, metric_name: str, confidence: float = 0.95) -> pd.DataFrame:
     """Per cell with both: the metric over its invalid attempts (superseded or kept) against its
     valid runs, and whether the invalid attempts' mean lies ``outside`` the valid runs' CI.
 
@@ -127,7 +127,7 @@ def rerun_bias(results: ResultsFolder, metric_name: str, confidence: float = 0.9
     return pd.DataFrame(rows, columns=["cell_index", "cell", *results.axes, *BIAS_COLUMNS])
 
 
-def summarize_cells(results: ResultsFolder, include_invalid: bool = False,
+def summarize_cells(results: LoadedResults, include_invalid: bool = False,
                     confidence: float = 0.95) -> pd.DataFrame:
     """n, mean, confidence interval (Student t within the metric's range: ``ci_method``),
     median and std per cell and metric (rows with n >= 1)."""
@@ -168,7 +168,7 @@ def _verdict(gain: float, low: float, high: float, better: str | None) -> str:
     return "better" if (gain > 0) == (better == "higher") else "worse"
 
 
-def relative_gains(results: ResultsFolder, baseline: str, metrics: list[str],
+def relative_gains(results: LoadedResults, baseline: str, metrics: list[str],
                    include_invalid: bool = False, confidence: float = 0.95) -> pd.DataFrame:
     """Each transport against ``baseline`` per value of the other axes and metric: the gain
     ``mean(T) / mean(baseline) - 1`` with its interval on the log of the ratio, and the
@@ -231,7 +231,7 @@ def _comparison_columns(base_values: np.ndarray, other_values: np.ndarray, basel
             "note": f"{transport} - {baseline}, not a gain: {why}"}
 
 
-def choose_baseline(results: ResultsFolder, requested: str | None) -> str | None:
+def choose_baseline(results: LoadedResults, requested: str | None) -> str | None:
     """The baseline transport: ``requested``, else the matrix's first; None without a
     transport axis (there is nothing to compare)."""
     if not results.has_transport_axis:
@@ -247,7 +247,7 @@ def choose_baseline(results: ResultsFolder, requested: str | None) -> str | None
     return requested
 
 
-def summarize_results(results: ResultsFolder, metrics: list[str], baseline: str | None,
+def summarize_results(results: LoadedResults, metrics: list[str], baseline: str | None,
                       include_invalid: bool = False, bias_metric: str | None = None) -> Summary:
     """Everything the report's tables show; ``bias_metric`` (default: the first of ``metrics``)
     is the one the invalid attempts are compared in (:func:`rerun_bias`)."""
@@ -262,7 +262,7 @@ def summarize_results(results: ResultsFolder, metrics: list[str], baseline: str 
                    bias=bias, bias_metric=bias_metric)
 
 
-def select_metrics(results: ResultsFolder, requested: list[str] | None, headline: tuple[str, ...],
+def select_metrics(results: LoadedResults, requested: list[str] | None, headline: tuple[str, ...],
                    include_invalid: bool = False) -> list[str]:
     """The metrics to tabulate and plot: ``requested`` (checked), else the headline metrics
     that counted runs have, else every metric they have."""

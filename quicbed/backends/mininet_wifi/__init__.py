@@ -58,7 +58,7 @@ from quicbed.backends.mininet_wifi.host import (
 from quicbed.backends.mininet_wifi.network import MininetNode, MininetWifiNetwork
 from quicbed.backends.mininet_wifi.plan import (
     MininetWifiOptions,
-    Plan,
+    WifiPlan,
     ht_capab,
     mesh_ht_cap,
     mode_of,
@@ -72,7 +72,7 @@ __all__ = [
     "MininetNode",
     "MininetWifiNetwork",
     "MininetWifiOptions",
-    "Plan",
+    "WifiPlan",
     "PrivateOpenVSwitch",
     "check_requirements",
     "ht_capab",

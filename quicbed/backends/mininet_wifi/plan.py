@@ -172,7 +172,7 @@ class MeshRadio:
 
 
 @dataclass
-class Plan:
+class WifiPlan:
     """What Mininet-WiFi builds for a topology (names are quicbed node names)."""
 
     access_points: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -192,11 +192,11 @@ class Plan:
         return [m for m in self.mesh_radios if m.node == node]
 
 
-def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) -> Plan:
+def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) -> WifiPlan:
     """Translate a resolved topology into Mininet-WiFi nodes, links and radios."""
     options = options or MininetWifiOptions()
     topo = resolved.topology
-    result = Plan()
+    result = WifiPlan()
     for node in topo.nodes.values():
         if isinstance(node, AccessPoint):
             radio = _ap_radio(topo, node.name)
