@@ -1,5 +1,7 @@
 """Backends realise a Topology as a running Network. Pick one by name with ``create``; ask
-what they need from the host with ``host_checks`` (``quicbed doctor``)."""
+what they need from the host with ``host_checks`` (``quicbed doctor``), whether one can run
+here with ``unavailable`` and what of a topology it cannot build with ``unrealisable``.
+Nothing outside this package names a concrete backend's modules."""
 
 from __future__ import annotations
 
@@ -16,6 +18,17 @@ BACKENDS = {
     "netns": "quicbed.backends.netns:NamespaceNetwork",
     "ns3": "quicbed.backends.ns3.network:Ns3Network",
     "mininet-wifi": "quicbed.backends.mininet_wifi:MininetWifiNetwork",
+}
+#: backend name -> "module:function" saying why the backend cannot run here (None: it can)
+AVAILABILITY = {
+    "ns3": "quicbed.backends.ns3.build:missing",
+    "mininet-wifi": "quicbed.backends.mininet_wifi.host:import_problem",
+}
+#: backend name -> "module:function" listing what of a topology it cannot build
+REALISABILITY = {
+    "netns": "quicbed.backends.tc:topology_unrealisable",
+    "ns3": "quicbed.backends.ns3.description:unrealisable",
+    "mininet-wifi": "quicbed.backends.mininet_wifi.host:unrealisable",
 }
 #: backend name -> module whose CHECKS say what the backend needs beyond the host's own checks
 CHECK_MODULES = {
@@ -52,3 +65,19 @@ def host_checks() -> list[Check]:
 
             checks.append((name.replace("-", "_"), f"the {name} backend", broken))
     return checks
+
+
+def _function(reference: str) -> Any:
+    module_name, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def unavailable(name: str) -> str | None:
+    """Why backend ``name`` cannot run on this machine ('WHAT (fix: HOW)'), or None."""
+    reference = AVAILABILITY.get(name)
+    return _function(reference)() if reference else None
+
+
+def unrealisable(name: str, topology: Topology) -> list[str]:
+    """What of ``topology`` backend ``name`` cannot build (empty when it can build all of it)."""
+    return list(_function(REALISABILITY[name])(topology))

@@ -76,6 +76,11 @@ def tbf_args(shape: Shape) -> list[str]:
             "limit", str(packets * MTU_FRAME)]
 
 
+def topology_unrealisable(topology: Any) -> list[str]:
+    """:func:`unrealisable` for a topology's links (the netns backend's answer)."""
+    return unrealisable(topology.links)
+
+
 def unrealisable(links: list) -> list[str]:
     """Why the kernel's qdiscs (the netns and Mininet-WiFi backends) cannot build these wired
     links: a delivery trace. No qdisc replays one, and a tbf rate changed from user space

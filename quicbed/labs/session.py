@@ -126,17 +126,14 @@ class CheckSession:
     def backend(self, topology: Topology) -> str:
         """The backend that builds ``topology`` for this lab on this machine: the lab's, or for
         ``auto`` netns, and ns3 when the links need netem and this kernel has none."""
-        from quicbed.backends.ns3.build import missing as ns3_missing
-        from quicbed.backends.ns3.description import unrealisable
+        from quicbed.backends import unavailable, unrealisable
         from quicbed.host.capabilities import has_hwsim, has_netem
 
         wanted = self.lab.backend
         if wanted == "mininet-wifi":
             if not has_hwsim():
                 raise CannotCheck("this kernel has no mac80211_hwsim (check in the microVM: add --vm)")
-            from quicbed.backends.mininet_wifi.host import import_problem
-
-            problem = import_problem()
+            problem = unavailable("mininet-wifi")
             if problem:
                 raise CannotCheck(f"Mininet-WiFi is not installed here: {problem}")
             return wanted
@@ -145,10 +142,10 @@ class CheckSession:
             if netem_missing:
                 raise CannotCheck("this kernel has no netem, which the links need (check in the microVM: add --vm)")
             return "netns"
-        missing = ns3_missing()
+        missing = unavailable("ns3")
         if missing:
             raise CannotCheck(f"the ns3 backend is not available: {missing}")
-        problems = unrealisable(topology)
+        problems = unrealisable("ns3", topology)
         if problems:
             raise QuicbedError(f"the ns3 backend cannot build this topology: {'; '.join(problems)}")
         return "ns3"

@@ -17,10 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from quicbed.backends.mininet_wifi.host import unrealisable as wifi_unrealisable
-from quicbed.backends.ns3.build import missing as ns3_missing
-from quicbed.backends.ns3.description import unrealisable
-from quicbed.backends.tc import unrealisable as kernel_unrealisable
+from quicbed.backends import unavailable, unrealisable
 from quicbed.errors import QuicbedError
 from quicbed.host.capabilities import has_netem
 from quicbed.spec.experiment import Experiment, topology_for
@@ -63,10 +60,10 @@ def _netem_uses(topologies: list[Topology]) -> list[str]:
 
 def ns3_problems(topologies: list[Topology]) -> list[str]:
     """Why ns3 cannot run these topologies (each problem once)."""
-    missing = ns3_missing()
+    missing = unavailable("ns3")
     problems = [missing] if missing else []
     for topo in topologies:
-        problems += [p for p in unrealisable(topo) if p not in problems]
+        problems += [p for p in unrealisable("ns3", topo) if p not in problems]
     return problems
 
 
@@ -105,8 +102,7 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
 
 def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:
     """Refuse, before any run, link parameters the backend cannot realise."""
-    check = {"ns3": unrealisable, "mininet-wifi": wifi_unrealisable}.get(backend, lambda t: kernel_unrealisable(t.links))
-    problems = [p for topo in _topologies(experiment, params) for p in check(topo)]
+    problems = [p for topo in _topologies(experiment, params) for p in unrealisable(backend, topo)]
     if problems:
         raise QuicbedError(f"{experiment.source}: the {backend} backend cannot realise this experiment's links: "
                            f"{'; '.join(dict.fromkeys(problems))}")

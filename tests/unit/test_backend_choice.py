@@ -23,7 +23,7 @@ def _experiment(tmp_path: Path, body: str, name: str = "choice.yaml") -> Path:
 @pytest.fixture
 def no_netem(monkeypatch):
     monkeypatch.setattr(backend_choice, "has_netem", lambda: False)
-    monkeypatch.setattr(backend_choice, "ns3_missing", lambda: None)
+    monkeypatch.setattr(backend_choice, "unavailable", lambda name: None)
 
 
 def test_without_netem_ns3_is_chosen_and_said(no_netem, capsys):
@@ -77,3 +77,16 @@ def test_bit_errors_are_realised_on_ns3(no_netem, capsys):
                  "--warmup", "0"]) == 0
     out = capsys.readouterr().out
     assert "links bottleneck (delay, corrupt)" in out and "backend ns3," in out
+
+
+def test_the_registry_answers_for_every_backend_by_name():
+    from quicbed import Topology
+    from quicbed.backends import BACKENDS, unavailable, unrealisable
+
+    topo = Topology("t")
+    topo.add_link(topo.add_host("a"), topo.add_host("b"), name="ab", rate="10mbit", delay="10ms", reorder=5)
+    assert unavailable("netns") is None
+    for name in BACKENDS:
+        assert isinstance(unrealisable(name, topo), list)
+    assert any("reorder" in problem for problem in unrealisable("ns3", topo))  # ns3 cannot reorder
+    assert unrealisable("netns", topo) == []  # netem can

@@ -163,6 +163,49 @@ def test_layer_does_not_import_a_backend(layer):
     assert not offending, f"{layer} must not know which emulator runs:\n" + "\n".join(offending)
 
 
+#: docs/architecture.md's table of layers, top to bottom: imports go down it
+LAYERS = ("cli", "labs", "report", "runner", "analysis", "backends", "apps", "host", "spec", "traces")
+#: the imports up the table it names, by module (everything else going up is a break)
+UPWARD_EXCEPTIONS = {
+    # an experiment file is checked against the apps' catalogues
+    "quicbed.spec.experiment": {"quicbed.apps", "quicbed.apps.objects", "quicbed.apps.quic",
+                                "quicbed.apps.quic.implementations", "quicbed.apps.quic.profiles"},
+}
+#: leaves any layer may import: units (spec/units.py) and the metric catalogue, both pure data
+LEAVES = {"quicbed.spec", "quicbed.spec.units", "quicbed.analysis", "quicbed.analysis.catalogue"}
+#: the concrete backends, which only the registry (quicbed/backends/__init__.py) names
+CONCRETE_BACKENDS = ("netns", "ns3", "mininet_wifi")
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_imports_go_down_the_table_of_layers():
+    graph = import_graph()
+    upward = sorted(
+        f"{name} ({_layer(name)}) imports {target} ({_layer(target)})"
+        for name, targets in graph.items() for target in targets
+        if _layer(name) and _layer(target) and LAYERS.index(_layer(target)) < LAYERS.index(_layer(name))
+        and target not in UPWARD_EXCEPTIONS.get(name, ()) and target not in LEAVES)
+    assert not upward, "imports up the table of docs/architecture.md:\n" + "\n".join(upward)
+
+
+def test_no_backend_imports_another_and_only_the_registry_names_them():
+    graph = import_graph()
+
+    def concrete(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "backends" and parts[2] in CONCRETE_BACKENDS else None
+
+    crossing = sorted(f"{name} imports {target}" for name, targets in graph.items() for target in targets
+                      if concrete(target) and concrete(name) != concrete(target)
+                      and name != "quicbed.backends")
+    assert not crossing, "use the registry (quicbed.backends: create, unavailable, unrealisable):\n" + \
+        "\n".join(crossing)
+
+
 def test_the_host_layer_imports_no_other_layer():
     """Everything else may ask the host what it can do; the host asks nobody (backends and apps
     hand their own doctor checks to the CLI) but the two modules under every layer."""

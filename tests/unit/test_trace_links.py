@@ -94,7 +94,7 @@ def _experiment(tmp_path: Path, trace: Path, backend: str = "") -> Path:
 @pytest.mark.parametrize("netem", [True, False])
 def test_an_experiment_without_a_backend_replays_its_traces_on_ns3(monkeypatch, capsys, tmp_path, trace, netem):
     monkeypatch.setattr(backend_choice, "has_netem", lambda: netem)
-    monkeypatch.setattr(backend_choice, "ns3_missing", lambda: None)
+    monkeypatch.setattr(backend_choice, "unavailable", lambda name: None)
     assert main(["run", str(_experiment(tmp_path, trace)), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "note: the links cell of " in out and "replay delivery traces, which only the ns3 backend can" in out
