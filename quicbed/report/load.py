@@ -18,9 +18,9 @@ import yaml
 
 from quicbed.analysis.catalogue import METRICS
 from quicbed.errors import QuicbedError
+from quicbed.results import RESULTS_FILE, read_records
 from quicbed.spec.study import Study, parse_study
 
-RESULTS_FILE = "results.jsonl"
 METADATA_FILE = "metadata.json"
 EXPERIMENT_FILE = "experiment.yaml"
 
@@ -93,31 +93,15 @@ def read_results_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def read_attempts(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Like :func:`read_results_lines`, and also the records a later line of the same run
-    superseded, in file order (each line is one attempt of its run)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
-    warnings: list[str] = []
+    superseded, in file order (each line is one attempt of its run). Lines the reader cannot
+    use are skipped with a warning (quicbed.results.read_records, not strict)."""
+    lines, warnings = read_records(path, strict=False)
     by_id: dict[str, dict[str, Any]] = {}
     superseded: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        is_last = number == len(lines)  # text after the final newline
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            if is_last:
-                warnings.append(f"{path}: line {number} is truncated (a run being written or an "
-                                "interrupted write); ignored")
-            else:
-                warnings.append(f"{path}: line {number} is not JSON ({error.msg}); ignored")
-            continue
-        if not isinstance(record, dict) or not record.get("run_id"):
-            warnings.append(f"{path}: line {number} is not a run record (no run_id); ignored")
-            continue
+    for record in lines:
         run_id = str(record["run_id"])
         if run_id in by_id:
-            warnings.append(f"{path}: run {run_id} recorded twice; the later record (line {number}) counts")
+            warnings.append(f"{path}: run {run_id} recorded twice; the later record counts")
             superseded.append(by_id[run_id])
         by_id[run_id] = record
     return list(by_id.values()), superseded, warnings

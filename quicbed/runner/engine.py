@@ -27,6 +27,7 @@ from quicbed.backends import create
 from quicbed.backends.base import Network, deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
+from quicbed.results import FORMAT_VERSION, NO_CPU_RECORD, RunRecord, check_version
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
 from quicbed.runner.folder import ResultsFolder, StorageError, storage_error, writing
@@ -231,7 +232,9 @@ class ExperimentRunner:
                 "backend": self.backend, "topology_overrides": self.options.params, "cells": exp.cells()}
 
     def _check_resumable(self, previous: dict[str, Any]) -> None:
-        """A resumed experiment must be the same one (more repetitions or warm-up runs are fine)."""
+        """A resumed experiment must be the same one (more repetitions or warm-up runs are fine),
+        in a format this quicbed writes."""
+        check_version(previous.get("format", 1), f"{self.options.out}/metadata.json")
         ignored = ("repetitions", "warmup", "runs")
         before = {k: v for k, v in (previous.get("experiment") or {}).items() if k not in ignored}
         now = {k: v for k, v in json.loads(json.dumps(self._resolved(), default=str)).items() if k not in ignored}
@@ -261,6 +264,7 @@ class ExperimentRunner:
                    "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
                    "calibration": bench_results.calibration(), "backend": self.backend, "networks": []}
         self.metadata = {
+            "format": FORMAT_VERSION,
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
             "experiment": {**self._resolved(), "runs": total}, "shard": shard,
             "started": previous.get("started", now), "started_utc": meta.utc(previous.get("started", now)),
@@ -368,15 +372,14 @@ class ExperimentRunner:
                  earlier_attempts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         exp = self.experiment
         transport = exp.transport_of(run.cell)
-        record: dict[str, Any] = {
-            "run_id": run.run_id, "index": run.index, "cell_index": run.cell_index, "cell": run.cell,
-            "repetition": run.repetition, "warmup": run.warmup, "status": "ok", "error": None,
-            "invalid_reasons": [], "transport": transport.describe(), "workload": workload_of(exp, run.cell),
-            "competitor": rival.describe() if (rival := exp.competitor_of(run.cell)) else None,
-            "client": run.cell.get("client", exp.client), "server": exp.server, "backend": self.backend,
-            "started": time.time(), "finished": None, "metrics": {},
-            "attempt": 1 + len(earlier_attempts or []), "earlier_attempts": list(earlier_attempts or []),
-        }
+        record = RunRecord(
+            run_id=run.run_id, index=run.index, cell_index=run.cell_index, cell=run.cell,
+            repetition=run.repetition, warmup=run.warmup, transport=transport.describe(),
+            workload=workload_of(exp, run.cell),
+            competitor=rival.describe() if (rival := exp.competitor_of(run.cell)) else None,
+            client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
+            started=time.time(), attempt=1 + len(earlier_attempts or []),
+            earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}").to_dict()
         partial = folder.begin_run(run.run_id)
         try:
             network = keeper.network_for(run)
@@ -400,7 +403,7 @@ class ExperimentRunner:
                                  **cpu_metrics(execution.details.get("cpu")),
                                  **stress_metrics(execution.details.get("stress"))}
             record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])
-            record["cpu_unknown_reasons"] = execution.details.get("cpu_unknown_reasons", ["no CPU record"])
+            record["cpu_unknown_reasons"] = execution.details.get("cpu_unknown_reasons", [NO_CPU_RECORD])
             record["invalid_reasons"] = invalid_reasons(record["details"], exp.validity.cpu_bound)
             if record["status"] == "ok" and record["invalid_reasons"]:
                 record["status"] = "invalid"

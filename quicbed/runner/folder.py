@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from quicbed import atomic
+from quicbed.results import RESULTS_FILE, read_records
 from quicbed.errors import QuicbedError
 
-RESULTS = "results.jsonl"
+RESULTS = RESULTS_FILE
 METADATA = "metadata.json"
 EXPERIMENT_COPY = "experiment.yaml"
 LOCK = ".lock"
@@ -102,21 +103,11 @@ def append_line(path: Path, line: str) -> None:
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """The lines of a results.jsonl; a torn last line (a crash while appending) is ignored."""
-    if not path.exists():
-        return []
-    records = []
-    lines = path.read_text().splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            if number == len(lines):
-                print(f"warning: {path}:{number}: incomplete last line ignored", file=sys.stderr)
-                continue
-            raise QuicbedError(f"{path}:{number}: not a JSON line (the file was edited or damaged)") from None
+    """The records of a results.jsonl, strictly (quicbed.results.read_records): a torn last
+    line is left out with a warning on stderr, a damaged one before it is an error."""
+    records, warnings = read_records(path, strict=True)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return records
 
 

@@ -8,12 +8,13 @@ of listed, and a real run (or shard) that large asks for ``--yes``.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from quicbed.errors import QuicbedError
+from quicbed.results import read_records
 from quicbed.spec.experiment import Experiment, Run, RunSequence
 from quicbed.spec.shard import Shard
 
@@ -75,9 +76,12 @@ def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tup
     folders = sorted(results_root.glob(f"{name}-*/results.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if results_root.is_dir() else []
     for results in folders:
-        for line in results.read_text(errors="replace").splitlines():
+        try:
+            records, _ = read_records(results, strict=False)
+        except QuicbedError:  # a folder of a newer quicbed: no estimate from it
+            continue
+        for record in records:
             try:
-                record = json.loads(line)
                 duration = float(record["finished"]) - float(record["started"])
             except (ValueError, KeyError, TypeError):
                 continue

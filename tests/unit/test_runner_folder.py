@@ -87,9 +87,9 @@ def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: 
     path = tmp_path / "results.jsonl"
     path.write_text('{"run_id": "a"}\n{"run_id": "b"}\n{"run_id": "c", "sta')
     assert [r["run_id"] for r in read_results(path)] == ["a", "b"]
-    assert "incomplete last line" in capsys.readouterr().err
+    assert "line 3 is truncated" in capsys.readouterr().err
     path.write_text('{"run_id": "a"}\nnot json\n{"run_id": "c"}\n')
-    with pytest.raises(QuicbedError, match="results.jsonl:2"):
+    with pytest.raises(QuicbedError, match="results.jsonl: line 2 is not JSON"):
         read_results(path)
 
 

@@ -1,0 +1,65 @@
+"""The run record and its one reader (quicbed/results.py): every consumer reads results.jsonl
+through it, with one policy for torn, damaged, version-less and newer lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quicbed.errors import QuicbedError
+from quicbed.report.load import read_attempts
+from quicbed.results import FORMAT_VERSION, RECORD_FIELDS, RunRecord, read_records
+from quicbed.runner.folder import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _folder(tmp_path: Path, name: str, lines: list[str], end: str = "\n") -> Path:
+    path = tmp_path / name / "results.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + end)
+    return path
+
+
+def _line(run_id: str, **fields: object) -> str:
+    return json.dumps({"run_id": run_id, **fields})
+
+
+def test_a_record_has_every_key_with_its_default_and_the_format() -> None:
+    record = RunRecord("c000-r001", 0, 0, {"transport": "quic"}, 1, False).to_dict()
+    assert tuple(record) == RECORD_FIELDS
+    assert record["format"] == FORMAT_VERSION and record["status"] == "ok" and record["metrics"] == {}
+    assert record["cpu_unknown_reasons"] == ["no CPU record"]  # unknown until its CPU figures are read
+    # every key is documented in docs/results.md
+    documented = (ROOT / "docs" / "results.md").read_text()
+    assert [key for key in RECORD_FIELDS if f"`{key}`" not in documented] == []
+
+
+def test_a_torn_last_line_is_tolerated_and_reported_by_every_reader(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "torn", [_line("a"), _line("b"), '{"run_id": "c", "sta'], end="")
+    records, warnings = read_records(path, strict=True)
+    assert [r["run_id"] for r in records] == ["a", "b"] and "line 3 is truncated" in warnings[0]
+    assert [r["run_id"] for r in read_results(path)] == ["a", "b"]
+    assert [r["run_id"] for r in read_attempts(path)[0]] == ["a", "b"]
+
+
+def test_a_damaged_middle_line_is_an_error_when_strict_and_a_warning_in_the_report(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "middle", [_line("a"), "not json", _line("c")])
+    with pytest.raises(QuicbedError, match="line 2 is not JSON"):
+        read_records(path, strict=True)
+    with pytest.raises(QuicbedError, match="line 2 is not JSON"):
+        read_results(path)
+    records, _, warnings = read_attempts(path)
+    assert [r["run_id"] for r in records] == ["a", "c"] and "line 2 is not JSON" in warnings[0]
+
+
+def test_a_newer_format_is_refused_and_a_versionless_folder_is_version_1(tmp_path: Path) -> None:
+    old = _folder(tmp_path, "old", [_line("a"), _line("b")])  # written before records had a format
+    assert len(read_records(old, strict=True)[0]) == 2
+    newer = _folder(tmp_path, "newer", [_line("a", format=FORMAT_VERSION + 1)])
+    for strict in (True, False):
+        with pytest.raises(QuicbedError, match=rf"format {FORMAT_VERSION + 1}; this quicbed reads up to format "
+                                               rf"{FORMAT_VERSION}"):
+            read_records(newer, strict=strict)
