@@ -270,36 +270,6 @@ def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
 
 # --------------------------------------------------------------------------- time series
 
-
-def cwnd_plot(series: pd.DataFrame, stem: PathLike, *, value: str = "cwnd",
-              group: str | None = None, scale: float = 1e-3, ylabel: str = "cwnd (kB)",
-              extra: Sequence[str] = (), formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Congestion window over time (sample and hold), one line per group.
-
-    ``series``: columns ``time`` (s from the start of the run), ``value`` (bytes, shown
-    times ``scale``: kB by default; use ``scale=1, ylabel="cwnd (segments)"`` for TCP
-    segments), optionally ``group`` and the ``extra`` columns (e.g. ``bytes_in_flight``,
-    ``ssthresh``), drawn thin and dashed in the same colour.
-    """
-    with _style():
-        figure = Figure(figsize=(WIDTH, HEIGHT))
-        axes = figure.subplots()
-        for number, (name, part) in enumerate(_groups(series, group)):
-            axes.step(part["time"], part[value] * scale, where="post", color=colour(number, name),
-                      label=f"{name} {value}".strip() if extra else (name or None))
-            for count, column in enumerate(extra):
-                axes.step(part["time"], part[column] * scale, where="post",
-                          color=colour(number, name), linewidth=0.7,
-                          linestyle=LINESTYLES[(count + 1) % len(LINESTYLES)],
-                          label=f"{name} {column}".strip())
-        axes.set_xlabel("time (s)")
-        axes.set_ylabel(ylabel)
-        axes.set_ylim(bottom=0)
-        _legend(axes)
-        return save(figure, stem, formats)
-
-
-#: the sender-state panels: label, (column, line style) drawn in it, scale to the label's unit
 SENDER_PANELS = (("cwnd (kB)", (("cwnd", "-"),), 1e-3),
                  ("in flight (kB)", (("bytes_in_flight", "-"),), 1e-3),
                  ("RTT (ms)", (("smoothed_rtt", "-"), ("min_rtt", ":")), 1e3),
@@ -434,5 +404,5 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         return save(figure, stem, formats)
 
 
-__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "cwnd_plot", "ipt_plot",
-           "save", "sequence_plot", "share_plot", "throughput_bins_plot"]
+__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "ipt_plot",
+           "save", "sender_plot", "sequence_plot", "share_plot", "throughput_bins_plot"]

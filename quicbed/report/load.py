@@ -101,7 +101,10 @@ def read_attempts(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     for record in lines:
         run_id = str(record["run_id"])
         if run_id in by_id:
-            warnings.append(f"{path}: run {run_id} recorded twice; the later record counts")
+            # an invalid or failed attempt made again is the normal case; a good run made again
+            # (folders merged twice, a run edited by hand) is worth a word
+            if by_id[run_id].get("status") == "ok":
+                warnings.append(f"{path}: run {run_id} completed twice; the later record counts")
             superseded.append(by_id[run_id])
         by_id[run_id] = record
     return list(by_id.values()), superseded, warnings

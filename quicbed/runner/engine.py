@@ -11,7 +11,6 @@ axes change a live netns network's qdiscs in place) or rebuilt per run (``reuse:
 
 from __future__ import annotations
 
-import collections
 import json
 import shutil
 import sys
@@ -66,24 +65,12 @@ class RunnerSummary:
 def wireless_hops(topo: Topology, server: str, client: str) -> list[tuple[str, str]]:
     """(sender, receiver) of each wireless hop the download crosses, from the server's side
     (the fewest links; the last hop's sender is the client's AP or mesh peer)."""
-    neighbours: dict[str, list[tuple[str, bool]]] = {}
-    for link in topo.links:
-        wireless = isinstance(link, WirelessLink)
-        neighbours.setdefault(link.node1, []).append((link.node2, wireless))
-        neighbours.setdefault(link.node2, []).append((link.node1, wireless))
-    came_from: dict[str, tuple[str, bool]] = {server: (server, False)}
-    queue = collections.deque([server])
-    while queue and client not in came_from:
-        node = queue.popleft()
-        for neighbour, wireless in neighbours.get(node, []):
-            if neighbour not in came_from:
-                came_from[neighbour] = (node, wireless)
-                queue.append(neighbour)
+    paths = topo.shortest_paths(server)
     hops: list[tuple[str, str]] = []
     node = client
-    while node in came_from and node != server:
-        previous, wireless = came_from[node]
-        hops += [(previous, node)] if wireless else []
+    while node in paths and node != server:
+        previous, link, _ = paths[node]
+        hops += [(previous, node)] if isinstance(link, WirelessLink) else []
         node = previous
     return hops[::-1]
 

@@ -171,15 +171,7 @@ def transfer_window(records: list[dict[str, Any]]) -> tuple[float, float] | None
 def replayed_traces(topology: Topology, client: str) -> list[dict[str, Any]]:
     """The delivery traces the links replay: link, direction, file, and whether the direction
     leads towards ``client`` (a download's data crosses those)."""
-    hops = {client: 0}
-    frontier = [client]
-    while frontier:  # hop counts from the client
-        node = frontier.pop(0)
-        for link in topology.links:
-            for here, there in ((link.node1, link.node2), (link.node2, link.node1)):
-                if here == node and there not in hops:
-                    hops[there] = hops[node] + 1
-                    frontier.append(there)
+    hops = {node: count for node, (_, _, count) in topology.shortest_paths(client).items()}
     far = len(hops) + 1
     found = []
     for link in topology.links:

@@ -216,6 +216,21 @@ class Topology:
     def needs_netem(self) -> bool:
         return any(link.needs_netem() for link in self.links)
 
+    def shortest_paths(self, start: str) -> dict[str, tuple[str, Link | None, int]]:
+        """For every node reachable from ``start``: the node before it on a path of fewest
+        links, the link between them and the number of links (``start`` maps to itself, None
+        and 0). Ties go to the link added first."""
+        reached: dict[str, tuple[str, Link | None, int]] = {start: (start, None, 0)}
+        frontier = [start]
+        while frontier:
+            node = frontier.pop(0)
+            for link in self.links:
+                for here, there in ((link.node1, link.node2), (link.node2, link.node1)):
+                    if here == node and there not in reached:
+                        reached[there] = (node, link, reached[node][2] + 1)
+                        frontier.append(there)
+        return reached
+
     def resolve(self) -> ResolvedTopology:
         from quicbed.spec.resolve import resolve  # resolve.py reads Topology: imported when used
 

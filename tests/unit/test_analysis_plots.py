@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from quicbed.analysis import metrics, plots, qlog, stats, tcpstate
+from quicbed.analysis import metrics, plots, qlog, series, stats, tcpstate
 from quicbed.analysis.packets import read_pcap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "analysis"
@@ -67,20 +67,18 @@ def test_ipt_histogram_and_ecdf_of_the_captures(tmp_path: Path) -> None:
            "inter-packet time (µs)", "share of gaps", "bquic server")
 
 
-def test_cwnd_over_time_from_qlog_and_ss(tmp_path: Path) -> None:
-    series = []
+def test_sender_state_over_time_from_qlog_and_ss(tmp_path: Path) -> None:
+    frames = []
     for name in ("quic", "bquic"):
-        frame = qlog.metrics_frame(qlog.load_trace(FIXTURES / name / "server.qlog.gz"))
-        series.append(frame.assign(time=frame["time"] - frame["time"].iloc[0], group=name))
-    _check(plots.cwnd_plot(pd.concat(series), tmp_path / "cwnd", group="group"),
-           "cwnd (kB)", "time (s)")
-    _check(plots.cwnd_plot(series[1], tmp_path / "cwnd_flight", extra=["bytes_in_flight"]),
-           "bytes_in_flight")
+        frames.append(series.from_qlog(qlog.load_trace(FIXTURES / name / "server.qlog.gz")).assign(group=name))
     samples = tcpstate.read_ss(FIXTURES / "tcp_long/ss.txt")
-    _check(plots.cwnd_plot(samples.assign(time=samples["time"] - samples["time"].iloc[0],
-                                          group="tcp"),
-                           tmp_path / "cwnd_tcp", group="group", scale=1,
-                           ylabel="cwnd (segments)"), "cwnd (segments)")
+    connection = samples[samples["local"] == samples["local"].iloc[0]]
+    frames.append(series.from_ss(connection).assign(group="tcp"))
+    lines = pd.concat([frame.assign(time=frame["time"] - frame["time"].min()) for frame in frames])
+    lines = lines.melt(id_vars=["group", "time"], value_vars=list(series.SERIES), var_name="series")
+    capacity = pd.DataFrame({"time": [0.0, 1.0], "rate": [20e6, 10e6]})
+    _check(plots.sender_plot(lines, tmp_path / "sender", capacity=capacity),
+           "cwnd (kB)", "in flight (kB)", "RTT (ms)", "pacing rate (Mbit/s)", "bquic", "tcp", "link capacity (trace)")
 
 
 def test_throughput_bins_sequence_and_shares(tmp_path: Path) -> None:

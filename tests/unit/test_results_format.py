@@ -63,3 +63,15 @@ def test_a_newer_format_is_refused_and_a_versionless_folder_is_version_1(tmp_pat
         with pytest.raises(QuicbedError, match=rf"format {FORMAT_VERSION + 1}; this quicbed reads up to format "
                                                rf"{FORMAT_VERSION}"):
             read_records(newer, strict=strict)
+
+
+def test_an_attempt_made_again_is_kept_quietly_and_a_good_run_made_again_is_reported(tmp_path: Path) -> None:
+    retried = _folder(tmp_path, "retried", [_line("a", status="invalid"), _line("a", status="failed"),
+                                            _line("a", status="ok")])
+    records, superseded, warnings = read_attempts(retried)
+    assert [r["status"] for r in records] == ["ok"] and [r["status"] for r in superseded] == ["invalid", "failed"]
+    assert warnings == []
+    twice = _folder(tmp_path, "twice", [_line("a", status="ok", order=1), _line("a", status="ok", order=2)])
+    records, superseded, warnings = read_attempts(twice)
+    assert [r["order"] for r in records] == [2] and len(superseded) == 1
+    assert warnings == [f"{twice}: run a completed twice; the later record counts"]
