@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from quicbed.apps import iperf  # noqa: E402
-from quicbed.backends.base import install_termination_handlers  # noqa: E402
+from quicbed.host.signals import install_termination_handlers  # noqa: E402
 from quicbed.backends.ns3 import build  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from quicbed.backends.base import install_termination_handlers  # noqa: E402
+from quicbed.host.signals import install_termination_handlers  # noqa: E402
 from quicbed.host import ownership  # noqa: E402
 from quicbed.runner.engine import ExperimentRunner, RunnerOptions  # noqa: E402
 from quicbed.spec.experiment import load_experiment  # noqa: E402

@@ -8,6 +8,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +43,59 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
                      "(Wireshark: tls.keylog_file), to decrypt the captures")
 
 
+@dataclass(kw_only=True)
+class RequestSettings:
+    """What every client is asked to fetch, from where, within which limits, and its TLS
+    options (each client's ``ClientSettings`` adds how it fetches)."""
+
+    host: str
+    paths: list[str]
+    port: int
+    parallel: int = 6
+    timeout: float = 60.0
+    server_name: str | None = None
+    ca_file: Path | None = None
+    insecure: bool = False
+    keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
+    page: str | None = None
+    label: str | None = None
+
+    def check(self) -> None:
+        if not self.paths:
+            raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
+        if self.parallel < 1:
+            raise QuicbedError("--parallel must be at least 1")
+        if self.timeout <= 0:
+            raise QuicbedError("--timeout must be positive")
+
+
+def request_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """:class:`RequestSettings`'s fields from the arguments of :func:`add_request_arguments`."""
+    return {"host": args.host, "port": args.port, "paths": requested_paths(args), "parallel": args.parallel,
+            "timeout": args.timeout, "server_name": args.server_name, "ca_file": args.ca_cert,
+            "insecure": args.insecure, "keylog": args.keylog, "page": args.page, "label": args.label}
+
+
+@dataclass
+class ObjectTiming:
+    """One object's request, its times on the client's monotonic clock."""
+
+    path: str
+    start: float  # the request was written
+    status: int | None = None
+    first_byte: float | None = None
+    end: float | None = None
+    size: int = 0
+
+    def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
+        """The record's entry, times as offsets from ``origin``."""
+        def offset(value: float | None) -> float | None:
+            return None if value is None else value - origin
+
+        return {"path": self.path, "status": self.status, "start": offset(self.start),
+                "first_byte": offset(self.first_byte), "end": offset(self.end), "size": self.size}
+
+
 def wait_for_start(args: argparse.Namespace) -> None:
     """Say ``--ready-file`` once started up, then wait for ``--start-file``: so that downloads
     that share a link begin together, whatever each client's start-up took."""
@@ -66,15 +120,15 @@ def requested_paths(args: argparse.Namespace) -> list[str]:
     return paths
 
 
-def base_record(tool: str, *, label: str | None, host: str, port: int, page: str | None, paths: list[str],
-                parallel: int, timeout: float) -> dict[str, Any]:
+def base_record(tool: str, settings: RequestSettings) -> dict[str, Any]:
     """The keys shared by all clients' records, before a run fills them in."""
     return {
         "tool": tool,
         "quicbed_version": __version__,
-        "label": label,
-        "server": {"host": host, "port": port, "address": None},
-        "request": {"page": page, "paths": list(paths), "parallel": parallel, "timeout": timeout},
+        "label": settings.label,
+        "server": {"host": settings.host, "port": settings.port, "address": None},
+        "request": {"page": settings.page, "paths": list(settings.paths), "parallel": settings.parallel,
+                    "timeout": settings.timeout},
         "started_at": None,  # wall clock, seconds since the epoch
         "handshake_time": None,  # connect -> (TLS/QUIC) handshake complete
         "ttfb": None,  # first request sent -> first response byte

@@ -11,7 +11,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,26 +18,9 @@ from typing import IO, Any, Protocol, Sequence
 
 from quicbed.errors import BackendError
 from quicbed.host.prctl import die_with_parent
+from quicbed.host.signals import deferred_signals
 from quicbed.spec.resolve import ResolvedTopology
 from quicbed.spec.topology import Topology
-
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGKILL when quicbed dies, and lead a process group."""
-    die_with_parent(signal.SIGKILL)
-
-
-def how_it_ended(returncode: int | None) -> str:
-    """A process's end in words: "exited on signal 9 (SIGKILL)", "exited with status 1"."""
-    if returncode is None:
-        return "is still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            return f"exited on signal {-returncode}"
-        return f"exited on signal {-returncode} ({name})"
-    return f"exited with status {returncode}"
-
 
 class CpuAccountant(Protocol):
     """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
@@ -53,10 +35,10 @@ def _preexec_for(network: "Network") -> Callable[[], None]:
         if network.accounting is not None and network.cpu_role is not None else None
     cores = network.endpoint_cores
     if joining is None and cores is None:
-        return _die_with_parent
+        return die_with_parent
 
     def prepare() -> None:
-        _die_with_parent()
+        die_with_parent()
         if joining is not None:
             joining()
         if cores is not None:
@@ -250,63 +232,3 @@ class Network(ABC):
     def __exit__(self, *exc: object) -> None:
         with deferred_signals():
             self.stop()
-
-
-class deferred_signals:
-    """Hold SIGINT/SIGTERM while the network is built or torn down, then deliver them.
-
-    A Ctrl-C in the middle of creating namespaces would otherwise leave half of them.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __enter__(self) -> "deferred_signals":
-        self.pending: list[int] = []
-        self.previous = {}
-        try:
-            for sig in self.SIGNALS:
-                self.previous[sig] = signal.signal(sig, lambda s, _f: self.pending.append(s))
-        except ValueError:  # not the main thread: nothing to defer
-            self.previous = {}
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-        for sig in self.pending:
-            os.kill(os.getpid(), sig)
-            time.sleep(0)
-
-
-#: termination signals received since install_termination_handlers (see raise_if_interrupted)
-_received: list[int] = []
-
-
-def install_termination_handlers() -> None:
-    """Turn SIGTERM and SIGHUP into SystemExit so that ``with`` blocks clean up as for Ctrl-C,
-    and note every signal, Ctrl-C included, for :func:`raise_if_interrupted`."""
-    _received.clear()
-
-    def _exit(signum: int, _frame: object) -> None:
-        _received.append(signum)
-        raise SystemExit(128 + signum)
-
-    def _interrupt(signum: int, _frame: object) -> None:
-        _received.append(signum)
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _exit)
-    signal.signal(signal.SIGINT, _interrupt)
-
-
-def raise_if_interrupted() -> None:
-    """Raise again a signal whose exception was lost. Python only prints an exception raised
-    in an at-fork hook, ``__del__`` or a weakref callback, and a Ctrl-C that arrives while a
-    process is being started lands in logging's at-fork hook: without this check the
-    experiment would go on as if nothing had happened."""
-    if _received:
-        signum = _received[0]
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)

@@ -137,7 +137,7 @@ def _write_sheet(sheet: ScoreSheet, folder: Path) -> Path:
 
 
 def _check_here(lab: Lab, folder: Path, out: object) -> ScoreSheet:
-    from quicbed.backends.base import install_termination_handlers
+    from quicbed.host.signals import install_termination_handlers
     from quicbed.labs.session import CheckSession
 
     install_termination_handlers()

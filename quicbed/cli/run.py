@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from quicbed.backends import BACKENDS
-from quicbed.backends.base import install_termination_handlers
+from quicbed.host.signals import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.backend_choice import NO_NETEM, choose_backend, require_realisable

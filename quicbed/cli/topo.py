@@ -149,7 +149,7 @@ def handle_up(args: argparse.Namespace) -> int:
     import time
 
     from quicbed.backends import create
-    from quicbed.backends.base import install_termination_handlers, raise_if_interrupted
+    from quicbed.host.signals import install_termination_handlers, raise_if_interrupted
 
     topo = load_topology(args.file, parse_params(args.param))
     starts = []

@@ -23,7 +23,8 @@ from typing import Any, TextIO
 
 from quicbed.analysis.catalogue import metric
 from quicbed.backends import create
-from quicbed.backends.base import Network, deferred_signals, raise_if_interrupted
+from quicbed.backends.base import Network
+from quicbed.host.signals import deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
 from quicbed.results import FORMAT_VERSION, NO_CPU_RECORD, RunRecord, check_version

@@ -26,7 +26,8 @@ from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.launch import module_argv
-from quicbed.backends.base import Network, NodeHandle, Process, how_it_ended
+from quicbed.backends.base import Network, NodeHandle, Process
+from quicbed.host.signals import how_it_ended
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
 from quicbed.runner.analyse import TRACE_META, record_metrics, review_measurement

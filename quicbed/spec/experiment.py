@@ -550,7 +550,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         raise doc.error(f"name must be lower-case letters, digits, '-', '_' or '.', got {name!r}", "name")
     if len(name) > MAX_NAME:
         raise doc.error(f"name is {len(name)} characters long, more than {MAX_NAME}", "name",
-                        fix=f"shorten it: it names the results folder (NAME-DATE-TIME) and its shards")
+                        fix="shorten it: it names the results folder (NAME-DATE-TIME) and its shards")
     topology = _expect_mapping(doc, data.get("topology"), "topology")
     if "script" not in topology:
         raise doc.error("missing topology script", "topology",

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # where Python prints the exception and goes on
 SWALLOWED = """
 import os, signal, sys, time
-from quicbed.backends.base import install_termination_handlers, raise_if_interrupted
+from quicbed.host.signals import install_termination_handlers, raise_if_interrupted
 install_termination_handlers()
 raise_if_interrupted()  # nothing received yet
 

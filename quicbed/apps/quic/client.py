@@ -43,9 +43,11 @@ from quicbed.apps.quic.profiles import (
 from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
 from quicbed.apps.record import (
+    ObjectTiming,
+    RequestSettings,
     add_request_arguments,
     base_record,
-    requested_paths,
+    request_fields,
     run_client,
 )
 from quicbed.errors import QuicbedError
@@ -55,43 +57,14 @@ USER_AGENT = f"quicbed/{__version__}".encode()
 CLOSE_WAIT = 2.0  # seconds granted to the closing handshake (qlog is written at its end)
 
 
-@dataclass
-class ClientSettings:
-    host: str
-    paths: list[str]
+@dataclass(kw_only=True)
+class ClientSettings(RequestSettings):
     profile: TransportProfile
     port: int = 4433
-    parallel: int = 6
-    timeout: float = 60.0
-    server_name: str | None = None
-    ca_file: Path | None = None
-    insecure: bool = False
-    keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
     bind: str = ""
     socket_buffer: int = DEFAULT_BUFFER
     qlog_dir: Path | None = None
     qlog_mode: str = "filtered"
-    page: str | None = None
-    label: str | None = None
-
-
-@dataclass
-class ObjectTiming:
-    path: str
-    stream_id: int
-    start: float
-    status: int | None = None
-    first_byte: float | None = None
-    end: float | None = None
-    size: int = 0
-
-    def to_dict(self, origin: float) -> dict[str, Any]:
-        def offset(value: float | None) -> float | None:
-            return None if value is None else value - origin
-
-        return {"path": self.path, "status": self.status, "start": offset(self.start),
-                "first_byte": offset(self.first_byte), "end": offset(self.end),
-                "size": self.size}
 
 
 class Http3ClientProtocol(QuicConnectionProtocol):
@@ -127,7 +100,7 @@ class Http3ClientProtocol(QuicConnectionProtocol):
                 (b":authority", f"{authority}:{self.settings.port}".encode()),
                 (b":path", path.encode()), (b"user-agent", USER_AGENT),
             ], end_stream=True)
-            self.active[stream_id] = ObjectTiming(path, stream_id, self._loop.time())
+            self.active[stream_id] = ObjectTiming(path, self._loop.time())
         self.transmit()
 
     def quic_event_received(self, event: events.QuicEvent) -> None:
@@ -141,7 +114,8 @@ class Http3ClientProtocol(QuicConnectionProtocol):
                     f"{event.reason_phrase}".strip()))
             return
         for http_event in self._http.handle_event(event):
-            timing = self.active.get(getattr(http_event, "stream_id", -1))
+            stream_id = getattr(http_event, "stream_id", -1)
+            timing = self.active.get(stream_id)
             if timing is None:
                 continue
             now = self._loop.time()
@@ -157,7 +131,7 @@ class Http3ClientProtocol(QuicConnectionProtocol):
                 ended = http_event.stream_ended
             if ended:
                 timing.end = now
-                self.finished.append(self.active.pop(timing.stream_id))
+                self.finished.append(self.active.pop(stream_id))
                 self._start_requests()
                 if not self.active and not self._queue and not self.done.done():
                     self.done.set_result(None)
@@ -179,9 +153,7 @@ def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> Q
 
 def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in."""
-    record = base_record("quicbed-quic-client", label=settings.label, host=settings.host, port=settings.port,
-                         page=settings.page, paths=settings.paths, parallel=settings.parallel,
-                         timeout=settings.timeout)
+    record = base_record("quicbed-quic-client", settings)
     record.update({"aioquic_version": aioquic_hooks.aioquic_version(), "protocol": "h3",
                    **settings.profile.record()})
     return record
@@ -280,17 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
-    paths = requested_paths(args)
-    if not paths:
-        raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
-    if args.parallel < 1:
-        raise QuicbedError("--parallel must be at least 1")
-    return ClientSettings(
-        host=args.host, port=args.port, paths=paths, profile=profile_from_arguments(args),
-        parallel=args.parallel, timeout=args.timeout, server_name=args.server_name,
-        ca_file=args.ca_cert, insecure=args.insecure, keylog=args.keylog, bind=args.bind,
-        socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
-        qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode, page=args.page, label=args.label)
+    settings = ClientSettings(**request_fields(args), profile=profile_from_arguments(args), bind=args.bind,
+                              socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
+                              qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode)
+    settings.check()
+    return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

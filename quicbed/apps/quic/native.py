@@ -60,9 +60,7 @@ def client_argv(argv: Sequence[str]) -> list[str]:
     require_supported(settings.profile, "quinn")
     binary = require_native_binary()
     _, address = resolve(settings.host, settings.port)
-    record = base_record("quicbed-quic-client", label=settings.label, host=settings.host, port=settings.port,
-                         page=settings.page, paths=settings.paths, parallel=settings.parallel,
-                         timeout=settings.timeout)
+    record = base_record("quicbed-quic-client", settings)
     record.update({"protocol": "h3", **settings.profile.record()})
     command = [str(binary), "client", "--record-template", json.dumps(record), "--address", address[0],
                "--socket-buffer", str(settings.socket_buffer)]

@@ -61,9 +61,10 @@ from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes, Settings
 
 from quicbed.apps.record import (
+    ObjectTiming,
     add_request_arguments,
     base_record,
-    requested_paths,
+    request_fields,
     run_client,
 )
 from quicbed.apps.tcp import tcpinfo
@@ -83,9 +84,7 @@ MAX_HEADER_BYTES = 64 * 1024
 def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in: the HTTP/3 client's keys, plus
     ``engine``, ``curl_version``, ``connections``, ``cpu`` and ``timing``."""
-    record = base_record("quicbed-tcp-client", label=settings.label, host=settings.host, port=settings.port,
-                         page=settings.page, paths=settings.paths, parallel=settings.parallel,
-                         timeout=settings.timeout)
+    record = base_record("quicbed-tcp-client", settings)
     record.update({
         "aioquic_version": None,
         "engine": settings.engine,
@@ -195,22 +194,16 @@ def judge(record: dict[str, Any], expected: int, wanted_version: str) -> None:
 # --------------------------------------------------------------------------- python engine
 
 
-@dataclass
-class ObjectTiming:
-    path: str
+@dataclass(kw_only=True)
+class TcpObjectTiming(ObjectTiming):
+    """Also the connection (its local port) and HTTP version that carried the object."""
+
     connection: int
-    start: float
-    status: int | None = None
-    first_byte: float | None = None
-    end: float | None = None
-    size: int = 0
     http_version: str | None = None
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        item = {"path": self.path, "status": self.status, "start": self.start,
-                "first_byte": self.first_byte, "end": self.end, "size": self.size,
-                "connection": self.connection, "http_version": self.http_version}
+    def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
+        item = {**super().to_dict(origin), "connection": self.connection, "http_version": self.http_version}
         if self.error:
             item["error"] = self.error
         return item
@@ -249,7 +242,7 @@ class Fetch:
         self.settings = settings
         self.loop = loop
         self.queue: deque[str] = deque(settings.paths)
-        self.timings: list[ObjectTiming] = []
+        self.timings: list[TcpObjectTiming] = []
         self.connections: list[ConnectionRecord] = []
         self.completed = 0
         self.done: asyncio.Future[None] = loop.create_future()
@@ -258,7 +251,7 @@ class Fetch:
     def next_path(self) -> str | None:
         return self.queue.popleft() if self.queue else None
 
-    def object_done(self, timing: ObjectTiming) -> None:
+    def object_done(self, timing: TcpObjectTiming) -> None:
         self.completed += 1
         if timing.status != 200 and not timing.error:
             timing.error = f"HTTP status {timing.status} for {timing.path}"
@@ -321,7 +314,7 @@ class Http1Connection(_Connection):
 
     def __init__(self, fetch: Fetch, record: ConnectionRecord) -> None:
         super().__init__(fetch, record)
-        self.current: ObjectTiming | None = None
+        self.current: TcpObjectTiming | None = None
         self.header = bytearray()
         self.remaining = 0
         self.in_body = False
@@ -340,8 +333,8 @@ class Http1Connection(_Connection):
         authority = settings.server_name or settings.host
         request = (f"GET {path} HTTP/1.1\r\nHost: {authority}:{settings.port}\r\n"
                    f"User-Agent: {settings.user_agent}\r\nAccept: */*\r\n\r\n").encode()
-        self.current = ObjectTiming(path, self.record.local_port or 0, self.loop.time(),
-                                    http_version="1.1")
+        self.current = TcpObjectTiming(path, self.loop.time(), connection=self.record.local_port or 0,
+                                       http_version="1.1")
         self.fetch.timings.append(self.current)
         self.record.objects += 1
         self.header.clear()
@@ -383,7 +376,7 @@ class Http1Connection(_Connection):
                 self.fetch.object_done(current)
                 self.start_next()
 
-    def _parse_header(self, text: bytes, current: ObjectTiming) -> None:
+    def _parse_header(self, text: bytes, current: TcpObjectTiming) -> None:
         lines = text.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
@@ -413,7 +406,7 @@ class Http2Connection(_Connection):
     def __init__(self, fetch: Fetch, record: ConnectionRecord) -> None:
         super().__init__(fetch, record)
         self.h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None))
-        self.streams: dict[int, ObjectTiming] = {}
+        self.streams: dict[int, TcpObjectTiming] = {}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -438,8 +431,8 @@ class Http2Connection(_Connection):
                 (b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority),
                 (b":path", path.encode()), (b"user-agent", settings.user_agent.encode()),
                 (b"accept", b"*/*")], end_stream=True)
-            timing = ObjectTiming(path, self.record.local_port or 0, self.loop.time(),
-                                  http_version="2")
+            timing = TcpObjectTiming(path, self.loop.time(), connection=self.record.local_port or 0,
+                                     http_version="2")
             self.streams[stream_id] = timing
             self.fetch.timings.append(timing)
             self.record.objects += 1
@@ -712,13 +705,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
-    paths = requested_paths(args)
     settings = ClientSettings(
-        host=args.host, port=args.port, http=args.http, paths=paths, parallel=args.parallel,
-        timeout=args.timeout, server_name=args.server_name, ca_file=args.ca_cert, keylog=args.keylog,
-        insecure=args.insecure, page=args.page, label=args.label, engine=args.engine,
-        curl=args.curl, socket_buffer=args.socket_buffer, tcpinfo_interval=args.tcpinfo_interval,
-        tcpinfo_log=args.tcpinfo_log)
+        **request_fields(args), http=args.http, engine=args.engine, curl=args.curl,
+        socket_buffer=args.socket_buffer, tcpinfo_interval=args.tcpinfo_interval, tcpinfo_log=args.tcpinfo_log)
     settings.check()
     return settings
 

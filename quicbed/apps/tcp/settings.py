@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quicbed import __version__
+from quicbed.apps.record import RequestSettings
 from quicbed.errors import QuicbedError
 
 USER_AGENT = f"quicbed/{__version__}"
@@ -15,20 +16,10 @@ ENGINES = ("python", "curl")
 DEFAULT_TCPINFO_INTERVAL = 0.05
 
 
-@dataclass
-class ClientSettings:
-    host: str
-    paths: list[str]
+@dataclass(kw_only=True)
+class ClientSettings(RequestSettings):
     http: str = "2"  # "1.1", "2" or "3" (3: curl engine with an HTTP3 curl only)
     port: int = 8443
-    parallel: int = 6
-    timeout: float = 60.0
-    server_name: str | None = None
-    ca_file: Path | None = None
-    keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
-    insecure: bool = False
-    page: str | None = None
-    label: str | None = None
     engine: str = "python"
     curl: str = "curl"
     socket_buffer: int | None = None  # SO_RCVBUF; None keeps the kernel's autotuning
@@ -48,9 +39,4 @@ class ClientSettings:
         if self.http == "3" and self.engine != "curl":
             raise QuicbedError("HTTP/3 over this client needs --engine curl (and a curl built "
                                "with HTTP3); quicbed's HTTP/3 client is quicbed.apps.quic.client")
-        if self.parallel < 1:
-            raise QuicbedError("--parallel must be at least 1")
-        if not self.paths:
-            raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
-        if self.timeout <= 0:
-            raise QuicbedError("--timeout must be positive")
+        super().check()

@@ -76,7 +76,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quicbed.backends.base import Network, _die_with_parent, how_it_ended
+from quicbed.backends.base import Network
+from quicbed.host.prctl import die_with_parent
+from quicbed.host.signals import how_it_ended
 from quicbed.backends.namespaces import (
     OFFLOADS,
     NamespaceNode,
@@ -256,7 +258,7 @@ class Ns3Network(Network):
         with open(self.work_dir / "channel.out", "wb") as out, open(self.work_dir / "channel.err", "wb") as err:
             self._out_offset = 0
             self.channel = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                            start_new_session=True, preexec_fn=_die_with_parent)
+                                            start_new_session=True, preexec_fn=die_with_parent)
         self.record.pids.append(self.channel.pid)
         self.record.save()
         taps = json.loads(self._wait_for("TAPS", timeout=30.0) or "{}")
