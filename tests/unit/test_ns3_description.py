@@ -449,3 +449,22 @@ def test_queue_discipline_statistics_per_radio_and_node():
     assert node["discipline_drops"] == 4 and node["queue_disc_sojourn"] == entry["sojourn"]
     plain = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "queue_disc": None}]})
     assert "queue_disc" not in plain["radios"]["ap1:wifi"] and plain["nodes"]["ap1"]["queue_disc_sojourn"]["frames"] == 0
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "topologies").glob("*.py")))
+def test_every_shipped_topology_is_described_whole(script):
+    """Each section (wires, APs and stations, mesh, switches) adds its part once: every routed
+    interface has one TAP in its namespace, TAP MACs are distinct, every wire has both ends
+    and every radio's peers exist."""
+    topo = load_topology(str(ROOT / "topologies" / script), {})
+    description = build(topo)
+    taps = [port for node in description["nodes"] for port in ports(node, "tap")]
+    routed = {f"{i.node}:{i.name}" for i in topo.resolve().interfaces if topo.nodes[i.node].routed and i.address}
+    assert sorted(tap["id"] for tap in taps) == sorted(routed)
+    assert all(tap["namespace"] == f"qbtest-{tap['id'].partition(':')[0]}" for tap in taps)
+    macs = [tap["mac"] for tap in taps if "mac" in tap]
+    assert len(macs) == len(set(macs))
+    ends = sorted((port["wire"], port["end"]) for node in description["nodes"] for port in ports(node, "wire"))
+    assert ends == sorted((wire["name"], end) for wire in description["wires"] for end in (0, 1))
+    radios = {port["id"] for node in description["nodes"] for port in ports(node, "wifi")}
+    assert all(set(port["peers"]) <= radios for node in description["nodes"] for port in ports(node, "wifi"))

@@ -281,60 +281,98 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
     snapshot_file and live_file.
     """
     options = options or Ns3Options()
-    topo = resolved.topology
-    segment_of = link_segments(resolved)
-    interface_of: dict[tuple[str, int], Interface] = {
-        (i.node, i.segment): i for i in resolved.interfaces if i.address}
+    built = _Description(resolved, namespaces, options)
+    built.add_wires()
+    built.add_access_points()
+    built.add_mesh_segments()
+    built.add_switches()
+    return {
+        "version": SCHEMA_VERSION, "topology": resolved.topology.name, "seed": options.seed, "run": options.run or 1,
+        **(files or {}),
+        "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
+        "tap_readers_above_simulator": options.tap_readers_above_simulator,
+        "tap_writer_above_simulator": options.tap_writer_above_simulator,
+        "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,
+        "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
+        "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
+                        "rss_dbm": options.rss_dbm,
+                        "reference_loss_db": {band: round(reference_loss_db(band), 3)
+                                              for band in ("2.4GHz", "5GHz")}},
+        "wires": built.wires, "nodes": built.nodes, **options.extra,
+    }
 
-    def routed_interface(node: str, link_name: str) -> Interface:
-        return interface_of[(node, segment_of[link_name])]
 
-    def node_option(node: str, key: str, default: Any) -> Any:
-        return topo.nodes[node].options.get(key, default)
+class _Description:
+    """The nodes and wires of a description, built section by section: wires first (each
+    routed end is joined to its segment's node later), then access points with their
+    stations, mesh segments, and last switches and the routed nodes' wired interfaces.
+    The order of the sections is the order of the TAPs' MAC addresses."""
 
-    nodes: list[dict[str, Any]] = []
-    wires: list[dict[str, Any]] = []
-    tap_count = 0
+    def __init__(self, resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns3Options) -> None:
+        self.resolved = resolved
+        self.topo = resolved.topology
+        self.namespaces = namespaces
+        self.options = options
+        self.segment_of = link_segments(resolved)
+        self.interface_of: dict[tuple[str, int], Interface] = {
+            (i.node, i.segment): i for i in resolved.interfaces if i.address}
+        self.nodes: list[dict[str, Any]] = []
+        self.wires: list[dict[str, Any]] = []
+        self.taps = 0
+        self.wire_ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # ns-3 node name -> ports
 
-    def tap_port(node: str, iface: Interface, mac: bool = True) -> dict[str, Any]:
-        nonlocal tap_count
-        tap_count += 1
-        port = {"kind": "tap", "id": f"{node}:{iface.name}", "namespace": namespaces[node],
+    # -- ports --------------------------------------------------------------------------------
+
+    def routed_interface(self, node: str, link_name: str) -> Interface:
+        return self.interface_of[(node, self.segment_of[link_name])]
+
+    def node_option(self, node: str, key: str, default: Any) -> Any:
+        return self.topo.nodes[node].options.get(key, default)
+
+    def tap_port(self, node: str, iface: Interface, mac: bool = True) -> dict[str, Any]:
+        self.taps += 1
+        port = {"kind": "tap", "id": f"{node}:{iface.name}", "namespace": self.namespaces[node],
                 "ifname": iface.name}
         if mac:
-            port["mac"] = tap_mac(tap_count)
+            port["mac"] = tap_mac(self.taps)
         return port
 
-    def radio_port(radio_id: str, node: str, role: str, radio: Radio, peers: list[str],
+    def radio_port(self, radio_id: str, node: str, role: str, radio: Radio, peers: list[str],
                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        options = self.options
         return {"kind": "wifi", "id": radio_id, "role": role, **radio_settings(radio),
                 "peers": peers,
-                "queue_packets": mac_queue_packets(radio, int(node_option(node, "ns3_queue", options.mac_queue_packets))),
-                "tx_power_dbm": float(node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
-                "skim_receivers": bool(node_option(node, "ns3_skim_receivers", options.skim_receivers)),
+                "queue_packets": mac_queue_packets(radio, int(self.node_option(node, "ns3_queue",
+                                                                               options.mac_queue_packets))),
+                "tx_power_dbm": float(self.node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
+                "skim_receivers": bool(self.node_option(node, "ns3_skim_receivers", options.skim_receivers)),
                 **(extra or {})}
 
-    # -- wired links: one wire each; remember which ns-3 node holds each end ---------------
-    wire_ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # ns-3 node name -> ports
-    for link in topo.links:
-        if not isinstance(link, WiredLink):
-            continue
-        where = f"links[{link.name}]"
-        wires.append({"name": link.name, "forward": _shape(link.forward, f"{where}.forward"),
-                      "backward": _shape(link.backward, f"{where}.backward")})
-        for end, node in enumerate(link.ends()):
-            spec_node = topo.nodes[node]
-            owner = f"{node}:{routed_interface(node, link.name).name}" if spec_node.routed else node
-            wire_ends.setdefault(owner, []).append(
-                (link.name, {"kind": "wire", "wire": link.name, "end": end}))
+    # -- sections -----------------------------------------------------------------------------
 
-    # -- access points and their stations ----------------------------------------------------
-    positions: dict[str, list[float]] = {}
-    for ap in (n for n in topo.nodes.values() if isinstance(n, AccessPoint)):
-        links = [l for l in topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()]
+    def add_wires(self) -> None:
+        """One wire per wired link; remember which ns-3 node holds each end."""
+        for link in self.topo.links:
+            if not isinstance(link, WiredLink):
+                continue
+            where = f"links[{link.name}]"
+            self.wires.append({"name": link.name, "forward": _shape(link.forward, f"{where}.forward"),
+                               "backward": _shape(link.backward, f"{where}.backward")})
+            for end, node in enumerate(link.ends()):
+                owner = f"{node}:{self.routed_interface(node, link.name).name}" if self.topo.nodes[node].routed \
+                    else node
+                self.wire_ends.setdefault(owner, []).append(
+                    (link.name, {"kind": "wire", "wire": link.name, "end": end}))
+
+    def add_access_points(self) -> None:
+        for ap in (n for n in self.topo.nodes.values() if isinstance(n, AccessPoint)):
+            self.add_access_point(ap)
+
+    def add_access_point(self, ap: AccessPoint) -> None:
+        """The AP (a switch with its radio and cables) first in the list, its stations after."""
+        links = [l for l in self.topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()]
         ap_radio_id = f"{ap.name}:wifi"
         ap_position = tuple(ap.position or (0.0, 0.0, 0.0))
-        positions[ap.name] = list(ap_position)
         ports: list[dict[str, Any]] = []
         if links:
             common = _common_radio(f"access point {ap.name}", links)
@@ -348,60 +386,87 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
             frame_errors = {}
             for index, link in enumerate(links):
                 station = link.node1 if link.node2 == ap.name else link.node2
-                iface = routed_interface(station, link.name)
+                iface = self.routed_interface(station, link.name)
                 station_radio_id = f"{station}:{iface.name}"
                 station_ids.append(station_radio_id)
                 if link.loss:
                     frame_errors[station_radio_id] = link.loss
-                # where the station is
-                own = topo.nodes[station].position
-                if link.distance is not None:
-                    direction = _unit(tuple(own[i] - ap_position[i] for i in range(3))) if own else None
-                    angle = 2 * math.pi * index / len(links)
-                    direction = direction or (math.cos(angle), math.sin(angle), 0.0)
-                    position = _place(ap_position, link.distance, direction)
-                elif own:
-                    position = list(own)
-                else:
-                    angle = 2 * math.pi * index / len(links)
-                    position = _place(ap_position, DEFAULT_DISTANCE, (math.cos(angle), math.sin(angle), 0.0))
-                positions[station] = position
-                sta_port = radio_port(station_radio_id, station, "sta", link.radio, [ap_radio_id],
-                                      {"ssid": ap.ssid, **({"frame_error": {ap_radio_id: link.loss}}
-                                                            if link.loss else {})})
-                nodes.append({"name": station_radio_id, "kind": "station", "position": position,
-                              "ports": [tap_port(station, iface, mac=False), sta_port]})
+                position = self.station_position(station, link, ap_position, index, len(links))
+                sta_port = self.radio_port(station_radio_id, station, "sta", link.radio, [ap_radio_id],
+                                           {"ssid": ap.ssid, **({"frame_error": {ap_radio_id: link.loss}}
+                                                                 if link.loss else {})})
+                self.nodes.append({"name": station_radio_id, "kind": "station", "position": position,
+                                   "ports": [self.tap_port(station, iface, mac=False), sta_port]})
             ap_radio = replace(common, guard_interval=sgi)
-            ports.append(radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
-                                    {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
+            ports.append(self.radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
+                                         {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
         elif ap.fastack:
             raise BackendError(f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
                                "(fix: link stations to it, or drop fastack)")
-        ports += [port for _, port in wire_ends.pop(ap.name, [])]
-        nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports,
-                         **({"fastack": True} if ap.fastack else {})})
+        ports += [port for _, port in self.wire_ends.pop(ap.name, [])]
+        self.nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports,
+                              **({"fastack": True} if ap.fastack else {})})
 
-    # -- mesh segments --------------------------------------------------------------------------
-    mesh_links = [l for l in topo.links if isinstance(l, WirelessLink)
-                  and isinstance(topo.nodes[l.node1], MeshPoint)]
-    by_segment: dict[int, list[WirelessLink]] = {}
-    for link in mesh_links:
-        by_segment.setdefault(segment_of[link.name], []).append(link)
-    for segment, links in sorted(by_segment.items()):
+    def station_position(self, station: str, link: WirelessLink, ap_position: tuple[float, ...], index: int,
+                         count: int) -> list[float]:
+        """At the link's distance from its AP (towards the station's own position, else spread
+        round the AP), else its own position, else DEFAULT_DISTANCE round the AP."""
+        own = self.topo.nodes[station].position
+        angle = 2 * math.pi * index / count
+        around = (math.cos(angle), math.sin(angle), 0.0)
+        if link.distance is not None:
+            direction = _unit(tuple(own[i] - ap_position[i] for i in range(3))) if own else None
+            return _place(ap_position, link.distance, direction or around)
+        if own:
+            return list(own)
+        return _place(ap_position, DEFAULT_DISTANCE, around)
+
+    def add_mesh_segments(self) -> None:
+        mesh_links = [l for l in self.topo.links if isinstance(l, WirelessLink)
+                      and isinstance(self.topo.nodes[l.node1], MeshPoint)]
+        by_segment: dict[int, list[WirelessLink]] = {}
+        for link in mesh_links:
+            by_segment.setdefault(self.segment_of[link.name], []).append(link)
+        for segment, links in sorted(by_segment.items()):
+            self.add_mesh_segment(segment, links)
+
+    def add_mesh_segment(self, segment: int, links: list[WirelessLink]) -> None:
+        """One node per mesh point: its TAP, one ad-hoc radio per channel, its routes."""
         members = sorted({end for link in links for end in link.ends()})
-        iface = {m: interface_of[(m, segment)] for m in members}
+        iface = {m: self.interface_of[(m, segment)] for m in members}
         tap_id = {m: f"{m}:{iface[m].name}" for m in members}
         radios: dict[tuple[str, int], list[WirelessLink]] = {}
         for link in links:
             for end in link.ends():
                 radios.setdefault((end, link.radio.channel), []).append(link)
         radio_id = {key: f"{tap_id[key[0]]}:ch{key[1]}" for key in radios}
-        # positions: given ones, then breadth-first along +x at the link distance
-        placed = {m: list(topo.nodes[m].position) for m in members if topo.nodes[m].position}
         neighbours: dict[str, list[tuple[str, WirelessLink]]] = {m: [] for m in members}
         for link in links:
             neighbours[link.node1].append((link.node2, link))
             neighbours[link.node2].append((link.node1, link))
+        positions = self.mesh_positions(members, neighbours)
+        routes = _mesh_routes(members, neighbours, tap_id, radio_id)
+        for member in members:
+            ports = [self.tap_port(member, iface[member])]
+            for (node, channel), radio_links in sorted(radios.items()):
+                if node != member:
+                    continue
+                radio = _common_radio(f"mesh point {member} (channel {channel})", radio_links)
+                peers, frame_errors = [], {}
+                for link in radio_links:
+                    other = link.node2 if link.node1 == member else link.node1
+                    peers.append(radio_id[(other, channel)])
+                    if link.loss:
+                        frame_errors[radio_id[(other, channel)]] = link.loss
+                ports.append(self.radio_port(radio_id[(member, channel)], member, "adhoc", radio, peers,
+                                             {"frame_error": frame_errors} if frame_errors else {}))
+            self.nodes.append({"name": tap_id[member], "kind": "mesh", "position": positions[member],
+                               "ports": ports, "routes": routes[member]})
+
+    def mesh_positions(self, members: list[str],
+                       neighbours: dict[str, list[tuple[str, WirelessLink]]]) -> dict[str, list[float]]:
+        """Given positions, then breadth first along +x at the link distance."""
+        placed = {m: list(self.topo.nodes[m].position) for m in members if self.topo.nodes[m].position}
         for start in members:
             if not placed:
                 placed[start] = [0.0, 0.0, 0.0]
@@ -416,72 +481,47 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
                     spacing = link.distance or DEFAULT_MESH_SPACING
                     placed[other] = _place(tuple(placed[current]), spacing, (1.0, 0.0, 0.0))
                     queue.append(other)
-        for member in members:
-            placed.setdefault(member, [0.0, 0.0, 0.0])
-            positions[member] = placed[member]
-        # static shortest paths over the peerings (what HWMP converges to on a static mesh)
-        routes: dict[str, dict[str, dict[str, str]]] = {m: {} for m in members}
-        for source in members:
-            first_hop: dict[str, tuple[str, WirelessLink]] = {}
-            seen = {source}
-            queue = deque([source])
-            while queue:
-                current = queue.popleft()
-                for other, link in sorted(neighbours[current], key=lambda pair: pair[0]):
-                    if other in seen:
-                        continue
-                    seen.add(other)
-                    first_hop[other] = first_hop[current] if current != source else (other, link)
-                    queue.append(other)
-            for destination, (hop, link) in first_hop.items():
-                routes[source][tap_id[destination]] = {
-                    "radio": radio_id[(source, link.radio.channel)],
-                    "next_hop": radio_id[(hop, link.radio.channel)]}
-        for member in members:
-            ports = [tap_port(member, iface[member])]
-            for (node, channel), radio_links in sorted(radios.items()):
-                if node != member:
+        return {member: placed.get(member, [0.0, 0.0, 0.0]) for member in members}
+
+    def add_switches(self) -> None:
+        """Switches first in the list; then each routed node's wired interface, a switch of its
+        TAP and its one cable."""
+        for switch in (n for n in self.topo.nodes.values() if isinstance(n, Switch)):
+            self.nodes.insert(0, {"name": switch.name, "kind": "switch",
+                                  "ports": [port for _, port in self.wire_ends.pop(switch.name, [])]})
+        for owner, ends in sorted(self.wire_ends.items()):
+            node, _, ifname = owner.partition(":")
+            if len(ends) > 1:
+                raise BackendError(f"{node} has {len(ends)} cables into one segment "
+                                   f"({', '.join(n for n, _ in ends)}); that would be a bridging loop "
+                                   "(fix: connect it once per switch/AP segment)")
+            iface = next(i for i in self.resolved.interfaces_of(node) if i.name == ifname)
+            self.nodes.append({"name": owner, "kind": "switch",
+                               "ports": [self.tap_port(node, iface), *(port for _, port in ends)]})
+
+
+def _mesh_routes(members: list[str], neighbours: dict[str, list[tuple[str, WirelessLink]]],
+                 tap_id: dict[str, str], radio_id: dict[tuple[str, int], str]) -> dict[str, dict[str, dict[str, str]]]:
+    """Static shortest paths over the peerings (what HWMP converges to on a static mesh):
+    per mesh point, destination TAP -> its radio and the next hop's."""
+    routes: dict[str, dict[str, dict[str, str]]] = {m: {} for m in members}
+    for source in members:
+        first_hop: dict[str, tuple[str, WirelessLink]] = {}
+        seen = {source}
+        queue = deque([source])
+        while queue:
+            current = queue.popleft()
+            for other, link in sorted(neighbours[current], key=lambda pair: pair[0]):
+                if other in seen:
                     continue
-                radio = _common_radio(f"mesh point {member} (channel {channel})", radio_links)
-                peers, frame_errors = [], {}
-                for link in radio_links:
-                    other = link.node2 if link.node1 == member else link.node1
-                    peers.append(radio_id[(other, channel)])
-                    if link.loss:
-                        frame_errors[radio_id[(other, channel)]] = link.loss
-                ports.append(radio_port(radio_id[(member, channel)], member, "adhoc", radio, peers,
-                                        {"frame_error": frame_errors} if frame_errors else {}))
-            nodes.append({"name": tap_id[member], "kind": "mesh", "position": positions[member],
-                          "ports": ports, "routes": routes[member]})
-
-    # -- switches and the wired interfaces of routed nodes ------------------------------------
-    for switch in (n for n in topo.nodes.values() if isinstance(n, Switch)):
-        nodes.insert(0, {"name": switch.name, "kind": "switch",
-                         "ports": [port for _, port in wire_ends.pop(switch.name, [])]})
-    for owner, ends in sorted(wire_ends.items()):
-        node, _, ifname = owner.partition(":")
-        if len(ends) > 1:
-            raise BackendError(f"{node} has {len(ends)} cables into one segment ({', '.join(n for n, _ in ends)}); "
-                               "that would be a bridging loop (fix: connect it once per switch/AP segment)")
-        iface = next(i for i in resolved.interfaces_of(node) if i.name == ifname)
-        nodes.append({"name": owner, "kind": "switch",
-                      "ports": [tap_port(node, iface), *(port for _, port in ends)]})
-
-    description: dict[str, Any] = {
-        "version": SCHEMA_VERSION, "topology": topo.name, "seed": options.seed, "run": options.run or 1,
-        **(files or {}),
-        "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
-        "tap_readers_above_simulator": options.tap_readers_above_simulator,
-        "tap_writer_above_simulator": options.tap_writer_above_simulator,
-        "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,
-        "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
-        "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
-                        "rss_dbm": options.rss_dbm,
-                        "reference_loss_db": {band: round(reference_loss_db(band), 3)
-                                              for band in ("2.4GHz", "5GHz")}},
-        "wires": wires, "nodes": nodes, **options.extra,
-    }
-    return description
+                seen.add(other)
+                first_hop[other] = first_hop[current] if current != source else (other, link)
+                queue.append(other)
+        for destination, (hop, link) in first_hop.items():
+            routes[source][tap_id[destination]] = {
+                "radio": radio_id[(source, link.radio.channel)],
+                "next_hop": radio_id[(hop, link.radio.channel)]}
+    return routes
 
 
 def interface_names(description: dict[str, Any]) -> dict[str, str]:
