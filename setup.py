@@ -1,16 +1,38 @@
+import shutil
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+#: quicbed.paths.SHIPPED_FOLDERS: a checkout has them at its top level, a package in quicbed/shipped/
+SHIPPED_FOLDERS = ("topologies", "experiments", "labs", "traces")
+
+
+class BuildWithShippedFiles(build_py):
+    """Also copy the shipped topologies, experiments, labs and traces into the package, so that
+    an installed quicbed (not only a checkout) lists its labs and runs its experiments."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "quicbed" / "shipped"
+        for name in SHIPPED_FOLDERS:
+            if (HERE / name).is_dir():
+                shutil.copytree(HERE / name, target / name, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 setup(
     name="quicbed",
     version="0.1.0",
     description="WiFi and mesh network-emulation testbed for QUIC, BQUIC and TCP experiments",
-    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["quicbed", "quicbed.*"]),
-    package_data={"quicbed": ["py.typed", "**/*.yaml"]},
+    # the ns-3 channel's sources: quicbed builds the program on first use (quicbed.backends.ns3.build)
+    package_data={"quicbed": ["py.typed", "**/*.yaml", "backends/ns3/channel/*.cc", "backends/ns3/channel/*.h",
+                              "backends/ns3/channel/Makefile"]},
+    cmdclass={"build_py": BuildWithShippedFiles},
     install_requires=[
         "PyYAML>=6",
         "rich>=13",

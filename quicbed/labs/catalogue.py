@@ -28,7 +28,7 @@ from typing import Any
 
 from quicbed.errors import SpecError
 from quicbed.labs.checking import CHECK_MARK, Check
-from quicbed.paths import PACKAGE_ROOT
+from quicbed.paths import SHIPPED_ROOT
 from quicbed.spec.pyfile import module_from_file
 from quicbed.spec.yamlfile import load_yaml
 
@@ -108,7 +108,7 @@ class Lab:
 def lab_folders() -> list[Path]:
     """Where labs are looked for: quicbed's own, then QUICBED_LABS's folders."""
     extra = [Path(part) for part in os.environ.get("QUICBED_LABS", "").split(os.pathsep) if part]
-    return [PACKAGE_ROOT / "labs", *extra]
+    return [SHIPPED_ROOT / "labs", *extra]
 
 
 def _run_sizes(doc: Any, value: Any) -> RunSizes:

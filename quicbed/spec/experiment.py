@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from quicbed.errors import SpecError
-from quicbed.paths import PACKAGE_ROOT
+from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
@@ -270,7 +270,7 @@ def _script_path(experiment_file: Path, text: str) -> Path:
     script = Path(text)
     if script.is_absolute() or script.exists():
         return script
-    for base in (experiment_file.parent, PACKAGE_ROOT):
+    for base in (experiment_file.parent, SHIPPED_ROOT):
         if (base / script).exists():
             return base / script
     return script
@@ -523,7 +523,10 @@ def _inner_mapping(parent: dict[str, Any], key: str, dotted: str, path: str = ""
 def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None) -> Experiment:
     """Read and validate an experiment file. ``overrides`` replace fields, by top-level name
     or dotted path (e.g. {"repetitions": 2, "workload.object": "1MB"} from the command line)."""
-    doc = load_yaml(Path(path))
+    path = Path(path)
+    if not path.exists() and not path.is_absolute():
+        path = shipped(path) or path  # experiments/quickstart.yaml from any folder
+    doc = load_yaml(path)
     try:
         return _build(doc, overrides or {})
     except SpecError as error:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from quicbed.atomic import replacing
 from quicbed.errors import SpecError
-from quicbed.paths import PACKAGE_ROOT
+from quicbed.paths import SHIPPED_ROOT
 
 BYTES_PER_OPPORTUNITY = 1500
 #: the traces quicbed ships (``trace="step-drop.down"`` finds traces/step-drop.down)
-SHIPPED_TRACES = PACKAGE_ROOT / "traces"
+SHIPPED_TRACES = SHIPPED_ROOT / "traces"
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def find_trace(text: str) -> Path | None:
     """A trace named by a path (absolute, or from the working folder) or by the name of a
     shipped one (``step-drop.down`` or ``traces/step-drop.down``)."""
     path = Path(text).expanduser()
-    for candidate in (path, PACKAGE_ROOT / path, SHIPPED_TRACES / path):
+    for candidate in (path, SHIPPED_ROOT / path, SHIPPED_TRACES / path):
         if candidate.is_file():
             return candidate.resolve()
     return None
