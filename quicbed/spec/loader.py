@@ -90,7 +90,18 @@ def applied_parameters(reference: str, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def convert(value: Any, default: Any) -> Any:
-    """Turn a command-line string into the type of the parameter's default."""
+    """Turn a command-line string into the type of the parameter's default. A value in braces
+    or brackets is read as YAML, as the experiment file would hold it: ``-p 'loss={gemodel:
+    {p: 1, r: 30}}'`` gives the script the same mapping as ``params: {loss: {gemodel: ...}}``."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        import yaml
+
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at character {mark.column + 1}" if mark is not None else ""
+            raise ValueError(f"{value!r} is not a YAML mapping or list{where}") from None
     if not isinstance(value, str) or default is None or isinstance(default, str):
         return value
     if isinstance(default, bool):

@@ -1,5 +1,6 @@
 """Every subcommand explains itself with --help, and usage errors are reported plainly."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,14 +44,25 @@ def test_help_text_has_no_unformatted_percent_signs(command, capsys):
 
 
 def test_topo_show_prints_the_values_it_applied(capsys):
-    import json
-
     dumbbell = str(ROOT / "topologies" / "dumbbell.py")
     assert main(["topo", "show", dumbbell, "-p", "rate=5mbit", "-p", "loss=2%"]) == 0
     shown = capsys.readouterr().out
     assert "parameters: rate='5mbit' (given), delay='10ms', loss=2.0 (given), queue_limit=1000" in shown
     assert main(["topo", "show", dumbbell, "-p", "rate=5mbit", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["parameters"]["rate"] == "5mbit"
+
+
+def test_a_structured_parameter_is_read_as_the_file_would_hold_it(capsys):
+    """-p goes through the experiment file's parsers: a Gilbert-Elliott mapping in YAML reaches
+    the link as that model; broken YAML and a wrong model field are named."""
+    dumbbell = str(ROOT / "topologies" / "dumbbell.py")
+    assert main(["topo", "show", dumbbell, "-p", "loss={gemodel: {p: 1, r: 30}}", "--json"]) == 0
+    (link,) = [link for link in json.loads(capsys.readouterr().out)["links"] if link["name"] == "bottleneck"]
+    assert link["forward"]["loss"]["model"] == "GilbertElliott" and link["forward"]["loss"]["p"] == 0.01
+    assert main(["topo", "show", dumbbell, "-p", "loss={gemodel: {p: 1, r: 30}"]) == 1
+    assert "params.loss: '{gemodel: {p: 1, r: 30}' is not a YAML mapping or list" in capsys.readouterr().err
+    assert main(["topo", "show", dumbbell, "-p", "loss={gemodel: {p: 1, x: 30}}"]) == 1
+    assert "unknown gemodel parameter(s) ['x']" in capsys.readouterr().err
 
 
 def test_output_to_a_pipe_is_neither_cut_nor_wrapped_mid_line(capsys):
