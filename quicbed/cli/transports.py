@@ -1,53 +1,104 @@
-"""quicbed transports: the transport names an experiment's matrix can use."""
+"""quicbed transports: the transport names an experiment's matrix can use, and the profiles."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
-from quicbed.apps.quic.profiles import load_profiles
+from quicbed.apps.quic.profiles import TransportProfile, load_profiles
 from quicbed.cli.console import output_console
-from quicbed.spec.experiment import BUILTIN_TRANSPORTS
+from quicbed.spec.experiment import BUILTIN_TRANSPORTS, Transport, load_experiment
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "transports", help="list the transports an experiment can name",
-        description="The built-in transports a matrix's transport axis can name: what each is (QUIC over "
+        description="The transports a matrix's transport axis can name: what each is (QUIC over "
                     "HTTP/3 on aioquic or quinn with a transport profile, or TCP with an HTTP version and "
-                    "a congestion control) and, for QUIC, its profile. 'quic' and 'bquic' are both a "
-                    "transport (on aioquic) and a profile; their quinn twins are quic-native and "
-                    "bquic-native. An experiment's own 'transports:' adds more (docs/transport-profiles.md).")
+                    "a congestion control) and, for QUIC, its profile and the knobs it changes. 'quic' and "
+                    "'bquic' are both a transport (on aioquic) and a profile; their quinn twins are quic-native "
+                    "and bquic-native. With an experiment file, its own 'transports:' too; with "
+                    "--profiles-file, the profiles a file adds (docs/transport-profiles.md).")
+    parser.add_argument("experiment", nargs="?", type=Path,
+                        help="also list the transports this experiment file defines")
+    parser.add_argument("--profiles-file", action="append", default=[], metavar="FILE",
+                        help="also list the profiles this file defines (repeatable)")
     parser.add_argument("--json", action="store_true", help="machine-readable")
     parser.set_defaults(handler=handle)
 
 
-def rows() -> list[dict[str, object]]:
+def _what(transport: Transport) -> str:
+    if transport.kind == "quic":
+        what = f"QUIC, HTTP/3, {transport.implementation or 'aioquic'}, profile {transport.profile}"
+        if transport.knobs:
+            what += ", except " + ", ".join(f"{k}={v}" for k, v in transport.knobs.items())
+        return what
+    return f"TCP, HTTP/{transport.http}, {transport.cc}"
+
+
+def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
+    """Every transport: the built-in ones, then those the experiment defines or redefines."""
     profiles = load_profiles()
+    if experiment is not None:
+        transports = load_experiment(experiment).transports
+    else:
+        transports = {name: Transport(name, spec["kind"], spec.get("profile"), spec.get("http", "3"), spec.get("cc"),
+                                      dict(spec.get("knobs", {})), spec.get("impl", "aioquic")
+                                      if spec["kind"] == "quic" else None)
+                      for name, spec in BUILTIN_TRANSPORTS.items()}
     listed = []
-    for name, spec in BUILTIN_TRANSPORTS.items():
-        if spec["kind"] == "quic":
-            what = f"QUIC, HTTP/3, {spec.get('impl', 'aioquic')}, profile {spec['profile']}"
-            if spec.get("knobs"):
-                what += ", except " + ", ".join(f"{k}={v}" for k, v in spec["knobs"].items())
-            about = profiles[spec["profile"]].description
-        else:
-            what, about = f"TCP, HTTP/{spec['http']}, {spec['cc']}", "nginx and quicbed's TCP client"
-        listed.append({"name": name, "transport": what, "about": about, "spec": spec})
+    for name, transport in transports.items():
+        builtin = BUILTIN_TRANSPORTS.get(name)
+        source = "built-in" if builtin is not None and _same(transport, builtin) else str(experiment)
+        about = profiles[transport.profile].description if transport.kind == "quic" and transport.profile in profiles \
+            else "nginx and quicbed's TCP client" if transport.kind == "tcp" else ""
+        listed.append({"name": name, "transport": _what(transport), "about": about, "source": source,
+                       "spec": transport.describe()})
     return listed
 
 
+def _same(transport: Transport, builtin: dict[str, Any]) -> bool:
+    if transport.kind == "quic":
+        return (transport.kind, transport.profile, transport.knobs, transport.implementation) == (
+            builtin["kind"], builtin.get("profile"), dict(builtin.get("knobs", {})), builtin.get("impl", "aioquic"))
+    return (transport.kind, transport.http, transport.cc) == (builtin["kind"], builtin.get("http"), builtin.get("cc"))
+
+
+def profile_rows(files: list[str]) -> list[dict[str, Any]]:
+    """The profiles the files add, each with its knobs that differ from aioquic's defaults."""
+    builtin = load_profiles()
+    defaults = TransportProfile("defaults").knobs()
+    return [{"name": name, "source": profile.source, "about": profile.description,
+             "knobs": {k: v for k, v in profile.knobs().items() if v != defaults[k]}}
+            for name, profile in load_profiles(files).items() if name not in builtin]
+
+
 def handle(args: argparse.Namespace) -> int:
-    listed = rows()
+    listed = rows(args.experiment)
+    added = profile_rows(args.profiles_file)
     if args.json:
-        print(json.dumps({row["name"]: row["spec"] for row in listed}, indent=1))
+        print(json.dumps({"transports": {row["name"]: {**row["spec"], "source": row["source"]} for row in listed},
+                          "profiles": {row["name"]: row for row in added}}, indent=1))
         return 0
+    console = output_console()
     table = Table()
-    for column in ("name", "transport", "about"):
+    for column in ("name", "transport", "about") + (("from",) if args.experiment else ()):
         table.add_column(column, overflow="fold")
     for row in listed:
-        table.add_row(str(row["name"]), str(row["transport"]), str(row["about"]))
-    output_console().print(table)
+        table.add_row(str(row["name"]), str(row["transport"]), str(row["about"]),
+                      *((str(row["source"]),) if args.experiment else ()))
+    console.print(table)
+    if added:
+        profiles = Table(title="profiles added by --profiles-file: for the QUIC server and client's --profiles-file; "
+                               "in an experiment, a transport's profile and knobs give the same")
+        for column in ("profile", "knobs apart from aioquic's defaults", "about", "file"):
+            profiles.add_column(column, overflow="fold")
+        for row in added:
+            profiles.add_row(row["name"], ", ".join(f"{k}={v}" for k, v in row["knobs"].items()) or "(none)",
+                             row["about"], row["source"])
+        console.print(profiles)
     return 0

@@ -138,13 +138,39 @@ def test_transports_lists_every_name_a_matrix_can_take(capsys):
     from quicbed.spec.experiment import BUILTIN_TRANSPORTS
 
     assert main(["transports", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == BUILTIN_TRANSPORTS
+    listed = json.loads(capsys.readouterr().out)
+    assert list(listed["transports"]) == list(BUILTIN_TRANSPORTS) and listed["profiles"] == {}
+    assert all(spec["source"] == "built-in" for spec in listed["transports"].values())
+    assert listed["transports"]["bquic-native"]["impl"] == "quinn"
+    assert listed["transports"]["bquic-native"]["knobs"] == BUILTIN_TRANSPORTS["bquic-native"]["knobs"]
     assert main(["transports"]) == 0
     listed = capsys.readouterr().out
     assert all(f"\u2502 {name} " in listed for name in BUILTIN_TRANSPORTS)
     # README's example is the shipped file's matrix
     shipped = yaml.safe_load((ROOT / "experiments" / "e4-random-loss.yaml").read_text())["matrix"]["transport"]
     assert f"transport: [{', '.join(shipped)}]" in (ROOT / "README.md").read_text()
+
+
+def test_transports_of_an_experiment_and_profiles_of_a_file(capsys, tmp_path):
+    """An experiment's own transports are listed with the file they come from; a profiles file's
+    profiles with the knobs they set."""
+    import json
+
+    experiment = ROOT / "experiments" / "e3-cc-parallel.yaml"
+    assert main(["transports", str(experiment), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["transports"]
+    assert listed["quic-bbr"]["source"] == str(experiment) and listed["quic-bbr"]["knobs"]["congestion_control"] == "bbr"
+    assert listed["tcp"]["source"] == "built-in"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("version: 1\nprofiles:\n  bquic-paced:\n    extends: bquic\n    description: BQUIC with pacing\n"
+                    "    pacing: true\n")
+    assert main(["transports", "--profiles-file", str(mine), "--json"]) == 0
+    (profile,) = json.loads(capsys.readouterr().out)["profiles"].values()
+    assert profile["name"] == "bquic-paced" and profile["source"] == str(mine)
+    # the knobs apart from aioquic's defaults: bquic's, inherited, without its "no pacing"
+    assert profile["knobs"]["ack_every"] == 10 and "pacing" not in profile["knobs"]
+    assert main(["transports", "--profiles-file", str(mine)]) == 0
+    assert "bquic-paced" in capsys.readouterr().out
 
 
 def test_dry_run_lists_the_runs(capsys):
