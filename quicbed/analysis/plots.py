@@ -26,6 +26,7 @@ import pandas as pd
 from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Ellipse
 
 from quicbed.analysis.stats import ccdf, ecdf
 
@@ -208,10 +209,13 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
 
 
 def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, throughput: str,
-                          xlabel: str, ylabel: str, group: str | None = None, delay_scale: float = 1.0,
-                          throughput_scale: float = 1.0, formats: Sequence[str] = FORMATS) -> list[Path]:
+                          xlabel: str, ylabel: str, group: str | None = None, cell: str | None = None,
+                          delay_scale: float = 1.0, throughput_scale: float = 1.0,
+                          formats: Sequence[str] = FORMATS) -> list[Path]:
     """One point per run, delay (x, growing to the left as in Pantheon's plots: better is up
-    and right) against throughput (y), per group; each group's mean marked with a cross."""
+    and right) against throughput (y), per group; each group's mean marked with a cross and,
+    as Pantheon draws them, a 1-sigma ellipse (the points' covariance) per group, or per
+    ``cell`` of each group when given, over at least 3 runs."""
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
         axes = figure.subplots()
@@ -223,11 +227,32 @@ def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, thr
                 continue
             axes.scatter(xs[keep], ys[keep], s=18, alpha=0.6, color=colour(number, name), label=name or None)
             axes.scatter([xs[keep].mean()], [ys[keep].mean()], s=90, marker="x", color=colour(number, name))
+            cells = part[cell].to_numpy() if cell is not None else np.zeros(len(part))
+            for value in dict.fromkeys(cells[keep]):
+                chosen = keep & (cells == value)
+                ellipse = sigma_ellipse(xs[chosen], ys[chosen])
+                if ellipse is not None:
+                    centre, width, height, angle = ellipse
+                    axes.add_patch(Ellipse(centre, width, height, angle=angle, fill=False,
+                                           color=colour(number, name), linewidth=0.8))
         axes.invert_xaxis()
         axes.set_xlabel(xlabel + " (lower is right)")
         axes.set_ylabel(ylabel)
         _legend(axes)
         return save(figure, stem, formats)
+
+
+def sigma_ellipse(xs: np.ndarray, ys: np.ndarray) -> tuple[tuple[float, float], float, float, float] | None:
+    """The 1-sigma ellipse of points: centre, width, height (2 sigma along each principal axis)
+    and angle in degrees (flat for points on a line); None under 3 points or when they coincide."""
+    if len(xs) < 3:
+        return None
+    values, vectors = np.linalg.eigh(np.cov(xs, ys))
+    if not np.all(np.isfinite(values)) or values.max() <= 0:
+        return None
+    values = np.clip(values, 0, None)  # points on a line: the smaller one is 0 up to rounding
+    angle = float(np.degrees(np.arctan2(vectors[1, 1], vectors[0, 1])))
+    return (float(xs.mean()), float(ys.mean())), 2 * float(np.sqrt(values[1])), 2 * float(np.sqrt(values[0])), angle
 
 
 def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
@@ -404,5 +429,5 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         return save(figure, stem, formats)
 
 
-__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "ipt_plot",
-           "save", "sender_plot", "sequence_plot", "share_plot", "throughput_bins_plot"]
+__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "delay_throughput_plot", "ipt_plot",
+           "save", "sender_plot", "sigma_ellipse", "sequence_plot", "share_plot", "throughput_bins_plot"]

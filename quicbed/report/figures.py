@@ -269,9 +269,10 @@ def delay_throughput_figure(context: _Context) -> None:
     scope = "all cells pooled" if context.results.other_axes else "all runs"
     context.draw("goodput-vs-delay", title,
                  f"One point per counted run ({len(runs)}, {scope}): {y.label} against {x.label}, the delay "
-                 "axis reversed so that better is up and to the right; crosses mark each transport's mean.",
+                 "axis reversed so that better is up and to the right; crosses mark each transport's mean; "
+                 "ellipses (1 sigma of the runs' covariance, as in Pantheon) each cell of 3 runs or more.",
                  partial(plots.delay_throughput_plot, runs, delay=delay, throughput="goodput",
-                         xlabel=x.axis_label, ylabel=y.axis_label, group=group, delay_scale=x.scale,
+                         xlabel=x.axis_label, ylabel=y.axis_label, group=group, cell="cell", delay_scale=x.scale,
                          throughput_scale=y.scale))
 
 

@@ -197,6 +197,25 @@ def test_figures_exist_as_png_and_svg(matrix_report: Path) -> None:
     assert not list(figures.glob(".staging-*")) and not list(matrix_report.glob(".*.tmp-*"))
 
 
+def _patches(written: list[Path]) -> int:
+    svg = next(path for path in written if path.suffix == ".svg").read_text()
+    return svg.count('<g id="patch_')
+
+
+def test_a_sigma_ellipse_has_the_points_spread_along_its_axes() -> None:
+    from quicbed.analysis.plots import sigma_ellipse
+
+    rng = np.random.default_rng(1)
+    along, across = rng.normal(0, 3.0, 20000), rng.normal(0, 1.0, 20000)
+    turn = np.radians(30)
+    xs, ys = 5 + along * np.cos(turn) - across * np.sin(turn), 7 + along * np.sin(turn) + across * np.cos(turn)
+    (cx, cy), width, height, angle = sigma_ellipse(xs, ys)
+    assert (cx, cy) == pytest.approx((5, 7), abs=0.05)
+    assert width == pytest.approx(6.0, rel=0.02) and height == pytest.approx(2.0, rel=0.02)
+    assert angle % 180 == pytest.approx(30, abs=1)
+    assert sigma_ellipse(xs[:2], ys[:2]) is None
+
+
 def test_goodput_against_delay_per_run(tmp_path: Path) -> None:
     """Pantheon's view: one point per run, the delay axis reversed; without a delay metric
     (these fixture runs have none) the report says why it drew none."""
@@ -210,6 +229,15 @@ def test_goodput_against_delay_per_run(tmp_path: Path) -> None:
                                           group="transport", delay_scale=1e3, throughput_scale=1e-6)
     svg = next(path for path in written if path.suffix == ".svg").read_text()
     assert "(lower is right)" in svg and "goodput (Mbit/s)" in svg and "tcp" in svg
+    # an ellipse per cell of 3 runs or more: two cells of quic, one of tcp with 2 runs (none)
+    cells = pd.DataFrame({"transport": ["quic"] * 6 + ["tcp"] * 2, "cell": [0, 0, 0, 1, 1, 1, 2, 2],
+                          "owd_p95": [0.012, 0.014, 0.013, 0.020, 0.024, 0.022, 0.03, 0.031],
+                          "goodput": [18e6, 17e6, 17.5e6, 15e6, 14e6, 14.8e6, 19e6, 19.5e6]})
+    plain = _patches(plots.delay_throughput_plot(cells.drop(columns="cell"), tmp_path / "plain", delay="owd_p95",
+                                                 throughput="goodput", xlabel="d", ylabel="g", group="transport"))
+    per_cell = _patches(plots.delay_throughput_plot(cells, tmp_path / "cells", delay="owd_p95", throughput="goodput",
+                                                    xlabel="d", ylabel="g", group="transport", cell="cell"))
+    assert per_cell == plain + 1  # per transport: one for quic's 6 runs; per cell: quic's two cells
     folder = make_matrix_folder(tmp_path / "e")
     notes = build(folder, ReportOptions(max_runs_per_figure=1)).figures.notes
     assert any(note.startswith("Goodput against delay, per run: skipped (no counted run has both") for note in notes)
