@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -11,15 +12,19 @@ SHIPPED_FOLDERS = ("topologies", "experiments", "labs", "traces")
 
 class BuildWithShippedFiles(build_py):
     """Also copy the shipped topologies, experiments, labs and traces into the package, so that
-    an installed quicbed (not only a checkout) lists its labs and runs its experiments."""
+    an installed quicbed (not only a checkout) lists its labs and runs its experiments.
+    QUICBED_STUDENT_PACKAGE=1 leaves the labs' reference solutions out (docs/labs.md)."""
 
     def run(self) -> None:
         super().run()
         target = Path(self.build_lib) / "quicbed" / "shipped"
+        left_out = ["__pycache__", "*.pyc"]
+        if os.environ.get("QUICBED_STUDENT_PACKAGE") == "1":
+            left_out.append("solution")
+        shutil.rmtree(target, ignore_errors=True)  # a build folder kept from an earlier build
         for name in SHIPPED_FOLDERS:
             if (HERE / name).is_dir():
-                shutil.copytree(HERE / name, target / name, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                shutil.copytree(HERE / name, target / name, ignore=shutil.ignore_patterns(*left_out))
 
 setup(
     name="quicbed",

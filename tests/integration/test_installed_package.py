@@ -8,7 +8,9 @@ wheel: scripts/install.sh builds it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import zipfile
 import subprocess
 import sys
 import sysconfig
@@ -46,15 +48,24 @@ class Installed:
                               text=True, timeout=60, check=True).stdout.strip()
 
 
+def _wheel(base: Path, **environment: str) -> Path:
+    """A wheel built from a copy of the tree (the checkout is left as it is)."""
+    source = base / "source"
+    if not source.exists():
+        shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
+    dist = base / f"dist-{len(list(base.glob('dist-*')))}"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
+                           capture_output=True, text=True, timeout=600, check=False,
+                           env={**os.environ, **environment})
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = dist.glob("quicbed-*.whl")
+    return wheel
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
-    source = base / "source"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"),
-                            str(source)], capture_output=True, text=True, timeout=600, check=False)
-    assert built.returncode == 0, built.stderr[-3000:]
-    (wheel,) = (base / "dist").glob("quicbed-*.whl")
+    wheel = _wheel(base)
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
@@ -111,3 +122,13 @@ def test_a_shipped_experiment_runs_on_ns3_from_outside_the_checkout(installed: I
     assert Path(metadata["experiment_file"]) == installed.shipped / "experiments" / "quickstart.yaml"
     assert metadata["backend"] == "ns3" and metadata["git"] is None, metadata  # not from a checkout
     assert (out / "index.html").is_file()
+
+
+def test_a_students_package_has_the_labs_without_their_solutions(tmp_path: Path) -> None:
+    """QUICBED_STUDENT_PACKAGE=1: every lab's handout, checks and starter files, no solution/."""
+    names = zipfile.ZipFile(_wheel(tmp_path, QUICBED_STUDENT_PACKAGE="1")).namelist()
+    labs = [name for name in names if name.startswith("quicbed/shipped/labs/")]
+    assert not [name for name in labs if "/solution/" in name]
+    for lab in (p for p in (ROOT / "labs").iterdir() if (p / "lab.yaml").is_file()):
+        for kept in ("lab.yaml", "handout.md", "checks.py", "starter/answers.yaml"):
+            assert f"quicbed/shipped/labs/{lab.name}/{kept}" in labs, (lab.name, kept)
