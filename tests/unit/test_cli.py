@@ -221,3 +221,21 @@ def test_doctor_turns_a_failing_check_into_a_line_of_its_own(capsys, monkeypatch
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "Traceback" not in out and "broken" in out and "error" in out
+
+
+def test_readme_tells_one_story_in_a_newcomers_order():
+    """Install and first run, doctor, reading the results, own topology and experiment, labs,
+    Vagrant and several machines, then reference; two commands under "Two commands"; every
+    word the README leans on is in its glossary."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    sections = re.findall(r"(?m)^## (.+)$", readme)
+    assert sections == ["Two commands (fresh Debian 12 or Ubuntu 22.04+, as root)", "Reading `quicbed doctor`",
+                        "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
+                        "Teaching labs", "Vagrant and several machines", "The microVM", "Cleaning up", "Tests",
+                        "Glossary", "Where the rest is"]
+    two = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"(?m)^    (\S.*)$", two) == ["./scripts/quickstart.sh", "./scripts/test.sh"]
+    glossary = readme.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == ["run", "cell", "transport", "BQUIC", "backend", "E1-E5"]
