@@ -31,7 +31,7 @@ def _scaled(folder: Path, factor: float, transport: str) -> None:
 def test_the_second_folder_against_the_first_per_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before, after = make_matrix_folder(tmp_path / "before"), make_matrix_folder(tmp_path / "after")
     _scaled(after, 1.5, "quic")
-    table = compare_folders(before, after, ["goodput"]).table
+    table = compare_folders([before, after], ["goodput"]).table
     assert len(table) == 6  # 3 transports x 2 loss rates, every cell in both
     quic = table[(table["transport"] == "quic") & (table["link.bottleneck.loss"] == "0")].iloc[0]
     assert quic["mean_first"] == pytest.approx(np.mean(GOODPUT["quic"]))
@@ -47,15 +47,56 @@ def test_the_second_folder_against_the_first_per_cell(tmp_path: Path, capsys: py
     assert len(pd.read_csv(csv)) == 6
 
 
-def test_folders_of_other_matrices_or_without_shared_runs_are_refused(tmp_path: Path) -> None:
-    first = make_matrix_folder(tmp_path / "a")
-    other = make_matrix_folder(tmp_path / "b")
-    lines = [json.loads(line) for line in (other / "results.jsonl").read_text().splitlines()]
+def _without_loss_axis(folder: Path, loss: float = 0) -> Path:
+    """The folder as an experiment that varies only the transport, at one loss rate."""
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    kept = []
     for record in lines:
-        record["cell"] = {"transport": record["cell"]["transport"]}  # no loss axis
-    (other / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    with pytest.raises(ReportError, match="cells can only be matched on the same axes"):
-        compare_folders(first, other, ["goodput"])
+        if record["cell"]["link.bottleneck.loss"] == loss:
+            record["cell"] = {"transport": record["cell"]["transport"]}
+            kept.append(record)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    experiment = json.loads((folder / "experiment.yaml").read_text())
+    experiment["matrix"] = {"transport": experiment["matrix"]["transport"]}
+    (folder / "experiment.yaml").write_text(json.dumps(experiment))
+    metadata = json.loads((folder / "metadata.json").read_text())
+    metadata["experiment"] = experiment
+    (folder / "metadata.json").write_text(json.dumps(metadata))
+    return folder
+
+
+def test_folders_of_other_experiments_match_on_shared_axes_with_the_rest_held(tmp_path: Path) -> None:
+    """A folder that varies loss against one that does not: refused until --where holds loss at
+    one value, then matched on the transport alone."""
+    first = make_matrix_folder(tmp_path / "a")
+    other = _without_loss_axis(make_matrix_folder(tmp_path / "b"))
+    with pytest.raises(ReportError, match=r"varies link.bottleneck.loss \(0, 2\) and another folder does not: .*"
+                                          r"--where link.bottleneck.loss=0"):
+        compare_folders([first, other], ["goodput"])
+    comparison = compare_folders([first, other], ["goodput"], where={"link.bottleneck.loss": "0"})
+    assert comparison.axes == ["transport"] and len(comparison.table) == 3
+    assert comparison.table["gain"].to_numpy() == pytest.approx([0, 0, 0])
+    with pytest.raises(ReportError, match="no counted run has link.bottleneck.loss=7"):
+        compare_folders([first, other], ["goodput"], where={"link.bottleneck.loss": "7"})
+    with pytest.raises(ReportError, match="--where hops: no folder varies it"):
+        compare_folders([first, other], ["goodput"], where={"hops": "2"})
     with pytest.raises(ReportError, match="share no cell with a counted run of nonsense"):
-        compare_folders(first, make_matrix_folder(tmp_path / "c"), ["nonsense"])
-    assert not math.isnan(compare_folders(first, first, ["goodput"]).table["gain"].iloc[0])
+        compare_folders([first, make_matrix_folder(tmp_path / "c")], ["nonsense"])
+
+
+def test_three_folders_against_the_first_with_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folders = [make_matrix_folder(tmp_path / name) for name in ("base", "faster", "slower")]
+    _scaled(folders[1], 1.5, "quic")
+    _scaled(folders[2], 0.5, "quic")
+    comparison = compare_folders(folders, ["goodput"])
+    quic = comparison.table[(comparison.table["transport"] == "quic")
+                            & (comparison.table["link.bottleneck.loss"] == "2")].set_index("folder")["gain"]
+    assert quic[str(folders[1])] == pytest.approx(0.5) and quic[str(folders[2])] == pytest.approx(-0.5)
+    assert main(["compare", *map(str, folders), "--metrics", "goodput", "--figures", str(tmp_path / "fig")]) == 0
+    shown = capsys.readouterr().out
+    assert "faster against" in shown and "slower against" in shown and "figures: 1 in" in shown
+    drawn = pd.read_csv(tmp_path / "fig" / "compare-goodput.csv")
+    assert sorted(set(drawn["folder"])) == ["base", "faster", "slower"] and len(drawn) == 18  # 6 cells x 3
+    svg = (tmp_path / "fig" / "compare-goodput.svg").read_text()
+    assert "goodput (Mbit/s)" in svg and "slower" in svg
+    assert main(["compare", str(folders[0]), str(folders[1]), "--where", "nonsense"]) != 0
