@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,19 +227,27 @@ def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> Non
     assert rule["port"] == 8444 and rule["congestion_control"] == "bbr"  # test_port_cc.py: the kernel applies it
 
 
-def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(tmp_path: Path) -> None:
-    """captures: full: the client's capture keeps whole packets and every client appends its
-    TLS secrets (NSS key log) beside it, whatever its stack: aioquic, quinn, Python's ssl."""
+@pytest.fixture(scope="module")
+def full_captures(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, Path]]:
+    """One run per transport (aioquic, TCP, and quinn when built) with captures: full: each run's
+    record and folder."""
     from quicbed.apps.quic.implementations import native_binary
 
+    tmp_path = tmp_path_factory.mktemp("full-captures")
     transports = ["quic", "tcp"] + (["quic-native"] if native_binary() is not None else [])
     exp = _experiment(tmp_path, f"workload: {{object: 300kB}}\nmatrix: {{transport: [{', '.join(transports)}]}}\n"
                                 "captures: full\n")
     out = tmp_path / "out"
     _run_to_completion(exp, out)
-    for line in read_results(out / "results.jsonl"):
+    return [(line, out / "runs" / line["run_id"]) for line in read_results(out / "results.jsonl")]
+
+
+def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(
+        full_captures: list[tuple[dict, Path]], tmp_path: Path) -> None:
+    """captures: full: the client's capture keeps whole packets and every client appends its
+    TLS secrets (NSS key log) beside it, whatever its stack: aioquic, quinn, Python's ssl."""
+    for line, folder in full_captures:
         assert line["status"] == "ok", line
-        folder = out / "runs" / line["run_id"]
         labels = {row.split()[0] for row in (folder / "tls-keys.log").read_text().splitlines()}
         # TLS 1.3 traffic secrets: what Wireshark needs for QUIC's 1-RTT packets and TLS records
         assert {"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"} <= labels, (line["run_id"], labels)
@@ -248,3 +257,36 @@ def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(tmp_
     _run_to_completion(plain, tmp_path / "plain")
     (run,) = (tmp_path / "plain" / "runs").iterdir()
     assert not (run / "tls-keys.log").exists()  # headers-only captures: nothing to decrypt, no secrets kept
+
+
+def _tshark(capture: Path, keys: Path | None, display_filter: str, *fields: str) -> list[list[str]]:
+    command = ["tshark", "-r", str(capture), "-Y", display_filter, "-T", "fields"]
+    command += [option for field in fields for option in ("-e", field)]
+    if keys is not None:
+        command += ["-o", f"tls.keylog_file:{keys}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return [row.split("\t") for row in result.stdout.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark missing (scripts/install.sh installs it with "
+                                                             "the test packages: apt install tshark)")
+def test_wireshark_decrypts_the_full_captures_with_the_key_log(full_captures: list[tuple[dict, Path]]) -> None:
+    """What docs/results.md promises (wireshark -o tls.keylog_file:tls-keys.log client.pcap): tshark reads the requests.
+    HTTP/2: the request's path in its decoded headers. HTTP/3: the client's and the server's
+    HEADERS frames and the response's stream (tshark 4.0 does not decode QPACK); without the key
+    log, none of it."""
+    for line, folder in full_captures:
+        capture, keys = folder / "client.pcap", folder / "tls-keys.log"
+        if line["transport"]["kind"] == "tcp":
+            headers = _tshark(capture, keys, "http2.header", "http2.header.value")
+            assert any("/bulk/300kB.bin" in row[0].split(",") for row in headers), (line["run_id"], headers[:3])
+            assert not _tshark(capture, None, "http2.header", "http2.header.value")
+            continue
+        frames = _tshark(capture, keys, "http3.frame_type", "udp.dstport", "http3.frame_type")
+        server_port = str(json.loads((folder / "client.json").read_text())["server"]["port"])
+        headers_to = {port for port, types in frames if "1" in types.split(",")}
+        assert server_port in headers_to and headers_to - {server_port}, (line["run_id"], frames[:5])
+        # the response's stream in (at least) one packet per 1500 bytes of the object
+        response = _tshark(capture, keys, f"quic.stream.stream_id == 0 and udp.srcport == {server_port}", "frame.number")
+        assert len(response) >= 300_000 / 1500, (line["run_id"], len(response))
+        assert not _tshark(capture, None, "http3", "http3.frame_type"), line["run_id"]
