@@ -305,3 +305,18 @@ def test_captures_are_on_off_or_full(tmp_path):
     assert not off.captures and not off.full_captures
     with pytest.raises(SpecError, match=r"captures must be true, false or full, got 'all'"):
         load_experiment(write(tmp_path, GOOD + "captures: all\n"))
+
+
+TIME_METRICS = ("download_time", "total_time", "connect_time", "ttfb")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_experiment_names_its_headline_time(path):
+    """Which time a study compares is explicit: a headline metric in every shipped file, and a
+    word on why that time (download_time leaves the connection set-up out, total_time has it)."""
+    experiment = load_experiment(path)
+    assert experiment.study is not None and experiment.study.headline is not None, path.name
+    metric = experiment.study.headline.metric
+    text = path.read_text()
+    if metric in TIME_METRICS:
+        assert "set-up" in text, f"{path.name}: say why {metric} (with or without the connection set-up)"
