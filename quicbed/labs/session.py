@@ -26,6 +26,7 @@ from quicbed.errors import QuicbedError, SpecError
 from quicbed.host.vm import inside_vm
 from quicbed.labs.catalogue import Lab
 from quicbed.labs.checking import CannotCheck, Verdict
+from quicbed.results import RESULTS_FILE
 from quicbed.runner.folder import latest_records, read_results
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.loader import load_topology
@@ -58,7 +59,7 @@ class ExperimentOutcome:
     def read(cls, file: Path, folder: Path, status: int) -> ExperimentOutcome:
         metadata_file = folder / "metadata.json"
         metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
-        return cls(file, folder, status, latest_records(read_results(folder / "results.jsonl")), metadata)
+        return cls(file, folder, status, latest_records(read_results(folder / RESULTS_FILE)), metadata)
 
     def runs(self, **cell: Any) -> list[dict[str, Any]]:
         """Measured (non-warm-up) runs whose cell has these values, e.g. ``transport="tcp"``;
@@ -212,7 +213,7 @@ class CheckSession:
                     saved.write(line)
                     if SHOWN_RUN_LINES.match(line):  # progress and problems; the report's tables stay in the log
                         self.log("  " + line.rstrip())
-        if not (out / "results.jsonl").exists():
+        if not (out / RESULTS_FILE).exists():
             raise QuicbedError(f"quicbed run {name} stopped (exit {process.returncode}) before any run: "
                                f"see {out.parent / (path.stem + '.log')}")
         outcome = ExperimentOutcome.read(path, out, process.returncode)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quicbed.errors import QuicbedError
-from quicbed.results import read_records
+from quicbed.results import RESULTS_FILE, read_records
 from quicbed.spec.experiment import Experiment, Run, RunSequence
 from quicbed.spec.shard import Shard
 
@@ -73,7 +73,7 @@ def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tup
     """Median duration of the finished runs of earlier folders of experiment ``name`` under
     ``results_root`` (newest folders first, up to ESTIMATE_RUNS runs), and how many runs."""
     durations: list[float] = []
-    folders = sorted(results_root.glob(f"{name}-*/results.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+    folders = sorted(results_root.glob(f"{name}-*/{RESULTS_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if results_root.is_dir() else []
     for results in folders:
         try:
