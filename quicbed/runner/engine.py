@@ -165,7 +165,7 @@ class Progress:
         left = (time.monotonic() - self.started) / self.measured * (self.total - self.done)
         return f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
 
-    def finished(self, run: Run, record: dict[str, Any]) -> None:
+    def finished(self, run: Run, record: RunRecord) -> None:
         self.done += 1
         self.measured += 1
         line = f"[{self.done:>{len(str(self.total))}}/{self.total}] {run.run_id} {run.label}: {result_text(record)}"
@@ -187,20 +187,20 @@ class Progress:
             self.bar.stop()
 
 
-def result_text(record: dict[str, Any]) -> str:
-    if record["status"] == "failed":
-        return f"FAILED: {record['error']}"
+def result_text(record: RunRecord) -> str:
+    if record.status == "failed":
+        return f"FAILED: {record.error}"
     shown = []
     for name in RESULT_LINE_METRICS:
-        if name in record["metrics"]:
+        if name in record.metrics:
             entry = metric(name)
-            shown.append(f"{entry.label} {entry.show(record['metrics'][name]):.3g}{' ' + entry.unit if entry.unit else ''}")
+            shown.append(f"{entry.label} {entry.show(record.metrics[name]):.3g}{' ' + entry.unit if entry.unit else ''}")
     text = ", ".join(shown) or "ok"
-    if record["status"] == "invalid":
-        text = f"INVALID ({'; '.join(record['invalid_reasons'])}): {text}"
-    unknown = record.get("cpu_unknown_reasons")
+    if record.status == "invalid":
+        text = f"INVALID ({'; '.join(record.invalid_reasons)}): {text}"
+    unknown = record.cpu_unknown_reasons
     text += f" [CPU state unknown: {unknown[0]}]" if unknown else ""
-    return text + (" [warm-up]" if record["warmup"] else "")
+    return text + (" [warm-up]" if record.warmup else "")
 
 
 class ExperimentRunner:
@@ -322,7 +322,7 @@ class ExperimentRunner:
                     progress.starting(run)
                     record = self._one_run(run, keeper, folder)
                     record = self._make_again(run, record, keeper, folder)
-                    setattr(summary, record["status"], getattr(summary, record["status"]) + 1)
+                    setattr(summary, record.status, getattr(summary, record.status) + 1)
                     progress.finished(run, record)
                 status = "complete"
             except BaseException as error:
@@ -337,7 +337,7 @@ class ExperimentRunner:
         return summary
 
     def _make_again(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
-                    folder: ResultsFolder) -> dict[str, Any]:
+                    folder: ResultsFolder) -> RunRecord:
         """Make a run that does not count again: an invalid one up to ``validity.reruns`` times, so
         that its cell ends with the repetitions asked for, a failed one up to
         ``validity.retry_failed`` times (a fault, such as a process it depends on dying, closed
@@ -345,19 +345,19 @@ class ExperimentRunner:
         are named in the record; a warm-up run is never made again."""
         budget = {"invalid": self.experiment.validity.reruns, "failed": self.experiment.validity.retry_failed}
         earlier: list[dict[str, Any]] = []
-        while not run.warmup and record["status"] in budget and \
-                sum(1 for attempt in earlier if attempt["status"] == record["status"]) < budget[record["status"]]:
+        while not run.warmup and record.status in budget and \
+                sum(1 for attempt in earlier if attempt["status"] == record.status) < budget[record.status]:
             earlier.append(_attempt_summary(len(earlier) + 1, record))
             if self.progress is not None:
-                why = record["error"] if record["status"] == "failed" else "; ".join(record["invalid_reasons"])
-                self.progress.note(f"{run.run_id} {record['status']} ({why}): making it again "
+                why = record.error if record.status == "failed" else "; ".join(record.invalid_reasons)
+                self.progress.note(f"{run.run_id} {record.status} ({why}): making it again "
                                    f"(attempt {len(earlier) + 1})")
             raise_if_interrupted()
             record = self._one_run(run, keeper, folder, earlier)
         return record
 
     def _one_run(self, run: Run, keeper: NetworkKeeper, folder: ResultsFolder,
-                 earlier_attempts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 earlier_attempts: list[dict[str, Any]] | None = None) -> RunRecord:
         exp = self.experiment
         transport = exp.transport_of(run.cell)
         record = RunRecord(
@@ -367,7 +367,8 @@ class ExperimentRunner:
             competitor=rival.describe() if (rival := exp.competitor_of(run.cell)) else None,
             client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
             started=time.time(), attempt=1 + len(earlier_attempts or []),
-            earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}").to_dict()
+            earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}")
+        details: dict[str, Any] = {}  # run.json's, beside the record: what the run measured and set
         partial = folder.begin_run(run.run_id)
         try:
             network = keeper.network_for(run)
@@ -378,23 +379,23 @@ class ExperimentRunner:
                 client_record = execution.perform()
                 raise_if_interrupted()  # its processes got the Ctrl-C too: not a result
             finally:
-                record["details"] = {"qdiscs": qdiscs, **execution.details}
+                details = {"qdiscs": qdiscs, **execution.details}
             failed = [client for client in execution.details.get("clients", [])[1:] if not client["ok"]]
             if not client_record.get("ok"):
-                record.update(status="failed", error=f"download failed: {client_record.get('error')}")
+                record.status, record.error = "failed", f"download failed: {client_record.get('error')}"
             elif failed:
-                record.update(status="failed", error=f"{len(failed)} of the other clients failed, e.g. "
-                                                     f"{failed[0]['node']}: {failed[0]['error']}")
-            hops = wireless_hops(network.topology, exp.server, record["client"])
-            record["metrics"] = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor"),
-                                                  execution.details.get("clients")),
-                                 **cpu_metrics(execution.details.get("cpu")),
-                                 **stress_metrics(execution.details.get("stress"))}
-            record["cpu_bound_reasons"] = execution.details.get("cpu_bound_reasons", [])
-            record["cpu_unknown_reasons"] = execution.details.get("cpu_unknown_reasons", [NO_CPU_RECORD])
-            record["invalid_reasons"] = invalid_reasons(record["details"], exp.validity.cpu_bound)
-            if record["status"] == "ok" and record["invalid_reasons"]:
-                record["status"] = "invalid"
+                record.status, record.error = "failed", (f"{len(failed)} of the other clients failed, e.g. "
+                                                         f"{failed[0]['node']}: {failed[0]['error']}")
+            hops = wireless_hops(network.topology, exp.server, str(record.client))
+            record.metrics = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor"),
+                                               execution.details.get("clients")),
+                              **cpu_metrics(execution.details.get("cpu")),
+                              **stress_metrics(execution.details.get("stress"))}
+            record.cpu_bound_reasons = execution.details.get("cpu_bound_reasons", [])
+            record.cpu_unknown_reasons = execution.details.get("cpu_unknown_reasons", [NO_CPU_RECORD])
+            record.invalid_reasons = invalid_reasons(details, exp.validity.cpu_bound)
+            if record.status == "ok" and record.invalid_reasons:
+                record.status = "invalid"
         except (KeyboardInterrupt, SystemExit):
             folder.abandon_run(partial)
             raise
@@ -403,22 +404,22 @@ class ExperimentRunner:
             if full is not None:  # not the run's fault: every next run would fail alike, so stop
                 folder.abandon_run(partial)
                 raise full from None
-            record.update(status="failed", error=f"{type(error).__name__}: {error}" if not isinstance(
-                error, QuicbedError) else str(error))
+            record.status = "failed"
+            record.error = str(error) if isinstance(error, QuicbedError) else f"{type(error).__name__}: {error}"
             with writing(partial / "logs"):
                 (partial / "logs").mkdir(exist_ok=True)
                 (partial / "logs" / "error.txt").write_text(traceback.format_exc())
             keeper.close()  # the network may be in any state: the next run builds a fresh one
-        record["finished"] = time.time()
+        record.finished = time.time()
         with deferred_signals():  # a Ctrl-C now must not separate the folder from its line
-            folder.commit_run(run.run_id, partial, record)
+            folder.commit_run(run.run_id, partial, record, details)
         return record
 
 
-def _attempt_summary(number: int, record: dict[str, Any]) -> dict[str, Any]:
+def _attempt_summary(number: int, record: RunRecord) -> dict[str, Any]:
     """What a run's later attempts keep of an earlier one: how it went and why it did not count."""
-    why = {"error": record["error"]} if record["status"] == "failed" else {"invalid_reasons": record["invalid_reasons"]}
-    return {"attempt": number, "status": record["status"], **why}
+    why = {"error": record.error} if record.status == "failed" else {"invalid_reasons": record.invalid_reasons}
+    return {"attempt": number, "status": record.status, **why}
 
 
 def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from quicbed import atomic
-from quicbed.results import RESULTS_FILE, read_records
+from quicbed.results import RESULTS_FILE, RunRecord, read_records
 from quicbed.errors import QuicbedError
 
 RESULTS = RESULTS_FILE
@@ -190,11 +190,13 @@ class ResultsFolder:
             partial.mkdir()
         return partial
 
-    def commit_run(self, run_id: str, partial: Path, record: dict[str, Any]) -> Path:
-        """Write run.json, move the folder into place, then append the results line."""
+    def commit_run(self, run_id: str, partial: Path, record: RunRecord, details: dict[str, Any]) -> Path:
+        """Write run.json (the record and the run's ``details``), move the folder into place,
+        then append the results line (the record alone)."""
         final = self.runs_dir / run_id  # free: begin_run moved any earlier attempt away
         # paths into the run's folder are kept relative to it: the partial name goes away
-        text = json.dumps({**record, "folder": f"runs/{run_id}"}, default=str).replace(f"{partial}/", "")
+        text = json.dumps({**record.to_dict(), "folder": f"runs/{run_id}", "details": details},
+                          default=str).replace(f"{partial}/", "")
         record = json.loads(text)
         with writing(partial / "run.json"):
             (partial / "run.json").write_text(json.dumps(record, indent=1) + "\n")

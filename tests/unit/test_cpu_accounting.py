@@ -250,8 +250,9 @@ def test_a_run_without_cpu_accounting_records_why_its_cpu_state_is_unknown():
     RunExecution._record_cpu(execution, None, {})  # type: ignore[arg-type]
     assert execution.details["cpu_bound_reasons"] == []
     assert execution.details["cpu_unknown_reasons"] == ["CPU accounting unavailable: no /proc/stat"]
-    record = {"status": "ok", "metrics": {}, "warmup": False, "invalid_reasons": [],
-              "cpu_unknown_reasons": execution.details["cpu_unknown_reasons"]}
+    from quicbed.results import RunRecord
+
+    record = RunRecord("c000-r001", 0, 0, {}, 1, False, cpu_unknown_reasons=execution.details["cpu_unknown_reasons"])
     assert result_text(record).endswith("[CPU state unknown: CPU accounting unavailable: no /proc/stat]")
 
 

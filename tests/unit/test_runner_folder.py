@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.errors import QuicbedError
+from quicbed.results import RunRecord
 from quicbed.runner.folder import ResultsFolder, latest_records, read_results
 
 
@@ -18,8 +19,14 @@ def experiment_file(tmp_path: Path) -> Path:
     return path
 
 
-def _record(run_id: str) -> dict:
-    return {"run_id": run_id, "status": "ok", "metrics": {"goodput": 1e6}, "details": {"big": "x" * 100}}
+def _record(run_id: str) -> RunRecord:
+    return RunRecord(run_id, 0, 0, {}, 1, False, metrics={"goodput": 1e6})
+
+
+def _attempt(status: str, error: str | None = None, invalid_reasons: list[str] | None = None,
+             attempt: int = 1) -> RunRecord:
+    return RunRecord("c000-r001", 0, 0, {}, 1, False, status=status, error=error,
+                     invalid_reasons=invalid_reasons or [], attempt=attempt)
 
 
 def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experiment_file: Path) -> None:
@@ -29,12 +36,13 @@ def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experim
         (partial / "client.json").write_text("{}")
         assert partial.name.startswith(".") and not (out / "runs" / "c000-r001").exists()
         assert read_results(out / "results.jsonl") == []
-        folder.commit_run("c000-r001", partial, {**_record("c000-r001"), "path": f"{partial}/client.json"})
+        folder.commit_run("c000-r001", partial, _record("c000-r001"),
+                          {"big": "x" * 100, "path": f"{partial}/client.json"})
         assert not partial.exists()
     final = out / "runs" / "c000-r001"
     run = json.loads((final / "run.json").read_text())
     assert run["folder"] == "runs/c000-r001" and run["details"]["big"]
-    assert run["path"] == "client.json"  # paths into the run folder are relative to it
+    assert run["details"]["path"] == "client.json"  # paths into the run folder are relative to it
     (line,) = read_results(out / "results.jsonl")
     assert line["run_id"] == "c000-r001" and "details" not in line
     assert (out / "experiment.yaml").read_text() == "name: x\n"
@@ -74,7 +82,7 @@ def test_resume_drops_partial_runs_and_lists_finished_ones(tmp_path: Path, exper
     out = tmp_path / "results"
     with ResultsFolder(out, experiment_file, resume=False) as folder:
         folder.write_metadata({"name": "x"})
-        folder.commit_run("c000-r001", folder.begin_run("c000-r001"), _record("c000-r001"))
+        folder.commit_run("c000-r001", folder.begin_run("c000-r001"), _record("c000-r001"), {})
         leftover = folder.begin_run("c001-r001")  # a run killed half-way
     assert leftover.exists()
     with ResultsFolder(out, experiment_file, resume=True) as folder:
@@ -112,24 +120,24 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     def one_run(run, keeper, folder, earlier=None):
         made.append(list(earlier or []))
         status = next(statuses)
-        return {"status": status, "invalid_reasons": ["ns-3 behind"] if status == "invalid" else [],
-                "attempt": 1 + len(earlier or [])}
+        return _attempt(status, invalid_reasons=["ns-3 behind"] if status == "invalid" else [],
+                        attempt=1 + len(earlier or []))
 
     experiment = Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=Validity(reruns=2))
     runner = ExperimentRunner(experiment, RunnerOptions(out=tmp_path))
     runner._one_run = one_run  # type: ignore[method-assign]
     run = Run(0, 0, {}, 1, False)
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
-    assert record["status"] == "ok" and record["attempt"] == 3
+    assert record.status == "ok" and record.attempt == 3
     assert [len(earlier) for earlier in made] == [0, 1, 2]
     assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
                        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
     # the budget ends the attempts; a warm-up run is never made again
     made.clear()
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
-    assert record["status"] == "invalid" and len(made) == 3
+    assert record.status == "invalid" and len(made) == 3
     warmup = Run(0, 0, {}, 1, True)
-    assert runner._make_again(warmup, {"status": "invalid", "invalid_reasons": []}, None, None)["status"] \
+    assert runner._make_again(warmup, _attempt("invalid"), None, None).status \
         == "invalid"
 
 
@@ -148,8 +156,7 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     def one_run(run, keeper, folder, earlier=None):
         made.append(list(earlier or []))
         status, error = next(outcomes)
-        return {"status": status, "error": error, "invalid_reasons": ["ns-3 behind"] if status == "invalid" else [],
-                "attempt": 1 + len(earlier or [])}
+        return _attempt(status, error, ["ns-3 behind"] if status == "invalid" else [], 1 + len(earlier or []))
 
     def runner_with(validity: Validity) -> ExperimentRunner:
         runner = ExperimentRunner(Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
@@ -160,7 +167,7 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     run = Run(0, 0, {}, 1, False)
     runner = runner_with(Validity(reruns=1, retry_failed=2))
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
-    assert record["status"] == "ok" and record["attempt"] == 4
+    assert record.status == "ok" and record.attempt == 4
     assert made[-1] == [
         {"attempt": 1, "status": "failed", "error": "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"},
         {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
@@ -169,12 +176,12 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     made.clear()
     outcomes = iter([("failed", "a"), ("failed", "b")])
     record = runner_with(Validity(retry_failed=1))._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
-    assert record["status"] == "failed" and len(made) == 2
+    assert record.status == "failed" and len(made) == 2
     outcomes = iter([("failed", "a")])
-    assert runner_with(Validity())._make_again(run, one_run(run, None, None), None, None)["status"] == "failed"  # type: ignore[arg-type]
+    assert runner_with(Validity())._make_again(run, one_run(run, None, None), None, None).status == "failed"  # type: ignore[arg-type]
     warmup = Run(0, 0, {}, 1, True)
-    assert runner_with(Validity(retry_failed=3))._make_again(warmup, {"status": "failed", "error": "x"}, None, None)[
-        "status"] == "failed"  # type: ignore[arg-type]
+    assert runner_with(Validity(retry_failed=3))._make_again(warmup, _attempt("failed", "x"), None, None) \
+        .status == "failed"  # type: ignore[arg-type]
 
 
 def test_a_run_made_again_is_finished_by_its_last_line(tmp_path: Path) -> None:
