@@ -56,6 +56,8 @@ class LiveRun:
     client_packets: list[Any]
     server_address: str
     client_address: str
+    mac: dict[str, Any]  # the channel's statistics of the download (Ns3Network.mac_stats)
+    attempts: list[list[str]]  # why earlier downloads of this profile were not kept
 
 
 def _wait_for(path: Path, process: Any, timeout: float = 20.0) -> None:
@@ -66,12 +68,16 @@ def _wait_for(path: Path, process: Any, timeout: float = 20.0) -> None:
         time.sleep(0.05)
 
 
+#: downloads per profile until the channel kept real time, as the runner makes an invalid run again
+REAL_TIME_ATTEMPTS = 3
+
+
 def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
-              profile: str) -> LiveRun:
+              profile: str, attempt: int) -> LiveRun:
     from quicbed.analysis.packets import read_pcap
 
     client, server = net.node("sta1"), net.node("server")
-    run = base / profile
+    run = base / f"{profile}-{attempt}"
     run.mkdir()
     process = server.start(module_argv("quicbed.apps.quic.server", [
         "--root", str(root), "--cert", str(cert), "--key", str(key), "--port", str(PORT),
@@ -82,6 +88,7 @@ def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
     captures.add(server, "eth0")
     captures.add(client, "wlan0")
     captures.start()
+    net.reset_stats()
     try:
         client.run(module_argv("quicbed.apps.quic.client", [
             "--host", server.address, "--port", str(PORT), "--ca-cert", str(cert),
@@ -90,13 +97,14 @@ def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
     finally:
         stats = captures.stop()
         process.stop()  # SIGTERM: the server closes its connections and writes its stats line
+    mac = net.mac_stats()
     record = json.loads((run / "client.json").read_text())
     lines = (run / "stats.jsonl").read_text().splitlines() if (run / "stats.jsonl").exists() else []
     return LiveRun(profile=profile, record=record, server_stats=[json.loads(x) for x in lines],
                    capture_stats=stats,
                    server_packets=[p for p in read_pcap(captures.path("server-eth0")) if p.proto == "udp"],
                    client_packets=[p for p in read_pcap(captures.path("sta1-wlan0")) if p.proto == "udp"],
-                   server_address=server.address, client_address=client.address)
+                   server_address=server.address, client_address=client.address, mac=mac, attempts=[])
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +116,31 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveRun
     with Ns3Network(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) as net:
         cert, key = certs.write(base / "tls", [net.node("server").address, "localhost"])
         for profile in ("quic", "bquic"):
-            results[profile] = _download(net, base, root, cert, key, profile)
+            earlier: list[list[str]] = []
+            for attempt in range(1, REAL_TIME_ATTEMPTS + 1):
+                run = _download(net, base, root, cert, key, profile, attempt)
+                if run.mac["valid"]:
+                    break
+                earlier.append(run.mac["invalid_reasons"])
+                print(f"{profile} download {attempt} made again: {run.mac['invalid_reasons']}")
+            else:
+                raise AssertionError(f"the channel kept real time in none of {REAL_TIME_ATTEMPTS} {profile} "
+                                     f"downloads: {earlier}")
+            run.attempts = earlier
+            results[profile] = run
     yield results
+
+
+def _channel_drops(mac: dict[str, Any]) -> dict[str, int]:
+    """Frames the channel dropped, by where: each radio's MAC (retry limit, lifetime) and queue,
+    each cable's queue, the TAP path."""
+    drops = {f"{radio} {kind}": entry[kind] for radio, entry in mac["radios"].items()
+             for kind in ("mac_drops", "queue_drops") if entry[kind]}
+    drops |= {f"{wire} {direction} queue": counters.get("queue_drops", 0) for wire, sides in mac["wires"].items()
+              for direction, counters in sides.items() if counters.get("queue_drops")}
+    drops |= {f"TAP {kind}": mac["tap"][kind] for kind in ("rx_drops", "tx_drops")
+              if mac.get("tap", {}).get(kind)}
+    return drops
 
 
 def _data_departures(run: LiveRun) -> list[Any]:
@@ -150,10 +181,12 @@ def test_captures_are_complete(runs: dict[str, LiveRun]) -> None:
         sent = _data_departures(run)
         from_server = [p for p in run.server_packets if p.src == run.server_address]
         assert sum(p.payload_len for p in from_server) > SIZE
-        # nothing is lost on this path (MAC retries, large queues): the client saw every data packet
+        # the client's capture has every data packet but those the channel says it dropped (MAC
+        # retries and large queues make that rare: none in most downloads)
         received = [p for p in run.client_packets if p.src == run.server_address
                     and p.payload_len > DATA_PAYLOAD]
-        assert len(received) == len(sent)
+        dropped = _channel_drops(run.mac)
+        assert 0 <= len(sent) - len(received) <= sum(dropped.values()), (len(sent), len(received), dropped)
         # the server's packet counter matches what left its interface
         transport = run.server_stats[-1]["transport"]
         assert abs(transport["datagrams_sent"] - len(from_server)) <= 3
