@@ -2,7 +2,7 @@
 
 Reads quicbed's filtered qlog (``quicbed.apps.quic.qlog``) and aioquic's full qlog: both
 are qlog 0.3 JSON (``{"qlog_version": "0.3", "traces": [{"events": [...]}]}``); also
-JSON-SEQ (``.sqlog``, one record per line, qlog 0.4) and gzip-compressed files
+JSON-SEQ (``.sqlog``, RS-separated records, as quinn writes) and gzip-compressed files
 (``.gz``). Event times become float seconds on the epoch clock, the clock of the captures:
 aioquic writes absolute milliseconds; relative and delta times are resolved against
 ``common_fields.reference_time``.
@@ -76,7 +76,7 @@ class QlogTrace:
         return [event for event in self.events if event["name"] in wanted]
 
 
-def _open_text(path: str | os.PathLike[str]) -> str:
+def qlog_text(path: str | os.PathLike[str]) -> str:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
@@ -85,7 +85,7 @@ def _open_text(path: str | os.PathLike[str]) -> str:
 
 def load_qlog(path: str | os.PathLike[str]) -> list[QlogTrace]:
     """Every trace of a qlog file (JSON or JSON-SEQ, optionally gzip-compressed)."""
-    text = _open_text(path)
+    text = qlog_text(path)
     if text.lstrip(" \t\r\n").startswith("\x1e"):  # str.lstrip() would eat RS too
         return [_sequential_trace(text)]
     try:

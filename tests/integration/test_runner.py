@@ -229,14 +229,14 @@ def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def full_captures(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, Path]]:
-    """One run per transport (aioquic, TCP, and quinn when built) with captures: full: each run's
-    record and folder."""
+    """One run per transport (aioquic, TCP, and quinn when built) with captures: full and qlog:
+    each run's record and folder."""
     from quicbed.apps.quic.implementations import native_binary
 
     tmp_path = tmp_path_factory.mktemp("full-captures")
     transports = ["quic", "tcp"] + (["quic-native"] if native_binary() is not None else [])
     exp = _experiment(tmp_path, f"workload: {{object: 300kB}}\nmatrix: {{transport: [{', '.join(transports)}]}}\n"
-                                "captures: full\n")
+                                "captures: full\nqlog: true\n")
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     return [(line, out / "runs" / line["run_id"]) for line in read_results(out / "results.jsonl")]
@@ -257,6 +257,19 @@ def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(
     _run_to_completion(plain, tmp_path / "plain")
     (run,) = (tmp_path / "plain" / "runs").iterdir()
     assert not (run / "tls-keys.log").exists()  # headers-only captures: nothing to decrypt, no secrets kept
+
+
+def test_the_server_qlogs_load_in_qvis(full_captures: list[tuple[dict, Path]]) -> None:
+    """Both QUIC implementations' server qlogs pass qvis' loading rules (quicbed.analysis.qlog_check);
+    quinn's RTT unit is named as a caveat."""
+    from quicbed.analysis.qlog_check import check_qlog
+
+    quic = [(line, folder) for line, folder in full_captures if line["transport"]["kind"] == "quic"]
+    assert quic
+    for line, folder in quic:
+        check = check_qlog(folder / "server.qlog")
+        assert check.problems == [] and check.events > 100, (line["run_id"], check)
+        assert bool(check.caveats) == (line["transport"]["impl"] == "quinn"), check.caveats
 
 
 def _tshark(capture: Path, keys: Path | None, display_filter: str, *fields: str) -> list[list[str]]:
