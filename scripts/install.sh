@@ -57,7 +57,7 @@ required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod 
                    python3 python3-venv python3-pip util-linux libns3-dev g++ make)
 # The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
 vm_packages=(qemu-system-x86 busybox-static file binutils)
-test_packages=(vagrant git nftables tshark)
+test_packages=(vagrant git nftables tshark chromium)
 
 missing_of() {
   local package
