@@ -235,7 +235,25 @@ def test_readme_tells_one_story_in_a_newcomers_order():
                         "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
                         "Teaching labs", "Vagrant and several machines", "The microVM", "Cleaning up", "Tests",
                         "Glossary", "Where the rest is"]
-    two = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    first_screen = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    two, own = first_screen.split("**Then your own network**")
     assert re.findall(r"(?m)^    (\S.*)$", two) == ["./scripts/quickstart.sh", "./scripts/test.sh"]
+    # and on the same screen, the way to one's own topology (each command is run by a test)
+    assert [line.split()[:3] for line in re.findall(r"(?m)^    (\S.*)$", own)] == [
+        ["cp", "topologies/dumbbell.py", "mine.py"], ["quicbed", "topo", "show"], ["quicbed", "run",
+                                                                                   "experiments/quickstart.yaml"]]
     glossary = readme.split("## Glossary", 1)[1].split("\n## ", 1)[0]
     assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == ["run", "cell", "transport", "BQUIC", "backend", "E1-E5"]
+
+
+def test_the_readmes_own_network_steps_work(tmp_path, monkeypatch, capsys):
+    """README's "Then your own network": a copy of dumbbell.py shows and plans from its folder."""
+    import shutil
+
+    shutil.copy(ROOT / "topologies" / "dumbbell.py", tmp_path / "mine.py")
+    monkeypatch.chdir(tmp_path)
+    assert main(["topo", "show", "mine.py", "-p", "delay=25ms"]) == 0
+    assert "delay='25ms' (given)" in capsys.readouterr().out
+    assert main(["run", str(ROOT / "experiments" / "quickstart.yaml"), "--set", "topology.script=mine.py",
+                 "--dry-run"]) == 0
+    assert "topology: mine.py" in capsys.readouterr().out
