@@ -41,6 +41,7 @@ h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #c
 table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
 th { background: #f2f2f2; } td.text, th.text { text-align: left; }
+td:not(.text) { white-space: nowrap; }
 tr.failed td { background: #fde8e8; } tr.invalid td { background: #fff4da; } tr.warmup td { color: #777; }
 figure { display: inline-block; margin: 0.8em 1.5em 1.2em 0; max-width: 46em; vertical-align: top; }
 figure img { max-width: 100%; border: 1px solid #eee; }
