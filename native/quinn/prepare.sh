@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Unpack quinn-proto from crates.io into patched/ and apply quicbed's patches in name order:
 # patches/quinn-proto-pacing-switch.patch (quinn paces every connection and has no setting
-# for it; BQUIC sends without pacing) and patches/quinn-proto-qlog-acks.patch (the ACK
-# ranges in the qlog, so that spurious losses can be counted). Cargo.toml's
+# for it; BQUIC sends without pacing), patches/quinn-proto-qlog-acks.patch (the ACK
+# ranges in the qlog, so that spurious losses can be counted) and
+# patches/quinn-proto-qlog-rtt-ms.patch (RTTs in the qlog in milliseconds, as qlog and qvis
+# read them; quinn 0.11 writes seconds). Cargo.toml's
 # [patch.crates-io] builds against that copy. Idempotent; needs curl (or the crate in
 # cargo's cache), tar, patch.
 set -euo pipefail

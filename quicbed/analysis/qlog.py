@@ -38,9 +38,11 @@ METRIC_FIELDS = ("cwnd", "bytes_in_flight", "ssthresh", "smoothed_rtt", "min_rtt
                  "latest_rtt", "rtt_variance", "pacing_rate")
 _RTT_FIELDS = ("smoothed_rtt", "min_rtt", "latest_rtt", "rtt_variance")
 STATES = ("slow_start", "congestion_avoidance", "recovery")
-#: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs):
-#: quinn logs RTTs in seconds where qlog says milliseconds, and only the fields that changed
+#: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs): quinn
+#: logs only the fields that changed; files written before its RTTs were put in milliseconds
+#: (as qlog says) say SECONDS_NOTE
 QUINN_DESCRIPTION = "quicbed-quinn"
+SECONDS_NOTE = "RTTs in seconds"
 #: and the epoch of the connection's start, to which its event times are relative
 _QUINN_START = re.compile(r"; start (\d+(?:\.\d+)?) s since the epoch")
 #: qlog 0.3's name for the congestion window; aioquic's (and this module's) is ``cwnd``
@@ -58,11 +60,13 @@ class QlogTrace:
     events: list[dict[str, Any]] = field(repr=False)
     #: who wrote it: "quinn" (quicbed's native endpoint) or "unknown" (aioquic and others)
     producer: str = "unknown"
+    #: RTT fields in seconds (quinn's files from before its RTTs were put in milliseconds)
+    rtt_in_seconds: bool = False
 
     @property
     def rtt_unit(self) -> float:
         """Seconds per unit of the RTT fields (qlog: milliseconds; quinn: seconds)."""
-        return 1.0 if self.producer == "quinn" else 1e-3
+        return 1.0 if self.rtt_in_seconds else 1e-3
 
     @property
     def logs_ssthresh(self) -> bool:
@@ -139,14 +143,19 @@ def _sequential_trace(text: str) -> QlogTrace:
     start = _QUINN_START.search(str(header.get("description") or ""))
     if start and "reference_time" not in common:  # quinn's times are relative to the start it names
         common.update(reference_time=float(start.group(1)) * 1000, time_format="relative")
+    producer = _producer(header)
     return QlogTrace(vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
                      odcid=common.get("ODCID") or common.get("group_id"),
-                     events=_normalise(events, common), producer=_producer(header))
+                     events=_normalise(events, common), producer=producer,
+                     rtt_in_seconds=producer == "quinn" and any(SECONDS_NOTE in text for text in _descriptions(header)))
+
+
+def _descriptions(header: Mapping[str, Any]) -> list[str]:
+    return [str(text or "") for text in (header.get("description"), (header.get("trace") or {}).get("description"))]
 
 
 def _producer(header: Mapping[str, Any]) -> str:
-    descriptions = (header.get("description"), (header.get("trace") or {}).get("description"))
-    return "quinn" if any(str(text or "").startswith(QUINN_DESCRIPTION) for text in descriptions) else "unknown"
+    return "quinn" if any(text.startswith(QUINN_DESCRIPTION) for text in _descriptions(header)) else "unknown"
 
 
 def _normalise(events: Iterable[Mapping[str, Any]], common: Mapping[str, Any]

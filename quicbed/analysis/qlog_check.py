@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from quicbed.analysis.qlog import QUINN_DESCRIPTION, qlog_text
+from quicbed.analysis.qlog import QUINN_DESCRIPTION, SECONDS_NOTE, qlog_text
 
 #: the qlog versions qvis reads (QlogSchema02.Defaults.versionAliases)
 QVIS_VERSIONS = ("draft-02", "draft-02-RC1", "qlog-03-WIP", "0.3")
@@ -57,9 +57,10 @@ def check_qlog(path: str | os.PathLike[str]) -> QlogCheck:
     for number, trace in enumerate(traces):
         _check_trace(trace, f"trace {number}" if len(traces) > 1 else "the trace", check)
     descriptions = [str(said or "") for said in (top.get("description"), *(t.get("description") for t in traces))]
-    if any(said.startswith(QUINN_DESCRIPTION) and "RTTs in seconds" in said for said in descriptions):
-        check.caveats.append("RTTs in seconds (quinn's qlog): qvis' congestion graph reads milliseconds and draws "
-                             "them 1000 times too small; quicbed's analysis converts them")
+    if any(said.startswith(QUINN_DESCRIPTION) and SECONDS_NOTE in said for said in descriptions):
+        check.caveats.append("RTTs in seconds (quinn's qlog before quicbed put them in milliseconds): qvis' "
+                             "congestion graph reads milliseconds and draws them 1000 times too small; quicbed's "
+                             "analysis converts them")
     return check
 
 

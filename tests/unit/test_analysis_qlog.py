@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from quicbed.analysis import qlog
@@ -195,6 +196,24 @@ def test_quinn_qlog_units_and_names() -> None:
     summary = qlog.summarize_trace(trace)
     assert summary.phases == {} and summary.states_source == "none"
     assert summary.cwnd_mean > 0
+
+
+def test_a_quinn_file_in_milliseconds_reads_as_the_one_in_seconds(tmp_path: Path) -> None:
+    """quinn's qlog now has RTTs in milliseconds, as qlog says (the rtt-ms patch); its description
+    no longer says "RTTs in seconds". The fixture, rewritten so, reads to the same figures."""
+    text = gzip.decompress((FIXTURES / "quinn" / "server.sqlog.gz").read_bytes()).decode()
+    records = [json.loads(chunk) for line in text.split("\n") for chunk in line.split("\x1e") if chunk.strip()]
+    for record in (records[0], records[0]["trace"]):
+        record["description"] = record["description"].replace("RTTs in seconds, ", "")
+    for event in records[1:]:
+        if event.get("name") == "recovery:metrics_updated":
+            event["data"] = {k: v * 1000 if k in ("min_rtt", "smoothed_rtt", "latest_rtt", "rtt_variance") else v
+                             for k, v in event["data"].items()}
+    path = tmp_path / "server.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(record) + "\n" for record in records))
+    old, new = (qlog.load_trace(p) for p in (FIXTURES / "quinn" / "server.sqlog.gz", path))
+    assert old.rtt_in_seconds and not new.rtt_in_seconds and new.producer == "quinn"
+    pd.testing.assert_frame_equal(qlog.metrics_frame(old), qlog.metrics_frame(new), rtol=1e-6)
 
 
 # --------------------------------------------------------------------------- slow-start exit, spurious losses

@@ -44,10 +44,11 @@ fn force_buffer(socket: &Socket, option: libc::c_int, size: usize) -> bool {
     }
 }
 
-/// Names the producer in every qlog file: quinn 0.11 logs RTTs in seconds (qlog: ms), only the
-/// fields that changed, and ssthresh only from quicbed's controllers once slow start ended;
-/// quicbed.analysis.qlog knows the file by this.
-const QLOG_DESCRIPTION: &str = "quicbed-quinn: RTTs in seconds, changed fields only";
+/// Names the producer in every qlog file: quinn logs only the fields that changed, and ssthresh
+/// only from quicbed's controllers once slow start ended (its RTTs are in milliseconds, as qlog
+/// says, with patches/quinn-proto-qlog-rtt-ms.patch; files from before it say "RTTs in
+/// seconds"); quicbed.analysis.qlog knows the file by this.
+const QLOG_DESCRIPTION: &str = "quicbed-quinn: changed fields only";
 
 /// Streams a connection's qlog (JSON-SEQ) to `DIR/NAME.sqlog` through the transport config.
 pub fn attach_qlog(transport: &mut TransportConfig, dir: Option<&Path>, name: &str, start: Instant) -> Result<Option<PathBuf>, Error> {
