@@ -11,7 +11,7 @@ from rich.table import Table
 
 from quicbed.apps.quic.profiles import TransportProfile, load_profiles
 from quicbed.cli.console import output_console
-from quicbed.spec.experiment import BUILTIN_TRANSPORTS, Transport, load_experiment
+from quicbed.spec.experiment import Transport, builtin_transports, load_experiment
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,29 +43,16 @@ def _what(transport: Transport) -> str:
 def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
     """Every transport: the built-in ones, then those the experiment defines or redefines."""
     profiles = load_profiles()
-    if experiment is not None:
-        transports = load_experiment(experiment).transports
-    else:
-        transports = {name: Transport(name, spec["kind"], spec.get("profile"), spec.get("http", "3"), spec.get("cc"),
-                                      dict(spec.get("knobs", {})), spec.get("impl", "aioquic")
-                                      if spec["kind"] == "quic" else None)
-                      for name, spec in BUILTIN_TRANSPORTS.items()}
+    builtin = builtin_transports()
+    transports = load_experiment(experiment).transports if experiment is not None else builtin
     listed = []
     for name, transport in transports.items():
-        builtin = BUILTIN_TRANSPORTS.get(name)
-        source = "built-in" if builtin is not None and _same(transport, builtin) else str(experiment)
+        source = "built-in" if builtin.get(name) == transport else str(experiment)
         about = profiles[transport.profile].description if transport.kind == "quic" and transport.profile in profiles \
             else "nginx and quicbed's TCP client" if transport.kind == "tcp" else ""
         listed.append({"name": name, "transport": _what(transport), "about": about, "source": source,
                        "spec": transport.describe()})
     return listed
-
-
-def _same(transport: Transport, builtin: dict[str, Any]) -> bool:
-    if transport.kind == "quic":
-        return (transport.kind, transport.profile, transport.knobs, transport.implementation) == (
-            builtin["kind"], builtin.get("profile"), dict(builtin.get("knobs", {})), builtin.get("impl", "aioquic"))
-    return (transport.kind, transport.http, transport.cc) == (builtin["kind"], builtin.get("http"), builtin.get("cc"))
 
 
 def profile_rows(files: list[str]) -> list[dict[str, Any]]:

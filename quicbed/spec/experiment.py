@@ -336,6 +336,12 @@ def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
     return Transport(name, kind, profile, http, cc, dict(knobs), implementation)
 
 
+def builtin_transports() -> dict[str, Transport]:
+    """BUILTIN_TRANSPORTS as the experiment loader reads them (every experiment starts from these)."""
+    doc = LocatedData(Path("(built-in transports)"), BUILTIN_TRANSPORTS, {})
+    return {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
+
+
 def _quic_implementation(doc: LocatedData, spec: dict[str, Any], field: str, profile: str, cc: str | None,
                          knobs: dict[str, Any]) -> str:
     """The transport's QUIC implementation, once its profile with these knobs is known to run there."""
@@ -577,7 +583,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,
                             fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
         setattr(exp, role, node)
-    transports = {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
+    transports = builtin_transports()
     for name, spec in _expect_mapping(doc, data.get("transports"), "transports").items():
         transports[name] = _transport(doc, name, spec, f"transports.{name}")
     exp.transports = transports
