@@ -318,14 +318,24 @@ def test_the_ap_acknowledges_only_what_the_station_got(tmp_path: Path) -> None:
 
 # -- losses on the cable -------------------------------------------------------------------------
 
-def _spurious(run: Download) -> tuple[int, int]:
-    """(server retransmissions of bytes the station already had, all server retransmissions)."""
+def _station_had(run: Download) -> dict[int, float]:
+    """When the station first got each of the server's segments, by sequence number."""
     had: dict[int, float] = {}
     for s in run.station:
         if s.src == run.server_address and s.payload:
             had.setdefault(s.seq, s.time)
-    resent = _resent(run.server, run.server_address)
-    return sum(1 for r in resent if r.seq in had and had[r.seq] < r.time), len(resent)
+    return had
+
+
+def _spurious_resends(run: Download) -> tuple[list[Segment], dict[int, float]]:
+    """The server's retransmissions of bytes the station already had, and when it had them."""
+    had = _station_had(run)
+    return [r for r in _resent(run.server, run.server_address) if r.seq in had and had[r.seq] < r.time], had
+
+
+def _spurious(run: Download) -> tuple[int, int]:
+    """(server retransmissions of bytes the station already had, all server retransmissions)."""
+    return len(_spurious_resends(run)[0]), len(_resent(run.server, run.server_address))
 
 
 #: the sender's counters that tell why it resent (an RTO, a tail loss probe, SACK reneging...)
@@ -337,13 +347,10 @@ def _spurious_evidence(run: Download, first: int = 3) -> str:
     """For a failure message: the sender's reasons to resend, and for the first spurious
     resends when the station had the bytes and what the sender had heard from the AP before
     (its last ACK, SACK blocks, and the silence since then: over ~200 ms means an RTO)."""
-    had: dict[int, float] = {}
-    for s in run.station:
-        if s.src == run.server_address and s.payload:
-            had.setdefault(s.seq, s.time)
+    spurious, had = _spurious_resends(run)
     lines = [", ".join(f"{name} {run.server_netstat.get(name, 0)}" for name in WHY_RESENT)]
     heard = [s for s in run.server if s.src == run.station_address]
-    for resend in [r for r in _resent(run.server, run.server_address) if r.seq in had and had[r.seq] < r.time][:first]:
+    for resend in spurious[:first]:
         before = [s for s in heard if s.time <= resend.time]
         last = before[-1] if before else None
         lines.append(f"seq {resend.seq} resent at {resend.time:.4f} (station had it since {had[resend.seq]:.4f}); "
