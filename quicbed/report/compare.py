@@ -158,7 +158,7 @@ def _cell_label(key: str) -> str:
 
 
 def _short_names(paths: Sequence[Path]) -> list[str]:
-    """Folder names, with their parents where two are alike."""
+    """Folder names, or the whole paths when two folders have the same name."""
     names = [path.name for path in paths]
     if len(set(names)) == len(names):
         return names
