@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: 
 FIN, SYN, RST, PSH, ACK, ECE = 0x01, 0x02, 0x04, 0x08, 0x10, 0x40
 MSS = 1448
 MAX_RESENDS = 4  # FastAck::MAX_RESENDS
+FIRST_TIMEOUT_MS = 300  # FastAck's repair timer, first expiry
 SERVER, STATION = (0x0A000001, 8000), (0x0A000002, 40000)  # 10.0.0.1:8000, 10.0.0.2:40000
 SERVER_ISN, STATION_ISN = 5000, 90000
 BASE = SERVER_ISN + 1  # the server's first data byte
@@ -331,6 +332,36 @@ def test_a_hole_before_the_ap_gets_duplicate_acks_with_what_the_station_has(mode
     stats = model.stats()
     assert (stats["duplicate_acks_sent"], stats["out_of_order"]) == (2, 2)  # both arrived above the hole
     assert acks(model.sender(flow.data(MSS)) + model.air()) == [4 * MSS]  # the repair fills it
+
+
+def test_a_mac_drop_above_a_hole_is_reported_in_its_place_once_repaired(model: Model) -> None:
+    """A frame the MAC gave up on, above a hole before the AP: the AP queues it again, and
+    until that copy arrives the sender hears nothing of what came after it (as if the MAC kept
+    trying it). Reported at once, the segments behind it were SACKed first and the sender's
+    RACK resent the dropped one, which the station then had twice."""
+    flow = Connection(model)
+    flow.send(0, 2 * MSS, 3 * MSS)  # the segment at MSS was lost on the cable
+    assert acks(model.air()) == [MSS]
+    repair = model.drop()  # the segment at 2 MSS: queued again, behind the one at 3 MSS
+    assert [s.seq - BASE for s in repair.of("radio")] == [2 * MSS] and not repair.of("to_sender")
+    assert not model.air().of("to_sender")  # 3 MSS reached the station: not reported yet
+    answers = model.air().of("to_sender")  # the repair: both, in the sender's order
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == \
+        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)])]
+    assert model.stats()["mac_drops_repaired"] == 1
+
+
+def test_a_mac_drop_the_full_queue_cannot_repair_is_resent_by_the_timer(model: Model) -> None:
+    """With no room for the repair the station's MAC moves past the dropped frame; the AP
+    still repairs it, from its timer, and the sender hears of nothing but the result."""
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.do("capacity 1")
+    assert not model.drop().of("radio")  # refused: the queue still holds the segment at MSS
+    assert not model.air().of("to_sender")
+    model.do("capacity 10")
+    assert [s.seq - BASE for s in model.wait(FIRST_TIMEOUT_MS).of("radio")] == [0]
+    assert acks(model.air()) == [2 * MSS]
 
 
 def test_without_sack_the_duplicates_carry_no_blocks(model: Model) -> None:

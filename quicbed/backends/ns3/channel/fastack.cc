@@ -637,7 +637,6 @@ FastAck::Dropped(const std::vector<uint8_t>& ip)
     Flow& flow = *found;
     uint32_t seq = flow.base + held->first;
     SetCopy(flow, held, Copy::Dropped);
-    ScheduleAcks(flow); // the station's MAC moves past it
     // not from inside the MAC's drop notification: the queue is the MAC's own
     Simulator::ScheduleNow(&FastAck::ResendDropped, this, flow.key, flow.id, seq);
 }
@@ -656,14 +655,20 @@ FastAck::ResendDropped(Key key, uint64_t id, uint32_t seq)
         return;
     }
     Resent outcome = Resend(*flow, held);
+    if (outcome == Resent::GaveUp)
+    {
+        return;
+    }
     if (outcome == Resent::Sent)
     {
         macDropsRepaired++;
     }
-    if (outcome != Resent::GaveUp)
+    else
     {
-        Arm(*flow);
+        held->second.copyId = 0; // none queued: the station's MAC moves past it; the timer resends it
     }
+    Arm(*flow);
+    ScheduleAcks(*flow);
 }
 
 void
@@ -772,12 +777,17 @@ FastAck::DeliverInOrder(Flow& flow)
     {
         auto [offset, copyId] = flow.order.front();
         HeldAt it = flow.held.find(offset);
-        if (it != flow.held.end() && it->second.copyId == copyId)
+        // a copy the AP queued again (after a MAC drop, or the sender's) takes this one's place
+        // while the station lacks the segment: the sender hears of it in its first place, as if
+        // the MAC had kept trying it, and sees no hole for the AP's own repair to fill
+        bool replaced = it != flow.held.end() && it->second.copyId != copyId && it->second.copyId != 0 &&
+                        !it->second.atStation;
+        if (it != flow.held.end() && (it->second.copyId == copyId || replaced))
         {
             Held& held = it->second;
-            if (held.copy == Copy::Queued)
+            if (held.copy == Copy::Queued || (held.copy == Copy::Dropped && held.copyId != 0))
             {
-                break; // the MAC still tries it: the station's reorder buffer waits for it
+                break; // the MAC still tries it, or the AP is about to: the station's reorder buffer waits
             }
             bool arrived = held.copy == Copy::Aired && !held.atStation;
             held.atStation = held.atStation || arrived;
