@@ -17,6 +17,8 @@ from quicbed.apps.objects import load_manifest, page_objects
 from quicbed.errors import QuicbedError
 
 S = TypeVar("S")
+#: how a client connects: a new connection, TLS session resumption, and resumption with 0-RTT data
+RESUMPTION_MODES = ("none", "ticket", "0rtt")
 
 
 def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, parallel_help: str) -> None:
@@ -41,6 +43,11 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
     tls.add_argument("--keylog", type=Path, help="append the TLS secrets to this file in NSS key log format "
                      "(Wireshark: tls.keylog_file), to decrypt the captures")
+    tls.add_argument("--resumption", choices=RESUMPTION_MODES, default="none",
+                     help="none: a new connection; ticket: a priming connection receives a session ticket "
+                          "and the measured one resumes with it; 0rtt: the same, its requests sent as 0-RTT "
+                          "data (the record's times are the measured connection's; the native QUIC client "
+                          "only)")
 
 
 @dataclass(kw_only=True)
@@ -59,8 +66,15 @@ class RequestSettings:
     keylog: Path | None = None  # NSS key log file the TLS secrets are appended to
     page: str | None = None
     label: str | None = None
+    resumption: str = "none"
 
-    def check(self) -> None:
+    def check(self, resumptions: tuple[str, ...] = ("none",)) -> None:
+        """Raise a QuicbedError for a setting out of range; ``resumptions``: the modes this
+        client can make."""
+        if self.resumption not in resumptions:
+            raise QuicbedError(f"--resumption {self.resumption}: this client makes new connections only; the "
+                               "native QUIC client (python -m quicbed.apps.quic.native client) resumes, with ticket "
+                               "or 0rtt")
         if not self.paths:
             raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
         if self.parallel < 1:
@@ -73,7 +87,8 @@ def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     """:class:`RequestSettings`'s fields from the arguments of :func:`add_request_arguments`."""
     return {"host": args.host, "port": args.port, "paths": requested_paths(args), "parallel": args.parallel,
             "timeout": args.timeout, "server_name": args.server_name, "ca_file": args.ca_cert,
-            "insecure": args.insecure, "keylog": args.keylog, "page": args.page, "label": args.label}
+            "insecure": args.insecure, "keylog": args.keylog, "page": args.page, "label": args.label,
+            "resumption": args.resumption}
 
 
 @dataclass
@@ -128,7 +143,7 @@ def base_record(tool: str, settings: RequestSettings) -> dict[str, Any]:
         "label": settings.label,
         "server": {"host": settings.host, "port": settings.port, "address": None},
         "request": {"page": settings.page, "paths": list(settings.paths), "parallel": settings.parallel,
-                    "timeout": settings.timeout},
+                    "timeout": settings.timeout, "resumption": settings.resumption},
         "started_at": None,  # wall clock, seconds since the epoch
         "handshake_time": None,  # connect -> (TLS/QUIC) handshake complete
         "ttfb": None,  # first request sent -> first response byte

@@ -1,5 +1,8 @@
 //! HTTP/3 client: fetches objects over one connection, at most `parallel` at a time, and
 //! fills in the record quicbed's Python side started (the same record as the aioquic client).
+//! With `request.resumption` (ticket, 0rtt) a priming connection first fetches a missing
+//! object to receive the server's session tickets; the measured connection then resumes
+//! (and with 0rtt sends its requests as 0-RTT data), and the record's times start at it.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -19,9 +22,14 @@ use serde_json::{json, Value};
 use crate::args::Options;
 use crate::common::{self, Error};
 use crate::knobs::Knobs;
+use crate::resumption::{CountingStore, Mode};
 
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const USER_AGENT: &str = concat!("quicbed-quinn/", env!("CARGO_PKG_VERSION"));
+/// what the priming connection asks for: nothing the server has, so its answer is small
+const PRIMING_PATH: &str = "/.quicbed-priming";
+/// how long the priming connection waits for a session ticket after its answer
+const TICKET_WAIT: Duration = Duration::from_secs(1);
 
 struct Settings {
     address: SocketAddr,
@@ -37,6 +45,7 @@ struct Settings {
     socket_buffer: usize,
     qlog_dir: Option<PathBuf>,
     knobs: Knobs,
+    resumption: Mode,
 }
 
 #[derive(Clone, Debug)]
@@ -78,6 +87,7 @@ pub fn main(argv: &[String]) -> Result<bool, Error> {
         socket_buffer: options.parsed("socket-buffer", 4 << 20)?,
         qlog_dir: options.get("qlog-dir").map(PathBuf::from),
         knobs,
+        resumption: Mode::parse(request["resumption"].as_str())?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(fetch(&settings, &mut record));
@@ -98,12 +108,14 @@ pub fn main(argv: &[String]) -> Result<bool, Error> {
 }
 
 async fn fetch(settings: &Settings, record: &mut Value) {
-    let origin = Instant::now();
+    let mut origin = Instant::now();
     record["started_at"] = json!(common::wall_clock());
     record["server"]["address"] = json!(settings.address.ip().to_string());
     record["implementation"] = json!("quinn");
     record["versions"] = common::versions();
     let objects: Arc<Mutex<Vec<ObjectTiming>>> = Arc::default();
+    let store = CountingStore::new();
+    let early: Arc<Mutex<Option<(Instant, bool)>>> = Arc::default(); // 0-RTT: when the handshake ended, accepted
     let mut connection = None;
     let mut endpoint = None;
     let mut handshake_at = None;
@@ -112,14 +124,37 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         let (socket, buffers) = common::bound_socket(local_address(settings)?, settings.socket_buffer)?;
         record["socket"] = buffers;
         let opened = Endpoint::new(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime))?;
+        let tls = Arc::new(QuicClientConfig::try_from(tls_config(settings, store.clone())?)?);
+        endpoint = Some(opened.clone());
+        if settings.resumption != Mode::None {
+            record["resumption"]["priming"] = prime(settings, &opened, tls.clone(), &store).await;
+            origin = Instant::now(); // the measured connection's times start here
+            record["started_at"] = json!(common::wall_clock());
+        }
         let mut transport = settings.knobs.transport_config(Duration::from_secs(60))?;
         qlog = common::attach_qlog(&mut transport, settings.qlog_dir.as_deref(), "client", origin)?;
-        let mut config = ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls_config(settings)?)?));
+        let mut config = ClientConfig::new(tls);
         config.transport_config(Arc::new(transport));
         let connecting = opened.connect_with(config, settings.address, &settings.server_name)?;
-        endpoint = Some(opened);
-        let established = connecting.await?;
-        handshake_at = Some(Instant::now());
+        let established = match connecting.into_0rtt() {
+            Ok((early_connection, accepted)) if settings.resumption == Mode::ZeroRtt => {
+                let early = early.clone();
+                tokio::spawn(async move {
+                    let accepted = accepted.await;
+                    *early.lock().unwrap() = Some((Instant::now(), accepted));
+                });
+                early_connection
+            }
+            Ok((unwanted, _)) => {
+                unwanted.close(0u32.into(), b"0-RTT not asked for");
+                return Err("a 0-RTT connection was opened unasked".into());
+            }
+            Err(connecting) => {
+                let established = connecting.await?;
+                handshake_at = Some(Instant::now());
+                established
+            }
+        };
         connection = Some(established.clone());
         download(settings, established, objects.clone()).await
     })
@@ -128,6 +163,16 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         Ok(Ok(())) => record["ok"] = json!(true),
         Ok(Err(error)) => record["error"] = json!(error.to_string()),
         Err(_) => record["error"] = json!(format!("timeout after {}s", settings.timeout.as_secs_f64())),
+    }
+    let early = *early.lock().unwrap();
+    if let Some((ended, _)) = early {
+        handshake_at = Some(ended);
+    }
+    if settings.resumption != Mode::None {
+        record["resumption"]["asked"] = json!(settings.resumption.name());
+        record["resumption"]["tickets_received"] = json!(store.received());
+        record["resumption"]["ticket_offered"] = json!(store.offered() > 0);
+        record["resumption"]["early_data_accepted"] = early.map_or(Value::Null, |(_, accepted)| json!(accepted));
     }
     let timings = {
         let mut all = objects.lock().unwrap().clone();
@@ -154,8 +199,49 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         } else if record["objects_completed"].as_u64() != Some(settings.paths.len() as u64) {
             record["ok"] = json!(false);
             record["error"] = json!("not every object completed");
+        } else if settings.resumption != Mode::None && store.offered() == 0 {
+            record["ok"] = json!(false);
+            record["error"] = json!("no session ticket to resume with: the priming connection received none");
         }
     }
+}
+
+/// The priming connection: one request for an object the server does not have, then a wait
+/// for the session tickets; its times (from its own start), never the run's.
+async fn prime(settings: &Settings, endpoint: &Endpoint, tls: Arc<QuicClientConfig>, store: &CountingStore) -> Value {
+    let start = Instant::now();
+    let mut handshake = None;
+    let outcome: Result<u16, Error> = async {
+        let mut config = ClientConfig::new(tls);
+        config.transport_config(Arc::new(settings.knobs.transport_config(Duration::from_secs(60))?));
+        let connection = endpoint.connect_with(config, settings.address, &settings.server_name)?.await?;
+        handshake = Some(Instant::now());
+        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection.clone())).await?;
+        let drive = tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+        let request = http::Request::get(format!("https://{}{PRIMING_PATH}", settings.authority))
+            .header("user-agent", USER_AGENT)
+            .body(())?;
+        let mut stream = sender.send_request(request).await?;
+        stream.finish().await?;
+        let status = stream.recv_response().await?.status().as_u16();
+        while let Some(mut chunk) = stream.recv_data().await? {
+            chunk.advance(chunk.remaining());
+        }
+        let waited = Instant::now();
+        while store.received() == 0 && waited.elapsed() < TICKET_WAIT {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(sender);
+        drive.abort();
+        connection.close(0u32.into(), b"primed");
+        Ok(status)
+    }
+    .await;
+    let offset = |at: Option<Instant>| at.map_or(Value::Null, |t| json!((t - start).as_secs_f64()));
+    json!({
+        "handshake_time": offset(handshake), "total_time": offset(Some(Instant::now())),
+        "status": outcome.as_ref().ok(), "error": outcome.as_ref().err().map(|e| e.to_string()),
+    })
 }
 
 fn local_address(settings: &Settings) -> Result<SocketAddr, Error> {
@@ -233,7 +319,7 @@ fn fill(record: &mut Value, timings: &[ObjectTiming], origin: Instant, handshake
     }
 }
 
-fn tls_config(settings: &Settings) -> Result<rustls::ClientConfig, Error> {
+fn tls_config(settings: &Settings, store: Arc<CountingStore>) -> Result<rustls::ClientConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?;
@@ -248,6 +334,8 @@ fn tls_config(settings: &Settings) -> Result<rustls::ClientConfig, Error> {
     };
     let mut tls = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.resumption = rustls::client::Resumption::store(store);
+    tls.enable_early_data = settings.resumption == Mode::ZeroRtt;
     if let Some(path) = &settings.keylog {
         tls.key_log = Arc::new(FileKeyLog::open(path)?);
     }

@@ -10,6 +10,7 @@ mod cc;
 mod client;
 mod common;
 mod knobs;
+mod resumption;
 mod server;
 
 use std::process::ExitCode;

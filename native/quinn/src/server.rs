@@ -94,6 +94,9 @@ fn tls_config(cert: &Path, key: &Path) -> Result<Arc<QuicServerConfig>, Error> {
         .with_no_client_auth()
         .with_single_cert(chain, key)?;
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    // session tickets (rustls keeps the sessions in memory by default) that allow 0-RTT: quinn
+    // takes early data of any size or none
+    tls.max_early_data_size = u32::MAX;
     Ok(Arc::new(QuicServerConfig::try_from(tls)?))
 }
 

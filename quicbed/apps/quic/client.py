@@ -251,11 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
+def settings_from_arguments(args: argparse.Namespace, resumptions: tuple[str, ...] = ("none",)) -> ClientSettings:
+    """The settings of the arguments, for a client that makes the ``resumptions`` modes."""
     settings = ClientSettings(**request_fields(args), profile=profile_from_arguments(args), bind=args.bind,
                               socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
                               qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode)
-    settings.check()
+    settings.check(resumptions)
     return settings
 
 
