@@ -152,14 +152,17 @@ def headroom(out: Path) -> str:
     return ", ".join(f"{label} {max((m.get(key) or 0) for m in rows):.1%}" for key, label in HEADROOM.items())
 
 
-def figures(out: Path, experiment: dict[str, Any]) -> tuple[list[RunFigures], list[str]]:
-    """Each usable run's figures in the results folder ``out``, and why the others were left out."""
+def figures(out: Path, experiment: dict[str, Any], transports: list[str]) -> tuple[list[RunFigures], list[str]]:
+    """The figures of each usable run of ``transports`` in the results folder ``out``, and why
+    the others were left out."""
     params = experiment["topology"].get("params") or {}
     base_rtt = 2 * parse_time(params.get("delay", "20ms"), "delay")
     queue_bytes = int(params.get("queue_limit", 200)) * PACKET
     files = RunFiles(out)
     found, left_out = [], []
     for row in read_results(out / "results.jsonl"):
+        if row["cell"].get("transport") not in transports:
+            continue
         metrics, name = row.get("metrics") or {}, f"{row['run_id']} ({row['cell'].get('transport')})"
         if row.get("status") != "ok":
             left_out.append(f"{name}: {row.get('status')} {row.get('error') or row.get('invalid_reasons')}")
@@ -235,7 +238,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="step-drop", help="comma-separated shipped trace pairs (default step-drop)")
     parser.add_argument("--transports", default=",".join(TRANSPORTS),
-                        help=f"comma-separated, of {', '.join(TRANSPORTS)} (default: all)")
+                        help=f"comma-separated, of {', '.join(TRANSPORTS)} (default: all); with --analyse, "
+                             "the runs of these only")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--out", type=Path, help="results folder (default: a temporary one, kept)")
     parser.add_argument("--analyse", type=Path, nargs="+", help="only analyse these folders of earlier bench runs")
@@ -252,7 +256,7 @@ def main() -> int:
                        folders[0])
     runs, left_out = [], []
     for folder in folders:
-        found, skipped = figures(folder, experiment)
+        found, skipped = figures(folder, experiment, transports)
         runs += found
         left_out += skipped
     rows = verdicts(runs)

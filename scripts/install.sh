@@ -134,8 +134,8 @@ fi
 
 # The native QUIC endpoint: Rust from the distribution (Debian 12's cargo-web is 1.96; the
 # plain cargo package is too old there), crates from crates.io as pinned in Cargo.lock, and
-# quinn-proto with quicbed's patches: the pacing switch and the ACK ranges in the qlog
-# (native/quinn/prepare.sh needs patch).
+# quinn-proto with quicbed's patches: the pacing switch, pacing at a controller's own rate,
+# the ACK ranges and RTT units in the qlog (native/quinn/prepare.sh needs patch).
 native_min_rust=1.80
 cargo_recent() {
   local version

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Unpack quinn-proto from crates.io into patched/ and apply quicbed's patches in name order:
+# patches/quinn-proto-pacing-rate.patch (a controller with a pacing rate of its own, quicbed's
+# BBR, is paced at it; quinn paces every controller from its window),
 # patches/quinn-proto-pacing-switch.patch (quinn paces every connection and has no setting
 # for it; BQUIC sends without pacing), patches/quinn-proto-qlog-acks.patch (the ACK
 # ranges in the qlog, so that spurious losses can be counted) and

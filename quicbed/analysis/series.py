@@ -5,7 +5,7 @@ Columns: ``time`` (epoch s), ``cwnd``, ``bytes_in_flight`` (bytes), ``smoothed_r
 ``min_rtt`` (s), ``pacing_rate`` (bit/s); NaN where the source cannot say.
 
 - QUIC, the server's qlog (``recovery:metrics_updated``): everything. The pacing rate is
-  the logged one when the stack logs it (quinn's BBR); otherwise the rate the stack's pacer
+  the logged one when the stack logs it (BBR, paced at it); otherwise the rate the stack's pacer
   derives from the window, as it does: quinn 1.25 x cwnd / smoothed RTT, aioquic
   cwnd / smoothed RTT; none when the profile turned pacing off (BQUIC).
 - TCP, the kernel's ``tcp_probe`` events: cwnd x MSS, snd_nxt - snd_una in flight, the

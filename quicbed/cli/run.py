@@ -20,7 +20,7 @@ from quicbed.runner.plan import (
     run_lines,
     summary_lines,
 )
-from quicbed.spec.experiment import Experiment, cautions, load_experiment
+from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.shard import Shard
 
 #: kernel modules the microVM loads for a backend (sch_netem is always loaded)
@@ -165,9 +165,6 @@ def handle(args: argparse.Namespace) -> int:
     plan.backend = backend = choice.backend
     if choice.note:
         print(f"note: {choice.note}", flush=True)
-    for transport in experiment.transports_used():
-        for caution in cautions(transport):
-            print(f"warning: transport {transport.name}: {caution}", file=sys.stderr, flush=True)
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
     if args.retry_failed and not args.resume:

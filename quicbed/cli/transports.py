@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ from rich.table import Table
 
 from quicbed.apps.quic.profiles import TransportProfile, load_profiles
 from quicbed.cli.console import output_console
-from quicbed.spec.experiment import Transport, builtin_transports, cautions, load_experiment
+from quicbed.spec.experiment import Transport, builtin_transports, load_experiment
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,7 +51,7 @@ def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
         about = profiles[transport.profile].description if transport.kind == "quic" and transport.profile in profiles \
             else "nginx and quicbed's TCP client" if transport.kind == "tcp" else ""
         listed.append({"name": name, "transport": _what(transport), "about": about, "source": source,
-                       "spec": transport.describe(), "cautions": cautions(transport)})
+                       "spec": transport.describe()})
     return listed
 
 
@@ -69,8 +68,7 @@ def handle(args: argparse.Namespace) -> int:
     listed = rows(args.experiment)
     added = profile_rows(args.profiles_file)
     if args.json:
-        print(json.dumps({"transports": {row["name"]: {**row["spec"], "source": row["source"],
-                                                       "cautions": row["cautions"]} for row in listed},
+        print(json.dumps({"transports": {row["name"]: {**row["spec"], "source": row["source"]} for row in listed},
                           "profiles": {row["name"]: row for row in added}}, indent=1))
         return 0
     console = output_console()
@@ -81,9 +79,6 @@ def handle(args: argparse.Namespace) -> int:
         table.add_row(str(row["name"]), str(row["transport"]), str(row["about"]),
                       *((str(row["source"]),) if args.experiment else ()))
     console.print(table)
-    for row in listed:
-        for caution in row["cautions"]:
-            print(f"warning: {row['name']}: {caution}", file=sys.stderr)
     if added:
         profiles = Table(title="profiles added by --profiles-file: for the QUIC server and client's --profiles-file; "
                                "in an experiment, a transport's profile and knobs give the same")

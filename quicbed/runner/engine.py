@@ -33,7 +33,7 @@ from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
 from quicbed.runner.folder import ResultsFolder, StorageError, storage_error, writing
 from quicbed.runner.plan import Plan
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
-from quicbed.spec.experiment import Experiment, Run, cautions, topology_for
+from quicbed.spec.experiment import Experiment, Run, topology_for
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.shard import Shard
 from quicbed.spec.topology import Topology
@@ -255,7 +255,6 @@ class ExperimentRunner:
             "format": FORMAT_VERSION,
             "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
             "experiment": {**self._resolved(), "runs": total}, "shard": shard,
-            "cautions": {t.name: found for t in exp.transports_used() if (found := cautions(t))},
             "started": previous.get("started", now), "started_utc": meta.utc(previous.get("started", now)),
             "finished": None, "status": "running",
             "backend": self.backend, "backend_note": self.options.backend_note,

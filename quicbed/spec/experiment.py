@@ -342,20 +342,6 @@ def builtin_transports() -> dict[str, Transport]:
     return {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
 
 
-def cautions(transport: Transport) -> list[str]:
-    """What the transport's QUIC implementation does not do as the namesake of its knobs
-    (quicbed.apps.quic.implementations.cautions); none for TCP."""
-    if transport.kind != "quic":
-        return []
-    from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION
-    from quicbed.apps.quic.implementations import cautions as implementation_cautions
-    from quicbed.apps.quic.profiles import get_profile
-
-    overrides = {**transport.knobs, **({"congestion_control": transport.cc} if transport.cc else {})}
-    profile = get_profile(transport.profile or "quic", (), overrides)
-    return implementation_cautions(profile, transport.implementation or DEFAULT_IMPLEMENTATION)
-
-
 def _quic_implementation(doc: LocatedData, spec: dict[str, Any], field: str, profile: str, cc: str | None,
                          knobs: dict[str, Any]) -> str:
     """The transport's QUIC implementation, once its profile with these knobs is known to run there."""

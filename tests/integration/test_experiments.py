@@ -218,6 +218,23 @@ def test_e3_cc_series_draws_each_controller_against_the_trace(tmp_path: Path) ->
     assert "Grey: the capacity of the trace the download crosses" in (out / "summary.md").read_text()
 
 
+def test_quic_bbr_fits_the_step_drop_path_and_is_paced_at_its_rate(tmp_path: Path) -> None:
+    """quicbed's BBR (native/quinn/src/bbr.rs) over the step-drop trace: its window fits what
+    the path holds, so it loses next to nothing (quinn's BBR lost 8-36 % there and quicbed's
+    none in 6 runs, bench/cc.py), and the qlog carries the pacing rate quinn paces it at."""
+    from quicbed.report.artifacts import RunFiles
+
+    out = tmp_path / "e3-bbr"
+    (line,) = run_lines("e3-cc-series", out, "--set", "matrix.params.trace=[step-drop]",
+                        "--set", "matrix.transport=[quic-bbr]", "--no-report")
+    assert counted_or_late(line), line
+    assert line["metrics"]["loss"] < 0.01, line["metrics"]
+    series = RunFiles(out).sender_series(line["folder"])
+    assert series is not None and series["pacing_rate"].notna().mean() > 0.9
+    # paced at the estimate, not at 1.25 windows per RTT: under 1.5 x the trace's 24 Mbit/s
+    assert series["pacing_rate"].median() < 36e6, series["pacing_rate"].describe()
+
+
 def test_e3_http_versions_fetch_over_the_version_asked_for(tmp_path: Path) -> None:
     out = tmp_path / "e3-http"
     lines = run_lines("e3-http-versions", out, "--set", "matrix.params.trace=[constant-12mbit]",

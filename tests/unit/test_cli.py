@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from quicbed.cli import COMMANDS, main
 
@@ -172,25 +171,6 @@ def test_transports_of_an_experiment_and_profiles_of_a_file(capsys, tmp_path):
     assert profile["knobs"]["ack_every"] == 10 and "pacing" not in profile["knobs"]
     assert main(["transports", "--profiles-file", str(mine)]) == 0
     assert "bquic-paced" in capsys.readouterr().out
-
-
-def test_a_transport_whose_controller_departs_from_its_namesake_is_run_with_a_warning(capsys):
-    """quinn's BBR failed bench/cc.py against Linux's: listing or running it says so, and the
-    shipped E3 files do not run it."""
-    import json
-
-    experiment = ROOT / "experiments" / "e3-cc-series.yaml"
-    assert main(["transports", str(experiment), "--json"]) == 0
-    listed = json.loads(capsys.readouterr().out)["transports"]
-    assert "bench/cc.py" in listed["quic-bbr"]["cautions"][0]
-    assert all(not listed[name]["cautions"] for name in ("quic-cubic", "quic-reno", "tcp-bbr", "quic-native"))
-    assert main(["run", str(experiment), "--dry-run", "--set", "matrix.transport=[quic-bbr]"]) == 0
-    assert "warning: transport quic-bbr: quinn's BBR does not behave as BBR" in capsys.readouterr().err
-    assert main(["run", str(experiment), "--dry-run"]) == 0
-    assert "warning" not in capsys.readouterr().err
-    for name in ("e3-cc-series", "e3-cc-parallel"):
-        matrix = yaml.safe_load((ROOT / "experiments" / f"{name}.yaml").read_text())["matrix"]
-        assert "quic-bbr" not in [*matrix["transport"], *matrix.get("competitor.transport", [])], name
 
 
 def test_dry_run_lists_the_runs(capsys):

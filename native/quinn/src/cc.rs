@@ -1,14 +1,14 @@
 //! Congestion controllers for the profiles' `congestion_control` and
 //! `slow_start_exit_rtt_increase` knobs: NewReno (RFC 9002 section 7) and CUBIC (RFC 9438),
 //! both with the same slow-start exit rule as quicbed's aioquic endpoints. quinn's own
-//! controllers cannot take that rule, so these replace them; `bbr` is quinn's BBR.
+//! controllers cannot take that rule, so these replace them; `bbr` is quicbed's BBR (bbr.rs).
 
 use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quinn::congestion::{BbrConfig, Controller, ControllerFactory, ControllerMetrics};
+use quinn::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use quinn_proto::RttEstimator;
 
 const INITIAL_WINDOW_PACKETS: u64 = 10;
@@ -240,7 +240,7 @@ pub fn factory(name: &str, rtt_increase: Option<f64>) -> Result<Arc<dyn Controll
     match name {
         "reno" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Reno, rtt_increase })),
         "cubic" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Cubic, rtt_increase })),
-        "bbr" if rtt_increase.is_none() => Ok(Arc::new(BbrConfig::default())),
+        "bbr" if rtt_increase.is_none() => Ok(Arc::new(crate::bbr::BbrFactory)),
         "bbr" => Err("slow_start_exit_rtt_increase: BBR leaves its startup by its own bandwidth rule; \
                       set the knob to null with bbr".into()),
         other => Err(format!("congestion_control: {other:?} is not one of reno, cubic, bbr")),

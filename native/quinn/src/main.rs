@@ -6,6 +6,7 @@
 //!     quicbed-quinn version
 
 mod args;
+mod bbr;
 mod cc;
 mod client;
 mod common;

@@ -66,21 +66,6 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
     return refused
 
 
-#: what bench/cc.py measured of quinn's BBR against Linux's (docs/endpoints.md, "Congestion controllers")
-QUINN_BBR_CAUTION = ("quinn's BBR does not behave as BBR: bench/cc.py measured it losing 8-36 % of its packets on "
-                     "the step-drop trace and 28-34 % on markov-drive, where Linux BBR lost 0 and 0.7-1.3 %, with a "
-                     "window about twice what the path holds; its figures describe quinn's implementation, not BBR "
-                     "(docs/endpoints.md, 'Congestion controllers against the kernel's')")
-
-
-def cautions(profile: TransportProfile, implementation: str) -> list[str]:
-    """What ``implementation`` runs with ``profile``, but not as the namesake of a knob value
-    behaves (measured by bench/cc.py): the run is made, with a warning."""
-    if implementation == "quinn" and profile.congestion_control == "bbr":
-        return [QUINN_BBR_CAUTION]
-    return []
-
-
 def require_supported(profile: TransportProfile, implementation: str) -> None:
     """Raise a QuicbedError naming every knob ``implementation`` cannot honour."""
     refused = refusals(profile, implementation)
