@@ -19,6 +19,8 @@ from quicbed.errors import QuicbedError
 S = TypeVar("S")
 #: how a client connects: a new connection, TLS session resumption, and resumption with 0-RTT data
 RESUMPTION_MODES = ("none", "ticket", "0rtt")
+#: what a priming connection asks for: nothing the servers have (the native client's too)
+PRIMING_PATH = "/.quicbed-priming"
 
 
 def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, parallel_help: str) -> None:
@@ -46,8 +48,7 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     tls.add_argument("--resumption", choices=RESUMPTION_MODES, default="none",
                      help="none: a new connection; ticket: a priming connection receives a session ticket "
                           "and the measured one resumes with it; 0rtt: the same, its requests sent as 0-RTT "
-                          "data (the record's times are the measured connection's; the native QUIC client "
-                          "only)")
+                          "data (the record's times are the measured connection's; the QUIC clients only)")
 
 
 @dataclass(kw_only=True)
@@ -73,8 +74,7 @@ class RequestSettings:
         client can make."""
         if self.resumption not in resumptions:
             raise QuicbedError(f"--resumption {self.resumption}: this client makes new connections only; the "
-                               "native QUIC client (python -m quicbed.apps.quic.native client) resumes, with ticket "
-                               "or 0rtt")
+                               "QUIC clients resume, with ticket or 0rtt")
         if not self.paths:
             raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
         if self.parallel < 1:

@@ -1,8 +1,8 @@
-"""Session resumption and 0-RTT on the native QUIC endpoints, over loopback, checked on the
-wire: tshark decrypts the capture with the client's key log and lists each connection's TLS
-handshake messages and QUIC packet types. A new connection's server sends its certificate; a
-resumed one's does not; a 0-RTT one's client sends 0-RTT packets before the handshake ends.
-The clients that cannot resume refuse to."""
+"""Session resumption and 0-RTT on both QUIC implementations (aioquic and the native quinn
+endpoints), over loopback, checked on the wire: tshark decrypts the capture with the client's
+key log and lists each connection's TLS handshake messages and QUIC packet types. A new
+connection's server sends its certificate; a resumed one's does not; a 0-RTT one's client
+sends 0-RTT packets before the handshake ends. The TCP client, which cannot resume, refuses to."""
 
 from __future__ import annotations
 
@@ -22,15 +22,13 @@ import pytest
 
 from quicbed.apps import objects
 from quicbed.apps.quic import certs
-from quicbed.apps.quic.implementations import native_binary
+from quicbed.apps.quic.implementations import IMPLEMENTATIONS, native_binary
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = "/bulk/100kB.bin"
 CERTIFICATE, CERTIFICATE_VERIFY = 11, 15  # TLS handshake message types
 INITIAL, ZERO_RTT = 0, 1  # QUIC long header packet types
 pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(native_binary() is None, reason="the native QUIC endpoint is not built "
-                                                                 "(./scripts/install.sh builds it)"),
               pytest.mark.skipif(shutil.which("tcpdump") is None or shutil.which("tshark") is None,
                                  reason="needs tcpdump and tshark (apt-get install tcpdump tshark)")]
 
@@ -49,36 +47,57 @@ class Fetch:
     connections: list[Connection]  # in the order they started
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    base = tmp_path_factory.mktemp("resumption")
+@pytest.fixture(scope="module", params=["quinn", "aioquic"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    implementation = request.param
+    if implementation == "quinn" and native_binary() is None:
+        pytest.skip("the native QUIC endpoint is not built (./scripts/install.sh builds it)")
+    base = tmp_path_factory.mktemp(f"resumption-{implementation}")
     objects.generate(base / "www", bulk=[100_000], pages=[], seed=1)
     cert, key = certs.write(base / "tls")
     ready = base / "ready.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "quicbed.apps.quic.native", "server", "--root", str(base / "www"), "--cert", str(cert),
-         "--key", str(key), "--host", "127.0.0.1", "--port", "0", "--profile", "quic", "--ready-file", str(ready)],
+        [sys.executable, "-m", *IMPLEMENTATIONS[implementation].server, "--root", str(base / "www"),
+         "--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", "0", "--profile", "quic",
+         "--ready-file", str(ready)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not ready.exists():
         assert process.poll() is None and time.monotonic() < deadline, "the server did not get ready"
         time.sleep(0.05)
-    yield {"base": base, "cert": cert, "port": json.loads(ready.read_text())["port"]}
+    yield {"base": base, "cert": cert, "port": json.loads(ready.read_text())["port"],
+           "client": IMPLEMENTATIONS[implementation].client}
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=15)
 
 
+#: fetches made again when the capture lacks a handshake the client's record says it made: in 2
+#: of 69 runs of this module one capture held one handshake of two, with nearly all the bytes
+#: (cause not found), which alone would fail the module 1 run in 35; three attempts make that
+#: about 1 in 10^6
+ATTEMPTS = 3
+
+
 def _fetch(server: dict[str, Any], resumption: str) -> Fetch:
+    """A download with ``resumption``, captured; made again while the capture misses a connection."""
+    for attempt in range(1, ATTEMPTS + 1):
+        fetch = _fetch_once(server, resumption, f"{resumption}-{attempt}")
+        if len(fetch.connections) >= (1 if resumption == "none" else 2) or not fetch.record.get("ok"):
+            return fetch
+    return fetch
+
+
+def _fetch_once(server: dict[str, Any], resumption: str, name: str) -> Fetch:
     base, port = server["base"], server["port"]
-    pcap, keys, output = (base / f"{resumption}.{suffix}" for suffix in ("pcap", "keys", "json"))
-    dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-Z", "root", "-w", str(pcap), "udp", "port",
-                             str(port)], stderr=subprocess.PIPE, text=True)
+    pcap, keys, output = (base / f"{name}.{suffix}" for suffix in ("pcap", "keys", "json"))
+    dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-Z", "root", "-w", str(pcap),
+                             "udp", "port", str(port)], stderr=subprocess.PIPE, text=True)
     said = ""
     while "listening on" not in said:  # tcpdump's first words once it captures
         ready, _, _ = select.select([dump.stderr], [], [], 10)
         assert ready and dump.poll() is None, f"tcpdump did not start: {said}"
         said += dump.stderr.readline()
-    command = [sys.executable, "-m", "quicbed.apps.quic.native", "client", "--host", "127.0.0.1", "--port", str(port),
+    command = [sys.executable, "-m", *server["client"], "--host", "127.0.0.1", "--port", str(port),
                "--ca-cert", str(server["cert"]), "--server-name", "localhost", "--profile", "quic", "--path", OBJECT,
                "--resumption", resumption, "--keylog", str(keys), "--output", str(output)]
     completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -145,10 +164,8 @@ def test_a_0rtt_connection_sends_its_request_before_the_handshake_ends(server: d
     assert CERTIFICATE not in measured.server_messages
 
 
-@pytest.mark.parametrize("client", ["aioquic", "tcp"])
-def test_clients_that_cannot_resume_refuse(client: str) -> None:
-    module = {"aioquic": "quicbed.apps.quic.client", "tcp": "quicbed.apps.tcp.client"}[client]
-    completed = subprocess.run([sys.executable, "-m", module, "--host", "127.0.0.1", "--path", OBJECT,
-                                "--resumption", "0rtt"], cwd=REPO, capture_output=True, text=True, timeout=60)
+def test_the_tcp_client_refuses_to_resume() -> None:
+    completed = subprocess.run([sys.executable, "-m", "quicbed.apps.tcp.client", "--host", "127.0.0.1", "--path",
+                                OBJECT, "--resumption", "0rtt"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2
     assert "--resumption 0rtt: this client makes new connections only" in completed.stderr

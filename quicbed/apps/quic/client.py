@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import ssl
 import sys
 import time
@@ -32,6 +33,7 @@ from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic import events
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
+from aioquic.tls import SessionTicket
 
 from quicbed import __version__
 from quicbed.apps.quic import aioquic_hooks
@@ -43,6 +45,8 @@ from quicbed.apps.quic.profiles import (
 from quicbed.apps.quic.qlog import QLOG_MODES, QlogWriter, make_qlog_writer
 from quicbed.apps.quic.sockets import DEFAULT_BUFFER, bound_udp_socket, resolve
 from quicbed.apps.record import (
+    PRIMING_PATH,
+    RESUMPTION_MODES,
     ObjectTiming,
     RequestSettings,
     add_request_arguments,
@@ -55,6 +59,7 @@ from quicbed.spec.units import parse_size
 
 USER_AGENT = f"quicbed/{__version__}".encode()
 CLOSE_WAIT = 2.0  # seconds granted to the closing handshake (qlog is written at its end)
+TICKET_WAIT = 1.0  # seconds the priming connection waits for a session ticket after its answer
 
 
 @dataclass(kw_only=True)
@@ -82,6 +87,7 @@ class Http3ClientProtocol(QuicConnectionProtocol):
         self.done: asyncio.Future[None] = self._loop.create_future()
         self.terminated: events.ConnectionTerminated | None = None
         self.handshake_at: float | None = None
+        self.early_data_accepted: bool | None = None
 
     def fetch(self, paths: Sequence[str]) -> asyncio.Future[None]:
         self._queue.extend(paths)
@@ -106,6 +112,7 @@ class Http3ClientProtocol(QuicConnectionProtocol):
     def quic_event_received(self, event: events.QuicEvent) -> None:
         if isinstance(event, events.HandshakeCompleted):
             self.handshake_at = self._loop.time()
+            self.early_data_accepted = event.early_data_accepted
         elif isinstance(event, events.ConnectionTerminated):
             self.terminated = event
             if not self.done.done():
@@ -168,19 +175,30 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
     qlog = make_qlog_writer(settings.qlog_dir, settings.qlog_mode)
     protocol: Http3ClientProtocol | None = None
     transport: asyncio.BaseTransport | None = None
+    tickets: list[SessionTicket] = []
     try:
         family, address = resolve(settings.host, settings.port)
         record["server"]["address"] = address[0]
+        configuration = client_configuration(settings, qlog)
+        if settings.resumption != "none":
+            priming = _prime(settings, family, address, tickets)
+            record["resumption"] = {"asked": settings.resumption, "priming": await asyncio.wait_for(
+                priming, timeout=max(0.0, settings.timeout - (loop.time() - origin)))}
+            if not tickets:
+                raise QuicbedError("no session ticket to resume with: the priming connection received none")
+            # with ticket, the same ticket without the early data it allows
+            configuration.session_ticket = tickets[-1] if settings.resumption == "0rtt" else \
+                dataclasses.replace(tickets[-1], max_early_data_size=None)
+            record["started_at"], origin = time.time(), loop.time()  # the measured connection's times
         sock, buffers = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
         record["socket"] = buffers.to_dict()
-        configuration = client_configuration(settings, qlog)
         connection = QuicConnection(configuration=configuration)
         hooks = aioquic_hooks.install(connection, settings.profile)
         transport, created = await loop.create_datagram_endpoint(
             lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
         protocol = created  # type: ignore[assignment]
         assert protocol is not None
-        run = _run(protocol, address, settings.paths)
+        run = _run(protocol, address, settings.paths, early=settings.resumption == "0rtt")
         await asyncio.wait_for(run, timeout=max(0.0, settings.timeout - (loop.time() - origin)))
         record["ok"] = True
     except asyncio.TimeoutError:
@@ -188,6 +206,10 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
     except (ConnectionError, OSError, QuicbedError) as error:
         record["error"] = str(error) or type(error).__name__
     finally:
+        if "resumption" in record:
+            record["resumption"].update(tickets_received=len(tickets), ticket_offered=bool(tickets),
+                                        early_data_accepted=protocol.early_data_accepted if protocol is not None
+                                        and settings.resumption == "0rtt" else None)
         if protocol is not None:
             if protocol.done.done() and not protocol.done.cancelled():
                 protocol.done.exception()  # retrieved: no "never retrieved" warning
@@ -213,10 +235,42 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
     return record
 
 
-async def _run(protocol: Http3ClientProtocol, address: Any, paths: Sequence[str]) -> None:
+async def _run(protocol: Http3ClientProtocol, address: Any, paths: Sequence[str], early: bool = False) -> None:
+    """Connect and fetch; ``early``: send the requests before the handshake ends (0-RTT)."""
     protocol.connect(address)
-    await protocol.wait_connected()
+    if not early:
+        await protocol.wait_connected()
     await protocol.fetch(paths)
+
+
+async def _prime(settings: ClientSettings, family: int, address: Any, tickets: list[SessionTicket]) -> dict[str, Any]:
+    """The priming connection of a resumed one: a request for an object the server does not
+    have, then up to TICKET_WAIT s for its session tickets (appended to ``tickets``); its own
+    times, never the run's."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    sock, _ = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
+    connection = QuicConnection(configuration=client_configuration(settings, None),
+                                session_ticket_handler=tickets.append)
+    hooks = aioquic_hooks.install(connection, settings.profile)
+    transport, protocol = await loop.create_datagram_endpoint(
+        lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
+    assert isinstance(protocol, Http3ClientProtocol)
+    try:
+        await _run(protocol, address, [PRIMING_PATH])
+        deadline = loop.time() + TICKET_WAIT
+        while not tickets and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+    finally:
+        protocol.close()
+        try:
+            await asyncio.wait_for(protocol.wait_closed(), CLOSE_WAIT)
+        except asyncio.TimeoutError:
+            pass
+        transport.close()
+    (timing,) = protocol.finished
+    return {"handshake_time": None if protocol.handshake_at is None else protocol.handshake_at - start,
+            "total_time": loop.time() - start, "status": timing.status, "error": None}
 
 
 def _fill(record: dict[str, Any], protocol: Http3ClientProtocol, origin: float) -> None:
@@ -251,12 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_arguments(args: argparse.Namespace, resumptions: tuple[str, ...] = ("none",)) -> ClientSettings:
-    """The settings of the arguments, for a client that makes the ``resumptions`` modes."""
+def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
     settings = ClientSettings(**request_fields(args), profile=profile_from_arguments(args), bind=args.bind,
                               socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
                               qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode)
-    settings.check(resumptions)
+    settings.check(RESUMPTION_MODES)
     return settings
 
 

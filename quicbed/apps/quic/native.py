@@ -23,7 +23,7 @@ from quicbed.apps.quic import server as aioquic_server
 from quicbed.apps.quic.implementations import require_native_binary, require_supported
 from quicbed.apps.quic.profiles import profile_from_arguments
 from quicbed.apps.quic.sockets import resolve
-from quicbed.apps.record import RESUMPTION_MODES, base_record, wait_for_start
+from quicbed.apps.record import base_record, wait_for_start
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
 
@@ -56,7 +56,7 @@ def client_argv(argv: Sequence[str]) -> list[str]:
     parser.prog = "python -m quicbed.apps.quic.native client"
     parser.description = "Fetch objects over HTTP/3 (quinn) and record timings."
     args = parser.parse_args(argv)
-    settings = aioquic_client.settings_from_arguments(args, RESUMPTION_MODES)
+    settings = aioquic_client.settings_from_arguments(args)
     require_supported(settings.profile, "quinn")
     binary = require_native_binary()
     _, address = resolve(settings.host, settings.port)

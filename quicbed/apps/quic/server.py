@@ -33,6 +33,7 @@ from aioquic.h3.events import HeadersReceived
 from aioquic.quic import events
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
+from aioquic.tls import SessionTicket
 
 from quicbed.apps.objects import content_type
 from quicbed.apps.quic import aioquic_hooks
@@ -213,6 +214,21 @@ class RunningServer:
             self.state.qlog.close()
 
 
+class SessionTickets:
+    """The TLS session tickets the server issued, each usable once (so a 0-RTT request cannot
+    be replayed with it): what lets a client resume, with or without 0-RTT data, as long as
+    the server runs."""
+
+    def __init__(self) -> None:
+        self._tickets: dict[bytes, SessionTicket] = {}
+
+    def add(self, ticket: SessionTicket) -> None:
+        self._tickets[ticket.ticket] = ticket
+
+    def pop(self, label: bytes) -> SessionTicket | None:
+        return self._tickets.pop(label, None)
+
+
 async def start_server(settings: ServerSettings) -> RunningServer:
     """Bind, listen and return; the caller runs the loop and calls close()."""
     aioquic_hooks.require_compatible()
@@ -224,9 +240,11 @@ async def start_server(settings: ServerSettings) -> RunningServer:
     state = ServerState(settings=settings, root=root, qlog=qlog)
     sock, buffers = bound_udp_socket(settings.host, settings.port, settings.socket_buffer)
     loop = asyncio.get_running_loop()
+    tickets = SessionTickets()
     transport, server = await loop.create_datagram_endpoint(
         lambda: QuicServer(configuration=configuration,
-                           create_protocol=functools.partial(Http3ServerProtocol, state=state)),
+                           create_protocol=functools.partial(Http3ServerProtocol, state=state),
+                           session_ticket_fetcher=tickets.pop, session_ticket_handler=tickets.add),
         sock=sock)
     return RunningServer(transport=transport, server=server, state=state,  # type: ignore[arg-type]
                          address=sock.getsockname(), buffers=buffers)
