@@ -16,7 +16,7 @@ from quicbed import __version__
 from quicbed.apps.objects import load_manifest, page_objects
 from quicbed.errors import QuicbedError
 
-S = TypeVar("S")
+S = TypeVar("S", bound="RequestSettings")
 #: how a client connects: a new connection, TLS session resumption, and resumption with 0-RTT data
 RESUMPTION_MODES = ("none", "ticket", "0rtt")
 #: what a priming connection asks for: nothing the servers have (the native client's too)
@@ -37,7 +37,8 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
     parser.add_argument("--label", help="free text copied into the record")
     start = parser.add_argument_group("starting together (several clients at once)")
-    start.add_argument("--ready-file", type=Path, help="create this file once started up, before connecting")
+    start.add_argument("--ready-file", type=Path, help="create this file once started up (and primed, with "
+                       "--resumption), before connecting")
     start.add_argument("--start-file", type=Path, help="connect only once this file exists (bounded by --timeout)")
     tls = parser.add_argument_group("TLS")
     tls.add_argument("--server-name", help="TLS server name (default --host)")
@@ -48,7 +49,30 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     tls.add_argument("--resumption", choices=RESUMPTION_MODES, default="none",
                      help="none: a new connection; ticket: a priming connection receives a session ticket "
                           "and the measured one resumes with it; 0rtt: the same, its requests sent as 0-RTT "
-                          "data (the record's times are the measured connection's; the QUIC clients only)")
+                          "data (the record's times are the measured connection's; 0rtt: the QUIC clients only)")
+
+
+@dataclass(frozen=True)
+class StartBarrier:
+    """``--ready-file`` and ``--start-file``: a client says it is ready, then waits for the
+    start, so that downloads sharing a link begin together whatever each client's start-up
+    took. A client that resumes passes it after its priming connection, which then stays out
+    of the run's captures and statistics."""
+
+    ready_file: Path | None = None
+    start_file: Path | None = None
+    timeout: float = 60.0
+
+    def wait(self) -> None:
+        if self.ready_file is not None:
+            self.ready_file.touch()
+        if self.start_file is None:
+            return
+        deadline = time.monotonic() + self.timeout
+        while not self.start_file.exists():
+            if time.monotonic() > deadline:
+                raise QuicbedError(f"{self.start_file} did not appear within {self.timeout:g} s")
+            time.sleep(0.001)
 
 
 @dataclass(kw_only=True)
@@ -68,13 +92,21 @@ class RequestSettings:
     page: str | None = None
     label: str | None = None
     resumption: str = "none"
+    barrier: StartBarrier = StartBarrier()
+
+    @property
+    def primes(self) -> bool:
+        """Whether a priming connection comes first (and the client passes the barrier after it)."""
+        return self.resumption != "none"
 
     def check(self, resumptions: tuple[str, ...] = ("none",)) -> None:
         """Raise a QuicbedError for a setting out of range; ``resumptions``: the modes this
         client can make."""
         if self.resumption not in resumptions:
-            raise QuicbedError(f"--resumption {self.resumption}: this client makes new connections only; the "
-                               "QUIC clients resume, with ticket or 0rtt")
+            can = [mode for mode in resumptions if mode != "none"]
+            raise QuicbedError(f"--resumption {self.resumption}: this client "
+                               f"{'resumes with ' + ' or '.join(can) if can else 'makes new connections only'}; "
+                               "the QUIC clients also send 0-RTT data (0rtt)")
         if not self.paths:
             raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
         if self.parallel < 1:
@@ -88,7 +120,8 @@ def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {"host": args.host, "port": args.port, "paths": requested_paths(args), "parallel": args.parallel,
             "timeout": args.timeout, "server_name": args.server_name, "ca_file": args.ca_cert,
             "insecure": args.insecure, "keylog": args.keylog, "page": args.page, "label": args.label,
-            "resumption": args.resumption}
+            "resumption": args.resumption,
+            "barrier": StartBarrier(args.ready_file, args.start_file, args.timeout)}
 
 
 @dataclass
@@ -109,20 +142,6 @@ class ObjectTiming:
 
         return {"path": self.path, "status": self.status, "start": offset(self.start),
                 "first_byte": offset(self.first_byte), "end": offset(self.end), "size": self.size}
-
-
-def wait_for_start(args: argparse.Namespace) -> None:
-    """Say ``--ready-file`` once started up, then wait for ``--start-file``: so that downloads
-    that share a link begin together, whatever each client's start-up took."""
-    if args.ready_file is not None:
-        args.ready_file.touch()
-    if args.start_file is None:
-        return
-    deadline = time.monotonic() + args.timeout
-    while not args.start_file.exists():
-        if time.monotonic() > deadline:
-            raise QuicbedError(f"{args.start_file} did not appear within {args.timeout:g} s")
-        time.sleep(0.001)
 
 
 def requested_paths(args: argparse.Namespace) -> list[str]:
@@ -162,11 +181,13 @@ def base_record(tool: str, settings: RequestSettings) -> dict[str, Any]:
 
 def run_client(args: argparse.Namespace, make_settings: Callable[[argparse.Namespace], S],
                download: Callable[[S], dict[str, Any]]) -> int:
-    """A client's main: settings from the arguments, the start barrier, the download, the record.
-    Exit status 2 on bad arguments (or a start file that never came), else as :func:`emit`."""
+    """A client's main: settings from the arguments, the start barrier (the client passes it
+    itself after priming), the download, the record. Exit status 2 on bad arguments (or a
+    start file that never came), else as :func:`emit`."""
     try:
         settings = make_settings(args)
-        wait_for_start(args)
+        if not settings.primes:
+            settings.barrier.wait()
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

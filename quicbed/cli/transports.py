@@ -31,13 +31,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle)
 
 
+RESUMED = {"ticket": "resumes a TLS session", "0rtt": "resumes with 0-RTT data"}
+
+
 def _what(transport: Transport) -> str:
     if transport.kind == "quic":
         what = f"QUIC, HTTP/3, {transport.implementation or 'aioquic'}, profile {transport.profile}"
         if transport.knobs:
             what += ", except " + ", ".join(f"{k}={v}" for k, v in transport.knobs.items())
-        return what
-    return f"TCP, HTTP/{transport.http}, {transport.cc}"
+    else:
+        what = f"TCP, HTTP/{transport.http}, {transport.cc}"
+    return what + (f", {RESUMED[transport.resumption]}" if transport.resumption in RESUMED else "")
 
 
 def rows(experiment: Path | None = None) -> list[dict[str, Any]]:

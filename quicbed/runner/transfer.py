@@ -60,11 +60,13 @@ BUSY_LOOP = "while True:\n    pass"
 
 @dataclass(frozen=True)
 class Assets:
-    """Files every run of an experiment serves: the objects and the TLS certificate."""
+    """Files every run of an experiment serves: the objects, the TLS certificate and nginx's
+    session ticket key (the same in every run, as a server's that stays up)."""
 
     www: Path
     cert: Path
     key: Path
+    ticket_key: Path
 
 
 def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
@@ -78,7 +80,10 @@ def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
     shapes = [shape for shape in objects.PAGE_SHAPES if shape.name in page_names]
     objects.generate(directory / "www", bulk=sorted(sizes), pages=shapes, seed=experiment.seed)
     cert, key = certs.write(directory / "tls", [SERVER_NAME])
-    return Assets(directory / "www", cert, key)
+    ticket_key = directory / "tls" / "ticket.key"
+    ticket_key.touch(mode=0o600)
+    ticket_key.write_bytes(os.urandom(80))  # nginx: 80 bytes, AES-256 tickets
+    return Assets(directory / "www", cert, key, ticket_key)
 
 
 def workload_of(experiment: Experiment, cell: dict[str, Any]) -> dict[str, Any]:
@@ -280,6 +285,11 @@ class RunExecution:
                 with counted("server" if download.role == "main" else "competitor"):
                     stack.enter_context(self._server(download))
             self.critical.check("while the run started")
+            downloads = [self.main, *self.others] if self.others else self.downloads
+            release: Callable[[], list[dict[str, Any]]] | None = None
+            if any(d.transport.resumption != "none" for d in downloads):
+                # their priming connections come now, before the run's statistics, traces and captures
+                release = stack.enter_context(self._clients_ready(downloads))
             if hasattr(self.network, "reset_stats"):
                 self.network.reset_stats()  # MAC statistics of this run only; traces start again
                 traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
@@ -298,18 +308,20 @@ class RunExecution:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
             self.critical.check("before the transfer")
-            if self.others:
-                records = self._download_together(self.main, *self.others)
-                record = records[0]
-                self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
-                                           for d, r in zip([self.main, *self.others], records)]
-            elif self.competitor is None:
-                with counted("client"):
-                    record = self._download(self.main)
-                records = [record]
+            if release is not None:
+                records = release()
+            elif len(downloads) > 1:
+                with self._clients_ready(downloads) as release:
+                    records = release()
             else:
-                records = self._download_together(self.main, self.competitor)
-                record, self.details["competitor"] = records
+                with counted("client"):
+                    records = [self._download(self.main)]
+            record = records[0]
+            if self.others:
+                self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
+                                           for d, r in zip(downloads, records)]
+            elif self.competitor is not None:
+                self.details["competitor"] = records[1]
             self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
         self._record_cpu(accounting, record)
         self._collect_server_files()
@@ -393,7 +405,8 @@ class RunExecution:
         settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
                                  port=download.port, host=self.server.address,
                                  congestion_control=download.transport.cc if main else None,
-                                 keepalive_timeout=self.experiment.timeout, send_timeout=self.experiment.timeout)
+                                 keepalive_timeout=self.experiment.timeout, send_timeout=self.experiment.timeout,
+                                 session_ticket_key=self.assets.ticket_key)
         nginx = NginxServer(self.server, settings, self.folder / ("nginx" if main else f"nginx-{download.role}"))
         undo_port_cc: Callable[[], None] = lambda: None
         info: dict[str, Any] = {}
@@ -531,6 +544,8 @@ class RunExecution:
                   *extra]
         if self.experiment.full_captures:  # the secrets that decrypt them (docs/results.md)
             common += ["--keylog", str(self.folder / TLS_KEYLOG)]
+        if download.transport.resumption != "none":
+            common += ["--resumption", download.transport.resumption]
         if download.transport.kind == "quic":
             module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].client
             return module_argv(module, [*leading, *common, *_quic_profile_arguments(download.transport)])
@@ -564,17 +579,20 @@ class RunExecution:
             time.sleep(WATCH_INTERVAL)
         self.critical.check("during the transfer")  # a client that failed because a server died: name the server
 
-    def _download_together(self, *downloads: Download) -> list[dict[str, Any]]:
-        """Start every client, wait until each has started up, then let them connect at once."""
+    @contextlib.contextmanager
+    def _clients_ready(self, downloads: list[Download]) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+        """Start every client and wait until each has started up (and made its priming
+        connection, if it resumes); yields what lets them connect at once and returns their
+        records. The clients are stopped on the way out, whatever happened."""
         go = self.folder / "start"
         ready = {d.role: self.folder / f"{d.role}.ready" for d in downloads}
-        processes = []
-        for d in downloads:
-            with self.network.counted_as("competitor" if d.role == "competitor" else "client"):
-                processes.append(d.client.start(
-                    self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
-                    name=f"{d.role}-client", log_dir=self.logs))
+        processes: list[Process] = []
         try:
+            for d in downloads:
+                with self.network.counted_as("competitor" if d.role == "competitor" else "client"):
+                    processes.append(d.client.start(
+                        self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
+                        name=f"{d.role}-client", log_dir=self.logs))
             deadline = time.monotonic() + READY_TIMEOUT
             while not all(path.exists() for path in ready.values()):
                 self.critical.check("while the clients started")
@@ -583,12 +601,15 @@ class RunExecution:
                     raise BackendError(f"the clients did not start up together: {exited[0].errors().strip()[-300:]}"
                                        if exited else f"the clients were not ready after {READY_TIMEOUT:g} s")
                 time.sleep(0.01)
-            go.touch()
-            self._wait_for_clients(processes)
+
+            def release() -> list[dict[str, Any]]:
+                go.touch()
+                self._wait_for_clients(processes)
+                return [self._record(d, p) for d, p in zip(downloads, processes)]
+            yield release
         finally:
             for process in processes:
                 process.stop()
-        return [self._record(d, p) for d, p in zip(downloads, processes)]
 
     def _collect_server_files(self) -> None:
         qlog_dir = self.folder / "qlog"

@@ -77,10 +77,14 @@ class Transport:
     cc: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
     implementation: str | None = None  # QUIC: "aioquic" or "quinn" (quicbed.apps.quic.implementations)
+    #: "none": a new connection; "ticket": TLS session resumption; "0rtt" (QUIC): resumption with
+    #: the requests as 0-RTT data. Resumed runs first make a priming connection, outside the
+    #: run's captures and metrics (docs/experiments.md, "Session resumption")
+    resumption: str = "none"
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "profile": self.profile, "http": self.http,
-                "cc": self.cc, "knobs": dict(self.knobs), "impl": self.implementation}
+                "cc": self.cc, "knobs": dict(self.knobs), "impl": self.implementation, "resumption": self.resumption}
 
 
 @dataclass(frozen=True)
@@ -305,11 +309,11 @@ def _boolean(doc: LocatedData, value: Any, field: str) -> bool:
 
 def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
     spec = _expect_mapping(doc, spec, field)
-    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs", "impl"}
+    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs", "impl", "resumption"}
     if unknown:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown transport option {key!r}", f"{field}.{key}",
-                        fix="transports take kind, profile, http, cc, knobs, impl")
+                        fix="transports take kind, profile, http, cc, knobs, impl, resumption")
     kind = _choice(doc, spec.get("kind"), f"{field}.kind", ("quic", "tcp"))
     http = str(spec.get("http", "3" if kind == "quic" else "2"))
     _choice(doc, http, f"{field}.http", ("3",) if kind == "quic" else HTTP_VERSIONS)
@@ -333,7 +337,14 @@ def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
         implementation = _quic_implementation(doc, spec, field, str(profile), cc, knobs)
     elif "impl" in spec:
         raise doc.error("TCP transports have no QUIC implementation", f"{field}.impl", fix="remove 'impl'")
-    return Transport(name, kind, profile, http, cc, dict(knobs), implementation)
+    from quicbed.apps.record import RESUMPTION_MODES
+
+    resumption = spec.get("resumption", "none")
+    if kind == "tcp" and resumption == "0rtt":
+        raise doc.error("TCP transports cannot send 0-RTT data (quicbed's TCP client, Python's ssl, has no "
+                        "TLS early data)", f"{field}.resumption", fix="use resumption: ticket, or a QUIC transport")
+    _choice(doc, resumption, f"{field}.resumption", RESUMPTION_MODES if kind == "quic" else RESUMPTION_MODES[:2])
+    return Transport(name, kind, profile, http, cc, dict(knobs), implementation, resumption)
 
 
 def builtin_transports() -> dict[str, Transport]:

@@ -2,7 +2,8 @@
 endpoints), over loopback, checked on the wire: tshark decrypts the capture with the client's
 key log and lists each connection's TLS handshake messages and QUIC packet types. A new
 connection's server sends its certificate; a resumed one's does not; a 0-RTT one's client
-sends 0-RTT packets before the handshake ends. The TCP client, which cannot resume, refuses to."""
+sends 0-RTT packets before the handshake ends. The TCP client, which cannot send early data,
+refuses 0rtt (its ticket resumption is checked in tests/integration/test_runner.py)."""
 
 from __future__ import annotations
 
@@ -164,8 +165,8 @@ def test_a_0rtt_connection_sends_its_request_before_the_handshake_ends(server: d
     assert CERTIFICATE not in measured.server_messages
 
 
-def test_the_tcp_client_refuses_to_resume() -> None:
+def test_the_tcp_client_refuses_0rtt() -> None:
     completed = subprocess.run([sys.executable, "-m", "quicbed.apps.tcp.client", "--host", "127.0.0.1", "--path",
                                 OBJECT, "--resumption", "0rtt"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2
-    assert "--resumption 0rtt: this client makes new connections only" in completed.stderr
+    assert "--resumption 0rtt: this client resumes with ticket" in completed.stderr

@@ -303,3 +303,43 @@ def test_wireshark_decrypts_the_full_captures_with_the_key_log(full_captures: li
         response = _tshark(capture, keys, f"quic.stream.stream_id == 0 and udp.srcport == {server_port}", "frame.number")
         assert len(response) >= 300_000 / 1500, (line["run_id"], len(response))
         assert not _tshark(capture, None, "http3", "http3.frame_type"), line["run_id"]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark missing (scripts/install.sh installs it with "
+                                                             "the test packages: apt install tshark)")
+def test_resumed_runs_prime_before_their_captures_and_resume_on_the_wire(tmp_path: Path) -> None:
+    """resumption: ticket (TCP) and 0rtt (QUIC, both implementations): each client makes its
+    priming connection before the run's captures start, so the capture holds the measured
+    connection alone, and tshark, with the key log, sees it resume: no certificate, and 0-RTT
+    packets from a 0rtt client. The record's times are the measured connection's."""
+    from quicbed.apps.quic.implementations import native_binary
+
+    transports = {"tcp-ticket": "{kind: tcp, resumption: ticket}", "aioquic-0rtt": "{kind: quic, resumption: 0rtt}"}
+    if native_binary() is not None:
+        transports["quinn-0rtt"] = "{kind: quic, impl: quinn, resumption: 0rtt}"
+    exp = _experiment(tmp_path, "workload: {object: 100kB}\ncaptures: full\ntransports:\n"
+                      + "".join(f"  {name}: {spec}\n" for name, spec in transports.items())
+                      + f"matrix: {{transport: [{', '.join(transports)}]}}\n")
+    _run_to_completion(exp, tmp_path / "out")
+    lines = read_results(tmp_path / "out" / "results.jsonl")
+    assert sorted(line["transport"]["name"] for line in lines) == sorted(transports)
+    for line in lines:
+        name, folder = line["transport"]["name"], tmp_path / "out" / "runs" / line["run_id"]
+        assert line["status"] == "ok", line
+        record = json.loads((folder / "client.json").read_text())
+        resumption = record["resumption"]
+        assert resumption["priming"]["status"] == 404 and resumption["ticket_offered"] is True, (name, resumption)
+        capture, keys = folder / "client.pcap", folder / "tls-keys.log"
+        if name == "tcp-ticket":
+            assert resumption["resumed_connections"] == 1
+            assert len(_tshark(capture, None, "tcp.flags.syn == 1 and tcp.flags.ack == 0", "frame.number")) == 1
+        else:
+            assert resumption["early_data_accepted"] is True, (name, resumption)
+            client_ids = _tshark(capture, keys, "quic.long.packet_type == 0 and udp.dstport == 4433", "quic.scid")
+            assert len({row[0].split(",")[0] for row in client_ids}) == 1, (name, client_ids)
+            assert _tshark(capture, keys, "quic.long.packet_type == 1", "frame.number"), name  # 0-RTT packets
+        # decrypted: the handshake is there (Finished), the certificate is not
+        assert _tshark(capture, keys, "tls.handshake.type == 20", "frame.number"), name
+        assert not _tshark(capture, keys, "tls.handshake.type == 11", "frame.number"), name
+        metrics = line["metrics"]
+        assert 0 < metrics["connect_time"] < metrics["total_time"], (name, metrics)

@@ -320,3 +320,18 @@ def test_every_shipped_experiment_names_its_headline_time(path):
     text = path.read_text()
     if metric in TIME_METRICS:
         assert "set-up" in text, f"{path.name}: say why {metric} (with or without the connection set-up)"
+
+
+def test_a_transport_resumes_where_its_client_can(tmp_path):
+    text = GOOD.replace("[quic, bquic, tcp]", "[h3-0rtt, h2-ticket]") + dedent("""\
+        transports:
+          h3-0rtt: {kind: quic, impl: quinn, resumption: 0rtt}
+          h2-ticket: {kind: tcp, resumption: ticket}
+        """)
+    exp = load_experiment(write(tmp_path, text))
+    assert exp.transports["h3-0rtt"].resumption == "0rtt" and exp.transports["h2-ticket"].resumption == "ticket"
+    assert exp.transports["quic"].resumption == "none" and exp.transports["h2-ticket"].describe()["resumption"] == "ticket"
+    with pytest.raises(SpecError, match=r"transports.h2-ticket.resumption.*cannot send 0-RTT.*use resumption: ticket"):
+        load_experiment(write(tmp_path, text.replace("resumption: ticket", "resumption: 0rtt")))
+    with pytest.raises(SpecError, match=r"transports.h3-0rtt.resumption.*'early' is not allowed.*none, ticket, 0rtt"):
+        load_experiment(write(tmp_path, text.replace("resumption: 0rtt", "resumption: early")))

@@ -81,6 +81,11 @@ def test_config_lives_in_the_run_folder(tmp_path: Path) -> None:
     assert "application/octet-stream bin;" in text and "font/woff2 woff2;" in text
     assert "user " not in nginx.render_config(_settings(tmp_path), run,
                                               nginx.parse_build(DEBIAN_V), as_root=False)
+    # the session ticket key: nginx's own random one per start, or a file kept across starts
+    assert "ssl_session_ticket_key" not in text
+    keyed = nginx.render_config(_settings(tmp_path, session_ticket_key=tmp_path / "tls/ticket.key"), run,
+                                nginx.parse_build(DEBIAN_V), as_root=False)
+    assert f"ssl_session_ticket_key {tmp_path}/tls/ticket.key;" in keyed
 
 
 def test_config_for_newer_nginx_and_http3(tmp_path: Path) -> None:
@@ -527,16 +532,24 @@ def test_http2_without_the_h2_package_is_an_error(monkeypatch: pytest.MonkeyPatc
 
 
 def test_clients_say_ready_then_wait_for_the_start_file(tmp_path):
-    import argparse
     import threading
 
-    from quicbed.apps.record import wait_for_start
+    from quicbed.apps.record import StartBarrier
     from quicbed.errors import QuicbedError
 
-    args = argparse.Namespace(ready_file=tmp_path / "ready", start_file=tmp_path / "go", timeout=5.0)
     threading.Timer(0.2, (tmp_path / "go").touch).start()
-    wait_for_start(args)
+    StartBarrier(tmp_path / "ready", tmp_path / "go", 5.0).wait()
     assert (tmp_path / "ready").exists()
-    late = argparse.Namespace(ready_file=None, start_file=tmp_path / "never", timeout=0.05)
     with pytest.raises(QuicbedError, match="did not appear within 0.05 s"):
-        wait_for_start(late)
+        StartBarrier(None, tmp_path / "never", 0.05).wait()
+
+
+def test_the_tcp_client_resumes_with_a_ticket_but_sends_no_early_data():
+    from quicbed.errors import QuicbedError
+
+    client.ClientSettings(host="127.0.0.1", paths=["/x"], resumption="ticket").check()
+    with pytest.raises(QuicbedError, match="--resumption 0rtt: this client resumes with ticket"):
+        client.ClientSettings(host="127.0.0.1", paths=["/x"], resumption="0rtt").check()
+    # curl's engine: one invocation per fetch, so no ticket outlives a priming connection
+    with pytest.raises(QuicbedError, match="--resumption ticket: this client makes new connections only"):
+        client.ClientSettings(host="127.0.0.1", paths=["/x"], resumption="ticket", engine="curl").check()

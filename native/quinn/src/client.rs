@@ -46,6 +46,9 @@ struct Settings {
     qlog_dir: Option<PathBuf>,
     knobs: Knobs,
     resumption: Mode,
+    /// the start barrier, passed after the priming connection (quicbed.apps.record.StartBarrier)
+    ready_file: Option<PathBuf>,
+    start_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug)]
@@ -60,7 +63,7 @@ struct ObjectTiming {
 
 const FLAGS: &[&str] = &["insecure"];
 const OPTIONS: &[&str] = &["record-template", "address", "server-name", "ca-cert", "keylog", "bind",
-                           "socket-buffer", "qlog-dir", "output"];
+                           "socket-buffer", "qlog-dir", "output", "ready-file", "start-file"];
 
 pub fn main(argv: &[String]) -> Result<bool, Error> {
     let options = Options::parse(argv, FLAGS, OPTIONS)?;
@@ -88,6 +91,8 @@ pub fn main(argv: &[String]) -> Result<bool, Error> {
         qlog_dir: options.get("qlog-dir").map(PathBuf::from),
         knobs,
         resumption: Mode::parse(request["resumption"].as_str())?,
+        ready_file: options.get("ready-file").map(PathBuf::from),
+        start_file: options.get("start-file").map(PathBuf::from),
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(fetch(&settings, &mut record));
@@ -120,45 +125,57 @@ async fn fetch(settings: &Settings, record: &mut Value) {
     let mut endpoint = None;
     let mut handshake_at = None;
     let mut qlog = None;
-    let outcome = tokio::time::timeout(settings.timeout, async {
+    // the endpoint, then a resumed run's priming connection and start barrier, bounded apart
+    // from the measured connection (the timeout is the measured connection's)
+    let opened = async {
         let (socket, buffers) = common::bound_socket(local_address(settings)?, settings.socket_buffer)?;
         record["socket"] = buffers;
         let opened = Endpoint::new(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime))?;
         let tls = Arc::new(QuicClientConfig::try_from(tls_config(settings, store.clone())?)?);
         endpoint = Some(opened.clone());
         if settings.resumption != Mode::None {
-            record["resumption"]["priming"] = prime(settings, &opened, tls.clone(), &store).await;
+            record["resumption"]["priming"] = tokio::time::timeout(settings.timeout, prime(settings, &opened, tls.clone(), &store))
+                .await
+                .map_err(|_| format!("priming connection: timeout after {}s", settings.timeout.as_secs_f64()))?;
+            pass_barrier(settings).await?; // primed: the run's captures may start now
             origin = Instant::now(); // the measured connection's times start here
             record["started_at"] = json!(common::wall_clock());
         }
-        let mut transport = settings.knobs.transport_config(Duration::from_secs(60))?;
-        qlog = common::attach_qlog(&mut transport, settings.qlog_dir.as_deref(), "client", origin)?;
-        let mut config = ClientConfig::new(tls);
-        config.transport_config(Arc::new(transport));
-        let connecting = opened.connect_with(config, settings.address, &settings.server_name)?;
-        let established = match connecting.into_0rtt() {
-            Ok((early_connection, accepted)) if settings.resumption == Mode::ZeroRtt => {
-                let early = early.clone();
-                tokio::spawn(async move {
-                    let accepted = accepted.await;
-                    *early.lock().unwrap() = Some((Instant::now(), accepted));
-                });
-                early_connection
-            }
-            Ok((unwanted, _)) => {
-                unwanted.close(0u32.into(), b"0-RTT not asked for");
-                return Err("a 0-RTT connection was opened unasked".into());
-            }
-            Err(connecting) => {
-                let established = connecting.await?;
-                handshake_at = Some(Instant::now());
-                established
-            }
-        };
-        connection = Some(established.clone());
-        download(settings, established, objects.clone()).await
-    })
+        Ok::<_, Error>((opened, tls))
+    }
     .await;
+    let outcome = match opened {
+        Err(error) => Ok(Err(error)),
+        Ok((opened, tls)) => tokio::time::timeout(settings.timeout, async {
+            let mut transport = settings.knobs.transport_config(Duration::from_secs(60))?;
+            qlog = common::attach_qlog(&mut transport, settings.qlog_dir.as_deref(), "client", origin)?;
+            let mut config = ClientConfig::new(tls);
+            config.transport_config(Arc::new(transport));
+            let connecting = opened.connect_with(config, settings.address, &settings.server_name)?;
+            let established = match connecting.into_0rtt() {
+                Ok((early_connection, accepted)) if settings.resumption == Mode::ZeroRtt => {
+                    let early = early.clone();
+                    tokio::spawn(async move {
+                        let accepted = accepted.await;
+                        *early.lock().unwrap() = Some((Instant::now(), accepted));
+                    });
+                    early_connection
+                }
+                Ok((unwanted, _)) => {
+                    unwanted.close(0u32.into(), b"0-RTT not asked for");
+                    return Err("a 0-RTT connection was opened unasked".into());
+                }
+                Err(connecting) => {
+                    let established = connecting.await?;
+                    handshake_at = Some(Instant::now());
+                    established
+                }
+            };
+            connection = Some(established.clone());
+            download(settings, established, objects.clone()).await
+        })
+        .await,
+    };
     match outcome {
         Ok(Ok(())) => record["ok"] = json!(true),
         Ok(Err(error)) => record["error"] = json!(error.to_string()),
@@ -204,6 +221,23 @@ async fn fetch(settings: &Settings, record: &mut Value) {
             record["error"] = json!("no session ticket to resume with: the priming connection received none");
         }
     }
+}
+
+/// Say `--ready-file`, then wait for `--start-file` (bounded by the timeout), as
+/// quicbed.apps.record.StartBarrier does for the Python clients.
+async fn pass_barrier(settings: &Settings) -> Result<(), Error> {
+    if let Some(ready) = &settings.ready_file {
+        std::fs::write(ready, b"")?;
+    }
+    let Some(start) = &settings.start_file else { return Ok(()) };
+    let deadline = Instant::now() + settings.timeout;
+    while !start.exists() {
+        if Instant::now() > deadline {
+            return Err(format!("{} did not appear within {} s", start.display(), settings.timeout.as_secs_f64()).into());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
 }
 
 /// The priming connection: one request for an object the server does not have, then a wait

@@ -189,6 +189,7 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
             # with ticket, the same ticket without the early data it allows
             configuration.session_ticket = tickets[-1] if settings.resumption == "0rtt" else \
                 dataclasses.replace(tickets[-1], max_early_data_size=None)
+            settings.barrier.wait()  # primed: the run's captures may start now
             record["started_at"], origin = time.time(), loop.time()  # the measured connection's times
         sock, buffers = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
         record["socket"] = buffers.to_dict()

@@ -23,7 +23,7 @@ from quicbed.apps.quic import server as aioquic_server
 from quicbed.apps.quic.implementations import require_native_binary, require_supported
 from quicbed.apps.quic.profiles import profile_from_arguments
 from quicbed.apps.quic.sockets import resolve
-from quicbed.apps.record import base_record, wait_for_start
+from quicbed.apps.record import base_record
 from quicbed.errors import QuicbedError
 from quicbed.spec.units import parse_size
 
@@ -78,7 +78,13 @@ def client_argv(argv: Sequence[str]) -> list[str]:
         command += ["--qlog-dir", str(settings.qlog_dir)]
     if args.output is not None:
         command += ["--output", str(args.output)]
-    wait_for_start(args)
+    barrier = settings.barrier
+    if not settings.primes:
+        barrier.wait()
+    else:  # the binary passes the barrier itself, after its priming connection
+        for option, path in (("--ready-file", barrier.ready_file), ("--start-file", barrier.start_file)):
+            if path is not None:
+                command += [option, str(path)]
     return command
 
 

@@ -35,12 +35,18 @@ the HTTP/3 record where they mean the same; ``ack_only_per_data_packet_received`
 ACKs sent per data segment received) is the counterpart of the HTTP/3 client's
 ``ack_only_per_ack_eliciting_received``. The exit status is 0 on success, 1 on failure or
 timeout (the record then has an ``error``), 2 on bad arguments.
+
+``--resumption ticket``: a priming connection asks for an object the server does not have
+and keeps the TLS 1.3 session ticket that comes with the answer; every measured connection
+then resumes with it (no certificate on the wire), and ``record["resumption"]`` says how it
+went. No 0-RTT: Python's ssl module cannot send early data.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import resource
 import socket
 import ssl
@@ -61,6 +67,7 @@ from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes, Settings
 
 from quicbed.apps.record import (
+    PRIMING_PATH,
     ObjectTiming,
     add_request_arguments,
     base_record,
@@ -76,6 +83,8 @@ ALPN = {"1.1": "http/1.1", "2": "h2"}
 H2_STREAM_WINDOW = 16 * 1024 * 1024
 H2_CONNECTION_WINDOW = 64 * 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
+#: how long the priming connection waits for a session ticket after its answer
+TICKET_WAIT = 1.0
 
 
 # --------------------------------------------------------------------------- the record
@@ -218,6 +227,7 @@ class ConnectionRecord:
     local_port: int | None = None
     alpn: str | None = None
     tls_version: str | None = None
+    resumed: bool | None = None  # TLS session resumed (a ticket accepted)
     objects: int = 0
     tcp_info: tcpinfo.TcpInfo | None = None
 
@@ -228,7 +238,7 @@ class ConnectionRecord:
         return {"index": self.index, "local_port": self.local_port,
                 "connect_start": offset(self.connect_start), "connected": offset(self.connected),
                 "tls_done": offset(self.tls_done), "alpn": self.alpn,
-                "tls_version": self.tls_version, "objects": self.objects}
+                "tls_version": self.tls_version, "resumed": self.resumed, "objects": self.objects}
 
 
 class FetchError(Exception):
@@ -292,6 +302,7 @@ class _Connection(asyncio.Protocol):
         if ssl_object is not None:
             self.record.alpn = ssl_object.selected_alpn_protocol()
             self.record.tls_version = ssl_object.version()
+            self.record.resumed = ssl_object.session_reused
 
     def finish(self) -> None:
         """Read TCP_INFO, then close (nothing left for this connection)."""
@@ -503,8 +514,25 @@ class Http2Connection(_Connection):
         self.closed = True
 
 
-def ssl_context(settings: ClientSettings) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(settings.ca_file) if settings.ca_file else None)
+class ResumingContext(ssl.SSLContext):
+    """An SSLContext whose TLS objects resume ``session`` (asyncio makes them with
+    ``wrap_bio`` and offers no way to pass a session)."""
+
+    session: ssl.SSLSession | None = None
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
+                 server_hostname: str | bytes | None = None,
+                 session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or self.session)
+
+
+def ssl_context(settings: ClientSettings) -> ResumingContext:
+    # as ssl.create_default_context for a client, in the class that can resume
+    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
+    if settings.ca_file:
+        context.load_verify_locations(cafile=str(settings.ca_file))
+    else:
+        context.load_default_certs()
     if settings.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
@@ -557,10 +585,50 @@ async def _open(fetch: Fetch, index: int, context: ssl.SSLContext) -> _Connectio
     return protocol  # type: ignore[return-value]
 
 
+async def _prime(settings: ClientSettings, context: ResumingContext) -> dict[str, Any]:
+    """The priming connection: one request for an object the server does not have, then up to
+    TICKET_WAIT s for a session ticket, which ``context`` resumes from then on; its own times,
+    never the run's."""
+    loop = asyncio.get_running_loop()
+    fetch = Fetch(dataclasses.replace(settings, paths=[PRIMING_PATH]), loop)
+    protocol = await _open(fetch, 0, context)
+    try:
+        await fetch.done
+        ssl_object = protocol.transport.get_extra_info("ssl_object") if protocol.transport else None
+        deadline = loop.time() + TICKET_WAIT
+        # TLS 1.3 tickets come after the handshake; OpenSSL reads them with the data
+        while ssl_object is not None and not (ssl_object.session and ssl_object.session.has_ticket) \
+                and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        session = ssl_object.session if ssl_object is not None else None
+    finally:
+        protocol.finish()
+    (connection,), (timing,) = fetch.connections, fetch.timings
+    if session is None or not session.has_ticket:
+        raise FetchError("no session ticket to resume with: the priming connection received none")
+    context.session = session
+    end = timing.end or loop.time()
+    return {"handshake_time": None if connection.tls_done is None else connection.tls_done - connection.connect_start,
+            "total_time": end - connection.connect_start, "status": timing.status, "error": None}
+
+
 async def _fetch_python(settings: ClientSettings, record: dict[str, Any]) -> None:
     loop = asyncio.get_running_loop()
-    fetch = Fetch(settings, loop)
     context = ssl_context(settings)
+    if settings.primes:
+        record["resumption"] = {"asked": settings.resumption, "priming": None, "early_data_accepted": None}
+        try:
+            record["resumption"]["priming"] = await asyncio.wait_for(_prime(settings, context), settings.timeout)
+            settings.barrier.wait()  # primed: the run's captures may start now
+        except asyncio.TimeoutError:  # noqa: UP041 (distinct from TimeoutError on Python 3.10)
+            record["error"] = f"priming connection: timeout after {settings.timeout:g}s"
+        except (FetchError, QuicbedError) as error:
+            record["error"] = str(error)
+        except (OSError, ssl.SSLError) as error:
+            record["error"] = f"priming connection: {type(error).__name__}: {error}"
+        if record["error"]:
+            return
+    fetch = Fetch(settings, loop)
     wall, origin = time.time(), loop.time()
     sampler = None
     if settings.tcpinfo_log is not None:
@@ -609,6 +677,12 @@ async def _fetch_python(settings: ClientSettings, record: dict[str, Any]) -> Non
         samples=sampler.samples if sampler else None,
         interval=settings.tcpinfo_interval if sampler else None)
     record["transport"]["connection_times"] = [c.to_dict(first) for c in fetch.connections]
+    if "resumption" in record:
+        # Python's ssl keeps the newest ticket only: the one every connection offered
+        record["resumption"].update(tickets_received=1, ticket_offered=True,
+                                    resumed_connections=sum(bool(c.resumed) for c in fetch.connections))
+        if not record["error"] and not all(c.resumed for c in fetch.connections):
+            record["error"] = "the server did not resume the TLS session (it sent its certificate again)"
 
 
 def _fetch_curl(settings: ClientSettings, record: dict[str, Any]) -> None:

@@ -161,6 +161,9 @@ class NginxSettings:
     http2_max_concurrent_streams: int = 128
     backlog: int = 1024
     user: str | None = None  # workers' user when started as root (default: the caller's)
+    #: the key TLS session tickets are sealed with (80 random bytes): the same file across
+    #: restarts keeps earlier tickets valid; None: a new key at every start
+    session_ticket_key: Path | None = None
     extra_server: list[str] = field(default_factory=list)  # raw lines for the server block
 
     def check(self) -> None:
@@ -250,6 +253,8 @@ def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild,
                f"ssl_certificate {_quote(Path(settings.certificate).resolve())};",
                f"ssl_certificate_key {_quote(Path(settings.private_key).resolve())};",
                "ssl_protocols TLSv1.2 TLSv1.3;", "ssl_session_cache off;",
+               *([f"ssl_session_ticket_key {_quote(Path(settings.session_ticket_key).resolve())};"]
+                 if settings.session_ticket_key else []),
                f"root {_quote(root)};", "location / {", "    try_files $uri =404;", "}",
                *settings.extra_server]
     inner += ["server {", *(f"    {line}" for line in server), "}"]
