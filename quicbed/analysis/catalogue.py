@@ -204,18 +204,22 @@ _METRICS = [
     Metric("client_throttled", "client throttled", "%", 100.0, None, "stress",
            "share of the quota's 100 ms periods in which the kernel held the client back", bounds=FRACTION),
     Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
-           "download time of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
+           "download time of the competing transport's download (shared medium; several competitors: the "
+           "longest)", bounds=NON_NEGATIVE),
     Metric("competitor_goodput", "competitor goodput", "Mbit/s", 1e-6, None, "record",
-           "goodput of the competing transport's download (shared medium)", bounds=NON_NEGATIVE),
+           "goodput of the competing transport's download (shared medium; several competitors: together)",
+           bounds=NON_NEGATIVE),
     Metric("competitor_ipt_server_short_share", "competitor short gaps at server", "%", 100.0, None, "captures",
-           "share of inter-packet times below 100 us between the competing download's data packets at the server",
+           "share of inter-packet times below 100 us between the (first) competing download's data packets at "
+           "the server",
            bounds=FRACTION),
     Metric("goodput_share", "goodput share", "%", 100.0, None, "record",
-           "the measured download's share of the two downloads' summed goodput (50 %: an equal split)",
+           "the measured download's share of the downloads' summed goodput (with one competitor, 50 %: an "
+           "equal split)",
            bounds=FRACTION),
     Metric("jain_index", "Jain's fairness", "", 1.0, "higher", "record",
-           "Jain's index of the downloads' goodputs: the two of a competitor run, or every client of a many-client "
-           "run (1: equal shares, 1/n: one takes all)", bounds=FRACTION),
+           "Jain's index of the downloads' goodputs: every download of a competitor run, or every client of a "
+           "many-client run (1: equal shares, 1/n: one takes all)", bounds=FRACTION),
     Metric("clients", "clients", "", 1.0, None, "record",
            "downloads at the same time in a many-client run (experiment field clients)", bounds=NON_NEGATIVE),
     Metric("aggregate_goodput", "aggregate goodput", "Mbit/s", 1e-6, "higher", "record",

@@ -462,11 +462,16 @@ def _flow_labels(flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
 
 def _download_labels(context: _Context, run: pd.Series, flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
     """Flows named by the download they carry (the server port in client.json and
-    competitor.json): the run's transport and its competitor's; others as _flow_labels."""
+    competitor.json, competitor-2.json, ...): the run's transport and its competitors'; others
+    as _flow_labels."""
     labels = _flow_labels(flows)
     record = next((r for r in context.results.records if r.get("run_id") == run["run_id"]), {})
-    rival = (record.get("competitor") or {}).get("name") or "competitor"
-    for name, label in (("client.json", str(run["transport"])), ("competitor.json", f"{rival} (competitor)")):
+    competitor = record.get("competitor") or {}
+    rivals = [t.get("name") for t in competitor.get("transports", [competitor])]
+    files = [("client.json", str(run["transport"]))] + [
+        ("competitor.json" if number == 1 else f"competitor-{number}.json", f"{rival or 'competitor'} (competitor)")
+        for number, rival in enumerate(rivals, start=1)]
+    for name, label in files:
         path = context.files.path(run["folder"], name)
         try:
             port = json.loads(path.read_text())["server"]["port"] if path else None

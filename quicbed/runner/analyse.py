@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,7 +34,7 @@ from quicbed.analysis.metrics import (
     tcp_retransmissions,
     total_time,
 )
-from quicbed.analysis.packets import Packet, read_pcap
+from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
 
 #: the interface MTU a captured packet must not exceed (bytes of IP packet): a larger one is
@@ -132,14 +133,24 @@ CLOCK_TOLERANCE_S = 0.002
 
 def setup_lead(client_packets: list[Packet], record: dict[str, Any], flows: list[FlowKey]) -> float | None:
     """Seconds from the record's start (its first connect call) to the first packet of its
-    first connection at the client capture (a SYN, a QUIC Initial): the client's own work
-    before anything reaches the wire. None without a start or a packet."""
+    first connection at the client capture (the client's SYN or QUIC Initial): the client's
+    own work before anything reaches the wire. Only a packet that opens a connection counts: a
+    resumed run's capture may begin while its priming connection's last packets are still on
+    the way, on the same addresses and ports with quinn. None without a start or a packet."""
     started = record.get("started_at")
     if not isinstance(started, (int, float)) or not flows:
         return None
-    ends = set(flows) | {reverse(flow) for flow in flows}
-    first = min((packet.ts for packet in client_packets if packet.flow in ends), default=None)
+    towards_server = {reverse(flow) for flow in flows}
+    first = min((packet.ts for packet in client_packets if packet.flow in towards_server and _opens(packet)),
+                default=None)
     return None if first is None else first - started
+
+
+def _opens(packet: Packet) -> bool:
+    """A client's first packet of a connection: a SYN without ACK, or a QUIC Initial."""
+    if packet.proto == "tcp":
+        return packet.has_flags(SYN) and not packet.has_flags(ACK)
+    return packet.quic_type == "initial"
 
 
 def exchange_times(record: dict[str, Any], lead: float | None, warnings: list[str]) -> dict[str, float]:
@@ -158,11 +169,11 @@ def exchange_times(record: dict[str, Any], lead: float | None, warnings: list[st
                                                    ("total_time", total_time(record))) if value >= lead}
 
 
-def analyse_captures(folder: Path, record: dict[str, Any], competitor_record: dict[str, Any] | None = None
+def analyse_captures(folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
                      ) -> CaptureAnalysis:
     """The capture metrics of the record's download over all its connections
     (:func:`quicbed.analysis.metrics.run_metrics`), TCP's declared and spurious losses summed
-    over them, and the competitor's server-side gaps."""
+    over them, and the (first) competitor's server-side gaps."""
     analysis = CaptureAnalysis()
     server, client = folder / "server.pcap", folder / "client.pcap"
     if not (server.exists() and client.exists()):
@@ -200,7 +211,7 @@ def analyse_captures(folder: Path, record: dict[str, Any], competitor_record: di
         values["losses_declared"] = declared
         if declared:
             values["spurious_loss_share"] = spurious / declared
-    rival = download_flow(client_packets, record_port(competitor_record))
+    rival = download_flow(client_packets, record_port(competitor_records[0])) if competitor_records else None
     if rival is not None:
         values["competitor_ipt_server_short_share"] = short_gap_share(
             inter_packet_times(data_packets(server_packets, rival)))
@@ -210,10 +221,10 @@ def analyse_captures(folder: Path, record: dict[str, Any], competitor_record: di
     return analysis
 
 
-def capture_metrics(folder: Path, record: dict[str, Any], competitor_record: dict[str, Any] | None = None
+def capture_metrics(folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
                     ) -> dict[str, float]:
     """The flat capture metrics of :func:`analyse_captures`."""
-    return analyse_captures(folder, record, competitor_record).metrics
+    return analyse_captures(folder, record, competitor_records).metrics
 
 
 def oversized_packets(packets: list[Packet], mtu: int = DEFAULT_MTU) -> int:
@@ -251,7 +262,8 @@ def review_measurement(folder: Path, record: dict[str, Any], details: dict[str, 
     """What a run keeps in its details about its own measurement, once its processes are
     stopped: each connection's capture figures, the warnings of the capture analysis, and
     the reasons its measurements are invalid (:func:`measurement_invalid_reasons`)."""
-    analysis = analyse_captures(folder, record, details.get("competitor")) if record.get("ok") else CaptureAnalysis()
+    analysis = analyse_captures(folder, record, details.get("competitors", ())) if record.get("ok") \
+        else CaptureAnalysis()
     return {"connections": analysis.connections, "warnings": analysis.warnings, "setup_lead_s": analysis.setup_lead,
             "invalid_reasons": measurement_invalid_reasons(folder, details, mtu)}
 
@@ -470,15 +482,24 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
     return values
 
 
-def competitor_metrics(main: dict[str, float], rival_record: dict[str, Any]) -> dict[str, float]:
-    """The competitor's download time and goodput, and Jain's index of the two goodputs."""
-    rival = record_metrics(rival_record)
-    values = {f"competitor_{name}": value for name, value in rival.items()}
-    if "goodput" in main and "goodput" in rival:
-        values["jain_index"] = jain_index([main["goodput"], rival["goodput"]])
-        total = main["goodput"] + rival["goodput"]
-        if total > 0:
-            values["goodput_share"] = main["goodput"] / total
+def competitor_metrics(main: dict[str, float], rival_records: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The competitors' download time (the longest) and goodput (together; one competitor's:
+    all its record metrics), Jain's index of every download's goodput, and the measured
+    download's share of them all."""
+    rivals = [record_metrics(record) for record in rival_records]
+    if len(rivals) == 1:
+        values = {f"competitor_{name}": value for name, value in rivals[0].items()}
+    else:
+        values = {}
+        if all("goodput" in rival for rival in rivals):
+            values["competitor_goodput"] = sum(rival["goodput"] for rival in rivals)
+        if all("download_time" in rival for rival in rivals):
+            values["competitor_download_time"] = max(rival["download_time"] for rival in rivals)
+    if rivals and "goodput" in main and all("goodput" in rival for rival in rivals):
+        goodputs = [main["goodput"], *(rival["goodput"] for rival in rivals)]
+        values["jain_index"] = jain_index(goodputs)
+        if sum(goodputs) > 0:
+            values["goodput_share"] = main["goodput"] / sum(goodputs)
     return values
 
 
@@ -549,18 +570,18 @@ def stress_metrics(stress: dict[str, Any] | None) -> dict[str, float]:
 
 
 def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tuple[str, str]] | None = None,
-                   competitor_record: dict[str, Any] | None = None,
+                   competitor_records: Sequence[dict[str, Any]] = (),
                    clients: list[dict[str, Any]] | None = None) -> dict[str, float]:
     """Every metric this run's artifacts allow, in base units (what they leave out and why:
     :func:`review_measurement`, kept in the run's details)."""
     values: dict[str, float] = {}
     values.update(record_metrics(record))
-    if competitor_record is not None:
-        values.update(competitor_metrics(values, competitor_record))
+    if competitor_records:
+        values.update(competitor_metrics(values, competitor_records))
     if clients:
         values.update(clients_metrics(folder, clients))
     if record.get("ok"):
-        values.update(capture_metrics(folder, record, competitor_record))
+        values.update(capture_metrics(folder, record, competitor_records))
         sender, series = sender_metrics(folder, record)
         values.update(sender)
         values.update(bdp_metrics(series, values.get("throughput") or values.get("goodput")))

@@ -33,7 +33,7 @@ from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
 from quicbed.runner.folder import ResultsFolder, StorageError, storage_error, writing
 from quicbed.runner.plan import Plan
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
-from quicbed.spec.experiment import Experiment, Run, topology_for
+from quicbed.spec.experiment import Experiment, Run, Transport, topology_for
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.shard import Shard
 from quicbed.spec.topology import Topology
@@ -61,6 +61,15 @@ class RunnerSummary:
     ok: int = 0
     failed: int = 0
     invalid: int = 0
+
+
+def competitors_described(transports: list[Transport]) -> dict[str, Any] | None:
+    """A run record's ``competitor``: the one transport's description, or for several at once
+    their names joined by "+" and each one's description, in the order of their files
+    (competitor.json, competitor-2.json, ...)."""
+    if len(transports) <= 1:
+        return transports[0].describe() if transports else None
+    return {"name": "+".join(t.name for t in transports), "transports": [t.describe() for t in transports]}
 
 
 def wireless_hops(topo: Topology, server: str, client: str) -> list[tuple[str, str]]:
@@ -364,7 +373,7 @@ class ExperimentRunner:
             run_id=run.run_id, index=run.index, cell_index=run.cell_index, cell=run.cell,
             repetition=run.repetition, warmup=run.warmup, transport=transport.describe(),
             workload=workload_of(exp, run.cell),
-            competitor=rival.describe() if (rival := exp.competitor_of(run.cell)) else None,
+            competitor=competitors_described(exp.competitors_of(run.cell)),
             client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
             started=time.time(), attempt=1 + len(earlier_attempts or []),
             earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}")
@@ -387,7 +396,7 @@ class ExperimentRunner:
                 record.status, record.error = "failed", (f"{len(failed)} of the other clients failed, e.g. "
                                                          f"{failed[0]['node']}: {failed[0]['error']}")
             hops = wireless_hops(network.topology, exp.server, str(record.client))
-            record.metrics = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitor"),
+            record.metrics = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitors", ()),
                                                execution.details.get("clients")),
                               **cpu_metrics(execution.details.get("cpu")),
                               **stress_metrics(execution.details.get("stress"))}

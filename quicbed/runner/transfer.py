@@ -139,9 +139,9 @@ def _quic_profile_arguments(transport: Transport) -> list[str]:
 
 @dataclass(frozen=True)
 class Download:
-    """One download of a run: the measured one, or the competitor sharing the medium."""
+    """One download of a run: the measured one, or a competitor sharing the medium."""
 
-    role: str  # "main" or "competitor": names its files
+    role: str  # "main", "competitor", "competitor-2", ...: names its files
     transport: Transport
     client: NodeHandle
     port: int
@@ -258,12 +258,12 @@ class RunExecution:
         transport = experiment.transport_of(run.cell)
         self.main = Download("main", transport, network.node(run_client(experiment, run)),
                              PORTS[transport.kind])
-        self.competitor: Download | None = None
-        rival = experiment.competitor_of(run.cell)
-        if experiment.competitor is not None and rival is not None:
-            # its own port, also when both downloads use the same kind of transport
-            self.competitor = Download("competitor", rival, network.node(experiment.competitor.client),
-                                       PORTS[rival.kind] + 1)
+        # each competitor on its own port, also when it uses the measured download's kind of transport
+        self.competitors = [
+            Download("competitor" if number == 1 else f"competitor-{number}", rival,
+                     network.node(experiment.competitor.client), PORTS[rival.kind] + number)
+            for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)
+            if experiment.competitor is not None]
         # the other clients of a many-client run: the same transport, workload and server
         self.others = [Download(f"client-{name}", transport, network.node(name), PORTS[transport.kind])
                        for name in experiment.clients_of(network.topology)[1:]]
@@ -272,7 +272,7 @@ class RunExecution:
 
     @property
     def downloads(self) -> list[Download]:
-        return [self.main] + ([self.competitor] if self.competitor else [])
+        return [self.main, *self.competitors]
 
     def perform(self) -> dict[str, Any]:
         """Run the download(s); return the measured client's record (``ok``/``error`` tell how it went)."""
@@ -320,8 +320,8 @@ class RunExecution:
             if self.others:
                 self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
                                            for d, r in zip(downloads, records)]
-            elif self.competitor is not None:
-                self.details["competitor"] = records[1]
+            elif self.competitors:
+                self.details["competitors"] = records[1:]
             self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
         self._record_cpu(accounting, record)
         self._collect_server_files()
@@ -589,7 +589,7 @@ class RunExecution:
         processes: list[Process] = []
         try:
             for d in downloads:
-                with self.network.counted_as("competitor" if d.role == "competitor" else "client"):
+                with self.network.counted_as("client" if d in [self.main, *self.others] else "competitor"):
                     processes.append(d.client.start(
                         self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
                         name=f"{d.role}-client", log_dir=self.logs))
@@ -628,7 +628,7 @@ def _server_name(download: Download) -> str:
 
 
 def _client_name(download: Download) -> str:
-    who = "the" if download.role != "competitor" else "the competitor's"
+    who = "the" if not download.role.startswith("competitor") else f"the {download.role}'s"
     return f"{who} client on {download.client.name}"
 
 

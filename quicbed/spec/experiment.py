@@ -95,9 +95,14 @@ class Background:
     destination: str
 
 
+#: a competitor.transport value: every other transport of the run's transport axis at once
+OTHERS = "others"
+
+
 @dataclass(frozen=True)
 class Competitor:
-    """A second download over another transport, started with the run's own (shared medium)."""
+    """Downloads over other transports, started with the run's own (shared medium): one
+    transport ("tcp-bbr"), several at once ("tcp-bbr+quic-cubic"), or "others"."""
 
     transport: str  # the default; a ``competitor.transport`` matrix axis sets it per cell
     client: str
@@ -220,16 +225,22 @@ class Experiment:
         """The transports the runs download with and compete against (from the axes' values)."""
         names = list(self.matrix.get("transport", [next(iter(self.transports))]))
         if self.competitor is not None:
-            names += self.matrix.get("competitor.transport", [self.competitor.transport])
+            for value in self.matrix.get("competitor.transport", [self.competitor.transport]):
+                names += [] if value == OTHERS else str(value).split("+")
         return [self.transports[name] for name in dict.fromkeys(names)]
 
     def transport_of(self, cell: dict[str, Any]) -> Transport:
         return self.transports[cell.get("transport", next(iter(self.transports)))]
 
-    def competitor_of(self, cell: dict[str, Any]) -> Transport | None:
+    def competitors_of(self, cell: dict[str, Any]) -> list[Transport]:
+        """The transports that compete with the run's own, each its own download."""
         if self.competitor is None:
-            return None
-        return self.transports[cell.get("competitor.transport", self.competitor.transport)]
+            return []
+        value = str(cell.get("competitor.transport", self.competitor.transport))
+        if value == OTHERS:
+            own = self.transport_of(cell).name
+            return [self.transports[name] for name in self.matrix.get("transport", []) if name != own]
+        return [self.transports[name] for name in value.split("+")]
 
     def clients_of(self, topology: Any) -> list[str]:
         """The nodes that download in a run on ``topology``, the measured ``client`` first."""
@@ -421,6 +432,22 @@ def _clients(doc: LocatedData, value: Any, exp: Experiment, topo: Any) -> tuple[
     return tuple(value)
 
 
+def _check_competitors(doc: LocatedData, value: Any, field: str, exp: Experiment) -> None:
+    """A competitor.transport value: a transport, several joined by "+", or "others"."""
+    if value == OTHERS:
+        if OTHERS in exp.transports:
+            raise doc.error(f"a transport is named {OTHERS!r}, which competitor.transport reserves", field,
+                            fix="rename that transport")
+        return
+    names = value.split("+") if isinstance(value, str) else [value]
+    for name in names:
+        if not _among(name, exp.transports):
+            raise doc.error(f"unknown transport {name!r}", field,
+                            fix=f"{_suggest(str(name), list(exp.transports))}use one of {', '.join(exp.transports)}, "
+                                f"several joined by '+' (tcp-bbr+quic-cubic), or {OTHERS!r} (every other transport "
+                                "of the transport axis)")
+
+
 def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
     """A workload mapping, checked: an object (its size in bytes) or a page, and parallel."""
     workload = dict(_expect_mapping(doc, value, field))
@@ -493,9 +520,7 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
             raise doc.error("a competitor.transport axis needs a 'competitor' section", field,
                             fix="add competitor: {client: client}")
         for index, value in enumerate(values):
-            if not _among(value, exp.transports):
-                raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
-                                fix=f"{_suggest(str(value), list(exp.transports))}use one of {', '.join(exp.transports)}")
+            _check_competitors(doc, value, f"{field}[{index}]", exp)
     elif axis == "stress.cpu_quota":
         for index, value in enumerate(values):
             _cpu_quota(doc, value, f"{field}[{index}]")
@@ -630,9 +655,8 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         elif rival is None:
             raise doc.error("a competitor needs a transport", "competitor",
                             fix="write competitor: {transport: tcp}, or give a competitor.transport matrix axis")
-        elif not _among(rival, exp.transports):
-            raise doc.error(f"unknown transport {rival!r}", "competitor.transport",
-                            fix=f"{_suggest(str(rival), list(exp.transports))}use one of {', '.join(exp.transports)}")
+        else:
+            _check_competitors(doc, rival, "competitor.transport", exp)
         node = competitor.get("client", exp.client)
         if not _among(node, topo.nodes) or not topo.nodes[node].routed:
             raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
@@ -678,8 +702,13 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
                         fix="validity takes cpu_bound (flag or exclude), reruns and retry_failed (counts)")
+    if exp.competitor is not None and len(exp.matrix.get("transport", [])) < 2 and OTHERS in \
+            exp.matrix.get("competitor.transport", [exp.competitor.transport]):
+        raise doc.error(f"competitor.transport {OTHERS!r} means every other transport of the transport axis, and "
+                        "there is none", "competitor.transport", fix="add a transport axis of two or more transports")
     transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
-    exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": transports})
+    rivals = transports + [value for value in exp.matrix.get("competitor.transport", []) if value not in transports]
+    exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": rivals})
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
                             _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
                             _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0))

@@ -227,6 +227,29 @@ def test_a_tcp_competitor_runs_its_own_congestion_control(tmp_path: Path) -> Non
     assert rule["port"] == 8444 and rule["congestion_control"] == "bbr"  # test_port_cc.py: the kernel applies it
 
 
+def test_several_competitors_download_at_once_each_with_its_own_server(tmp_path: Path) -> None:
+    """competitor.transport: tcp-bbr+tcp-reno+quic: three competitors start with the measured
+    download; each has its server on its own port (a TCP one with its own congestion control),
+    its own record, and the fairness metrics count all four downloads."""
+    line, folder = _competitor_run(tmp_path, "tcp", "tcp-bbr+tcp-reno+quic")
+    assert line["competitor"]["name"] == "tcp-bbr+tcp-reno+quic"
+    assert [t["name"] for t in line["competitor"]["transports"]] == ["tcp-bbr", "tcp-reno", "quic"]
+    records = [json.loads((folder / name).read_text())
+               for name in ("client.json", "competitor.json", "competitor-2.json", "competitor-3.json")]
+    assert all(record["ok"] for record in records)
+    assert [record["server"]["port"] for record in records] == [8443, 8444, 8445, 4436]
+    assert max(r["started_at"] for r in records) - min(r["started_at"] for r in records) < 0.25
+    servers = json.loads((folder / "run.json").read_text())["details"]["servers"]
+    assert servers["competitor"]["port_congestion_control"]["congestion_control"] == "bbr"
+    assert servers["competitor-2"]["port_congestion_control"]["congestion_control"] == "reno"
+    metrics = line["metrics"]
+    goodputs = [8 * r["bytes"] / r["completion_time"] for r in records]
+    assert metrics["competitor_goodput"] == pytest.approx(sum(goodputs[1:]), rel=1e-6)
+    assert metrics["goodput_share"] == pytest.approx(goodputs[0] / sum(goodputs), rel=1e-6)
+    assert metrics["jain_index"] == pytest.approx(sum(goodputs) ** 2 / (4 * sum(g * g for g in goodputs)), rel=1e-6)
+    assert sum(goodputs) < 21e6  # four flows, one 20 Mbit/s link
+
+
 @pytest.fixture(scope="module")
 def full_captures(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, Path]]:
     """One run per transport (aioquic, TCP, and quinn when built) with captures: full and qlog:
@@ -335,6 +358,8 @@ def test_resumed_runs_prime_before_their_captures_and_resume_on_the_wire(tmp_pat
             assert len(_tshark(capture, None, "tcp.flags.syn == 1 and tcp.flags.ack == 0", "frame.number")) == 1
         else:
             assert resumption["early_data_accepted"] is True, (name, resumption)
+            if name == "quinn-0rtt":  # the priming connection's NEW_TOKEN: validated from the first packet
+                assert resumption["address_token_offered"] is True, resumption
             client_ids = _tshark(capture, keys, "quic.long.packet_type == 0 and udp.dstport == 4433", "quic.scid")
             assert len({row[0].split(",")[0] for row in client_ids}) == 1, (name, client_ids)
             assert _tshark(capture, keys, "quic.long.packet_type == 1", "frame.number"), name  # 0-RTT packets

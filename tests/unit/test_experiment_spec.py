@@ -198,7 +198,7 @@ def test_a_quic_transport_names_its_implementation_and_runs_only_knobs_it_has(tm
 def test_the_competitor_transport_as_a_matrix_axis(tmp_path):
     text = GOOD.replace("  link.bottleneck.loss: [0, 2]", "  competitor.transport: [tcp, bquic]") + "competitor: {}\n"
     exp = load_experiment(write(tmp_path, text))
-    pairs = {(exp.transport_of(cell).name, exp.competitor_of(cell).name) for cell in exp.cells()}
+    pairs = {(exp.transport_of(cell).name, exp.competitors_of(cell)[0].name) for cell in exp.cells()}
     assert pairs == {(a, b) for a in ("quic", "bquic", "tcp") for b in ("tcp", "bquic")}
     with pytest.raises(SpecError, match=r"matrix.competitor.transport\[1\].*did you mean 'bquic'"):
         load_experiment(write(tmp_path, text.replace("[tcp, bquic]", "[tcp, bqiuc]")))
@@ -335,3 +335,22 @@ def test_a_transport_resumes_where_its_client_can(tmp_path):
         load_experiment(write(tmp_path, text.replace("resumption: ticket", "resumption: 0rtt")))
     with pytest.raises(SpecError, match=r"transports.h3-0rtt.resumption.*'early' is not allowed.*none, ticket, 0rtt"):
         load_experiment(write(tmp_path, text.replace("resumption: 0rtt", "resumption: early")))
+
+
+def test_several_competitors_download_at_once(tmp_path):
+    """competitor.transport: one transport, several joined by '+', or 'others': every other
+    transport of the transport axis (the cellular study's three or four controllers at once)."""
+    text = GOOD.replace("[quic, bquic, tcp]", "[quic, tcp, tcp-bbr]") + \
+        "competitor: {client: client}\n"
+    text = text.replace("  link.bottleneck.loss: [0, 2]", "  competitor.transport: [tcp-reno, tcp-reno+quic, others]")
+    exp = load_experiment(write(tmp_path, text))
+    names = lambda cell: [t.name for t in exp.competitors_of(cell)]  # noqa: E731
+    assert names({"transport": "quic", "competitor.transport": "tcp-reno"}) == ["tcp-reno"]
+    assert names({"transport": "quic", "competitor.transport": "tcp-reno+quic"}) == ["tcp-reno", "quic"]
+    assert names({"transport": "tcp", "competitor.transport": "others"}) == ["quic", "tcp-bbr"]
+    assert [t.name for t in exp.transports_used()] == ["quic", "tcp", "tcp-bbr", "tcp-reno"]
+    with pytest.raises(SpecError, match=r"competitor.transport\[1\].*unknown transport 'tcp-renno'.*joined by '\+'"):
+        load_experiment(write(tmp_path, text.replace("tcp-reno+quic", "tcp-renno+quic")))
+    alone = text.replace("[quic, tcp, tcp-bbr]", "[quic]")
+    with pytest.raises(SpecError, match=r"'others' means every other transport of the transport axis"):
+        load_experiment(write(tmp_path, alone))

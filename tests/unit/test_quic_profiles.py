@@ -27,13 +27,13 @@ def test_builtin_profiles() -> None:
         "congestion_control": "cubic", "ack_every": 2, "ack_decimation_after": 0,
         "max_ack_delay": 0.025, "ack_delay_rtt_fraction": None, "immediate_ack_on_gap": True,
         "pacing": True, "slow_start_exit_rtt_increase": 0.125, "loss_time_threshold": 1.125,
-        "loss_packet_threshold": 3,
+        "loss_packet_threshold": 3, "initial_window": None, "mtu_discovery": None,
     }
     assert get_profile("bquic").knobs() == {
         "congestion_control": "cubic", "ack_every": 10, "ack_decimation_after": 100,
         "max_ack_delay": 0.025, "ack_delay_rtt_fraction": 0.25, "immediate_ack_on_gap": True,
         "pacing": False, "slow_start_exit_rtt_increase": 0.5, "loss_time_threshold": 1.25,
-        "loss_packet_threshold": 3,
+        "loss_packet_threshold": 3, "initial_window": None, "mtu_discovery": None,
     }
 
 

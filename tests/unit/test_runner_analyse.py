@@ -86,10 +86,17 @@ def test_the_measured_download_is_told_apart_from_its_competitor_by_port() -> No
 
 def test_competitor_metrics_and_fairness() -> None:
     rival = {"tool": "quicbed-tcp-client", "ok": True, "bytes": 1_000_000, "completion_time": 2.0}
-    values = competitor_metrics({"goodput": 12e6}, rival)
+    values = competitor_metrics({"goodput": 12e6}, [rival])
     assert values["competitor_goodput"] == 4e6 and values["competitor_download_time"] == 2.0
     assert values["jain_index"] == pytest.approx((12 + 4) ** 2 / (2 * (12 ** 2 + 4 ** 2)))
     assert values["goodput_share"] == pytest.approx(12 / 16)
+    # three competitors at once: theirs together (4 + 2 + 6 Mbit/s), the longest download, and
+    # Jain's index of all four downloads
+    others = [rival, {**rival, "completion_time": 4.0}, {**rival, "completion_time": 4 / 3}]
+    values = competitor_metrics({"goodput": 12e6}, others)
+    assert values["competitor_goodput"] == pytest.approx(12e6) and values["competitor_download_time"] == 4.0
+    assert values["jain_index"] == pytest.approx((12 + 4 + 2 + 6) ** 2 / (4 * (12 ** 2 + 4 ** 2 + 2 ** 2 + 6 ** 2)))
+    assert values["goodput_share"] == pytest.approx(12 / 24) and "competitor_ttfb" not in values
 
 
 def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
@@ -163,7 +170,7 @@ def test_fairness_of_the_committed_parallel_run() -> None:
     tcp = {"tool": "quicbed-tcp-client", "ok": True, "bytes": curl["size_download"],
            "completion_time": curl["time_total"] - curl["time_pretransfer"]}
     main = run_metrics_of(Path("/nonexistent"), quic)
-    values = competitor_metrics(main, tcp)
+    values = competitor_metrics(main, [tcp])
     assert main["goodput"] == pytest.approx(6.803e6, rel=1e-3)
     assert values["competitor_goodput"] == pytest.approx(5.377e6, rel=1e-3)
     assert values["goodput_share"] == pytest.approx(6.803 / (6.803 + 5.377), rel=1e-3)
@@ -374,3 +381,29 @@ def test_curl_records_give_the_exchange_times_too() -> None:
     assert metrics.connect_time(record) == record["time_connect"] == 0.000184
     assert metrics.first_byte_time(record) == record["time_starttransfer"]
     assert metrics.total_time(record) == record["time_total"]
+
+
+def test_the_first_packet_is_one_that_opens_the_connection() -> None:
+    """A resumed run's capture may begin while its priming connection's last packets are still
+    on the way (with quinn on the same addresses and ports): the lead counts from the client's
+    SYN or QUIC Initial, not from those."""
+    from quicbed.analysis.packets import ACK, SYN, Packet
+    from quicbed.runner.analyse import setup_lead
+
+    server, client = ("10.0.0.2", 4433), ("10.0.0.1", 50000)
+
+    def packet(ts: float, source: tuple[str, int], kind: str) -> Packet:
+        to = client if source == server else server
+        if kind in ("syn", "ack"):
+            return Packet(ts, source[0], to[0], source[1], to[1], "tcp", 60, 0, 0, 0,
+                          tcp_flags=SYN if kind == "syn" else ACK)
+        return Packet(ts, source[0], to[0], source[1], to[1], "udp", 100, 72, 0, 0,
+                      quic_long_header=kind != "1rtt", quic_type=kind)
+
+    quic = [packet(99.990, client, "1rtt"), packet(99.991, server, "1rtt"),  # the priming connection's last
+            packet(100.002, client, "initial"), packet(100.030, server, "initial")]
+    data_flow = quic[1].flow  # server -> client
+    assert setup_lead(quic, {"started_at": 100.0}, [data_flow]) == pytest.approx(0.002)
+    tcp = [packet(99.995, client, "ack"), packet(100.0004, client, "syn")]
+    assert setup_lead(tcp, {"started_at": 100.0}, [(*server, *client, "tcp")]) == pytest.approx(0.0004)
+    assert setup_lead(quic[:2], {"started_at": 100.0}, [data_flow]) is None  # no opening packet: no lead

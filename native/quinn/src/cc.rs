@@ -64,6 +64,7 @@ impl DelayIncreaseMonitor {
 pub struct LossBased {
     algorithm: Algorithm,
     mtu: u64,
+    initial_window: u64,
     window: u64,
     ssthresh: u64,
     recovery_start: Option<Instant>,
@@ -82,12 +83,15 @@ pub struct LossBased {
 }
 
 impl LossBased {
-    pub fn new(algorithm: Algorithm, mtu: u16, rtt_increase: Option<f64>) -> Self {
+    /// `initial_window` in bytes; None: RFC 9002's 10 datagrams
+    pub fn new(algorithm: Algorithm, mtu: u16, rtt_increase: Option<f64>, initial_window: Option<u64>) -> Self {
         let mtu = u64::from(mtu);
+        let initial_window = initial_window.unwrap_or(INITIAL_WINDOW_PACKETS * mtu);
         Self {
             algorithm,
             mtu,
-            window: INITIAL_WINDOW_PACKETS * mtu,
+            initial_window,
+            window: initial_window,
             ssthresh: u64::MAX,
             recovery_start: None,
             acked_since_growth: 0,
@@ -215,7 +219,7 @@ impl Controller for LossBased {
     }
 
     fn initial_window(&self) -> u64 {
-        INITIAL_WINDOW_PACKETS * self.mtu
+        self.initial_window
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -227,19 +231,23 @@ impl Controller for LossBased {
 pub struct LossBasedFactory {
     pub algorithm: Algorithm,
     pub rtt_increase: Option<f64>,
+    pub initial_window: Option<u64>,
 }
 
 impl ControllerFactory for LossBasedFactory {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
-        Box::new(LossBased::new(self.algorithm, current_mtu, self.rtt_increase))
+        Box::new(LossBased::new(self.algorithm, current_mtu, self.rtt_increase, self.initial_window))
     }
 }
 
 /// The factory for a `congestion_control` knob value.
-pub fn factory(name: &str, rtt_increase: Option<f64>) -> Result<Arc<dyn ControllerFactory + Send + Sync>, String> {
+pub fn factory(name: &str, rtt_increase: Option<f64>, initial_window: Option<u64>)
+    -> Result<Arc<dyn ControllerFactory + Send + Sync>, String> {
     match name {
-        "reno" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Reno, rtt_increase })),
-        "cubic" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Cubic, rtt_increase })),
+        "reno" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Reno, rtt_increase, initial_window })),
+        "cubic" => Ok(Arc::new(LossBasedFactory { algorithm: Algorithm::Cubic, rtt_increase, initial_window })),
+        "bbr" if initial_window.is_some() => Err("initial_window: quicbed's BBR starts from 10 datagrams; set the \
+                                                  knob to null with bbr".into()),
         "bbr" if rtt_increase.is_none() => Ok(Arc::new(crate::bbr::BbrFactory)),
         "bbr" => Err("slow_start_exit_rtt_increase: BBR leaves its startup by its own bandwidth rule; \
                       set the knob to null with bbr".into()),
@@ -274,7 +282,7 @@ mod tests {
     fn reno_halves_and_cubic_keeps_seven_tenths_once_per_recovery() {
         let start = Instant::now();
         for (algorithm, kept) in [(Algorithm::Reno, 0.5), (Algorithm::Cubic, 0.7)] {
-            let mut cc = LossBased::new(algorithm, 1200, None);
+            let mut cc = LossBased::new(algorithm, 1200, None, None);
             let before = cc.window();
             cc.on_congestion_event(start + Duration::from_millis(10), start, false, 1200);
             assert_eq!(cc.window(), (before as f64 * kept) as u64);
@@ -284,5 +292,14 @@ mod tests {
             cc.on_congestion_event(start + Duration::from_millis(30), start + Duration::from_millis(25), true, 1200);
             assert_eq!(cc.window(), 2 * 1200);
         }
+    }
+
+    #[test]
+    fn the_initial_window_knob_sets_where_slow_start_begins() {
+        let default = LossBased::new(Algorithm::Cubic, 1200, None, None);
+        assert_eq!((default.window(), default.initial_window()), (12_000, 12_000));
+        let tcp_like = LossBased::new(Algorithm::Reno, 1200, None, Some(14_480));
+        assert_eq!((tcp_like.window(), tcp_like.initial_window()), (14_480, 14_480));
+        assert!(factory("bbr", None, Some(14_480)).is_err() && factory("bbr", None, None).is_ok());
     }
 }

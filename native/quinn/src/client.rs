@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::args::Options;
 use crate::common::{self, Error};
 use crate::knobs::Knobs;
-use crate::resumption::{CountingStore, Mode};
+use crate::resumption::{CountingStore, CountingTokens, Mode};
 
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const USER_AGENT: &str = concat!("quicbed-quinn/", env!("CARGO_PKG_VERSION"));
@@ -120,6 +120,7 @@ async fn fetch(settings: &Settings, record: &mut Value) {
     record["versions"] = common::versions();
     let objects: Arc<Mutex<Vec<ObjectTiming>>> = Arc::default();
     let store = CountingStore::new();
+    let tokens = CountingTokens::new(); // the priming connection's address-validation token, for the measured one
     let early: Arc<Mutex<Option<(Instant, bool)>>> = Arc::default(); // 0-RTT: when the handshake ended, accepted
     let mut connection = None;
     let mut endpoint = None;
@@ -134,7 +135,7 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         let tls = Arc::new(QuicClientConfig::try_from(tls_config(settings, store.clone())?)?);
         endpoint = Some(opened.clone());
         if settings.resumption != Mode::None {
-            record["resumption"]["priming"] = tokio::time::timeout(settings.timeout, prime(settings, &opened, tls.clone(), &store))
+            record["resumption"]["priming"] = tokio::time::timeout(settings.timeout, prime(settings, &opened, tls.clone(), &store, tokens.clone()))
                 .await
                 .map_err(|_| format!("priming connection: timeout after {}s", settings.timeout.as_secs_f64()))?;
             pass_barrier(settings).await?; // primed: the run's captures may start now
@@ -150,7 +151,7 @@ async fn fetch(settings: &Settings, record: &mut Value) {
             let mut transport = settings.knobs.transport_config(Duration::from_secs(60))?;
             qlog = common::attach_qlog(&mut transport, settings.qlog_dir.as_deref(), "client", origin)?;
             let mut config = ClientConfig::new(tls);
-            config.transport_config(Arc::new(transport));
+            config.transport_config(Arc::new(transport)).token_store(tokens.clone());
             let connecting = opened.connect_with(config, settings.address, &settings.server_name)?;
             let established = match connecting.into_0rtt() {
                 Ok((early_connection, accepted)) if settings.resumption == Mode::ZeroRtt => {
@@ -190,6 +191,8 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         record["resumption"]["tickets_received"] = json!(store.received());
         record["resumption"]["ticket_offered"] = json!(store.offered() > 0);
         record["resumption"]["early_data_accepted"] = early.map_or(Value::Null, |(_, accepted)| json!(accepted));
+        record["resumption"]["address_tokens_received"] = json!(tokens.received());
+        record["resumption"]["address_token_offered"] = json!(tokens.offered() > 0);
     }
     let timings = {
         let mut all = objects.lock().unwrap().clone();
@@ -242,12 +245,13 @@ async fn pass_barrier(settings: &Settings) -> Result<(), Error> {
 
 /// The priming connection: one request for an object the server does not have, then a wait
 /// for the session tickets; its times (from its own start), never the run's.
-async fn prime(settings: &Settings, endpoint: &Endpoint, tls: Arc<QuicClientConfig>, store: &CountingStore) -> Value {
+async fn prime(settings: &Settings, endpoint: &Endpoint, tls: Arc<QuicClientConfig>, store: &CountingStore,
+               tokens: Arc<CountingTokens>) -> Value {
     let start = Instant::now();
     let mut handshake = None;
     let outcome: Result<u16, Error> = async {
         let mut config = ClientConfig::new(tls);
-        config.transport_config(Arc::new(settings.knobs.transport_config(Duration::from_secs(60))?));
+        config.transport_config(Arc::new(settings.knobs.transport_config(Duration::from_secs(60))?)).token_store(tokens.clone());
         let connection = endpoint.connect_with(config, settings.address, &settings.server_name)?.await?;
         handshake = Some(Instant::now());
         let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection.clone())).await?;
@@ -262,12 +266,15 @@ async fn prime(settings: &Settings, endpoint: &Endpoint, tls: Arc<QuicClientConf
             chunk.advance(chunk.remaining());
         }
         let waited = Instant::now();
-        while store.received() == 0 && waited.elapsed() < TICKET_WAIT {
+        while (store.received() == 0 || tokens.received() == 0) && waited.elapsed() < TICKET_WAIT {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         drop(sender);
         drive.abort();
         connection.close(0u32.into(), b"primed");
+        // drained (three PTOs): none of its packets reach the run's captures, which start once
+        // the client passes the barrier, on the same addresses and ports as the measured one
+        endpoint.wait_idle().await;
         Ok(status)
     }
     .await;

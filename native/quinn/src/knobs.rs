@@ -21,6 +21,10 @@ pub struct Knobs {
     pub slow_start_exit_rtt_increase: Option<f64>,
     pub loss_time_threshold: f64,
     pub loss_packet_threshold: u32,
+    /// bytes; None: 10 datagrams
+    pub initial_window: Option<u64>,
+    /// None: quinn's own (on)
+    pub mtu_discovery: Option<bool>,
 }
 
 fn field<'a>(knobs: &'a Value, name: &str) -> Result<&'a Value, String> {
@@ -39,7 +43,7 @@ fn boolean(knobs: &Value, name: &str) -> Result<bool, String> {
 }
 
 impl Knobs {
-    /// The `knobs` object of a profile record (all ten knobs, SI units).
+    /// The `knobs` object of a profile record (every knob, SI units).
     pub fn from_json(knobs: &Value) -> Result<Self, String> {
         let whole = |name: &str| -> Result<Option<u64>, String> {
             Ok(number(knobs, name)?.map(|value| value as u64))
@@ -58,6 +62,9 @@ impl Knobs {
             slow_start_exit_rtt_increase: number(knobs, "slow_start_exit_rtt_increase")?,
             loss_time_threshold: number(knobs, "loss_time_threshold")?.ok_or("knobs: loss_time_threshold is null")?,
             loss_packet_threshold: whole("loss_packet_threshold")?.ok_or("knobs: loss_packet_threshold is null")? as u32,
+            // newer knobs: absent from older profile records, which meant the defaults
+            initial_window: knobs.get("initial_window").and_then(Value::as_u64),
+            mtu_discovery: knobs.get("mtu_discovery").and_then(Value::as_bool),
         };
         let refused = parsed.refusals();
         if refused.is_empty() {
@@ -79,7 +86,7 @@ impl Knobs {
         if self.ack_every.is_none() && (self.max_ack_delay.is_some() || self.immediate_ack_on_gap) {
             refused.push("max_ack_delay and immediate_ack_on_gap need ack_every (quinn's own ACKs take neither)".into());
         }
-        if let Err(error) = cc::factory(&self.congestion_control, self.slow_start_exit_rtt_increase) {
+        if let Err(error) = cc::factory(&self.congestion_control, self.slow_start_exit_rtt_increase, self.initial_window) {
             refused.push(error);
         }
         refused
@@ -93,7 +100,8 @@ impl Knobs {
         transport
             .packet_threshold(self.loss_packet_threshold)
             .time_threshold(self.loss_time_threshold as f32)
-            .congestion_controller_factory(cc::factory(&self.congestion_control, self.slow_start_exit_rtt_increase)?)
+            .congestion_controller_factory(cc::factory(&self.congestion_control, self.slow_start_exit_rtt_increase,
+                                                       self.initial_window)?)
             .max_idle_timeout(Some(IdleTimeout::try_from(idle_timeout).map_err(|e| format!("idle timeout: {e}"))?));
         if let Some(every) = self.ack_every {
             // the data sender asks the receiver for this ACK policy (ACK_FREQUENCY frame,
@@ -103,6 +111,9 @@ impl Knobs {
                 .max_ack_delay(Some(Duration::from_secs_f64(self.max_ack_delay.unwrap_or(0.025))))
                 .reordering_threshold(VarInt::from_u32(u32::from(self.immediate_ack_on_gap)));
             transport.ack_frequency_config(Some(ack));
+        }
+        if self.mtu_discovery == Some(false) {
+            transport.mtu_discovery_config(None);
         }
         Ok(transport)
     }

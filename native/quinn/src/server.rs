@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use crate::args::Options;
 use crate::common::{self, Error};
 use crate::knobs::Knobs;
+use crate::resumption::SingleUseTokens;
 
 pub const READY_PREFIX: &str = "quicbed-quic-server ready";
 const SERVER_HEADER: &str = "quicbed";
@@ -46,6 +47,7 @@ struct ConnectionLog {
 
 struct Shared {
     settings: Settings,
+    config: ServerConfig,
     open: Mutex<HashMap<usize, (quinn::Connection, Arc<ConnectionLog>)>>,
 }
 
@@ -100,12 +102,24 @@ fn tls_config(cert: &Path, key: &Path) -> Result<Arc<QuicServerConfig>, Error> {
     Ok(Arc::new(QuicServerConfig::try_from(tls)?))
 }
 
-fn server_config(settings: &Settings, tls: &Arc<QuicServerConfig>, qlog_name: Option<&str>) -> Result<ServerConfig, Error> {
-    let mut transport = settings.knobs.transport_config(settings.idle_timeout)?;
-    if let Some(name) = qlog_name {
-        common::attach_qlog(&mut transport, settings.qlog_dir.as_deref(), name, Instant::now())?;
-    }
+/// The endpoint's configuration. It issues one address-validation token per connection
+/// (NEW_TOKEN) and accepts each once: a client's next connection, a resumed one, is then
+/// validated from its first packet. Every connection's own configuration is a copy of it
+/// (`connection_config`), so that the token key that seals a token also opens it.
+fn server_config(settings: &Settings, tls: &Arc<QuicServerConfig>) -> Result<ServerConfig, Error> {
     let mut config = ServerConfig::with_crypto(tls.clone());
+    let mut tokens = quinn_proto::ValidationTokenConfig::default();
+    tokens.log(Arc::new(SingleUseTokens::default())).sent(1);
+    config.validation_token_config(tokens);
+    config.transport_config(Arc::new(settings.knobs.transport_config(settings.idle_timeout)?));
+    Ok(config)
+}
+
+/// One connection's configuration: the endpoint's, with its own qlog.
+fn connection_config(shared: &Shared, qlog_name: &str) -> Result<ServerConfig, Error> {
+    let mut transport = shared.settings.knobs.transport_config(shared.settings.idle_timeout)?;
+    common::attach_qlog(&mut transport, shared.settings.qlog_dir.as_deref(), qlog_name, Instant::now())?;
+    let mut config = shared.config.clone();
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
@@ -113,8 +127,8 @@ fn server_config(settings: &Settings, tls: &Arc<QuicServerConfig>, qlog_name: Op
 async fn serve(settings: Settings, tls: Arc<QuicServerConfig>) -> Result<(), Error> {
     let (socket, buffers) = common::bound_socket(settings.address, settings.socket_buffer)?;
     let local = socket.local_addr()?;
-    let endpoint = Endpoint::new(EndpointConfig::default(), Some(server_config(&settings, &tls, None)?), socket,
-                                 Arc::new(TokioRuntime))?;
+    let config = server_config(&settings, &tls)?;
+    let endpoint = Endpoint::new(EndpointConfig::default(), Some(config.clone()), socket, Arc::new(TokioRuntime))?;
     let mut info = json!({
         "host": local.ip().to_string(), "port": local.port(), "pid": std::process::id(),
         "implementation": "quinn", "versions": common::versions(), "socket": buffers,
@@ -128,7 +142,7 @@ async fn serve(settings: Settings, tls: Arc<QuicServerConfig>) -> Result<(), Err
     }
     println!("{READY_PREFIX} host={} port={} profile={} knobs={}", local.ip(), local.port(),
              info["profile"].as_str().unwrap_or("?"), info["knobs"]);
-    let shared = Arc::new(Shared { settings, open: Mutex::new(HashMap::new()) });
+    let shared = Arc::new(Shared { settings, config, open: Mutex::new(HashMap::new()) });
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut accepted = 0usize;
@@ -138,9 +152,8 @@ async fn serve(settings: Settings, tls: Arc<QuicServerConfig>) -> Result<(), Err
                 let Some(incoming) = incoming else { break };
                 accepted += 1;
                 let shared = shared.clone();
-                let tls = tls.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = handle_connection(shared, tls, incoming, accepted).await {
+                    if let Err(error) = handle_connection(shared, incoming, accepted).await {
                         eprintln!("connection {accepted}: {error}");
                     }
                 });
@@ -162,10 +175,16 @@ async fn serve(settings: Settings, tls: Arc<QuicServerConfig>) -> Result<(), Err
     Ok(())
 }
 
-async fn handle_connection(shared: Arc<Shared>, tls: Arc<QuicServerConfig>, incoming: Incoming, number: usize) -> Result<(), Error> {
+async fn handle_connection(shared: Arc<Shared>, incoming: Incoming, number: usize) -> Result<(), Error> {
     let qlog_name = format!("server-{number}-{}", incoming.remote_address()).replace([':', '[', ']'], "_");
-    let config = server_config(&shared.settings, &tls, Some(&qlog_name))?;
-    let connection = incoming.accept_with(Arc::new(config))?.await?;
+    let config = connection_config(&shared, &qlog_name)?;
+    // 0.5-RTT: serve at once, so that a resumed client's 0-RTT requests are answered before the
+    // handshake completes, as the aioquic server does (a server's into_0rtt always succeeds;
+    // rustls' session store hands each ticket out once, so 0-RTT requests are not replayed)
+    let connection = match incoming.accept_with(Arc::new(config))?.into_0rtt() {
+        Ok((connection, _)) => connection,
+        Err(connecting) => connecting.await?,
+    };
     let log = Arc::new(ConnectionLog::default());
     shared.open.lock().unwrap().insert(number, (connection.clone(), log.clone()));
     let mut h3 = h3::server::Connection::new(h3_quinn::Connection::new(connection.clone())).await?;

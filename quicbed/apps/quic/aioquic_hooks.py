@@ -21,7 +21,8 @@ What is touched, per connection (never module-wide), and why:
   (aioquic's own tests do the same to disable pacing).
 * Slow-start exit (``slow_start_exit_rtt_increase``): a congestion controller registered
   through ``register_congestion_control`` subclasses aioquic's reno/cubic and replaces
-  their ``_rtt_monitor`` by :class:`DelayIncreaseMonitor`.
+  their ``_rtt_monitor`` by :class:`DelayIncreaseMonitor`; with ``initial_window`` it
+  also sets the window its constructor starts from (public ``congestion_window``).
 * Loss thresholds (``loss_time_threshold``, ``loss_packet_threshold``): aioquic reads the
   module globals ``K_TIME_THRESHOLD``/``K_PACKET_THRESHOLD`` in
   ``QuicPacketRecovery._detect_loss``. The connection's recovery gets its own copy of that
@@ -131,24 +132,30 @@ class DelayIncreaseMonitor:
 def congestion_control_name(profile: TransportProfile) -> str:
     """Register (once) and return the aioquic congestion-control name for a profile."""
     base_name = profile.congestion_control
-    if profile.slow_start_exit_rtt_increase is None:
+    if profile.slow_start_exit_rtt_increase is None and profile.initial_window is None:
         return base_name
-    return _register_slow_start_variant(base_name, profile.slow_start_exit_rtt_increase)
+    return _register_variant(base_name, profile.slow_start_exit_rtt_increase, profile.initial_window)
 
 
 @functools.cache
-def _register_slow_start_variant(base_name: str, rtt_increase: float) -> str:
+def _register_variant(base_name: str, rtt_increase: float | None, initial_window: int | None) -> str:
+    """A controller with the profile's slow-start exit rule and initial window."""
     base_class = _CC_BASES[base_name]
 
-    class SlowStartExitVariant(base_class):  # type: ignore[misc, valid-type]
+    class Variant(base_class):  # type: ignore[misc, valid-type]
         def __init__(self, *, max_datagram_size: int) -> None:
             super().__init__(max_datagram_size=max_datagram_size)
-            self._rtt_monitor = DelayIncreaseMonitor(rtt_increase)
+            if rtt_increase is not None:
+                self._rtt_monitor = DelayIncreaseMonitor(rtt_increase)
+            if initial_window is not None:
+                self.congestion_window = initial_window
 
-    SlowStartExitVariant.__name__ = f"{base_class.__name__}SlowStartExit"
-    SlowStartExitVariant.__qualname__ = SlowStartExitVariant.__name__
-    name = f"{base_name}+ssexit={rtt_increase:g}"
-    register_congestion_control(name, SlowStartExitVariant)
+    Variant.__name__ = base_class.__name__ + ("SlowStartExit" if rtt_increase is not None else "") \
+        + (f"InitialWindow{initial_window}" if initial_window is not None else "")
+    Variant.__qualname__ = Variant.__name__
+    name = base_name + (f"+ssexit={rtt_increase:g}" if rtt_increase is not None else "") \
+        + (f"+iw={initial_window}" if initial_window is not None else "")
+    register_congestion_control(name, Variant)
     return name
 
 

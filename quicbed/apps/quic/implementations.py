@@ -50,6 +50,9 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
     if implementation == "aioquic":
         if profile.congestion_control == "bbr":
             refused.append("congestion_control=bbr: aioquic has NewReno and CUBIC only")
+        if profile.mtu_discovery:
+            refused.append("mtu_discovery=true: aioquic has no path MTU discovery (its datagrams stay at 1200 "
+                           "bytes)")
     elif implementation == "quinn":
         if profile.ack_decimation_after:
             refused.append(f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "
@@ -60,6 +63,8 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
         if profile.congestion_control == "bbr" and profile.slow_start_exit_rtt_increase is not None:
             refused.append("slow_start_exit_rtt_increase with congestion_control=bbr: BBR leaves startup by "
                            "its own bandwidth rule")
+        if profile.congestion_control == "bbr" and profile.initial_window is not None:
+            refused.append("initial_window with congestion_control=bbr: quicbed's BBR starts from 10 datagrams")
     else:
         raise QuicbedError(f"unknown QUIC implementation {implementation!r}: use one of "
                            f"{', '.join(IMPLEMENTATIONS)}")

@@ -65,6 +65,8 @@ class TransportProfile:
     slow_start_exit_rtt_increase: float | None = None
     loss_time_threshold: float = 9 / 8
     loss_packet_threshold: int = 3
+    initial_window: int | None = None
+    mtu_discovery: bool | None = None
 
     @property
     def native_acks(self) -> bool:
@@ -217,6 +219,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("loss_packet_threshold", "int >= 1",
          "Sender: a packet is lost when a packet this many numbers later was acknowledged "
          "(RFC 9002 kPacketThreshold, 3).", _integer(1)),
+    Knob("initial_window", "bytes >= 2400 | null",
+         "Sender: the congestion window before the first loss or ACK, in bytes. null = RFC 9002's "
+         "10 datagrams of 1200 bytes (12000); Linux TCP's is 10 segments (14480 bytes at a 1448-byte "
+         "MSS).", _optional(_integer(2400))),
+    Knob("mtu_discovery", "bool | null",
+         "Both: probe for larger datagrams than 1200 bytes after the handshake (DPLPMTUD, RFC 8899); "
+         "the probes take room in the congestion window. null = the implementation's own (quinn: on; "
+         "aioquic has none).", _optional(_boolean)),
 )
 KNOB_NAMES: tuple[str, ...] = tuple(knob.name for knob in KNOBS)
 _KNOBS_BY_NAME = {knob.name: knob for knob in KNOBS}

@@ -604,6 +604,10 @@ async def _prime(settings: ClientSettings, context: ResumingContext) -> dict[str
     finally:
         protocol.finish()
     (connection,), (timing,) = fetch.connections, fetch.timings
+    if connection.connected is not None:
+        # its closing packets (close_notify, FIN) come back within a round trip: let them, so
+        # that none reaches the run's captures, which start once the client passes the barrier
+        await asyncio.sleep(2 * (connection.connected - connection.connect_start))
     if session is None or not session.has_ticket:
         raise FetchError("no session ticket to resume with: the priming connection received none")
     context.session = session
