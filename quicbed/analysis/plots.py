@@ -100,6 +100,13 @@ def _groups(frame: pd.DataFrame, column: str | None) -> list[tuple[str, pd.DataF
     return [(str(name), part) for name, part in frame.groupby(column, sort=False)]
 
 
+def _coloured_groups(frame: pd.DataFrame, column: str | None) -> list[tuple[str, pd.DataFrame, str]]:
+    """:func:`_groups` with a colour each (:func:`group_colours`: the protocols' own when that
+    tells the groups apart; tcp and tcp-ticket, say, do not share one)."""
+    groups = _groups(frame, column)
+    return [(name, part, shade) for (name, part), shade in zip(groups, group_colours([n for n, _ in groups]))]
+
+
 def _legend(axes: Axes, **kwargs: object) -> None:
     _, labels = axes.get_legend_handles_labels()
     if any(labels):
@@ -122,10 +129,10 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
         figure = Figure(figsize=(WIDTH, HEIGHT))
         axes = figure.subplots()
         categories = list(dict.fromkeys(summary[x].astype(str)))
-        groups = _groups(summary, hue)
+        groups = _coloured_groups(summary, hue)
         width = 0.8 / len(groups)
         positions = np.arange(len(categories))
-        for number, (name, part) in enumerate(groups):
+        for number, (name, part, shade) in enumerate(groups):
             values = part.set_index(part[x].astype(str)).reindex(categories)
             offset = (number - (len(groups) - 1) / 2) * width
             low = (values["mean"] - values["ci_low"]).to_numpy(dtype=float, copy=True)
@@ -133,7 +140,7 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
             # no interval (a single run) draws no error bar rather than a flat cap on the bar
             empty = (low == 0) & (high == 0)
             low[empty], high[empty] = np.nan, np.nan
-            axes.bar(positions + offset, values["mean"], width * 0.92, color=colour(number, name),
+            axes.bar(positions + offset, values["mean"], width * 0.92, color=shade,
                      label=name or None, yerr=np.vstack([low, high]), capsize=2,
                      error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         axes.set_xticks(positions, categories)
@@ -185,7 +192,7 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
         axes = figure.subplots()
-        for number, (name, part) in enumerate(_groups(samples, group)):
+        for number, (name, part, shade) in enumerate(_coloured_groups(samples, group)):
             table = ccdf(part[value].to_numpy(dtype=float) * scale, confidence)
             if table.empty:
                 continue
@@ -194,9 +201,9 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
             ps = np.concatenate([[1.0], table["P"]])
             lows = np.concatenate([[table["low"].iloc[0]], table["low"]])
             highs = np.concatenate([[1.0], table["high"]])
-            axes.fill_between(xs, lows, highs, step="post", color=colour(number, name), alpha=0.2,
+            axes.fill_between(xs, lows, highs, step="post", color=shade, alpha=0.2,
                               linewidth=0)
-            axes.step(xs, ps, where="post", color=colour(number, name),
+            axes.step(xs, ps, where="post", color=shade,
                       linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
         axes.set_xlabel(xlabel)
         axes.set_ylabel("P(X > x)")
@@ -219,14 +226,14 @@ def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, thr
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
         axes = figure.subplots()
-        for number, (name, part) in enumerate(_groups(runs, group)):
+        for name, part, shade in _coloured_groups(runs, group):
             xs = part[delay].to_numpy(dtype=float) * delay_scale
             ys = part[throughput].to_numpy(dtype=float) * throughput_scale
             keep = np.isfinite(xs) & np.isfinite(ys)
             if not keep.any():
                 continue
-            axes.scatter(xs[keep], ys[keep], s=18, alpha=0.6, color=colour(number, name), label=name or None)
-            axes.scatter([xs[keep].mean()], [ys[keep].mean()], s=90, marker="x", color=colour(number, name))
+            axes.scatter(xs[keep], ys[keep], s=18, alpha=0.6, color=shade, label=name or None)
+            axes.scatter([xs[keep].mean()], [ys[keep].mean()], s=90, marker="x", color=shade)
             cells = part[cell].to_numpy() if cell is not None else np.zeros(len(part))
             for value in dict.fromkeys(cells[keep]):
                 chosen = keep & (cells == value)
@@ -234,7 +241,7 @@ def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, thr
                 if ellipse is not None:
                     centre, width, height, angle = ellipse
                     axes.add_patch(Ellipse(centre, width, height, angle=angle, fill=False,
-                                           color=colour(number, name), linewidth=0.8))
+                                           color=shade, linewidth=0.8))
         axes.invert_xaxis()
         axes.set_xlabel(xlabel + " (lower is right)")
         axes.set_ylabel(ylabel)
@@ -271,16 +278,16 @@ def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
         low = max(positive.min(), 0.1) if positive.size else 0.1
         high = max(positive.max(), low * 10) if positive.size else 1e6
         edges = np.logspace(np.log10(low), np.log10(high), bins + 1)
-        for number, (name, part) in enumerate(_groups(gaps, group)):
+        for number, (name, part, shade) in enumerate(_coloured_groups(gaps, group)):
             data = part[value].to_numpy(dtype=float) * 1e6
             share = np.ones_like(data) / max(len(data), 1)
             left.hist(np.clip(data, low, high), bins=edges, weights=share, histtype="step",
-                      color=colour(number, name), linestyle=LINESTYLES[number % len(LINESTYLES)],
+                      color=shade, linestyle=LINESTYLES[number % len(LINESTYLES)],
                       linewidth=1.2, label=name or None)
             table = ecdf(data)
             if not table.empty:
                 right.step(table["x"].clip(lower=low), table["F"], where="post",
-                           color=colour(number, name), linestyle=LINESTYLES[number % len(LINESTYLES)],
+                           color=shade, linestyle=LINESTYLES[number % len(LINESTYLES)],
                            label=name or None)
         for axes in (left, right):
             axes.set_xscale("log")
@@ -352,11 +359,11 @@ def throughput_bins_plot(binned: pd.DataFrame, stem: PathLike, *, group: str | N
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
         axes = figure.subplots()
-        for number, (name, part) in enumerate(_groups(binned, group)):
+        for number, (name, part, shade) in enumerate(_coloured_groups(binned, group)):
             width = bin_width or (float(np.diff(part["time"]).min()) if len(part) > 1 else 0.05)
             xs = np.append(part["time"].to_numpy(dtype=float), part["time"].iloc[-1] + width)
             ys = np.append(part["throughput"].to_numpy(dtype=float), part["throughput"].iloc[-1])
-            axes.step(xs, ys / 1e6, where="post", color=colour(number, name),
+            axes.step(xs, ys / 1e6, where="post", color=shade,
                       linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
         axes.set_xlabel("time (s)")
         label = f"throughput per {bin_width * 1000:g} ms (Mbit/s)" if bin_width else (
@@ -412,11 +419,11 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         bottom = np.zeros(len(times))
         sent = ~np.all(np.isnan(table.to_numpy(dtype=float)), axis=1)  # bins with traffic
         where = np.append(sent, sent[-1])
-        for number, flow in enumerate(flows):
+        for flow, shade in zip(flows, group_colours([str(flow) for flow in flows])):
             values = np.nan_to_num(table[flow].to_numpy(dtype=float))
             top = bottom + values
             axes.fill_between(xs, np.append(bottom, bottom[-1]), np.append(top, top[-1]),
-                              where=where, step="post", color=colour(number, str(flow)), alpha=0.85,
+                              where=where, step="post", color=shade, alpha=0.85,
                               linewidth=0, label=str(flow))
             bottom = top
         if len(flows) == 2:

@@ -259,11 +259,12 @@ class RunExecution:
         self.main = Download("main", transport, network.node(run_client(experiment, run)),
                              PORTS[transport.kind])
         # each competitor on its own port, also when it uses the measured download's kind of transport
-        self.competitors = [
-            Download("competitor" if number == 1 else f"competitor-{number}", rival,
-                     network.node(experiment.competitor.client), PORTS[rival.kind] + number)
-            for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)
-            if experiment.competitor is not None]
+        self.competitors: list[Download] = []
+        if experiment.competitor is not None:
+            node = network.node(experiment.competitor.client)
+            self.competitors = [Download("competitor" if number == 1 else f"competitor-{number}", rival, node,
+                                         PORTS[rival.kind] + number)
+                                for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)]
         # the other clients of a many-client run: the same transport, workload and server
         self.others = [Download(f"client-{name}", transport, network.node(name), PORTS[transport.kind])
                        for name in experiment.clients_of(network.topology)[1:]]
@@ -286,10 +287,10 @@ class RunExecution:
                     stack.enter_context(self._server(download))
             self.critical.check("while the run started")
             downloads = [self.main, *self.others] if self.others else self.downloads
-            release: Callable[[], list[dict[str, Any]]] | None = None
-            if any(d.transport.resumption != "none" for d in downloads):
-                # their priming connections come now, before the run's statistics, traces and captures
-                release = stack.enter_context(self._clients_ready(downloads))
+            # the clients start up (and make their priming connections, where they resume) before
+            # the run's statistics, traces and captures: every transfer then begins at the same
+            # moment of a replayed trace, whatever its client's start-up took
+            release = stack.enter_context(self._clients_ready(downloads))
             if hasattr(self.network, "reset_stats"):
                 self.network.reset_stats()  # MAC statistics of this run only; traces start again
                 traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
@@ -308,14 +309,7 @@ class RunExecution:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
             self.critical.check("before the transfer")
-            if release is not None:
-                records = release()
-            elif len(downloads) > 1:
-                with self._clients_ready(downloads) as release:
-                    records = release()
-            else:
-                with counted("client"):
-                    records = [self._download(self.main)]
+            records = release()
             record = records[0]
             if self.others:
                 self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
@@ -452,7 +446,7 @@ class RunExecution:
 
     # -- measurement -------------------------------------------------------------------------
     def _captures(self) -> _Captures:
-        ports = sorted({port + offset for port in PORTS.values() for offset in (0, 1)})
+        ports = sorted({download.port for download in self.downloads})  # the competitors' too
         captures = CaptureSet(self.folder, bpf_filter=" or ".join(f"port {p}" for p in ports), log_dir=self.logs)
         captures.add(self.server, self.server.interfaces[0], name="server")
         captures.add(self.main.client, self.main.client.interfaces[0], name="client",
@@ -559,14 +553,6 @@ class RunExecution:
                                f"record{': ' + errors if errors else ''}")
         return json.loads(output.read_text())
 
-    def _download(self, download: Download) -> dict[str, Any]:
-        process = download.client.start(self._client_argv(download), name="client", log_dir=self.logs)
-        try:
-            self._wait_for_clients([process])
-        finally:
-            process.stop()
-        return self._record(download, process)
-
     def _wait_for_clients(self, processes: list[Process]) -> None:
         """Until every client has exited, looking at the processes the run depends on meanwhile
         (the caller stops the clients, also when one of those ended)."""
@@ -592,14 +578,17 @@ class RunExecution:
                 with self.network.counted_as("client" if d in [self.main, *self.others] else "competitor"):
                     processes.append(d.client.start(
                         self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
-                        name=f"{d.role}-client", log_dir=self.logs))
+                        name="client" if d.role == "main" else f"{d.role}-client", log_dir=self.logs))
             deadline = time.monotonic() + READY_TIMEOUT
             while not all(path.exists() for path in ready.values()):
                 self.critical.check("while the clients started")
-                exited = [p for p in processes if not p.running]
-                if exited or time.monotonic() > deadline:
-                    raise BackendError(f"the clients did not start up together: {exited[0].errors().strip()[-300:]}"
-                                       if exited else f"the clients were not ready after {READY_TIMEOUT:g} s")
+                exited = [(d, p) for d, p in zip(downloads, processes) if not p.running]
+                if exited:
+                    download, process = exited[0]
+                    raise BackendError(f"{_client_name(download)} {how_it_ended(process.returncode)} before it was "
+                                       f"ready: {process.errors().strip()[-300:]}")
+                if time.monotonic() > deadline:
+                    raise BackendError(f"the clients were not ready after {READY_TIMEOUT:g} s")
                 time.sleep(0.01)
 
             def release() -> list[dict[str, Any]]:
@@ -610,6 +599,8 @@ class RunExecution:
         finally:
             for process in processes:
                 process.stop()
+            for path in (go, *ready.values()):
+                path.unlink(missing_ok=True)
 
     def _collect_server_files(self) -> None:
         qlog_dir = self.folder / "qlog"

@@ -239,12 +239,14 @@ def test_e3_http_versions_fetch_over_the_version_asked_for(tmp_path: Path) -> No
     out = tmp_path / "e3-http"
     lines = run_lines("e3-http-versions", out, "--set", "matrix.params.trace=[constant-12mbit]",
                       "--set", "matrix.workload=[{object: 100kB}, {page: p8-262k}]")
-    assert len(lines) == 6
+    assert len(lines) == 10
     for line in lines:
         assert counted_or_late(line), line
         record = json.loads((out / line["folder"] / "client.json").read_text())
         versions = {obj.get("http_version") for obj in record["objects"]}
-        expected = {"tcp-h1": {"1.1"}, "tcp": {"2"}}.get(line["cell"]["transport"])
+        expected = {"tcp-h1": {"1.1"}, "tcp": {"2"}, "tcp-ticket": {"2"}}.get(line["cell"]["transport"])
+        resumed = {"tcp-ticket": "ticket", "quic-0rtt": "0rtt"}.get(line["cell"]["transport"])
+        assert (record.get("resumption") or {}).get("asked") == resumed, (line["cell"], record.get("resumption"))
         if expected:
             assert versions == expected, (line["cell"], versions)
         assert len(record["objects"]) == (8 if "page" in line["cell"]["workload"] else 1)

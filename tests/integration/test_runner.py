@@ -248,6 +248,11 @@ def test_several_competitors_download_at_once_each_with_its_own_server(tmp_path:
     assert metrics["goodput_share"] == pytest.approx(goodputs[0] / sum(goodputs), rel=1e-6)
     assert metrics["jain_index"] == pytest.approx(sum(goodputs) ** 2 / (4 * sum(g * g for g in goodputs)), rel=1e-6)
     assert sum(goodputs) < 21e6  # four flows, one 20 Mbit/s link
+    # the captures hold every download: the four data flows, from the four servers' ports
+    from quicbed.analysis.metrics import data_flows
+    from quicbed.analysis.packets import read_pcap
+
+    assert sorted(flow[1] for flow in data_flows(read_pcap(folder / "client.pcap"))) == [4436, 8443, 8444, 8445]
 
 
 @pytest.fixture(scope="module")

@@ -123,3 +123,16 @@ def test_a_transport_keeps_its_protocol_colour_whatever_its_suffix() -> None:
     assert colour(1, "quic-native") == colour(0, "quic (competitor)") == PROTOCOL_COLOURS["quic"]
     # a pair names two protocols: the palette tells the pairs apart
     assert colour(3, "tcp vs quic-native") == PALETTE[3] and colour(4, "tcp vs tcp") == PALETTE[4]
+
+
+def test_groups_of_one_protocol_get_colours_of_their_own() -> None:
+    """tcp and tcp-ticket (or the five QUIC variants of e3-setup) must not share a colour in a
+    figure; groups that name distinct protocols keep the protocols' own colours."""
+    from quicbed.analysis.plots import PROTOCOL_COLOURS, _coloured_groups
+
+    variants = pd.DataFrame({"transport": ["tcp", "tcp-ticket", "quic-native", "quic-0rtt"], "value": [1, 2, 3, 4]})
+    shades = [shade for _, _, shade in _coloured_groups(variants, "transport")]
+    assert len(set(shades)) == 4
+    pair = pd.DataFrame({"transport": ["tcp", "quic"], "value": [1, 2]})
+    assert [shade for _, _, shade in _coloured_groups(pair, "transport")] == [PROTOCOL_COLOURS["tcp"],
+                                                                                PROTOCOL_COLOURS["quic"]]
