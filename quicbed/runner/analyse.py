@@ -483,18 +483,14 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
 
 
 def competitor_metrics(main: dict[str, float], rival_records: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The competitors' download time (the longest) and goodput (together; one competitor's:
-    all its record metrics), Jain's index of every download's goodput, and the measured
-    download's share of them all."""
+    """The competitors' download time (the longest) and goodput (together), Jain's index of
+    every download's goodput, and the measured download's share of them all."""
     rivals = [record_metrics(record) for record in rival_records]
-    if len(rivals) == 1:
-        values = {f"competitor_{name}": value for name, value in rivals[0].items()}
-    else:
-        values = {}
-        if all("goodput" in rival for rival in rivals):
-            values["competitor_goodput"] = sum(rival["goodput"] for rival in rivals)
-        if all("download_time" in rival for rival in rivals):
-            values["competitor_download_time"] = max(rival["download_time"] for rival in rivals)
+    values: dict[str, float] = {}
+    if all("goodput" in rival for rival in rivals):
+        values["competitor_goodput"] = sum(rival["goodput"] for rival in rivals)
+    if all("download_time" in rival for rival in rivals):
+        values["competitor_download_time"] = max(rival["download_time"] for rival in rivals)
     if rivals and "goodput" in main and all("goodput" in rival for rival in rivals):
         goodputs = [main["goodput"], *(rival["goodput"] for rival in rivals)]
         values["jain_index"] = jain_index(goodputs)

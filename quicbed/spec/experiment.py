@@ -79,7 +79,7 @@ class Transport:
     implementation: str | None = None  # QUIC: "aioquic" or "quinn" (quicbed.apps.quic.implementations)
     #: "none": a new connection; "ticket": TLS session resumption; "0rtt" (QUIC): resumption with
     #: the requests as 0-RTT data. Resumed runs first make a priming connection, outside the
-    #: run's captures and metrics (docs/experiments.md, "Session resumption")
+    #: run's captures and metrics (docs/endpoints.md, "Session resumption and 0-RTT")
     resumption: str = "none"
 
     def describe(self) -> dict[str, Any]:
