@@ -471,3 +471,20 @@ def test_both_fins_acknowledged_end_the_connection(model: Model) -> None:
     model.sender(Segment(SERVER, STATION, BASE + MSS + 1, flow.station_seq + 1, ACK, 502, 0, (flow.clock + 1, 7)))
     stats = model.stats()
     assert (stats["flows_ended"], stats["flows_active"]) == (1, 0)
+
+
+def test_the_stations_ack_of_the_last_fin_ends_the_connection_though_the_ap_answered_it(model: Model) -> None:
+    """The station closes first and the server acknowledges its FIN; the server's last data and
+    FIN are then acknowledged by the AP, so the station's own ACK of that FIN stops at the AP.
+    That ACK is the connection's last packet: the flow ends on it, or never."""
+    flow = Connection(model)
+    model.station(flow.ack(BASE, flags=ACK | FIN))
+    flow.station_seq += 1  # the FIN's sequence number
+    model.sender(Segment(SERVER, STATION, BASE, flow.station_seq, ACK, 502, 0, (flow.clock + 1, 7)))
+    assert model.stats()["flows_active"] == 1  # the server's side is still open
+    model.sender(flow.data(0, flags=ACK | FIN))
+    assert acks(model.air(2)) == [MSS + 1]  # the server's ACK of the station's FIN, then its data
+    swallowed = model.station(flow.ack(BASE + MSS + 1))
+    assert not swallowed.of("passed")
+    stats = model.stats()
+    assert (stats["flows_ended"], stats["flows_active"], stats["held_bytes"]) == (1, 0, 0)

@@ -491,6 +491,7 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
     }
     stationAcksSwallowed++;
     WindowUpdate(flow);
+    EndIfClosed(flow); // the station's ACK of a FIN the AP already answered can be the last packet
     return true;
 }
 
