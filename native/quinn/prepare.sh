@@ -3,8 +3,9 @@
 # patches/quinn-proto-pacing-rate.patch (a controller with a pacing rate of its own, quicbed's
 # BBR, is paced at it; quinn paces every controller from its window),
 # patches/quinn-proto-pacing-switch.patch (quinn paces every connection and has no setting
-# for it; BQUIC sends without pacing), patches/quinn-proto-qlog-acks.patch (the ACK
-# ranges in the qlog, so that spurious losses can be counted) and
+# for it, BQUIC sends without pacing; nor for the pacer's burst, the knob pacing_burst),
+# patches/quinn-proto-qlog-acks.patch (the ACK ranges in the qlog, so that spurious losses
+# can be counted) and
 # patches/quinn-proto-qlog-rtt-ms.patch (RTTs in the qlog in milliseconds, as qlog and qvis
 # read them; quinn 0.11 writes seconds). Cargo.toml's
 # [patch.crates-io] builds against that copy. Idempotent; needs curl (or the crate in

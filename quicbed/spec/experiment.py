@@ -61,6 +61,7 @@ BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
     "quic-native": {"kind": "quic", "impl": "quinn", "profile": "quic"},
     "bquic-native": {"kind": "quic", "impl": "quinn", "profile": "bquic",
                      "knobs": {"ack_decimation_after": 0, "ack_delay_rtt_fraction": None}},
+    "quic-fine-native": {"kind": "quic", "impl": "quinn", "profile": "quic-fine-pacing"},
     "tcp": {"kind": "tcp", "http": "2", "cc": "cubic"},
     "tcp-h1": {"kind": "tcp", "http": "1.1", "cc": "cubic"},
     "tcp-bbr": {"kind": "tcp", "http": "2", "cc": "bbr"},

@@ -29,6 +29,14 @@ def test_quinn_runs_quic_and_unpaced_profiles_but_not_bquics_ack_switch() -> Non
     assert refusals(bquic_native, "quinn") == []
 
 
+def test_a_fine_pacer_only_on_quinn() -> None:
+    """pacing_burst needs timers finer than asyncio's millisecond steps."""
+    fine = get_profile("quic-fine-pacing")
+    assert refusals(fine, "quinn") == []
+    assert refusals(fine, "aioquic") == ["pacing_burst=2: aioquic's pacer runs on asyncio's timers, which wake "
+                                         "at millisecond steps; fine pacing needs quinn"]
+
+
 def test_bbr_only_where_the_stack_has_it() -> None:
     bbr = get_profile("quic").with_knobs({"congestion_control": "bbr", "slow_start_exit_rtt_increase": None})
     assert refusals(bbr, "quinn") == []

@@ -22,19 +22,23 @@ from quicbed.errors import SpecError
 
 def test_builtin_profiles() -> None:
     loaded = load_profiles()
-    assert list(loaded) == ["aioquic", "quic", "bquic"]
+    assert list(loaded) == ["aioquic", "quic", "bquic", "quic-fine-pacing"]
     assert get_profile("quic").knobs() == {
         "congestion_control": "cubic", "ack_every": 2, "ack_decimation_after": 0,
         "max_ack_delay": 0.025, "ack_delay_rtt_fraction": None, "immediate_ack_on_gap": True,
         "pacing": True, "slow_start_exit_rtt_increase": 0.125, "loss_time_threshold": 1.125,
         "loss_packet_threshold": 3, "initial_window": None, "mtu_discovery": None,
+        "pacing_burst": None,
     }
     assert get_profile("bquic").knobs() == {
         "congestion_control": "cubic", "ack_every": 10, "ack_decimation_after": 100,
         "max_ack_delay": 0.025, "ack_delay_rtt_fraction": 0.25, "immediate_ack_on_gap": True,
         "pacing": False, "slow_start_exit_rtt_increase": 0.5, "loss_time_threshold": 1.25,
         "loss_packet_threshold": 3, "initial_window": None, "mtu_discovery": None,
+        "pacing_burst": None,
     }
+    # the reference QUIC with a fine pacer: only the burst differs
+    assert get_profile("quic-fine-pacing").knobs() == {**get_profile("quic").knobs(), "pacing_burst": 2}
 
 
 def test_aioquic_profile_is_aioquic_as_shipped() -> None:

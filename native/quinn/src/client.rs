@@ -16,13 +16,14 @@ use quinn::rustls;
 use quinn::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use quinn::rustls::pki_types::pem::PemObject;
 use quinn::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use quinn::{ClientConfig, Endpoint, EndpointConfig, TokioRuntime};
+use quinn::{ClientConfig, Endpoint, EndpointConfig};
 use serde_json::{json, Value};
 
 use crate::args::Options;
 use crate::common::{self, Error};
 use crate::knobs::Knobs;
 use crate::resumption::{CountingStore, CountingTokens, Mode};
+use crate::timer;
 
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const USER_AGENT: &str = concat!("quicbed-quinn/", env!("CARGO_PKG_VERSION"));
@@ -131,7 +132,7 @@ async fn fetch(settings: &Settings, record: &mut Value) {
     let opened = async {
         let (socket, buffers) = common::bound_socket(local_address(settings)?, settings.socket_buffer)?;
         record["socket"] = buffers;
-        let opened = Endpoint::new(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime))?;
+        let opened = Endpoint::new(EndpointConfig::default(), None, socket, timer::runtime(&settings.knobs))?;
         let tls = Arc::new(QuicClientConfig::try_from(tls_config(settings, store.clone())?)?);
         endpoint = Some(opened.clone());
         if settings.resumption != Mode::None {

@@ -25,6 +25,9 @@ pub struct Knobs {
     pub initial_window: Option<u64>,
     /// None: quinn's own (on)
     pub mtu_discovery: Option<bool>,
+    /// packets the pacer lets leave back to back; None: quinn's own (2 ms of the window, at
+    /// least 10). Set, the endpoint runs on fine timers (timer.rs)
+    pub pacing_burst: Option<u64>,
 }
 
 fn field<'a>(knobs: &'a Value, name: &str) -> Result<&'a Value, String> {
@@ -65,6 +68,7 @@ impl Knobs {
             // newer knobs: absent from older profile records, which meant the defaults
             initial_window: knobs.get("initial_window").and_then(Value::as_u64),
             mtu_discovery: knobs.get("mtu_discovery").and_then(Value::as_bool),
+            pacing_burst: knobs.get("pacing_burst").and_then(Value::as_u64),
         };
         let refused = parsed.refusals();
         if refused.is_empty() {
@@ -83,6 +87,9 @@ impl Knobs {
         if self.ack_delay_rtt_fraction.is_some() {
             refused.push("ack_delay_rtt_fraction: quinn caps the requested ACK delay at the RTT, not a fraction of it".into());
         }
+        if self.pacing_burst == Some(0) {
+            refused.push("pacing_burst: at least 1 packet per release".into());
+        }
         if self.ack_every.is_none() && (self.max_ack_delay.is_some() || self.immediate_ack_on_gap) {
             refused.push("max_ack_delay and immediate_ack_on_gap need ack_every (quinn's own ACKs take neither)".into());
         }
@@ -92,10 +99,11 @@ impl Knobs {
         refused
     }
 
-    /// quinn's transport configuration for these knobs. Pacing is a switch of the whole
-    /// process (patches/quinn-proto-pacing-switch.patch): one endpoint runs one profile.
+    /// quinn's transport configuration for these knobs. Pacing and its burst are switches of
+    /// the whole process (patches/quinn-proto-pacing-switch.patch): one endpoint runs one profile.
     pub fn transport_config(&self, idle_timeout: Duration) -> Result<TransportConfig, String> {
         quinn_proto::set_pacing_enabled(self.pacing);
+        quinn_proto::set_pacing_burst(self.pacing_burst);
         let mut transport = TransportConfig::default();
         transport
             .packet_threshold(self.loss_packet_threshold)
@@ -121,11 +129,11 @@ impl Knobs {
 
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn quic_knobs() -> Value {
+    pub(crate) fn quic_knobs() -> Value {
         json!({"congestion_control": "cubic", "ack_every": 2, "ack_decimation_after": 0, "max_ack_delay": 0.025,
                "ack_delay_rtt_fraction": null, "immediate_ack_on_gap": true, "pacing": true,
                "slow_start_exit_rtt_increase": 0.125, "loss_time_threshold": 1.125, "loss_packet_threshold": 3})
@@ -139,6 +147,19 @@ mod tests {
         assert!(!quinn_proto::pacing_enabled());
         Knobs::from_json(&quic_knobs()).unwrap().transport_config(Duration::from_secs(5)).unwrap();
         assert!(quinn_proto::pacing_enabled());
+    }
+
+    #[test]
+    fn the_pacing_burst_is_set_for_the_process() {
+        let mut knobs = quic_knobs();
+        knobs["pacing_burst"] = json!(2);
+        Knobs::from_json(&knobs).unwrap().transport_config(Duration::from_secs(5)).unwrap();
+        assert_eq!(quinn_proto::pacing_burst(), Some(2));
+        knobs["pacing_burst"] = json!(null);
+        Knobs::from_json(&knobs).unwrap().transport_config(Duration::from_secs(5)).unwrap();
+        assert_eq!(quinn_proto::pacing_burst(), None);
+        knobs["pacing_burst"] = json!(0);
+        assert!(Knobs::from_json(&knobs).unwrap_err().contains("pacing_burst"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod common;
 mod knobs;
 mod resumption;
 mod server;
+mod timer;
 
 use std::process::ExitCode;
 

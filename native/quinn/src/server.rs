@@ -14,13 +14,14 @@ use quinn::crypto::rustls::QuicServerConfig;
 use quinn::rustls;
 use quinn::rustls::pki_types::pem::PemObject;
 use quinn::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use quinn::{Endpoint, EndpointConfig, Incoming, ServerConfig, TokioRuntime};
+use quinn::{Endpoint, EndpointConfig, Incoming, ServerConfig};
 use serde_json::{json, Value};
 
 use crate::args::Options;
 use crate::common::{self, Error};
 use crate::knobs::Knobs;
 use crate::resumption::SingleUseTokens;
+use crate::timer;
 
 pub const READY_PREFIX: &str = "quicbed-quic-server ready";
 const SERVER_HEADER: &str = "quicbed";
@@ -128,7 +129,7 @@ async fn serve(settings: Settings, tls: Arc<QuicServerConfig>) -> Result<(), Err
     let (socket, buffers) = common::bound_socket(settings.address, settings.socket_buffer)?;
     let local = socket.local_addr()?;
     let config = server_config(&settings, &tls)?;
-    let endpoint = Endpoint::new(EndpointConfig::default(), Some(config.clone()), socket, Arc::new(TokioRuntime))?;
+    let endpoint = Endpoint::new(EndpointConfig::default(), Some(config.clone()), socket, timer::runtime(&settings.knobs))?;
     let mut info = json!({
         "host": local.ip().to_string(), "port": local.port(), "pid": std::process::id(),
         "implementation": "quinn", "versions": common::versions(), "socket": buffers,

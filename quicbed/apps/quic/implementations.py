@@ -53,6 +53,9 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
         if profile.mtu_discovery:
             refused.append("mtu_discovery=true: aioquic has no path MTU discovery (its datagrams stay at 1200 "
                            "bytes)")
+        if profile.pacing_burst is not None:
+            refused.append(f"pacing_burst={profile.pacing_burst}: aioquic's pacer runs on asyncio's timers, which "
+                           "wake at millisecond steps; fine pacing needs quinn")
     elif implementation == "quinn":
         if profile.ack_decimation_after:
             refused.append(f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "

@@ -67,6 +67,7 @@ class TransportProfile:
     loss_packet_threshold: int = 3
     initial_window: int | None = None
     mtu_discovery: bool | None = None
+    pacing_burst: int | None = None
 
     @property
     def native_acks(self) -> bool:
@@ -227,6 +228,10 @@ KNOBS: tuple[Knob, ...] = (
          "Both: probe for larger datagrams than 1200 bytes after the handshake (DPLPMTUD, RFC 8899); "
          "the probes take room in the congestion window. null = the implementation's own (quinn: on; "
          "aioquic has none).", _optional(_boolean)),
+    Knob("pacing_burst", "int >= 1 | null",
+         "Sender: packets the pacer lets leave back to back before it waits for the next release "
+         "(quinn only; its endpoint then runs on timers finer than a millisecond). null = the "
+         "implementation's own: quinn 2 ms of the window, at least 10 packets.", _optional(_integer(1))),
 )
 KNOB_NAMES: tuple[str, ...] = tuple(knob.name for knob in KNOBS)
 _KNOBS_BY_NAME = {knob.name: knob for knob in KNOBS}
