@@ -116,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn fires_within_a_fraction_of_a_millisecond_and_after_a_reset() {
+    fn fires_at_the_deadline_it_was_reset_to() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let start = Instant::now();
