@@ -72,3 +72,44 @@ def pytest_sessionfinish(session, exitstatus):
               "(every temporary folder a test or quicbed makes must be removed)")
         if session.exitstatus == 0:
             session.exitstatus = 1
+
+
+# --- what the machine did during a failed test -------------------------------------------------
+
+_MACHINE_AT_START = pytest.StashKey[tuple]()
+
+
+def _machine_ticks() -> tuple | None:
+    from quicbed.host.cpu import parse_proc_stat
+    try:
+        return parse_proc_stat(Path("/proc/stat").read_text())
+    except OSError:
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_MACHINE_AT_START] = _machine_ticks()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report says how busy the machine was and how much CPU the hypervisor
+    took (steal) while it ran: tests of the real-time channel fail when a VM loses its CPU,
+    and the report should say so rather than leave it to guessing."""
+    outcome = yield
+    report = outcome.get_result()
+    start = item.stash.get(_MACHINE_AT_START, None)
+    end = _machine_ticks()
+    if not report.failed or start is None or end is None:
+        return
+    (before, cores), (after, _) = start, end
+    busy, idle, steal = (after.busy - before.busy, after.idle - before.idle, after.steal - before.steal)
+    total = busy + idle + steal
+    if total > 0:
+        tick = os.sysconf("SC_CLK_TCK")
+        report.sections.append(("machine during this test", (
+            f"{cores} CPUs: busy {busy / total:.0%}, idle {idle / total:.0%}, stolen by the hypervisor "
+            f"{steal / total:.1%} ({steal / tick:.1f} CPU-seconds); real-time tests of the ns-3 channel "
+            "fail when the machine cannot give it a core")))
