@@ -240,11 +240,24 @@ class Download:
 REAL_TIME_ATTEMPTS = 3
 
 
+def _stalls(judged: dict[str, Any], limit: float) -> list[str]:
+    """Why the captures' clocks may be off by more than ``limit`` seconds for some packets:
+    the channel fell that far behind the wall clock once, or its TAP writer held a frame that
+    long. A run stays valid through one such stall (it moves goodput by little), but a capture
+    stamp taken during it is late by the stall: a hypervisor taking both CPUs for 8 ms every
+    0.6 s made the channel 9 ms late and the AP's ACKs seem to lead the station's data by
+    5-6 ms instead of 10 (in 2 of 5 downloads; none in 21 without it, the largest lag 1 ms)."""
+    lag_ms, writer_s = judged["judged_lag_max_ms"], judged["tap"]["tx_delay"]["max_s"]
+    found = [f"the channel fell {lag_ms:.1f} ms behind"] if lag_ms > limit * 1e3 else []
+    return found + ([f"the TAP writer held a frame {writer_s * 1e3:.1f} ms"] if writer_s > limit else [])
+
+
 def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_loss: float = 0,
               times: int = 1, size: int = SIZE, sysctls: dict[str, Sequence[str]] | None = None,
-              amsdu: bool = False, max_time: float = 60) -> Download:
+              amsdu: bool = False, max_time: float = 60, stamps_within: float | None = None) -> Download:
     """Fetch the object over plain HTTP, times connections one after the other, in a cell the
-    channel kept in real time."""
+    channel kept in real time; with ``stamps_within`` (s), also in time to that for every
+    packet (tests comparing two captures' stamps packet by packet)."""
     reasons: list[list[str]] = []
     for attempt in range(REAL_TIME_ATTEMPTS):
         folder = tmp_path / f"attempt-{attempt + 1}"
@@ -256,9 +269,10 @@ def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_l
             after = _netstat(cell.server)
             fastack_counters = cell.settled()
             judged = cell.network.mac_stats()
-            if not judged["valid"]:
-                reasons.append(judged["invalid_reasons"])
-                print(f"download {attempt + 1} made again: {judged['invalid_reasons']}")
+            stalls = _stalls(judged, stamps_within) if stamps_within else []
+            if not judged["valid"] or stalls:
+                reasons.append(judged["invalid_reasons"] + stalls)
+                print(f"download {attempt + 1} made again: {reasons[-1]}")
                 continue
             return Download(fastack=fastack_counters,
                             station=_segments(captures.path("station")), server=_segments(captures.path("server")),
@@ -266,7 +280,7 @@ def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_l
                             station_acks_sent=_pure_acks(captures.path("station"), cell.station.address),
                             station_acks_heard=_pure_acks(captures.path("server"), cell.station.address),
                             server_netstat={k: after[k] - before.get(k, 0) for k in after})
-    raise AssertionError(f"the channel kept real time in none of {REAL_TIME_ATTEMPTS} downloads: {reasons}")
+    raise AssertionError(f"the channel kept time in none of {REAL_TIME_ATTEMPTS} downloads: {reasons}")
 
 
 def _ended_cleanly(fastack: dict[str, Any], flows: int) -> None:
@@ -303,7 +317,7 @@ def test_the_ap_acknowledges_only_what_the_station_got(tmp_path: Path) -> None:
     acknowledged every frame up to it. So every ACK the server hears for byte X left the AP
     after the station had X, and reaches the server a cable's delay (10 ms) after that; an
     ACK sent when the radio queue took the segment reaches it before the station has it."""
-    run = _download(tmp_path)
+    run = _download(tmp_path, stamps_within=0.3 * CABLE_DELAY)
     arrived: dict[int, float] = {}  # the end of each data segment: when the station first had it
     for s in run.station:
         if s.src == run.server_address and s.payload:
