@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ for _path in (str(_TESTS), str(_ROOT)):
         sys.path.insert(0, _path)
 
 pytest_plugins = ["vm_plugin"]
+
+from machine_log import MachineLog  # noqa: E402 (needs the path above)
 
 
 def pytest_configure(config):
@@ -56,6 +59,8 @@ def quicbed_temp_entries(directory: str | None = None) -> set[str]:
 
 def pytest_sessionstart(session):
     session.config.stash[_BEFORE] = quicbed_temp_entries()
+    session.config.stash[_MACHINE_LOG] = MachineLog().start()
+    session.config.stash[_MODULE_START] = {}
     # A shell starts background jobs (`cmd &`, CI runners) with SIGINT ignored, and Python
     # keeps it ignored: the Ctrl-C tests would send SIGINT into the void. Tests get Python's
     # own Ctrl-C, as a user at a terminal has.
@@ -66,6 +71,8 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session, exitstatus):
     """Fail a session whose tests (or the code they ran) left quicbed-* folders in the temp dir;
     tmp_path folders of passing tests go too (pytest.ini: tmp_path_retention_policy)."""
+    if (log := session.config.stash.get(_MACHINE_LOG, None)) is not None:
+        log.stop()
     left = sorted(quicbed_temp_entries() - session.config.stash.get(_BEFORE, set()))
     if left:
         print(f"\nERROR: the tests left {len(left)} folder(s) in {tempfile.gettempdir()}: {', '.join(left)} "
@@ -76,40 +83,32 @@ def pytest_sessionfinish(session, exitstatus):
 
 # --- what the machine did during a failed test -------------------------------------------------
 
-_MACHINE_AT_START = pytest.StashKey[tuple]()
-
-
-def _machine_ticks() -> tuple | None:
-    from quicbed.host.cpu import parse_proc_stat
-    try:
-        return parse_proc_stat(Path("/proc/stat").read_text())
-    except OSError:
-        return None
+_MACHINE_LOG = pytest.StashKey[MachineLog]()
+_TEST_START = pytest.StashKey[float]()
+_MODULE_START = pytest.StashKey[dict]()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    item.stash[_MACHINE_AT_START] = _machine_ticks()
+    now = time.monotonic()
+    item.stash[_TEST_START] = now
+    item.config.stash[_MODULE_START].setdefault(item.nodeid.split("::")[0], now)
     yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test's report says how busy the machine was and how much CPU the hypervisor
-    took (steal) while it ran: tests of the real-time channel fail when a VM loses its CPU,
-    and the report should say so rather than leave it to guessing."""
+    """A failed test's report says what the machine did while it and its module ran (real-time
+    tests of the ns-3 channel fail when a VM loses its CPU; the report should say so)."""
     outcome = yield
     report = outcome.get_result()
-    start = item.stash.get(_MACHINE_AT_START, None)
-    end = _machine_ticks()
-    if not report.failed or start is None or end is None:
+    log = item.config.stash.get(_MACHINE_LOG, None)
+    if not report.failed or log is None:
         return
-    (before, cores), (after, _) = start, end
-    busy, idle, steal = (after.busy - before.busy, after.idle - before.idle, after.steal - before.steal)
-    total = busy + idle + steal
-    if total > 0:
-        tick = os.sysconf("SC_CLK_TCK")
-        report.sections.append(("machine during this test", (
-            f"{cores} CPUs: busy {busy / total:.0%}, idle {idle / total:.0%}, stolen by the hypervisor "
-            f"{steal / total:.1%} ({steal / tick:.1f} CPU-seconds); real-time tests of the ns-3 channel "
-            "fail when the machine cannot give it a core")))
+    module_start = item.config.stash[_MODULE_START].get(item.nodeid.split("::")[0])
+    lines = [f"{what}: {text}" for what, since in (("this test", item.stash.get(_TEST_START, None)),
+                                                     ("its module so far, fixtures included", module_start))
+             if since is not None and (text := log.summary(since))]
+    if lines:
+        report.sections.append(("machine during this test", "\n".join(
+            [*lines, "real-time tests of the ns-3 channel fail when the machine cannot give it a core"])))

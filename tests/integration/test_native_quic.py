@@ -219,16 +219,22 @@ def burst_lengths(packets: list[Any], gap: float = BURST_GAP) -> list[int]:
 def test_without_pacing_the_server_sends_longer_bursts(runs: dict[str, NativeRun]) -> None:
     """pacing=false: what the congestion window allows leaves at once, not in pacer-sized
     bursts (quinn's pacer: 2 ms worth of the window, at least 10 packets); seen at the
-    server's own interface, which is not shaped. Measured: 63 % vs 3-7 % of the packets in
-    bursts of more than 20."""
+    server's own interface, which is not shaped. How long the unpaced bursts are depends on
+    how the station's ACKs bunch on the air, so it varies from run to run. Measured over 52
+    pairs of downloads (12 of them with both CPUs kept busy by other work): the paced
+    server's longest burst 19-40 packets, never a packet in a burst of more than 40; the
+    unpaced server's longest 67-166, and 12-49 % of its packets in bursts of more than 40
+    (mean 30.5 %, sd 8.9). The bounds below are over 3 sd from those means (a false failure
+    about 1 in 1000 runs). The share in bursts of more than 20 (0.31-0.78 against 0-0.11)
+    and the mean burst (1.4-3x) overlap too closely to test."""
     figures = {}
     for name in ("ack-every-10", "unpaced-ack-every-10"):
         lengths = burst_lengths(data_departures(runs[name]))
-        figures[name] = {"in_long_bursts": sum(n for n in lengths if n > 20) / sum(lengths),
+        figures[name] = {"in_bursts_over_40": sum(n for n in lengths if n > 40) / sum(lengths),
                          "mean_burst": sum(lengths) / len(lengths), "longest": max(lengths)}
     paced, unpaced = figures["ack-every-10"], figures["unpaced-ack-every-10"]
-    assert unpaced["in_long_bursts"] > paced["in_long_bursts"] + 0.3, figures
-    assert unpaced["mean_burst"] > 1.5 * paced["mean_burst"], figures
+    assert unpaced["in_bursts_over_40"] > paced["in_bursts_over_40"] + 0.03, figures
+    assert unpaced["longest"] > paced["longest"], figures
 
 
 def test_a_fine_pacer_releases_its_burst_and_keeps_the_rate(runs: dict[str, NativeRun]) -> None:
