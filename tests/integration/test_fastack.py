@@ -29,6 +29,7 @@ from quicbed.apps import objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.network import Ns3Network, Ns3Node
+from realtime import in_real_time
 
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
@@ -234,12 +235,6 @@ class Download:
     server_netstat: dict[str, int]  # TcpExt counters of the server during the downloads
 
 
-#: downloads the channel did not simulate in real time are made again, as quicbed remakes
-#: invalid runs: TCP's timers against a channel held back (another real-time process on its
-#: core) measure the machine, not the accelerator
-REAL_TIME_ATTEMPTS = 3
-
-
 def _stalls(judged: dict[str, Any], limit: float) -> list[str]:
     """Why the captures' clocks may be off by more than ``limit`` seconds for some packets:
     the channel fell that far behind the wall clock once, or its TAP writer held a frame that
@@ -258,29 +253,29 @@ def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_l
     """Fetch the object over plain HTTP, times connections one after the other, in a cell the
     channel kept in real time; with ``stamps_within`` (s), also in time to that for every
     packet (tests comparing two captures' stamps packet by packet)."""
-    reasons: list[list[str]] = []
-    for attempt in range(REAL_TIME_ATTEMPTS):
-        folder = tmp_path / f"attempt-{attempt + 1}"
+    def attempt(number: int) -> tuple[Download | None, list[str]]:
+        folder = tmp_path / f"attempt-{number}"
         with _running(folder, _cell(fastack, wired_loss, ack_loss, amsdu=amsdu), [size], sysctls) as cell:
             before = _netstat(cell.server)
             with _captured(cell) as captures:
-                for number in range(times):
-                    cell.fetch(size, f"fetched-{number}.bin", max_time=max_time)
+                for fetched in range(times):
+                    cell.fetch(size, f"fetched-{fetched}.bin", max_time=max_time)
             after = _netstat(cell.server)
             fastack_counters = cell.settled()
             judged = cell.network.mac_stats()
-            stalls = _stalls(judged, stamps_within) if stamps_within else []
-            if not judged["valid"] or stalls:
-                reasons.append(judged["invalid_reasons"] + stalls)
-                print(f"download {attempt + 1} made again: {reasons[-1]}")
-                continue
+            late = judged["invalid_reasons"] + (_stalls(judged, stamps_within) if stamps_within else [])
+            if late:
+                return None, late
             return Download(fastack=fastack_counters,
                             station=_segments(captures.path("station")), server=_segments(captures.path("server")),
                             station_address=cell.station.address, server_address=cell.server.address,
                             station_acks_sent=_pure_acks(captures.path("station"), cell.station.address),
                             station_acks_heard=_pure_acks(captures.path("server"), cell.station.address),
-                            server_netstat={k: after[k] - before.get(k, 0) for k in after})
-    raise AssertionError(f"the channel kept time in none of {REAL_TIME_ATTEMPTS} downloads: {reasons}")
+                            server_netstat={k: after[k] - before.get(k, 0) for k in after}), []
+
+    download, _ = in_real_time(attempt, "download")
+    assert download is not None
+    return download
 
 
 def _ended_cleanly(fastack: dict[str, Any], flows: int) -> None:

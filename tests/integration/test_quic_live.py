@@ -33,6 +33,7 @@ from quicbed.apps.launch import module_argv
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.network import Ns3Network
 from quicbed.spec.loader import load_topology
+from realtime import in_real_time
 
 NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root,
@@ -66,10 +67,6 @@ def _wait_for(path: Path, process: Any, timeout: float = 20.0) -> None:
         if not process.running or time.monotonic() > deadline:
             raise AssertionError(f"server not ready: {process.errors()}")
         time.sleep(0.05)
-
-
-#: downloads per profile until the channel kept real time, as the runner makes an invalid run again
-REAL_TIME_ATTEMPTS = 3
 
 
 def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
@@ -116,16 +113,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveRun
     with Ns3Network(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) as net:
         cert, key = certs.write(base / "tls", [net.node("server").address, "localhost"])
         for profile in ("quic", "bquic"):
-            earlier: list[list[str]] = []
-            for attempt in range(1, REAL_TIME_ATTEMPTS + 1):
-                run = _download(net, base, root, cert, key, profile, attempt)
-                if run.mac["valid"]:
-                    break
-                earlier.append(run.mac["invalid_reasons"])
-                print(f"{profile} download {attempt} made again: {run.mac['invalid_reasons']}")
-            else:
-                raise AssertionError(f"the channel kept real time in none of {REAL_TIME_ATTEMPTS} {profile} "
-                                     f"downloads: {earlier}")
+            def attempt(number: int) -> tuple[LiveRun, list[str]]:
+                made = _download(net, base, root, cert, key, profile, number)
+                return made, made.mac["invalid_reasons"]
+
+            run, earlier = in_real_time(attempt, f"{profile} download")
             run.attempts = earlier
             results[profile] = run
     yield results
