@@ -7,7 +7,8 @@ with the defaults; E1 measured 6-10 ms). ``mcs`` is used with rate_control="cons
 rate_control="minstrel" picks rates itself. ``spatial_streams`` (802.11n/ac, 1-4; 0: one, or
 for 802.11n what the MCS index says) sets both radios' antennas and streams. ``queue`` is
 the radios' transmit queue (ns3): "fifo" (the MAC queue alone), "codel" or "fq_codel" (that
-discipline in front of a driver-sized MAC queue; docs/ns3-backend.md, "Queue models").
+discipline in front of a driver-sized MAC queue) or "mac80211" (per-station FQ-CoDel with
+airtime fairness; docs/ns3-backend.md, "Queue models").
 """
 
 from quicbed import Topology

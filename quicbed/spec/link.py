@@ -180,7 +180,13 @@ VHT_EXCLUDED = {(20, 1, 9), (20, 2, 9), (20, 4, 9), (80, 3, 6), (160, 3, 9)}
 MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575}
 
 
-QUEUE_KINDS = ("fifo", "codel", "fq_codel")
+QUEUE_KINDS = ("fifo", "codel", "fq_codel", "mac80211")
+#: the kinds each setting applies to (besides kind and packets)
+QUEUE_SETTING_KINDS = {"target": ("codel", "fq_codel", "mac80211"), "interval": ("codel", "fq_codel", "mac80211"),
+                       "mac_packets": ("codel", "fq_codel", "mac80211"), "flows": ("fq_codel", "mac80211"),
+                       "quantum": ("fq_codel", "mac80211"), "weight": ("mac80211",)}
+#: mac80211's own CoDel target for its station queues (20 ms; Linux's qdiscs use 5 ms)
+MAC80211_TARGET = 0.020
 
 
 @dataclass(frozen=True)
@@ -191,16 +197,23 @@ class RadioQueue:
     the backend's 500 when None). ``codel`` and ``fq_codel`` put ns-3's queue discipline
     (``packets`` long: 1000 and 10240 when None, Linux's defaults) in front of a MAC queue of
     ``mac_packets`` (one block-ack window: what a driver has in flight to one receiver), which pulls from the
-    discipline through the device's flow control."""
+    discipline through the device's flow control. ``mac80211`` is Linux mac80211's queueing at
+    an access point: an FQ-CoDel per station (``packets`` each, 8192 when None; target 20 ms
+    when given none, ``quantum`` 300 bytes), served by an airtime deficit round robin
+    (``weight`` of airtime per turn, 256 us) into a MAC queue of ``mac_packets`` MPDUs in all
+    (64, one aggregate's worth), a block-ack window's worth per station at most."""
 
     kind: str = "fifo"
     packets: int | None = None
     target: float = 0.005
     interval: float = 0.1
     mac_packets: int = 64
-    #: fq_codel only: flow queues, and bytes a flow sends per round (None: the MTU)
+    #: fq_codel and mac80211: flow queues, and bytes a flow sends per round (None: the MTU,
+    #: or 300 for mac80211)
     flows: int = 1024
     quantum: int | None = None
+    #: mac80211 only: airtime a station is given per round of the scheduler (s)
+    weight: float = 256e-6
 
     @classmethod
     def parse(cls, value: Any, where: str) -> RadioQueue:
@@ -220,13 +233,13 @@ class RadioQueue:
         if kind not in QUEUE_KINDS:
             raise SpecError(f"unknown queue kind {kind!r}", field=f"{where}.kind",
                             fix=f"use one of {', '.join(QUEUE_KINDS)}")
-        only = {"target": "codel", "interval": "codel", "mac_packets": "codel",
-                "flows": "fq_codel", "quantum": "fq_codel"}
-        for name, needs in only.items():
-            if name in value and needs not in kind:
+        for name, kinds in QUEUE_SETTING_KINDS.items():
+            if name in value and kind not in kinds:
                 raise SpecError(f"{name} does not apply to a {kind} queue", field=f"{where}.{name}",
-                                fix=f"leave {name} out, or use kind {'codel or fq_codel' if needs == 'codel' else needs}")
+                                fix=f"leave {name} out, or use kind {' or '.join(kinds)}")
         settings: dict[str, Any] = {"kind": kind}
+        if kind == "mac80211":
+            settings["target"] = MAC80211_TARGET
         for name in ("packets", "mac_packets", "flows", "quantum"):
             if value.get(name) is not None:
                 number = value[name]
@@ -234,7 +247,7 @@ class RadioQueue:
                     raise SpecError(f"{name} must be a positive whole number, got {number!r}",
                                     field=f"{where}.{name}")
                 settings[name] = number
-        for name in ("target", "interval"):
+        for name in ("target", "interval", "weight"):
             if name in value:
                 settings[name] = parse_time(value[name], f"{where}.{name}", allow_zero=False)
         queue = cls(**settings)

@@ -141,7 +141,10 @@ def test_busy_server_idle_client(accounting, backend, children):
     counted = report.roles["server"]
     slack = 0.05 if backend != "proc" else 0.15  # proc: 10 ms ticks, the last interval is lost
     assert truth - slack <= counted.cpu_seconds <= truth + 0.02
-    if truth >= 0.6 * wall:  # the loop had (most of) a core
+    # the loop had most of a core until it was reaped (a busy machine shares it: then only the
+    # count is checked); a margin above the 0.6 asserted, so that a loop that ran near that
+    # share cannot fail on the count's own slack
+    if truth >= 0.8 * (time.monotonic() - t0):
         assert 0.6 * wall <= counted.cpu_seconds <= 1.2 * wall
         assert counted.peak_share > 0.8
         assert middle.roles["server"].mean_share > 0.5

@@ -38,3 +38,8 @@ def test_the_log_samples_this_machine_in_the_background() -> None:
         log.stop()
     assert text is not None and "CPUs over" in text, text
     assert len(log.samples) >= 4
+
+
+def test_without_steal_no_worst_moment_is_named() -> None:
+    text = describe([(1.0, MachineTicks(0, 0, 0)), (2.0, MachineTicks(50, 150, 0))], cores=2)
+    assert text is not None and text.endswith("stolen by the hypervisor 0.0% (0.0 CPU-seconds)"), text

@@ -386,6 +386,12 @@ def test_a_radio_queue_model_reaches_both_radios():
     assert fq["queue"] == {"kind": "fq_codel", "packets": 10240, "target_ms": 10.0, "interval_ms": 200.0,
                            "flows": 64, "quantum": 300}
     assert fq["queue_packets"] == 32
+    fair = _wifi(build(_cell(queue="mac80211")), "ap1")
+    assert fair["queue"] == {"kind": "mac80211", "packets": 8192, "target_ms": 20.0, "interval_ms": 100.0,
+                             "flows": 1024, "quantum": 300, "mac_packets": 64, "weight_us": 256.0}
+    tuned = _wifi(build(_cell(queue={"kind": "mac80211", "target": "5ms", "weight": "1ms", "mac_packets": 32})), "ap1")
+    assert tuned["queue"]["target_ms"] == 5.0 and tuned["queue"]["weight_us"] == 1000.0
+    assert tuned["queue"]["mac_packets"] == 32
     fifo = _wifi(build(_cell(queue={"kind": "fifo", "packets": 200})), "ap1")
     assert "queue" not in fifo and fifo["queue_packets"] == 200
     plain = _wifi(build(_cell()), "ap1")
@@ -396,8 +402,13 @@ def test_a_radio_queue_model_reaches_both_radios():
 def test_queue_models_are_checked_and_shared_by_an_aps_stations():
     with pytest.raises(SpecError, match=r"nodes\[ap1\].queue.kind: unknown queue kind 'red'"):
         _cell(queue="red")
-    with pytest.raises(SpecError, match=r"queue.flows: flows does not apply to a codel queue"):
+    with pytest.raises(SpecError, match=r"queue.flows: flows does not apply to a codel queue \(fix: leave flows "
+                                         r"out, or use kind fq_codel or mac80211\)"):
         _cell(queue={"kind": "codel", "flows": 8})
+    with pytest.raises(SpecError, match=r"queue.weight: weight does not apply to a fq_codel queue"):
+        _cell(queue={"kind": "fq_codel", "weight": "256us"})
+    with pytest.raises(SpecError, match=r"queue.weight: .*"):
+        _cell(queue={"kind": "mac80211", "weight": "0ms"})
     with pytest.raises(SpecError, match=r"queue.target: target 100 ms is not shorter than interval"):
         _cell(queue={"kind": "codel", "target": "100ms"})
     linked = Topology("t")
@@ -447,6 +458,15 @@ def test_queue_discipline_statistics_per_radio_and_node():
     assert entry["sojourn"]["median_s"] == pytest.approx(1.05e-3) and entry["sojourn"]["p95_s"] == pytest.approx(30.05e-3)
     node = stats["nodes"]["ap1"]
     assert node["discipline_drops"] == 4 and node["queue_disc_sojourn"] == entry["sojourn"]
+    # a mac80211 queue's stations: each receiver's own queue beside its transmissions
+    station_queue = {**{k: discipline[k] for k in ("enqueued", "drops", "backlog_packets", "sojourn_100us")},
+                     "marks": 0, "airtime_s": 0.08, "turns": 312}
+    fair = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "per_receiver": {
+        "sta1:wifi": {**tx, "airtime_s": 0.09, "mac_delay_100us": {"200": 20}, "queue": station_queue}}}]},
+        0.01, {"ap1:wifi": "ap1", "sta1:wifi": "sta1"})
+    receiver = fair["radios"]["ap1:wifi"]["per_receiver"]["sta1"]
+    assert receiver["airtime_s"] == 0.09 and receiver["queue"]["airtime_s"] == 0.08 and receiver["queue"]["turns"] == 312
+    assert receiver["queue"]["drops"] == 4 and receiver["queue"]["sojourn"] == entry["sojourn"]
     plain = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "queue_disc": None}]})
     assert "queue_disc" not in plain["radios"]["ap1:wifi"] and plain["nodes"]["ap1"]["queue_disc_sojourn"]["frames"] == 0
 

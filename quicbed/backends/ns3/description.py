@@ -173,11 +173,17 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
                              "target_ms": queue.target * 1e3, "interval_ms": queue.interval * 1e3}
         if queue.kind == "fq_codel":
             settings["queue"].update(flows=queue.flows, quantum=queue.quantum or 0)
+        if queue.kind == "mac80211":
+            settings["queue"].update(flows=queue.flows, quantum=queue.quantum or MAC80211_QUANTUM,
+                                     mac_packets=queue.mac_packets, weight_us=queue.weight * 1e6)
     return settings
 
 
-#: a queue discipline's limit when the radio's queue gives none (Linux's codel and fq_codel)
-DISCIPLINE_PACKETS = {"codel": 1000, "fq_codel": 10240}
+#: a queue discipline's limit when the radio's queue gives none (Linux's codel and fq_codel;
+#: mac80211's per station)
+DISCIPLINE_PACKETS = {"codel": 1000, "fq_codel": 10240, "mac80211": 8192}
+#: bytes a flow of a mac80211 station queue sends per round (mac80211's fq quantum)
+MAC80211_QUANTUM = 300
 
 
 def mac_queue_packets(radio: Radio, default: int) -> int:

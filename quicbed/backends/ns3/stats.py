@@ -179,6 +179,20 @@ def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
     return not reasons, reasons, figures
 
 
+def _receiver(raw: dict[str, Any]) -> dict[str, Any]:
+    """One receiver's share of a radio's transmissions, and (mac80211 queues) its own queue."""
+    entry = {"psdus": raw["psdus"], "mpdus": raw["mpdus"], "retries": raw["retries"],
+             "airtime_s": raw.get("airtime_s", 0.0), "mean_mpdus_per_ampdu": raw["mean_mpdus_per_psdu"],
+             "histogram": raw["mpdus_per_psdu"], "mac_delay": delay_summary(raw.get("mac_delay_100us", {}))}
+    if queue := raw.get("queue"):
+        entry["queue"] = {"enqueued": queue["enqueued"],
+                          "drops": queue["drops"]["at_enqueue"] + queue["drops"]["at_dequeue"],
+                          "drop_reasons": queue["drops"]["reasons"], "backlog_packets": queue["backlog_packets"],
+                          "sojourn": delay_summary(queue["sojourn_100us"]), "airtime_s": queue["airtime_s"],
+                          "turns": queue["turns"]}
+    return entry
+
+
 def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
               owners: dict[str, str] | None = None, window: tuple[float, float] | None = None) -> dict[str, Any]:
     """Per-run MAC statistics from a raw snapshot or final file of the channel program; validity
@@ -210,12 +224,7 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             "data_streams_max": radio.get("data_streams_max", 0),
             # PSDUs received on ns-3's own path, and those addressed to others it skimmed
             "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),
-            "per_receiver": {
-                owners.get(key, key): {"psdus": v["psdus"], "mpdus": v["mpdus"], "retries": v["retries"],
-                                       "mean_mpdus_per_ampdu": v["mean_mpdus_per_psdu"],
-                                       "histogram": v["mpdus_per_psdu"],
-                                       "mac_delay": delay_summary(v.get("mac_delay_100us", {}))}
-                for key, v in radio.get("per_receiver", {}).items()},
+            "per_receiver": {owners.get(key, key): _receiver(v) for key, v in radio.get("per_receiver", {}).items()},
         }
         discipline = radio.get("queue_disc")
         if discipline:

@@ -7,6 +7,7 @@
 #include "ns3/object-factory.h"
 #include "ns3/queue-item.h"
 #include "ns3/queue-size.h"
+#include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
@@ -97,6 +98,47 @@ Difference(const std::map<std::string, uint32_t, std::less<>>& now,
     return total;
 }
 
+/// A discipline's counters since its statistics were reset, summed over one or more discs.
+struct DiscCounts
+{
+    uint64_t enqueued = 0, marks = 0, backlog = 0;
+    uint32_t atEnqueue = 0, atDequeue = 0;
+    std::map<std::string, uint32_t> reasons;
+    std::map<uint32_t, uint64_t> sojourn;
+
+    void Add(Ptr<QueueDisc> disc, const QueueDisc::Stats& base, const std::map<uint32_t, uint64_t>& times)
+    {
+        const QueueDisc::Stats& now = disc->GetStats();
+        atEnqueue += Difference(now.nDroppedPacketsBeforeEnqueue, base.nDroppedPacketsBeforeEnqueue, reasons);
+        atDequeue += Difference(now.nDroppedPacketsAfterDequeue, base.nDroppedPacketsAfterDequeue, reasons);
+        enqueued += now.nTotalEnqueuedPackets - base.nTotalEnqueuedPackets;
+        marks += now.nTotalMarkedPackets - base.nTotalMarkedPackets;
+        backlog += disc->GetNPackets();
+        for (auto& [bucket, count] : times)
+        {
+            sojourn[bucket] += count;
+        }
+    }
+
+    /// "enqueued", "drops": {"at_enqueue", "at_dequeue", "reasons"}, "marks",
+    /// "backlog_packets", "sojourn_100us" (the inside of a JSON object)
+    std::string Json() const
+    {
+        std::ostringstream o;
+        o << "\"enqueued\": " << enqueued << ", \"drops\": {\"at_enqueue\": " << atEnqueue
+          << ", \"at_dequeue\": " << atDequeue << ", \"reasons\": {";
+        bool first = true;
+        for (auto& [reason, count] : reasons)
+        {
+            o << (first ? "" : ", ") << Quote(reason) << ": " << count;
+            first = false;
+        }
+        o << "}}, \"marks\": " << marks << ", \"backlog_packets\": " << backlog
+          << ", \"sojourn_100us\": " << qbjson::Counts(sojourn);
+        return o.str();
+    }
+};
+
 } // namespace
 
 RadioQueueDisc::RadioQueueDisc(const Value& spec, Ptr<WifiNetDevice> dev, size_t txIndex, ToMac toMac)
@@ -173,24 +215,196 @@ RadioQueueDisc::ResetStats()
 std::string
 RadioQueueDisc::Json()
 {
-    const QueueDisc::Stats& now = m_disc->GetStats();
-    std::map<std::string, uint32_t> reasons;
-    uint32_t atEnqueue = Difference(now.nDroppedPacketsBeforeEnqueue, m_base.nDroppedPacketsBeforeEnqueue, reasons);
-    uint32_t atDequeue = Difference(now.nDroppedPacketsAfterDequeue, m_base.nDroppedPacketsAfterDequeue, reasons);
-    std::ostringstream o;
-    o << "{\"kind\": " << Quote(m_kind) << ", \"limit_packets\": " << m_disc->GetMaxSize().GetValue()
-      << ", \"enqueued\": " << now.nTotalEnqueuedPackets - m_base.nTotalEnqueuedPackets
-      << ", \"drops\": {\"at_enqueue\": " << atEnqueue << ", \"at_dequeue\": " << atDequeue
-      << ", \"reasons\": {";
-    bool first = true;
-    for (auto& [reason, count] : reasons)
+    DiscCounts counts;
+    counts.Add(m_disc, m_base, m_sojourn);
+    return "{\"kind\": " + Quote(m_kind) + ", \"limit_packets\": " +
+           std::to_string(m_disc->GetMaxSize().GetValue()) + ", " + counts.Json() + "}";
+}
+
+// -- per-station queues with airtime fairness ----------------------------------------------------
+
+StationQueues::StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool qos, ToMac toMac)
+    : m_target(TimeString(spec.Num("target_ms", 20))),
+      m_interval(TimeString(spec.Num("interval_ms", 100))),
+      m_limitPackets(uint32_t(spec.Num("packets", 8192))),
+      m_flows(uint32_t(spec.Num("flows", 1024))),
+      m_quantum(uint32_t(spec.Num("quantum", 300))),
+      m_macPackets(uint32_t(spec.Num("mac_packets", 64))),
+      m_weightUs(spec.Num("weight_us", 256)),
+      m_macQueue(macQueue),
+      m_queueType(qos ? WIFI_QOSDATA_UNICAST_QUEUE : WIFI_DATA_QUEUE),
+      m_toMac(std::move(toMac))
+{
+}
+
+StationQueues::Station&
+StationQueues::Get(const Mac48Address& station)
+{
+    auto it = m_stations.find(station);
+    if (it != m_stations.end())
     {
-        o << (first ? "" : ", ") << Quote(reason) << ": " << count;
-        first = false;
+        return it->second;
     }
-    o << "}}, \"marks\": " << now.nTotalMarkedPackets - m_base.nTotalMarkedPackets
-      << ", \"backlog_packets\": " << m_disc->GetNPackets()
-      << ", \"sojourn_100us\": " << qbjson::Counts(m_sojourn) << "}";
+    Station& made = m_stations[station];
+    ObjectFactory factory;
+    factory.SetTypeId("ns3::FqCoDelQueueDisc");
+    factory.Set("Flows", UintegerValue(m_flows));
+    factory.Set("MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, m_limitPackets)));
+    factory.Set("Target", StringValue(m_target));
+    factory.Set("Interval", StringValue(m_interval));
+    made.disc = factory.Create<QueueDisc>();
+    DynamicCast<FqCoDelQueueDisc>(made.disc)->SetQuantum(m_quantum);
+    std::map<uint32_t, uint64_t>* sojourn = &made.sojourn;
+    made.disc->TraceConnectWithoutContext(
+        "SojournTime",
+        MakeBoundCallback(+[](std::map<uint32_t, uint64_t>* into, Time t) {
+            (*into)[uint32_t(t.GetMicroSeconds() / 100)]++;
+        }, sojourn));
+    made.disc->Initialize();
+    made.base = made.disc->GetStats();
+    return made;
+}
+
+uint32_t
+StationQueues::InMac(const Mac48Address& station) const
+{
+    return m_macQueue->GetNPackets(WifiContainerQueueId(m_queueType, station, 0)); // (all our traffic is TID 0)
+}
+
+bool
+StationQueues::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
+{
+    if (dst.IsGroup())
+    {
+        return m_toMac(p, src, dst, proto), true;
+    }
+    Station& station = Get(dst);
+    Ptr<QbQueueDiscItem> item = Create<QbQueueDiscItem>(p, src, dst, proto);
+    bool queued = station.disc->Enqueue(item);
+    if (queued && !station.listed)
+    {
+        // a station that was idle starts with what it had left, as mac80211 keeps an idle
+        // station's deficit (it earns nothing while it has no frames)
+        station.listed = true;
+        m_round.push_back(dst);
+    }
+    Run();
+    return queued;
+}
+
+void
+StationQueues::Charge(Mac48Address receiver, double seconds)
+{
+    auto it = m_stations.find(receiver);
+    if (it != m_stations.end())
+    {
+        it->second.deficitUs -= seconds * 1e6;
+        it->second.airtime += seconds;
+    }
+}
+
+void
+StationQueues::OnMacRoom()
+{
+    // called from inside the MAC (its acknowledgement and drop traces): hand it frames once
+    // it has finished with the one that left
+    if (!m_runScheduled)
+    {
+        m_runScheduled = true;
+        Simulator::ScheduleNow(&StationQueues::Run, this);
+    }
+}
+
+void
+StationQueues::Run()
+{
+    m_runScheduled = false;
+    if (m_running)
+    {
+        return;
+    }
+    m_running = true;
+    // Deficit round robin over the stations with frames: the first one in turn whose deficit
+    // is positive sends one frame; a spent one gets its weight and goes to the back. A station
+    // whose MPDUs already fill its share of the MAC queue is passed over without earning.
+    size_t blocked = 0;
+    while (!m_round.empty() && blocked < m_round.size() && m_macQueue->GetNPackets() < m_macPackets)
+    {
+        Mac48Address address = m_round.front();
+        Station& station = m_stations[address];
+        if (station.disc->GetNPackets() == 0)
+        {
+            station.listed = false;
+            m_round.pop_front();
+            continue;
+        }
+        if (InMac(address) >= STATION_MPDUS)
+        {
+            m_round.pop_front();
+            m_round.push_back(address);
+            blocked++;
+            continue;
+        }
+        if (station.deficitUs <= 0)
+        {
+            station.deficitUs += m_weightUs;
+            station.turns++;
+            m_round.pop_front();
+            m_round.push_back(address);
+            continue;
+        }
+        blocked = 0;
+        Ptr<QueueDiscItem> item = station.disc->Dequeue(); // (CoDel may drop frames here)
+        if (item)
+        {
+            Ptr<QbQueueDiscItem> frame = DynamicCast<QbQueueDiscItem>(item);
+            m_toMac(frame->GetPacket(), frame->src, address, frame->GetProtocol());
+        }
+    }
+    m_running = false;
+}
+
+void
+StationQueues::ResetStats()
+{
+    for (auto& [address, station] : m_stations)
+    {
+        station.base = station.disc->GetStats();
+        station.sojourn.clear();
+        station.airtime = 0;
+        station.turns = 0;
+    }
+}
+
+std::string
+StationQueues::Json()
+{
+    DiscCounts counts;
+    for (auto& [address, station] : m_stations)
+    {
+        counts.Add(station.disc, station.base, station.sojourn);
+    }
+    std::ostringstream o;
+    o << "{\"kind\": \"mac80211\", \"limit_packets\": " << m_limitPackets
+      << ", \"mac_packets\": " << m_macPackets << ", \"weight_us\": " << Num(m_weightUs) << ", " << counts.Json()
+      << "}";
+    return o.str();
+}
+
+std::string
+StationQueues::StationJson(const Mac48Address& address)
+{
+    auto it = m_stations.find(address);
+    if (it == m_stations.end())
+    {
+        return "";
+    }
+    Station& station = it->second;
+    DiscCounts counts;
+    counts.Add(station.disc, station.base, station.sojourn);
+    std::ostringstream o;
+    o << "{" << counts.Json() << ", \"airtime_s\": " << Num(station.airtime) << ", \"turns\": " << station.turns
+      << "}";
     return o.str();
 }
 

@@ -16,8 +16,9 @@ using qbjson::Counts;
 using qbjson::Num;
 
 void
-TxCounters::Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries)
+TxCounters::Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries, double seconds)
 {
+    airtime += seconds;
     psdus++;
     mpdus += nMpdus;
     bytes += size;
@@ -36,7 +37,7 @@ TxCounters::Json() const
 {
     std::ostringstream o;
     o << "{\"psdus\": " << psdus << ", \"mpdus\": " << mpdus << ", \"bytes\": " << bytes
-      << ", \"retries\": " << retries
+      << ", \"retries\": " << retries << ", \"airtime_s\": " << Num(airtime)
       << ", \"mean_mpdus_per_psdu\": " << Num(psdus ? double(mpdus) / psdus : 0)
       << ", \"mpdus_per_psdu\": " << Counts(hist) << ", \"mac_delay_100us\": " << Counts(delay) << "}";
     return o.str();

@@ -16,12 +16,13 @@ struct TxCounters
     uint64_t mpdus = 0;
     uint64_t bytes = 0;
     uint64_t retries = 0;
+    double airtime = 0; // s, the PSDUs' transmit time
     std::map<uint32_t, uint64_t> hist; // MPDUs per PSDU -> count
     /// data MPDUs by the time from entering the radio queue to the receiver's MAC
     /// acknowledgement, in 100 us buckets -> count
     std::map<uint32_t, uint64_t> delay;
 
-    void Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries);
+    void Add(uint32_t nMpdus, uint32_t size, uint32_t nRetries, double seconds);
     void AddDelay(int64_t us);
     std::string Json() const;
 };

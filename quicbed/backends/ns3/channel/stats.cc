@@ -161,9 +161,9 @@ Program::StatsJson(bool final) const
             o << ", \"psdus_received\": " << phy->counters.received - r.receivedBase
               << ", \"psdus_skimmed\": " << phy->counters.skimmed - r.skimmedBase;
         }
-        if (r.disc)
+        if (r.disc || r.stations)
         {
-            o << ", \"queue_disc\": " << r.disc->Json();
+            o << ", \"queue_disc\": " << (r.disc ? r.disc->Json() : r.stations->Json());
         }
         o << ", \"per_receiver\": {";
         bool first = true;
@@ -171,7 +171,12 @@ Program::StatsJson(bool final) const
         {
             auto it = names.find(mac);
             std::string key = it != names.end() ? it->second : MacStr(mac);
-            o << (first ? "" : ", ") << Quote(key) << ": " << counters.Json();
+            std::string json = counters.Json();
+            if (std::string queue = r.stations ? r.stations->StationJson(mac) : ""; !queue.empty())
+            {
+                json.insert(json.size() - 1, ", \"queue\": " + queue);
+            }
+            o << (first ? "" : ", ") << Quote(key) << ": " << json;
             first = false;
         }
         o << "}}";

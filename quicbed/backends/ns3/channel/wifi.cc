@@ -86,6 +86,10 @@ WifiPort::ResetStats()
     {
         disc->ResetStats();
     }
+    if (stations)
+    {
+        stations->ResetStats();
+    }
 }
 
 void
@@ -103,9 +107,13 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
                 retries += psdu->GetHeader(i).IsRetry();
             }
             uint32_t n = psdu->GetNMpdus();
-            data.Add(n, psdu->GetSize(), retries);
-            perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries);
+            data.Add(n, psdu->GetSize(), retries, duration);
+            perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries, duration);
             airData += duration;
+            if (stations)
+            {
+                stations->Charge(psdu->GetAddr1(), duration);
+            }
             dataRateMax = std::max(dataRateMax, txVector.GetMode().GetDataRate(txVector));
             dataStreamsMax = std::max(dataStreamsMax, int(txVector.GetNss()));
         }
@@ -126,6 +134,10 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
 void
 WifiPort::OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/)
 {
+    if (stations)
+    {
+        stations->OnMacRoom();
+    }
     switch (reason)
     {
     case WIFI_MAC_DROP_FAILED_ENQUEUE:
@@ -151,6 +163,10 @@ WifiPort::OnTxDrop(Ptr<const Packet>)
 void
 WifiPort::OnAcked(Ptr<const WifiMpdu> mpdu)
 {
+    if (stations)
+    {
+        stations->OnMacRoom();
+    }
     if (!mpdu->GetHeader().IsData())
     {
         return;
@@ -175,13 +191,17 @@ WifiPort::SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto)
 bool
 WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto)
 {
-    if (!disc && queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
+    if (!disc && !stations && queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
     {
         dropQueue++;
         return false;
     }
     p->RemoveAllByteTags(); // a relayed packet's stamp from its previous hop
     DelayJitterEstimation::PrepareTx(p); // (so the MAC delay includes the discipline's)
+    if (stations)
+    {
+        return stations->Enqueue(p, src, dst, proto);
+    }
     return disc ? disc->Enqueue(p, src, dst, proto) : ToMac(p, src, dst, proto);
 }
 
@@ -395,7 +415,21 @@ BuildWifiPort(Ptr<Node> node,
             QueueSize(QueueSizeUnit::PACKETS, uint32_t(spec.Num("queue_packets", 500))));
     }
     const Value& discipline = spec["queue"];
-    if (discipline.kind == Value::OBJECT)
+    if (discipline.kind == Value::OBJECT && discipline.Str("kind", "") == "mac80211")
+    {
+        // the per-station queues bound each station's MPDUs in the MAC queue themselves: it
+        // holds every station's share
+        size_t receivers = std::max<size_t>(1, spec["peers"].Arr().size());
+        port->queue->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS,
+                                          uint32_t(discipline.Num("mac_packets", 64) * receivers + 64)));
+        WifiPort* radio = port.get();
+        port->stations = std::make_unique<StationQueues>(
+            discipline, port->queue, port->qos,
+            [radio](Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) {
+                radio->ToMac(p, src, dst, proto);
+            });
+    }
+    else if (discipline.kind == Value::OBJECT)
     {
         // the MAC queue (queue_packets) is then the driver's, the discipline's limit its own
         WifiPort* radio = port.get();

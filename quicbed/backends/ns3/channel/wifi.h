@@ -64,6 +64,7 @@ struct WifiPort
 
     Ptr<WifiMacQueue> queue; // the queue data frames go to (AC_BE, or the DCF queue)
     std::unique_ptr<RadioQueueDisc> disc; // in front of it (aqm.h), or none: frames go straight in
+    std::unique_ptr<StationQueues> stations; // or per-station queues with airtime fairness (aqm.h)
 
     /// Hand a frame to the MAC; false when its queue is full. ns-3 3.37's queue scheduler drops
     /// the newest MPDU of a full queue without a trace, so queue overflow is detected (and
