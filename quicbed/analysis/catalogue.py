@@ -223,7 +223,8 @@ _METRICS = [
     Metric("clients", "clients", "", 1.0, None, "record",
            "downloads at the same time in a many-client run (experiment field clients)", bounds=NON_NEGATIVE),
     Metric("aggregate_goodput", "aggregate goodput", "Mbit/s", 1e-6, "higher", "record",
-           "every client's bytes over the longest download of a many-client run (they start together)",
+           "every client's bytes over the time from the first client's request to the last client's last byte "
+           "(a many-client run)",
            bounds=NON_NEGATIVE),
     Metric("client_goodput_min", "smallest client goodput", "Mbit/s", 1e-6, "higher", "record",
            "the goodput of the slowest client of a many-client run", bounds=NON_NEGATIVE),

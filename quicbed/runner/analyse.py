@@ -500,15 +500,21 @@ def competitor_metrics(main: dict[str, float], rival_records: Sequence[dict[str,
 
 
 def clients_metrics(folder: Path, clients: list[dict[str, Any]]) -> dict[str, float]:
-    """A many-client run (details.clients: node, goodput, bytes, download_time per client):
-    their count, aggregate goodput (every byte over the longest download: they start
-    together), the smallest and median client goodput, Jain's index of the goodputs, and the
-    spread of the A-MPDU sizes the APs sent to each client (mac-stats.json)."""
+    """A many-client run (details.clients: node, goodput, bytes, download_time and
+    download_end per client): their count, aggregate goodput (every byte over the time from
+    the first download's start to the last one's end: downloads that did not start together,
+    one client's connection set-up a second late, are not counted as if they overlapped;
+    over the longest download where the records do not say when they ended), the smallest and median client goodput,
+    Jain's index of the goodputs, and the spread of the A-MPDU sizes the APs sent to each
+    client (mac-stats.json)."""
     goodputs = [client["goodput"] for client in clients if client.get("goodput")]
     values: dict[str, float] = {"clients": float(len(clients))}
     if len(goodputs) == len(clients) and goodputs:
-        longest = max(client["download_time"] for client in clients)
-        values.update(aggregate_goodput=8.0 * sum(client["bytes"] for client in clients) / longest,
+        span = max(client["download_time"] for client in clients)
+        if all(isinstance(client.get("download_end"), (int, float)) for client in clients):
+            span = (max(client["download_end"] for client in clients)
+                    - min(client["download_end"] - client["download_time"] for client in clients))
+        values.update(aggregate_goodput=8.0 * sum(client["bytes"] for client in clients) / span,
                       client_goodput_min=min(goodputs), client_goodput_median=float(np.median(goodputs)),
                       jain_index=jain_index(goodputs))
     path = folder / "mac-stats.json"

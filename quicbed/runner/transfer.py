@@ -153,9 +153,13 @@ class Download:
 
 def record_summary(record: dict[str, Any]) -> dict[str, Any]:
     """What a many-client run keeps of each client's record in its details: how it went, its
-    bytes, download time and goodput."""
-    return {"ok": bool(record.get("ok")), "error": record.get("error"), "bytes": record.get("bytes"),
-            **record_metrics(record)}
+    bytes, download time and goodput, and when its download ended (wall clock, s), which
+    places the downloads of clients that did not start together."""
+    summary = {"ok": bool(record.get("ok")), "error": record.get("error"), "bytes": record.get("bytes"),
+               **record_metrics(record)}
+    if isinstance(record.get("started_at"), (int, float)) and isinstance(record.get("total_time"), (int, float)):
+        summary["download_end"] = record["started_at"] + record["total_time"]
+    return summary
 
 
 def run_client(experiment: Experiment, run: Run) -> str:

@@ -137,7 +137,10 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
         receivers = stats["radios"]["ap1:wifi"]["per_receiver"]
         airtime = {name: receivers[name]["airtime_s"] for name in flows}
         measured = {name: {"goodput": flows[name].throughput, "airtime_share": airtime[name] / sum(airtime.values()),
-                           "queue": receivers[name].get("queue")} for name in flows}
+                           "queue": receivers[name].get("queue"),
+                           # the station's own radio: one queue, for everything it sends to its AP
+                           "uplink_queue": stats["radios"][f"{name}:wlan0"]["per_receiver"]["ap1"].get("queue")}
+                    for name in flows}
         return measured, stats["invalid_reasons"]
 
     return in_real_time(attempt, f"pair of {queue} downloads")[0]
@@ -162,4 +165,5 @@ def test_airtime_fairness_gives_a_slow_station_its_share_of_airtime_not_of_bytes
         queue = fair[name]["queue"]
         assert queue["enqueued"] > 1000 and queue["drops"] > 0 and queue["turns"] > 0, queue
         assert queue["airtime_s"] > 1.0 and queue["sojourn"]["median_s"] > 0, queue
+        assert fair[name]["uplink_queue"]["enqueued"] > 0, fair[name]["uplink_queue"]
     assert fifo["fast"]["queue"] is None

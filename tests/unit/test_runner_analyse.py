@@ -194,6 +194,11 @@ def test_many_clients_give_aggregate_spread_fairness_and_aggregation_per_client(
                                     "client_goodput_median": 8e6, "jain_index": 784 / 1008,
                                     "ampdu_client_min": 6.0, "ampdu_client_median": 12.0, "ampdu_client_max": 20.0})
     assert set(values) <= set(METRICS)
+    # sta3's download started a second after the others (its SYN was resent): 48 Mbit over the
+    # 5 s from the first start to the last end, not over its own 4 s
+    ended = [{**client, "download_end": 100.0 + client["download_time"] + (1.0 if client["node"] == "sta3" else 0)}
+             for client in clients]
+    assert clients_metrics(tmp_path, ended)["aggregate_goodput"] == pytest.approx(48e6 / 5)
     failed = clients_metrics(tmp_path, [*clients[:2], {"node": "sta3", "ok": False, "bytes": None}])
     assert "aggregate_goodput" not in failed and failed["clients"] == 3  # not a fair aggregate without every client
 

@@ -223,7 +223,11 @@ RadioQueueDisc::Json()
 
 // -- per-station queues with airtime fairness ----------------------------------------------------
 
-StationQueues::StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool qos, ToMac toMac)
+StationQueues::StationQueues(const Value& spec,
+                             Ptr<WifiMacQueue> macQueue,
+                             bool qos,
+                             bool oneReceiver,
+                             ToMac toMac)
     : m_target(TimeString(spec.Num("target_ms", 20))),
       m_interval(TimeString(spec.Num("interval_ms", 100))),
       m_limitPackets(uint32_t(spec.Num("packets", 8192))),
@@ -233,19 +237,27 @@ StationQueues::StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool
       m_weightUs(spec.Num("weight_us", 256)),
       m_macQueue(macQueue),
       m_queueType(qos ? WIFI_QOSDATA_UNICAST_QUEUE : WIFI_DATA_QUEUE),
+      m_oneReceiver(oneReceiver),
       m_toMac(std::move(toMac))
 {
 }
 
-StationQueues::Station&
-StationQueues::Get(const Mac48Address& station)
+Mac48Address
+StationQueues::Key(const Mac48Address& receiver) const
 {
-    auto it = m_stations.find(station);
+    return m_oneReceiver ? Mac48Address() : receiver; // (a station's one queue: the zero address)
+}
+
+StationQueues::Station&
+StationQueues::Get(const Mac48Address& dst)
+{
+    Mac48Address key = Key(dst);
+    auto it = m_stations.find(key);
     if (it != m_stations.end())
     {
         return it->second;
     }
-    Station& made = m_stations[station];
+    Station& made = m_stations[key];
     ObjectFactory factory;
     factory.SetTypeId("ns3::FqCoDelQueueDisc");
     factory.Set("Flows", UintegerValue(m_flows));
@@ -268,6 +280,10 @@ StationQueues::Get(const Mac48Address& station)
 uint32_t
 StationQueues::InMac(const Mac48Address& station) const
 {
+    if (m_oneReceiver)
+    {
+        return m_macQueue->GetNPackets();
+    }
     return m_macQueue->GetNPackets(WifiContainerQueueId(m_queueType, station, 0)); // (all our traffic is TID 0)
 }
 
@@ -286,7 +302,7 @@ StationQueues::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16
         // a station that was idle starts with what it had left, as mac80211 keeps an idle
         // station's deficit (it earns nothing while it has no frames)
         station.listed = true;
-        m_round.push_back(dst);
+        m_round.push_back(Key(dst));
     }
     Run();
     return queued;
@@ -295,7 +311,7 @@ StationQueues::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16
 void
 StationQueues::Charge(Mac48Address receiver, double seconds)
 {
-    auto it = m_stations.find(receiver);
+    auto it = m_stations.find(Key(receiver));
     if (it != m_stations.end())
     {
         it->second.deficitUs -= seconds * 1e6;
@@ -358,7 +374,8 @@ StationQueues::Run()
         if (item)
         {
             Ptr<QbQueueDiscItem> frame = DynamicCast<QbQueueDiscItem>(item);
-            m_toMac(frame->GetPacket(), frame->src, address, frame->GetProtocol());
+            m_toMac(frame->GetPacket(), frame->src, Mac48Address::ConvertFrom(frame->GetAddress()),
+                    frame->GetProtocol());
         }
     }
     m_running = false;
@@ -394,7 +411,7 @@ StationQueues::Json()
 std::string
 StationQueues::StationJson(const Mac48Address& address)
 {
-    auto it = m_stations.find(address);
+    auto it = m_stations.find(Key(address));
     if (it == m_stations.end())
     {
         return "";

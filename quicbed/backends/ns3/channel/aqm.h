@@ -75,8 +75,9 @@ class StationQueues
     using ToMac = RadioQueueDisc::ToMac;
 
     /// spec: a radio's "queue" (kind mac80211: packets, target_ms, interval_ms, flows,
-    /// quantum, mac_packets, weight_us); macQueue: the queue data frames go to.
-    StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool qos, ToMac toMac);
+    /// quantum, mac_packets, weight_us); macQueue: the queue data frames go to; oneReceiver:
+    /// a station's radio, whose frames all go to its AP whatever their destination (one queue).
+    StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool qos, bool oneReceiver, ToMac toMac);
 
     bool Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
     /// A data PSDU's airtime (s), charged to its receiver.
@@ -106,7 +107,9 @@ class StationQueues
         bool listed = false;                  // in the round robin
     };
 
-    Station& Get(const Mac48Address& station);
+    /// The queue of frames to dst: the receiver's own, or a station radio's only one.
+    Station& Get(const Mac48Address& dst);
+    Mac48Address Key(const Mac48Address& receiver) const;
     uint32_t InMac(const Mac48Address& station) const;
     void Run();
 
@@ -115,6 +118,7 @@ class StationQueues
     double m_weightUs;
     Ptr<WifiMacQueue> m_macQueue;
     WifiContainerQueueType m_queueType;
+    bool m_oneReceiver;
     ToMac m_toMac;
     std::map<Mac48Address, Station> m_stations;
     std::deque<Mac48Address> m_round; // stations with frames, in turn

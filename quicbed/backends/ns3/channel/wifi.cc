@@ -424,7 +424,7 @@ BuildWifiPort(Ptr<Node> node,
                                           uint32_t(discipline.Num("mac_packets", 64) * receivers + 64)));
         WifiPort* radio = port.get();
         port->stations = std::make_unique<StationQueues>(
-            discipline, port->queue, port->qos,
+            discipline, port->queue, port->qos, port->role == "sta",
             [radio](Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) {
                 radio->ToMac(p, src, dst, proto);
             });
