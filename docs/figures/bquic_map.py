@@ -66,8 +66,7 @@ def main() -> None:
     axes.set_yticks(range(len(rows)), [row[0] for row in rows])
     axes.axvline(0, color="black", linewidth=0.8)
     axes.axvline(100 * GAIN_LINE, color="grey", linestyle="--", linewidth=0.8)
-    axes.set_xlabel("BQUIC's goodput gain over QUIC paced 2 packets at a time\n"
-                    "(%, 95 % interval; dashed: +10 %; orange: the mean above it, pink: all of the interval)")
+    axes.set_xlabel("BQUIC's goodput gain over QUIC paced 2 packets at a time\n(%, 95 % interval; dashed: +10 %)")
     axes.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
     figure.savefig(args.out, metadata={"Date": None})
