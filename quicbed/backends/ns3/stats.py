@@ -179,17 +179,21 @@ def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
     return not reasons, reasons, figures
 
 
+def _queue(raw: dict[str, Any]) -> dict[str, Any]:
+    """A queue discipline's counters (aqm.cc): frames enqueued, drops at both ends added up
+    with ns-3's reasons, and the frames' time in it."""
+    return {"enqueued": raw["enqueued"], "drops": raw["drops"]["at_enqueue"] + raw["drops"]["at_dequeue"],
+            "drop_reasons": raw["drops"]["reasons"], "sojourn": delay_summary(raw["sojourn_100us"])}
+
+
 def _receiver(raw: dict[str, Any]) -> dict[str, Any]:
     """One receiver's share of a radio's transmissions, and (mac80211 queues) its own queue."""
     entry = {"psdus": raw["psdus"], "mpdus": raw["mpdus"], "retries": raw["retries"],
              "airtime_s": raw.get("airtime_s", 0.0), "mean_mpdus_per_ampdu": raw["mean_mpdus_per_psdu"],
              "histogram": raw["mpdus_per_psdu"], "mac_delay": delay_summary(raw.get("mac_delay_100us", {}))}
     if queue := raw.get("queue"):
-        entry["queue"] = {"enqueued": queue["enqueued"],
-                          "drops": queue["drops"]["at_enqueue"] + queue["drops"]["at_dequeue"],
-                          "drop_reasons": queue["drops"]["reasons"], "backlog_packets": queue["backlog_packets"],
-                          "sojourn": delay_summary(queue["sojourn_100us"]), "airtime_s": queue["airtime_s"],
-                          "turns": queue["turns"]}
+        entry["queue"] = {**_queue(queue), "backlog_packets": queue["backlog_packets"],
+                          "airtime_s": queue["airtime_s"], "turns": queue["turns"]}
     return entry
 
 
@@ -229,12 +233,8 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         discipline = radio.get("queue_disc")
         if discipline:
             # a queue discipline in front of the MAC queue (aqm.h): its time in it and its drops
-            entry["queue_disc"] = {
-                "kind": discipline["kind"], "limit_packets": discipline["limit_packets"],
-                "enqueued": discipline["enqueued"], "marks": discipline["marks"],
-                "drops": discipline["drops"]["at_enqueue"] + discipline["drops"]["at_dequeue"],
-                "drop_reasons": discipline["drops"]["reasons"],
-                "sojourn": delay_summary(discipline["sojourn_100us"])}
+            entry["queue_disc"] = {"kind": discipline["kind"], "limit_packets": discipline["limit_packets"],
+                                   "marks": discipline["marks"], **_queue(discipline)}
         radios[radio["id"]] = entry
         summary = nodes.setdefault(node, {"airtime_s": 0.0, "airtime_share": 0.0, "data_psdus": 0,
                                           "data_mpdus": 0, "retries": 0, "mac_drops": 0, "queue_drops": 0,
