@@ -5,6 +5,7 @@
     sudo .venv/bin/python bench/channel.py --stations 1,40 --phys ac20 --seconds 12
     sudo .venv/bin/python bench/channel.py --no-profile --json out.json
     sudo .venv/bin/python bench/channel.py --skim both --stations 20 --phys ac20   # A/B
+    sudo .venv/bin/python bench/channel.py --realtime both --stations 1 --phys ac80  # A/B
 
 For each cell of the grid (stations x PHY) one AP (topologies/enterprise_ap.py) carries one
 saturated TCP download (iperf3) per station. After a warm-up the channel's statistics are
@@ -17,7 +18,10 @@ summed by component (see COMPONENTS). A cell "keeps real time" when the run woul
 
 PHYs: n20 (802.11n 20 MHz MCS 7), ac20 (802.11ac 20 MHz MCS 7), ac80 (80 MHz MCS 9) and
 ac80x2 / ac80x3 (2 or 3 spatial streams; any PHY name takes an xN suffix). --skim both runs
-each cell with skimming receivers off and on (docs/ns3-backend.md), with the same ns-3 seeds.
+each cell with skimming receivers off and on (docs/ns3-backend.md), with the same ns-3 seeds;
+--realtime both with ns-3's real-time simulator and the channel's own paced one. "spin" is
+the share of the window the paced simulator spun on the clock (realtime_spin_us; part of
+the channel's core use that is waiting, not work).
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ class Cell:
     stations: int
     phy: str
     skim: bool = True
+    realtime: str = "paced"
+    spin_us: int = 0
 
     def radio(self) -> dict:
         name, _, streams = self.phy.partition("x")
@@ -126,7 +132,8 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     window = seconds - WARMUP_S - TAIL_S
     scratch = Path(tempfile.mkdtemp(prefix="quicbed-bench-channel-"))
     try:
-        with Ns3Network(topo, skim_receivers=cell.skim, run=1) as network:
+        with Ns3Network(topo, skim_receivers=cell.skim, realtime=cell.realtime, realtime_spin_us=cell.spin_us,
+                        run=1) as network:
             server = network.node("server")
             servers = [iperf.start_server(server, port=FIRST_PORT + i) for i in range(cell.stations)]
             try:
@@ -154,15 +161,24 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     failed = [r.error for r in results if r.error]
     return {
         "stations": cell.stations, "phy": cell.phy, "radio": cell.radio(), "skim": cell.skim,
+        "realtime": cell.realtime, "spin_us": cell.spin_us,
         "goodput_bps": sum(r.throughput or 0 for r in results), "flows_failed": failed,
         "valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
         "behind_1ms_share": stats.get("slow_share"), "behind_4ms_share": stats.get("behind_share"),
-        "channel_core": stats["cpu_share"], "machine": (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
+        "channel_core": stats["cpu_share"], "spinning": spinning(stats["interval"]),
+        "machine": (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
         "events_per_s": stats["interval"].get("events", 0) / sim,
         "mpdus_per_s": ap["data_mpdus"] / sim, "ppdus_per_s": ap["data_psdus"] / sim,
         "mpdus_per_ampdu": ap["mpdus_per_ampdu"]["mean"], "phy_rate_bps": ap["data_phy_rate_max_bps"],
         "profile": shares, "top_symbols": top,
     }
+
+
+def spinning(interval: dict) -> float:
+    """Share of the window the paced simulator spun on the clock waiting for an event (part
+    of the channel's core use that is waiting, not work)."""
+    waits = interval.get("waits") or {}
+    return waits.get("spin_s", 0.0) / interval["wall_s"] if interval.get("wall_s") else 0.0
 
 
 def share(value: float | None) -> str:
@@ -175,6 +191,10 @@ def main() -> int:
     parser.add_argument("--phys", default="n20,ac20,ac80,ac80x3", help="comma-separated (default n20,ac20,ac80,ac80x3)")
     parser.add_argument("--seconds", type=float, default=12.0, help="each cell's downloads (default 12)")
     parser.add_argument("--skim", choices=("on", "off", "both"), default="on", help="skimming receivers (default on)")
+    parser.add_argument("--realtime", choices=("paced", "ns3", "both"), default="paced",
+                        help="the real-time simulator: quicbed's paced one (default) or ns-3's")
+    parser.add_argument("--spin-us", type=int, default=0,
+                        help="the paced simulator spins on the clock before an event this close (default 0)")
     parser.add_argument("--no-profile", action="store_true", help="no perf sample")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
@@ -189,21 +209,24 @@ def main() -> int:
     build.ensure_built(quiet=False)
     install_termination_handlers()  # Ctrl-C, SIGTERM, SIGHUP: the cell in progress is cleaned up
     skims = {"on": [True], "off": [False], "both": [False, True]}[args.skim]
-    cells = [Cell(int(n), phy, skim) for phy in args.phys.split(",") for n in args.stations.split(",") for skim in skims]
+    realtimes = {"paced": ["paced"], "ns3": ["ns3"], "both": ["ns3", "paced"]}[args.realtime]
+    cells = [Cell(int(n), phy, skim, realtime, args.spin_us) for phy in args.phys.split(",") for n in args.stations.split(",")
+             for skim in skims for realtime in realtimes]
     for cell in cells:
         cell.radio()  # an unknown PHY is refused before anything runs
     profiled = not args.no_profile and shutil.which("perf") is not None
     print(f"quicbed channel capacity, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
           f"kernel {os.uname().release}; {args.seconds:g} s per cell, window {args.seconds - WARMUP_S - TAIL_S:g} s"
           f"{', perf at 499 Hz' if profiled else ', no profile'}")
-    print("stations phy      skim goodput  >1ms    >4ms    valid  channel machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
+    print("stations phy      skim realtime goodput  >1ms    >4ms    valid  channel (spin) machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
     figures, started = [], time.monotonic()
     for cell in cells:
         row = measure(cell, args.seconds, profiled)
         figures.append(row)
-        print(f"{cell.stations:8d} {cell.phy:<8} {'on ' if cell.skim else 'off'}  {row['goodput_bps'] / 1e6:6.1f}M {share(row['behind_1ms_share'])} "
-              f"{share(row['behind_4ms_share'])}  {'yes' if row['valid'] else 'no ':5}  {row['channel_core']:5.0%}   "
-              f"{row['machine']:5.0%}  {row['events_per_s']:8.0f}  {row['mpdus_per_s']:6.0f}  {row['ppdus_per_s']:6.0f}"
+        print(f"{cell.stations:8d} {cell.phy:<8} {'on ' if cell.skim else 'off'}  {cell.realtime:<8} "
+              f"{row['goodput_bps'] / 1e6:6.1f}M {share(row['behind_1ms_share'])} "
+              f"{share(row['behind_4ms_share'])}  {'yes' if row['valid'] else 'no ':5}  {row['channel_core']:5.0%}  "
+              f"{row['spinning']:4.0%}    {row['machine']:5.0%}  {row['events_per_s']:8.0f}  {row['mpdus_per_s']:6.0f}  {row['ppdus_per_s']:6.0f}"
               f"  {row['mpdus_per_ampdu']:6.1f}" + (f"  (flows failed: {row['flows_failed'][0]})" if row['flows_failed'] else ""),
               flush=True)
         if row["profile"]:

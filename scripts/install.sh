@@ -54,7 +54,7 @@ fi
 
 # The main job: endpoints, captures, the ns-3 channel (built with g++), Python.
 required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
-                   python3 python3-venv python3-pip util-linux libns3-dev g++ make sysbench)
+                   python3 python3-venv python3-pip util-linux libns3-dev libjemalloc-dev g++ make sysbench)
 # The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
 vm_packages=(qemu-system-x86 busybox-static file binutils)
 test_packages=(vagrant git nftables tshark chromium)

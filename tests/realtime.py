@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from quicbed.host.cpu import MachineTicks, parse_proc_stat
+from quicbed.host.steal import QUIET_STEAL, steal_share, wait_for_quiet_machine
 
 #: measurements made in all before a test gives up: two stalls in a row are rare on a quiet
 #: machine, three mean the machine cannot host the channel right now
@@ -24,11 +25,12 @@ ATTEMPTS = 3
 T = TypeVar("T")
 
 
-def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str,
-                 attempts: int = ATTEMPTS) -> tuple[T, list[list[str]]]:
+def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str, attempts: int = ATTEMPTS,
+                 quiet: Callable[[], tuple[float, float]] | None = None) -> tuple[T, list[list[str]]]:
     """``measure(attempt)`` (from 1) returns a result and why the channel did not keep time
     while it was made ([] when it did); the first result made in time, and the reasons the
-    attempts before it were made again."""
+    attempts before it were made again. Each new attempt waits for a quiet machine first
+    (quicbed.host.cpu.wait_for_quiet_machine, or ``quiet``)."""
     earlier: list[list[str]] = []
     for attempt in range(1, attempts + 1):
         result, late = measure(attempt)
@@ -36,7 +38,15 @@ def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str,
             return result, earlier
         earlier.append(late)
         print(f"{what} {attempt} made again: {late}")
+        if attempt < attempts:
+            waited, steal = (quiet or wait_for_quiet_machine)()
+            if waited:
+                earlier[-1] = [*late, quiet_note(waited, steal)]
     raise AssertionError(f"the channel kept time in none of {attempts} attempts at the {what}: {earlier}")
+
+
+def quiet_note(waited: float, steal: float) -> str:
+    return f"then waited {waited:.0f} s for the hypervisor to take less than {QUIET_STEAL:.0%} (last {steal:.1%})"
 
 
 class Steal:
@@ -59,9 +69,7 @@ class Steal:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         assert self._start is not None
-        end, start = self._ticks(), self._start
-        total = (end.busy - start.busy) + (end.idle - start.idle) + (end.steal - start.steal)
-        self.share = (end.steal - start.steal) / total if total > 0 else 0.0
+        self.share = steal_share(self._start, self._ticks())
 
     def reasons(self, limit: float = 0.01) -> list[str]:
         """Why the block did not have the machine to itself: [] under ``limit`` of steal (a

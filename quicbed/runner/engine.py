@@ -16,7 +16,7 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,6 +27,7 @@ from quicbed.backends.base import Network
 from quicbed.host.signals import deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
+from quicbed.host.steal import QUIET_STEAL, wait_for_quiet_machine
 from quicbed.results import FORMAT_VERSION, NO_CPU_RECORD, RunRecord, check_version
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
@@ -221,6 +222,8 @@ class ExperimentRunner:
         self.metadata: dict[str, Any] = {}
         self.assets: Assets | None = None
         self.progress: Progress | None = None
+        #: before an invalid run is made again: (seconds waited, the last steal share)
+        self.wait_for_quiet_machine: Callable[[], tuple[float, float]] = wait_for_quiet_machine
 
     # -- metadata ----------------------------------------------------------------------------
     def _resolved(self) -> dict[str, Any]:
@@ -361,6 +364,12 @@ class ExperimentRunner:
                 why = record.error if record.status == "failed" else "; ".join(record.invalid_reasons)
                 self.progress.note(f"{run.run_id} {record.status} ({why}): making it again "
                                    f"(attempt {len(earlier) + 1})")
+            if record.status == "invalid":  # not inside the hypervisor's spell that may have made it so
+                waited, steal = self.wait_for_quiet_machine()
+                earlier[-1]["waited_for_quiet_machine_s"] = round(waited, 1)
+                if waited and self.progress is not None:
+                    self.progress.note(f"{run.run_id}: waited {waited:.0f} s for the hypervisor to take less than "
+                                       f"{QUIET_STEAL:.0%} of the CPU time (last {steal:.1%})")
             raise_if_interrupted()
             record = self._one_run(run, keeper, folder, earlier)
         return record

@@ -24,6 +24,7 @@ from quicbed.backends.ns3.description import Ns3Options, describe
 from quicbed.backends.ns3.network import Ns3Network
 from quicbed.host import ownership
 from quicbed.spec.loader import load_topology
+from realtime import in_real_time
 
 ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
@@ -270,3 +271,29 @@ def test_stations_skim_what_is_sent_to_others_unless_told_not_to(skim):
             assert radio["psdus_received"] > 100 and radio["psdus_skimmed"] < 20, radio  # (others' beacons are groupcast)
         else:
             assert radio["psdus_skimmed"] > 100, (node, radio)
+            # one MPDU judged per PSDU at least; after one was received the rest only draw
+            assert radio["skimmed_mpdus_judged"] >= radio["psdus_skimmed"], (node, radio)
+            assert radio["skimmed_mpdus_drawn_only"] > 0, (node, radio)
+
+
+@pytest.mark.parametrize("realtime", ["paced", "ns3"])
+def test_either_real_time_simulator_carries_a_download_in_real_time(realtime):
+    """The paced simulator (pacer.h, the default) and ns-3's own both run the cell against the
+    wall clock: a TCP download gets the cell's goodput while the channel keeps real time, and
+    the statistics say which simulator ran and, for the paced one, how it waited."""
+    def download(attempt: int) -> tuple[tuple[iperf.IperfResult, dict], list[str]]:
+        with Ns3Network(topology("wifi_ap"), realtime=realtime) as network:
+            network.reset_stats()
+            flow = iperf.between(network, "sta1", "server", duration=3)
+            stats = network.mac_stats()
+        return (flow, stats), stats["invalid_reasons"]
+
+    (flow, stats), _ = in_real_time(download, f"download on the {realtime} simulator")
+    assert stats["interval"]["realtime"] == realtime
+    assert flow.throughput > 35e6, flow  # 802.11n MCS 7: about 50 Mbit/s of TCP
+    assert stats["lag"]["samples"] > 2500
+    waits = stats["interval"]["waits"]
+    if realtime == "paced":  # it slept between events, and TAP frames woke it
+        assert waits["sleeps"] > 1000 and waits["wakeups"] > 100 and waits["spin_us"] == 0, waits
+    else:
+        assert waits is None

@@ -48,3 +48,10 @@ def test_old_builds_are_pruned(monkeypatch, tmp_path):
     removed = build.prune(keep=2)
     assert sorted(p.name for p in removed) == ["old", "older"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mid", "new"]
+
+
+def test_a_missing_allocator_gives_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setattr(build, "REQUIRED_HEADERS", ())
+    monkeypatch.setattr(build, "_library", lambda name: None if name == build.ALLOCATOR_LIBRARY else tmp_path / name)
+    reason = build.missing()
+    assert reason and "jemalloc" in reason and "apt-get install libns3-dev libjemalloc-dev" in reason

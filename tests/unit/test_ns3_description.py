@@ -488,3 +488,14 @@ def test_every_shipped_topology_is_described_whole(script):
     assert ends == sorted((wire["name"], end) for wire in description["wires"] for end in (0, 1))
     radios = {port["id"] for node in description["nodes"] for port in ports(node, "wifi")}
     assert all(set(port["peers"]) <= radios for node in description["nodes"] for port in ports(node, "wifi"))
+
+
+def test_the_real_time_simulator_is_chosen_and_checked():
+    from quicbed.backends.ns3.network import Ns3Network
+    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"))
+    assert (build(topo)["realtime"], build(topo)["realtime_spin_us"]) == ("paced", 0)
+    assert build(topo, realtime="ns3", realtime_spin_us=20)["realtime"] == "ns3"
+    with pytest.raises(BackendError, match="realtime='fast': choose paced or ns3"):
+        Ns3Network(topo, realtime="fast")
+    with pytest.raises(BackendError, match="realtime_spin_us=-1: must be 0 or more"):
+        Ns3Network(topo, realtime_spin_us=-1)

@@ -126,12 +126,16 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     experiment = Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=Validity(reruns=2))
     runner = ExperimentRunner(experiment, RunnerOptions(out=tmp_path))
     runner._one_run = one_run  # type: ignore[method-assign]
+    waits = iter([(0.0, 0.001), (14.0, 0.004)] + [(0.0, 0.0)] * 10)  # the second waited out a spell of steal
+    runner.wait_for_quiet_machine = lambda: next(waits)  # type: ignore[method-assign]
     run = Run(0, 0, {}, 1, False)
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record.status == "ok" and record.attempt == 3
     assert [len(earlier) for earlier in made] == [0, 1, 2]
-    assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
-                       {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
+    assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
+                        "waited_for_quiet_machine_s": 0.0},
+                       {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
+                        "waited_for_quiet_machine_s": 14.0}]
     # the budget ends the attempts; a warm-up run is never made again
     made.clear()
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
@@ -162,6 +166,7 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
         runner = ExperimentRunner(Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
                                   RunnerOptions(out=tmp_path))
         runner._one_run = one_run  # type: ignore[method-assign]
+        runner.wait_for_quiet_machine = lambda: (0.0, 0.0)  # type: ignore[method-assign]
         return runner
 
     run = Run(0, 0, {}, 1, False)
@@ -170,7 +175,8 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     assert record.status == "ok" and record.attempt == 4
     assert made[-1] == [
         {"attempt": 1, "status": "failed", "error": "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"},
-        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"]},
+        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
+         "waited_for_quiet_machine_s": 0.0},
         {"attempt": 3, "status": "failed", "error": "the server (quic-server on server) exited with status 1"}]
     # the budget of failures is its own: spent, the run stays failed (the default makes no retry)
     made.clear()

@@ -28,16 +28,19 @@ LIBRARY_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-
                 Path("/usr/local/lib"))
 REQUIRED_HEADERS = ("ns3/wifi-module.h", "ns3/fd-net-device-module.h", "ns3/core-module.h")
 REQUIRED_LIBRARIES = ("wifi", "fd-net-device", "mobility", "propagation", "network", "core")
-INSTALL_HINT = "apt-get install libns3-dev g++ make"
+#: the channel is linked with jemalloc: ns-3 allocates and frees a few objects per frame
+#: and receiver, and glibc's malloc cost it a quarter of its capacity (bench/README.md)
+ALLOCATOR_LIBRARY = "libjemalloc.so"
+INSTALL_HINT = "apt-get install libns3-dev libjemalloc-dev g++ make"
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("QUICBED_NS3_CACHE", "/var/lib/quicbed/ns3-channel"))
 
 
-def _library(name: str) -> Path | None:
+def _library(file_name: str) -> Path | None:
     for directory in LIBRARY_DIRS:
-        path = directory / f"libns3-{name}.so"
+        path = directory / file_name
         if path.exists():
             return path
     return None
@@ -46,10 +49,12 @@ def _library(name: str) -> Path | None:
 def missing() -> str | None:
     """Why the channel program cannot be built here, or None when it can."""
     headers = [h for h in REQUIRED_HEADERS if not (NS3_INCLUDE / h).exists()]
-    libraries = [lib for lib in REQUIRED_LIBRARIES if _library(lib) is None]
+    libraries = [f"libns3-{lib}.so" for lib in REQUIRED_LIBRARIES if _library(f"libns3-{lib}.so") is None]
     if headers or libraries:
-        what = ", ".join([*(str(NS3_INCLUDE / h) for h in headers), *(f"libns3-{lib}.so" for lib in libraries)])
+        what = ", ".join([*(str(NS3_INCLUDE / h) for h in headers), *libraries])
         return f"ns-3 headers/libraries not found ({what}) (fix: {INSTALL_HINT})"
+    if _library(ALLOCATOR_LIBRARY) is None:
+        return f"jemalloc, which the ns-3 channel program is linked with, not found ({ALLOCATOR_LIBRARY}) (fix: {INSTALL_HINT})"
     for tool in ("make", os.environ.get("CXX", "g++")):
         if shutil.which(tool) is None:
             return f"'{tool}' is not installed, needed to build the ns-3 channel program (fix: {INSTALL_HINT})"
@@ -62,11 +67,11 @@ def sources() -> list[Path]:
 
 
 def source_hash() -> str:
-    """Hash of the sources and of the ns-3 libraries they link against."""
+    """Hash of the sources and of the libraries they link against (ns-3's, jemalloc)."""
     digest = hashlib.sha256()
     for path in sources():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    for name in REQUIRED_LIBRARIES:
+    for name in [*(f"libns3-{lib}.so" for lib in REQUIRED_LIBRARIES), ALLOCATOR_LIBRARY]:
         library = _library(name)
         if library is not None:
             real = library.resolve()

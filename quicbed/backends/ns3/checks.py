@@ -12,10 +12,13 @@ def _ns3() -> Capability:
     libraries = glob.glob("/usr/lib/*/libns3*-wifi*.so*") + glob.glob("/usr/lib/libns3*-wifi*.so*")
     headers = Path("/usr/include/ns3/wifi-module.h").exists() or bool(glob.glob("/usr/include/ns3*/ns3/wifi-module.h"))
     version = tool_version(["dpkg-query", "-W", "-f", "${Version}", "libns3-dev"], r"([\d.]+\S*)")
-    ok = bool(libraries) and headers
-    detail = f"libns3-dev {version}" if ok else ("libraries without headers" if libraries else "not installed")
+    allocator = bool(glob.glob("/usr/lib/*/libjemalloc.so") + glob.glob("/usr/lib/libjemalloc.so"))
+    ok = bool(libraries) and headers and allocator
+    detail = (f"libns3-dev {version}" if ok else "libraries without headers" if libraries and not headers
+              else "jemalloc (libjemalloc-dev), which the channel program is linked with, missing" if libraries
+              else "not installed")
     return Capability("ns3", ok, detail, "the ns3 WiFi backend (airtime, A-MPDU, CSMA/CA)",
-                      "apt-get install libns3-dev")
+                      "apt-get install libns3-dev libjemalloc-dev")
 
 
 #: the ns3 backend's doctor checks: (name if it fails, what it disables, check)

@@ -62,6 +62,9 @@ WIDE_5GHZ = {40: (38, 46, 54, 62, 102, 110, 118, 126, 134, 142, 151, 159, 167, 1
 SPEED_OF_LIGHT = 299_792_458.0
 
 
+REALTIME_SIMULATORS = ("paced", "ns3")
+
+
 @dataclass
 class Ns3Options:
     """Settings of the simulated medium and of the real-time discipline."""
@@ -111,8 +114,20 @@ class Ns3Options:
     #: simulator events at 10-20 stations (docs/ns3-backend.md, "Skimming receivers"); node
     #: option 'ns3_skim_receivers' overrides
     skim_receivers: bool = True
+    #: the real-time simulator: "paced" (quicbed's, docs/ns3-backend.md "The real-time
+    #: simulator") or "ns3" (ns-3's RealtimeSimulatorImpl), for comparison
+    realtime: str = "paced"
+    #: the paced simulator spins on the clock (instead of sleeping) before an event this close
+    #: (0: always sleeps; spinning gained nothing measurable here: bench/README.md)
+    realtime_spin_us: int = 0
     #: extra keys merged into the description (for experiments with the channel program)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.realtime not in REALTIME_SIMULATORS:
+            raise ValueError(f"ns3 option realtime={self.realtime!r}: choose {' or '.join(REALTIME_SIMULATORS)}")
+        if self.realtime_spin_us < 0:
+            raise ValueError(f"ns3 option realtime_spin_us={self.realtime_spin_us}: must be 0 or more")
 
 
 # -- radio helpers (pure) ----------------------------------------------------------------
@@ -296,6 +311,7 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
         "version": SCHEMA_VERSION, "topology": resolved.topology.name, "seed": options.seed, "run": options.run or 1,
         **(files or {}),
         "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
+        "realtime": options.realtime, "realtime_spin_us": options.realtime_spin_us,
         "tap_readers_above_simulator": options.tap_readers_above_simulator,
         "tap_writer_above_simulator": options.tap_writer_above_simulator,
         "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,

@@ -113,7 +113,10 @@ class Ns3Network(Network):
         unknown = set(option_overrides) - known
         if unknown:
             raise BackendError(f"unknown ns3 backend option(s) {sorted(unknown)} (known: {', '.join(sorted(known))})")
-        self.options = dataclasses.replace(options or Ns3Options(), **option_overrides)
+        try:
+            self.options = dataclasses.replace(options or Ns3Options(), **option_overrides)
+        except ValueError as error:
+            raise BackendError(str(error)) from None
         if self.options.run is None:  # recorded in describe(): a run can be repeated with run=...
             self.options = dataclasses.replace(self.options, run=secrets.randbelow(2**31 - 1) + 1)
         self.run_id = run_id or ownership.new_run_id()

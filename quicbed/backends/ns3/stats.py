@@ -226,8 +226,11 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             # the fastest data PPDU and its spatial streams (0 when it sent none)
             "data_phy_rate_max_bps": radio.get("data_phy_rate_max_bps", 0),
             "data_streams_max": radio.get("data_streams_max", 0),
-            # PSDUs received on ns-3's own path, and those addressed to others it skimmed
+            # PSDUs received on ns-3's own path, those addressed to others it skimmed, and of the
+            # latter's MPDUs those judged and those that only drew their random number (skim.h)
             "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),
+            "skimmed_mpdus_judged": radio.get("skimmed_mpdus_judged", 0),
+            "skimmed_mpdus_drawn_only": radio.get("skimmed_mpdus_drawn_only", 0),
             "per_receiver": {owners.get(key, key): _receiver(v) for key, v in radio.get("per_receiver", {}).items()},
         }
         discipline = radio.get("queue_disc")

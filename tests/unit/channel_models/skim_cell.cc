@@ -3,9 +3,11 @@
 // QbYansWifiPhy with skimming on or off, and a frame error model on each station. It prints
 // one JSON line: a digest of every PHY state change of every radio (start, duration, state:
 // receptions, CCA, transmissions and so every backoff and IFS) and of every frame the MACs
-// delivered up (when, where, how long), with the counts behind it.
+// delivered up (when, where, how long), with the counts behind it. FRAME_ERRORS 0 leaves the
+// stations without the error model (skimming radios then judge another radio's MPDUs only up
+// to the first received: skim.h).
 //
-//   skim_cell SKIM STANDARD MANAGER STATIONS SECONDS     e.g. skim_cell 1 802.11ac constant 8 2
+//   skim_cell SKIM STANDARD MANAGER STATIONS SECONDS FRAME_ERRORS   e.g. skim_cell 1 802.11ac constant 8 2 1
 
 #include "loss.h"
 #include "skim.h"
@@ -78,15 +80,16 @@ Burst(Ptr<WifiNetDevice> from, Address to, int count)
 int
 main(int argc, char** argv)
 {
-    if (argc != 6)
+    if (argc != 7)
     {
-        std::cerr << "usage: skim_cell SKIM STANDARD MANAGER STATIONS SECONDS" << std::endl;
+        std::cerr << "usage: skim_cell SKIM STANDARD MANAGER STATIONS SECONDS FRAME_ERRORS" << std::endl;
         return 2;
     }
     bool skim = std::string(argv[1]) == "1";
     std::string standard = argv[2], manager = argv[3];
     int stations = std::stoi(argv[4]);
     double seconds = std::stod(argv[5]);
+    bool frameErrors = std::string(argv[6]) == "1";
     RngSeedManager::SetSeed(3);
     RngSeedManager::SetRun(7);
 
@@ -129,11 +132,11 @@ main(int argc, char** argv)
         Ptr<WifiNetDevice> device = DynamicCast<WifiNetDevice>(all.Get(i));
         device->SetReceiveCallback(MakeCallback(&OnReceive));
         device->GetPhy()->GetState()->TraceConnectWithoutContext("State", MakeBoundCallback(&OnState, i));
-        if (i > 0) // every station loses 10 % of the AP's data frames on top of the channel's own errors
+        if (i > 0 && frameErrors) // every station loses 10 % of the AP's data frames on top of the channel's own errors
         {
             Ptr<QbFrameErrorModel> errors = CreateObject<QbFrameErrorModel>();
             errors->rates[Mac48Address::ConvertFrom(apDevices.Get(0)->GetAddress())] = 0.1;
-            device->GetPhy()->SetPostReceptionErrorModel(errors);
+            DynamicCast<QbYansWifiPhy>(device->GetPhy())->SetPostReceptionErrorModel(errors);
         }
     }
     Ptr<WifiNetDevice> apDevice = DynamicCast<WifiNetDevice>(apDevices.Get(0));
@@ -149,16 +152,19 @@ main(int argc, char** argv)
     Simulator::Stop(Seconds(seconds));
     Simulator::Run();
 
-    uint64_t received = 0, skimmed = 0;
+    uint64_t received = 0, skimmed = 0, judged = 0, drawn = 0;
     for (uint32_t i = 0; i < all.GetN(); i++)
     {
         Ptr<QbYansWifiPhy> radio = DynamicCast<QbYansWifiPhy>(DynamicCast<WifiNetDevice>(all.Get(i))->GetPhy());
         received += radio->counters.received;
         skimmed += radio->counters.skimmed;
+        judged += radio->counters.mpdusJudged;
+        drawn += radio->counters.mpdusDrawn;
     }
     std::cout << "{\"digest\": \"" << std::hex << digest << std::dec << "\", \"state_changes\": " << stateChanges
               << ", \"delivered\": " << delivered << ", \"psdus_received\": " << received
-              << ", \"psdus_skimmed\": " << skimmed << "}" << std::endl;
+              << ", \"psdus_skimmed\": " << skimmed << ", \"mpdus_judged\": " << judged
+              << ", \"mpdus_drawn_only\": " << drawn << "}" << std::endl;
     Simulator::Destroy();
     return 0;
 }

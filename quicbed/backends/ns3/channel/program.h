@@ -6,6 +6,7 @@
 #include "common.h"
 #include "lag.h"
 #include "mesh.h"
+#include "pacer.h"
 #include "ports.h"
 #include "tap.h"
 #include "wifi.h"
@@ -13,8 +14,8 @@
 
 #include "ns3/mac48-address.h"
 #include "ns3/nstime.h"
-#include "ns3/realtime-simulator-impl.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,7 +58,9 @@ class Program
     std::map<std::string, WifiPort*> m_radioById;
     std::map<std::string, TapPort*> m_tapByNode; // mesh node name -> its TAP (identity)
 
-    Ptr<RealtimeSimulatorImpl> m_rt;
+    /// the wall clock as simulated time (empty in a dry run: no real time)
+    std::function<Time()> m_realtimeNow;
+    Ptr<PacedSimulatorImpl> m_paced; // when the paced simulator runs
     Time m_probeInterval = MicroSeconds(1000);
     Time m_liveInterval = Seconds(1);
     LagMeter m_lag;

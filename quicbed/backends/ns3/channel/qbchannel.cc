@@ -34,7 +34,8 @@
 //   Gilbert-Elliott loss; or, instead of the rate, a delivery trace (TraceGate).
 // * An access point may acknowledge TCP data for its stations (FastAck, "fastack" on the
 //   switch node).
-// * Real time: RealtimeSimulatorImpl (best effort). A probe event every lag_interval
+// * Real time: PacedSimulatorImpl (pacer.h; "realtime": "ns3" gives ns-3's
+//   RealtimeSimulatorImpl, best effort, instead). A probe event every lag_interval
 //   measures RealtimeNow() - Now(): how late events run. quicbed runs this program under
 //   SCHED_FIFO.
 // * Start-up: wait until every STA is associated, then send warm-up frames (a protocol
@@ -55,6 +56,7 @@
 //   wifi.h/.cc    WifiPort, the channel of each band, building radios, QbApWifiMac
 //   wired.h/.cc   QbWireChannel and Wire (wired links) and building them
 //   trace.h/.cc   TraceGate: a wired direction that replays a delivery trace (Mahimahi's format)
+//   pacer.h/.cc   PacedSimulatorImpl, the real-time simulator (how it waits for events)
 //   lag.h/.cc     LagMeter (real-time lag) and TxCounters (transmit statistics)
 //   ports.h/.cc   TapPort, WirePort, Port; Switch (learning bridge), StationRelay (station)
 //   fastack.h/.cc FastAck: TCP ACK acceleration at an access point's bridge
@@ -389,7 +391,14 @@ Program::ResolvePeers()
                 }
                 radio->frameErrors->rates[it->second->addr] = rate;
             }
-            radio->phy->SetPostReceptionErrorModel(radio->frameErrors);
+            if (auto skimming = DynamicCast<QbYansWifiPhy>(radio->phy))
+            {
+                skimming->SetPostReceptionErrorModel(radio->frameErrors); // judges every MPDU then
+            }
+            else
+            {
+                radio->phy->SetPostReceptionErrorModel(radio->frameErrors);
+            }
         }
     }
 }
@@ -397,9 +406,9 @@ Program::ResolvePeers()
 void
 Program::Probe()
 {
-    if (m_rt)
+    if (m_realtimeNow)
     {
-        m_lag.Add((m_rt->RealtimeNow() - Simulator::Now()).GetMicroSeconds(),
+        m_lag.Add((m_realtimeNow() - Simulator::Now()).GetMicroSeconds(),
                   (Simulator::Now() - m_simStart).GetMicroSeconds());
     }
     if (g_stop)
@@ -461,7 +470,15 @@ Program::Run()
         Say("DRY-RUN OK");
         return;
     }
-    m_rt = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
+    m_paced = DynamicCast<PacedSimulatorImpl>(Simulator::GetImplementation());
+    if (m_paced)
+    {
+        m_realtimeNow = [this] { return m_paced->RealtimeNow(); };
+    }
+    else if (auto ns3 = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation()))
+    {
+        m_realtimeNow = [ns3] { return ns3->RealtimeNow(); };
+    }
     m_wallStart = NowWallSeconds();
     m_cpuStart = CpuSeconds();
     Simulator::ScheduleNow(&Program::Probe, this);
@@ -538,8 +555,15 @@ main(int argc, char** argv)
     {
         // Real-time practice: no page faults in the event loop (best effort; may be refused).
         mlockall(MCL_CURRENT | MCL_FUTURE);
+        std::string realtime = config.Str("realtime", "paced");
+        if (realtime != "paced" && realtime != "ns3")
+        {
+            Die("bad configuration: realtime must be \"paced\" or \"ns3\", not " + realtime);
+        }
+        PacedSimulatorImpl::spinNs = int64_t(config.Num("realtime_spin_us", 0)) * 1000;
         GlobalValue::Bind("SimulatorImplementationType",
-                          StringValue("ns3::RealtimeSimulatorImpl"));
+                          StringValue(realtime == "paced" ? "qbchannel::PacedSimulatorImpl"
+                                                          : "ns3::RealtimeSimulatorImpl"));
     }
     try
     {

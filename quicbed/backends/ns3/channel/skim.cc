@@ -74,8 +74,16 @@ SkimmingPhyEntity<Base>::EndSkimmedPayload(Ptr<Event> event)
     uint32_t ampduBytes = 0;
     double ampduSymbols = 0;
     size_t index = 0;
+    bool received = false;
     for (auto mpdu = psdu->begin(); mpdu != psdu->end() && index < count; ++mpdu, ++index)
     {
+        if (received && !m_counters->judgeEveryMpdu)
+        {
+            this->GetRandomValue(); // the draw ns-3 would make against this MPDU's error rate
+            status.push_back(false); // not judged: the MAC does not look at it (see skim.h)
+            m_counters->mpdusDrawn++;
+            continue;
+        }
         MpduType type = count == 1                ? (psdu->IsSingle() ? SINGLE_MPDU : NORMAL_MPDU)
                         : index == 0             ? FIRST_MPDU_IN_AGGREGATE
                         : index + 1 == count     ? LAST_MPDU_IN_AGGREGATE
@@ -92,6 +100,8 @@ SkimmingPhyEntity<Base>::EndSkimmedPayload(Ptr<Event> event)
         auto judged = this->GetReceptionStatus(Create<WifiPsdu>(*mpdu, false), event, staId, start, duration);
         signalNoise = judged.second;
         status.push_back(judged.first);
+        received = received || judged.first;
+        m_counters->mpdusJudged++;
         start += duration;
     }
     this->EndReceivePayload(event); // ns-3's: the MAC once (NAV), AIFS or EIFS, interference cleared
@@ -135,6 +145,13 @@ QbYansWifiPhy::ConfigureStandard(WifiStandard standard)
         vht->second = Create<SkimmingPhyEntity<VhtPhy>>(&counters);
         vht->second->SetOwner(this);
     }
+}
+
+void
+QbYansWifiPhy::SetPostReceptionErrorModel(const Ptr<ErrorModel> em)
+{
+    counters.judgeEveryMpdu = em != nullptr;
+    YansWifiPhy::SetPostReceptionErrorModel(em);
 }
 
 NS_OBJECT_ENSURE_REGISTERED(QbYansWifiPhy);

@@ -7,6 +7,11 @@
 // payload, interference, NAV and AIFS or EIFS after it), but judges its MPDUs all at once at
 // the end of the payload, in the same order, over the same time windows: the outcome and the
 // random numbers drawn are those of ns-3's own path, without an event and a MAC call per MPDU.
+// Once one MPDU is received, the MAC has learnt all it takes from another radio's PSDU (it is
+// busy until the PSDU's Duration/ID: NAV, TXOP holder; AIFS, not EIFS, after it), so the
+// rest only draw their random number, as ns-3 would, without the SNR and error-rate
+// computation; unless a post-reception error model (frame errors) is installed, which draws
+// for an MPDU only when the error rate let it through: then every MPDU is judged.
 // Off (ns3 option skim_receivers=False, node option ns3_skim_receivers) every radio takes
 // ns-3's path.
 #pragma once
@@ -24,10 +29,14 @@
 namespace qbchannel
 {
 
-/// PSDUs a radio received on ns-3's own path, and PSDUs addressed to others it skimmed.
+/// PSDUs a radio received on ns-3's own path, PSDUs addressed to others it skimmed, and of
+/// their MPDUs those judged and those that only drew their random number.
 struct SkimCounters
 {
     uint64_t received = 0, skimmed = 0;
+    uint64_t mpdusJudged = 0, mpdusDrawn = 0;
+    /// a post-reception error model is installed: judge every MPDU
+    bool judgeEveryMpdu = false;
 };
 
 /// An HT or VHT PHY entity that skims PSDUs addressed to others.
@@ -62,6 +71,8 @@ class QbYansWifiPhy : public YansWifiPhy
   public:
     static TypeId GetTypeId();
     void ConfigureStandard(WifiStandard standard) override;
+    /// WifiPhy's (not virtual: call it on a QbYansWifiPhy), noting that every MPDU must be judged
+    void SetPostReceptionErrorModel(const Ptr<ErrorModel> em);
 
     SkimCounters counters;
 

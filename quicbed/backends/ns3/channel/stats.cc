@@ -52,6 +52,10 @@ Program::ResetStats()
     m_wallStart = NowWallSeconds();
     m_cpuStart = CpuSeconds();
     m_eventsStart = Simulator::GetEventCount();
+    if (m_paced)
+    {
+        m_paced->ResetWaitStats();
+    }
     m_simStart = Simulator::Now();
     for (auto& radio : m_radios)
     {
@@ -112,11 +116,11 @@ Program::MonoAtSimStart() const
 {
     // when an event due at the interval's start ran (or would have run) on time, in
     // CLOCK_MONOTONIC seconds: the clock quicbed's runner and clients time transfers with
-    if (!m_rt)
+    if (!m_realtimeNow)
     {
         return 0;
     }
-    return NowWallSeconds() - (m_rt->RealtimeNow() - m_simStart).GetSeconds();
+    return NowWallSeconds() - (m_realtimeNow() - m_simStart).GetSeconds();
 }
 
 std::string
@@ -137,7 +141,9 @@ Program::StatsJson(bool final) const
       << Num(sim) << ", \"wall_s\": " << Num(wall) << ", \"cpu_s\": " << Num(cpu)
       << ", \"cpu_share\": " << Num(wall > 0 ? cpu / wall : 0)
       << ", \"events\": " << Simulator::GetEventCount() - m_eventsStart
-      << ", \"mono_at_sim_start\": " << Fixed6(MonoAtSimStart()) << "},\n \"lag\": "
+      << ", \"mono_at_sim_start\": " << Fixed6(MonoAtSimStart())
+      << ", \"realtime\": " << Quote(m_paced ? "paced" : "ns3")
+      << ", \"waits\": " << (m_paced ? m_paced->WaitJson() : "null") << "},\n \"lag\": "
       << m_lag.Json(m_probeInterval.GetSeconds() * 1000) << ",\n \"radios\": [";
     for (size_t i = 0; i < m_radios.size(); i++)
     {
@@ -158,8 +164,10 @@ Program::StatsJson(bool final) const
           << ", \"data_streams_max\": " << r.dataStreamsMax;
         if (auto phy = DynamicCast<QbYansWifiPhy>(r.phy))
         {
-            o << ", \"psdus_received\": " << phy->counters.received - r.receivedBase
-              << ", \"psdus_skimmed\": " << phy->counters.skimmed - r.skimmedBase;
+            o << ", \"psdus_received\": " << phy->counters.received - r.skimBase.received
+              << ", \"psdus_skimmed\": " << phy->counters.skimmed - r.skimBase.skimmed
+              << ", \"skimmed_mpdus_judged\": " << phy->counters.mpdusJudged - r.skimBase.mpdusJudged
+              << ", \"skimmed_mpdus_drawn_only\": " << phy->counters.mpdusDrawn - r.skimBase.mpdusDrawn;
         }
         if (r.disc || r.stations)
         {

@@ -78,8 +78,7 @@ WifiPort::ResetStats()
     dataStreamsMax = 0;
     if (auto skimming = DynamicCast<QbYansWifiPhy>(phy))
     {
-        receivedBase = skimming->counters.received;
-        skimmedBase = skimming->counters.skimmed;
+        skimBase = skimming->counters;
     }
     frameErrorBase = frameErrors ? frameErrors->drops : 0;
     if (disc)

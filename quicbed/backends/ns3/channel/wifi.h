@@ -6,6 +6,7 @@
 #include "common.h"
 #include "lag.h"
 #include "loss.h"
+#include "skim.h"
 
 #include "ns3/mac48-address.h"
 #include "ns3/node.h"
@@ -52,7 +53,7 @@ struct WifiPort
     uint64_t frameErrorBase = 0;
     uint64_t dataRateMax = 0; // bit/s, the fastest data PPDU sent
     int dataStreamsMax = 0;   // and the most spatial streams one used
-    uint64_t receivedBase = 0, skimmedBase = 0; // the PHY's counts (skim.h) at the last reset
+    SkimCounters skimBase; // the PHY's counts (skim.h) at the last reset
 
     void ResetStats();
     void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
