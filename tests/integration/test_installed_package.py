@@ -116,7 +116,13 @@ def test_a_shipped_experiment_runs_on_ns3_from_outside_the_checkout(installed: I
                             "--set", "matrix={transport: [tcp]}", "--set", "workload.object=200kB",
                             "--out", str(out), timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # one run; an invalid attempt made again adds a line, and the last one counts (docs/results.md).
+    # (Without a warm-up, the first transfer of a new network is invalid about one time in three,
+    # on either real-time simulator: a 200 kB transfer is ~40 lag probes, and one hiccup of the
+    # channel's first packets makes two of them late.)
+    assert len({line["run_id"] for line in lines}) == 1, lines
+    record = lines[-1]
     assert record["status"] == "ok" and record["metrics"]["goodput"] > 0, record
     metadata = json.loads((out / "metadata.json").read_text())
     assert Path(metadata["experiment_file"]) == installed.shipped / "experiments" / "quickstart.yaml"
