@@ -1,18 +1,15 @@
 // PacedSimulatorImpl: the channel's real-time simulator. It runs the same events in the same
 // order as ns-3's RealtimeSimulatorImpl (one scheduler, events due when the wall clock
-// reaches their time, best effort when behind); what differs is how it waits and what it
-// costs per event:
-// * ns-3's synchroniser sleeps on a condition variable before every event that is not yet
-//   due, however close (its "jiffy" is clock_getres(), 1 ns): a futex, a timer and two
-//   context switches per event, a VM exit each in a virtual machine. This one spins on the
-//   clock for gaps up to spinNs and sleeps only for longer ones, until spinNs before the
-//   event, spinning the rest: events run closer to their time for less work. The spin
-//   yields the core at every turn, so that a TAP thread sharing it at the same real-time
-//   priority is not held back.
-// * ns-3 takes a mutex and reads the clock three times per event; this one reads the clock
-//   only when the next event is later than its last reading, and events scheduled by other
-//   threads (the TAP readers) go to a side queue that the simulator thread drains, waking it
-//   only when it sleeps.
+// reaches their time, best effort when behind); what differs is what keeping time costs:
+// * ns-3 takes a mutex and reads the clock three times per event, and its TAP readers signal
+//   the simulator thread for every frame; this one reads the clock only when the next event
+//   is later than its last reading, and events scheduled by other threads (the TAP readers)
+//   go to a side queue that the simulator thread drains, waking it only when it sleeps.
+// * ns-3's synchroniser sleeps on a condition variable (clock in microseconds) before every
+//   event not yet due, however close; this one sleeps until the event's nanosecond. It can
+//   instead spin on the clock for gaps up to spinNs (yielding the core at every turn, for a
+//   TAP thread pinned to it at the same priority); that gained nothing measurable here, so
+//   spinNs is 0 by default (bench/README.md).
 // The channel selects it with "realtime": "paced" (default) and ns-3's with "ns3" (an A/B
 // switch; bench/channel.py --realtime both).
 #pragma once
@@ -45,7 +42,7 @@ class PacedSimulatorImpl : public SimulatorImpl
     ~PacedSimulatorImpl() override;
 
     /// gaps to the next event up to this long are spun on the clock, longer ones slept
-    /// until this long before the event (0: always sleep, as ns-3 does)
+    /// until this long before the event (0, the default: always sleep)
     static int64_t spinNs;
 
     /// Wall-clock time since the simulation's origin, in simulated time.
