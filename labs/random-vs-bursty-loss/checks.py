@@ -62,18 +62,34 @@ def _mean(values):
     return statistics.fmean(values) if values else float("nan")
 
 
-@check("every cell has a completed run", needs=["transports", "same_mean"],
-       expected="at least one completed download per transport and channel",
+#: what a download that ran out of time says (the clients' error), a result of its own (Q3)
+TIMED_OUT = "download failed: timeout after"
+
+
+@check("every channel has completed runs; the others timed out", needs=["transports", "same_mean"],
+       expected="a completed download on each channel; in each cell one, or only timeouts",
        hint="read the runs' errors in check-results/experiment/results.jsonl")
 def runs_complete(session):
+    # Over GE, downloads time out while their sender backs off and the chain, which moves one
+    # step per packet, stays Bad: here 6 of 20 TCP runs and 1 of 16 QUIC runs did. So all 4 TCP
+    # runs of a cell time out about 1 time in 70. Such a cell is Q3's subject, not a fault. The
+    # loss and burst checks average each channel over both transports: a channel without one
+    # completed run of 8 comes about 1 time in 10^6.
     outcome = session.experiment()
     runs = outcome.runs()
-    empty = [cell for cell in {repr(row["cell"]): row["cell"] for row in runs}.values()
-             if not any(row.get("status") == "ok" for row in outcome.runs(**cell))]
-    # a download that timed out is a result too (Q3), as long as each cell has one that did not
-    failed = [f"{row['run_id']} {row.get('error')}" for row in runs if row.get("status") != "ok"]
-    seen = f"{len(runs) - len(failed)} of {len(runs)} runs ok" + (f" (failed: {'; '.join(failed)})" if failed else "")
-    return Verdict(bool(runs) and not empty, seen + (f"; no completed run in {empty[0]}" if empty else ""))
+    cells = {repr(row["cell"]): row["cell"] for row in runs}.values()
+    ok = {repr(cell): any(row.get("status") == "ok" for row in outcome.runs(**cell)) for cell in cells}
+    broken = [cell for cell in cells if not ok[repr(cell)]
+              and not all(str(row.get("error") or "").startswith(TIMED_OUT) for row in outcome.runs(**cell))]
+    idle = [value for value in _asked(session) if not outcome.values("loss", **{LOSS_AXIS: value})]
+    failed = [f"{row['run_id']} {row.get('error') or row.get('invalid_reasons')}" for row in runs
+              if row.get("status") != "ok"]
+    seen = f"{len(runs) - len(failed)} of {len(runs)} runs ok" + (f" (not ok: {'; '.join(failed)})" if failed else "")
+    if broken:
+        seen += f"; no completed run in {broken[0]}"
+    if idle:
+        seen += f"; no completed run on the channel {idle[0]}"
+    return Verdict(bool(runs) and not broken and not idle, seen)
 
 
 @check("both channels lost about 4 % of the packets", needs=["runs_complete"],

@@ -367,7 +367,7 @@ class ExperimentRunner:
             if record.status == "invalid":  # not inside the hypervisor's spell that may have made it so
                 waited, steal = self.wait_for_quiet_machine()
                 earlier[-1]["waited_for_quiet_machine_s"] = round(waited, 1)
-                if waited and self.progress is not None:
+                if waited >= 1 and self.progress is not None:
                     self.progress.note(f"{run.run_id}: waited {waited:.0f} s for the hypervisor to take less than "
                                        f"{QUIET_STEAL:.0%} of the CPU time (last {steal:.1%})")
             raise_if_interrupted()
