@@ -15,6 +15,8 @@ rules: at most 2 % and 1 %), the channel process's use of its core and the whole
 simulator events, data MPDUs and PPDUs (A-MPDUs) per second, MPDUs per A-MPDU, and where
 the channel's core time goes: a `perf` sample of the process (499 Hz, --no-profile to skip)
 summed by component (see COMPONENTS). A cell "keeps real time" when the run would be valid.
+As the runner does (isolate_channel), the channel has the last core to itself and iperf3 the
+others; --no-isolate leaves them to the scheduler.
 
 PHYs: n20 (802.11n 20 MHz MCS 7), ac20 (802.11ac 20 MHz MCS 7), ac80 (80 MHz MCS 9) and
 ac80x2 / ac80x3 (2 or 3 spatial streams; any PHY name takes an xN suffix). --skim both runs
@@ -27,6 +29,7 @@ the channel's core use that is waiting, not work).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -45,6 +48,7 @@ from quicbed.apps import iperf  # noqa: E402
 from quicbed.host.signals import install_termination_handlers  # noqa: E402
 from quicbed.backends.ns3 import build  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
+from quicbed.runner.transfer import isolated_channel  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402
 
 PHYS = {"n20": {"standard": "802.11n", "width": 20, "mcs": 7},
@@ -82,6 +86,7 @@ class Cell:
     skim: bool = True
     realtime: str = "paced"
     spin_us: int = 0
+    isolate: bool = True
 
     def radio(self) -> dict:
         name, _, streams = self.phy.partition("x")
@@ -133,7 +138,9 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="quicbed-bench-channel-"))
     try:
         with Ns3Network(topo, skim_receivers=cell.skim, realtime=cell.realtime, realtime_spin_us=cell.spin_us,
-                        run=1) as network:
+                        run=1) as network, contextlib.ExitStack() as isolation:
+            if cell.isolate:  # as the runner does (isolate_channel): iperf3 off the channel's core
+                isolation.enter_context(isolated_channel(network))
             server = network.node("server")
             servers = [iperf.start_server(server, port=FIRST_PORT + i) for i in range(cell.stations)]
             try:
@@ -161,7 +168,7 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     failed = [r.error for r in results if r.error]
     return {
         "stations": cell.stations, "phy": cell.phy, "radio": cell.radio(), "skim": cell.skim,
-        "realtime": cell.realtime, "spin_us": cell.spin_us,
+        "realtime": cell.realtime, "spin_us": cell.spin_us, "isolate": cell.isolate,
         "goodput_bps": sum(r.throughput or 0 for r in results), "flows_failed": failed,
         "valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
         "behind_1ms_share": stats.get("slow_share"), "behind_4ms_share": stats.get("behind_share"),
@@ -195,6 +202,8 @@ def main() -> int:
                         help="the real-time simulator: quicbed's paced one (default) or ns-3's")
     parser.add_argument("--spin-us", type=int, default=0,
                         help="the paced simulator spins on the clock before an event this close (default 0)")
+    parser.add_argument("--no-isolate", action="store_true",
+                        help="leave the channel's and iperf3's cores to the scheduler (the runner's isolate_channel: false)")
     parser.add_argument("--no-profile", action="store_true", help="no perf sample")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
@@ -210,7 +219,7 @@ def main() -> int:
     install_termination_handlers()  # Ctrl-C, SIGTERM, SIGHUP: the cell in progress is cleaned up
     skims = {"on": [True], "off": [False], "both": [False, True]}[args.skim]
     realtimes = {"paced": ["paced"], "ns3": ["ns3"], "both": ["ns3", "paced"]}[args.realtime]
-    cells = [Cell(int(n), phy, skim, realtime, args.spin_us) for phy in args.phys.split(",") for n in args.stations.split(",")
+    cells = [Cell(int(n), phy, skim, realtime, args.spin_us, not args.no_isolate) for phy in args.phys.split(",") for n in args.stations.split(",")
              for skim in skims for realtime in realtimes]
     for cell in cells:
         cell.radio()  # an unknown PHY is refused before anything runs

@@ -58,6 +58,30 @@ CPU_ROLES = ("server", "client", "competitor", "background", "capture", "channel
 BUSY_LOOP = "while True:\n    pass"
 
 
+@contextlib.contextmanager
+def isolated_channel(network: Network) -> Iterator[dict[str, Any] | None]:
+    """The ns-3 channel on the last core, what starts on the network meanwhile on the others,
+    so that neither takes CPU from the other (``isolate_channel``); yields what was done (None:
+    no channel to isolate). Needs two cores."""
+    channel = network.service_processes().get("channel")
+    cores = sorted(os.sched_getaffinity(0))
+    if channel is None:
+        yield None
+        return
+    if len(cores) < 2:
+        yield {"applied": False, "why": f"only {len(cores)} core"}
+        return
+    own, others = {cores[-1]}, set(cores[:-1])
+    set_process_affinity(channel, own)
+    network.endpoint_cores = others
+    try:
+        yield {"applied": True, "channel_cores": sorted(own), "endpoint_cores": sorted(others)}
+    finally:
+        network.endpoint_cores = None
+        with contextlib.suppress(OSError):
+            set_process_affinity(channel, set(cores))
+
+
 @dataclass(frozen=True)
 class Assets:
     """Files every run of an experiment serves: the objects, the TLS certificate and nginx's
@@ -354,25 +378,13 @@ class RunExecution:
 
     @contextlib.contextmanager
     def _isolated_channel(self) -> Iterator[None]:
-        """With ``isolate_channel``: the ns-3 channel on the last core, what the run starts on the
-        others, so that neither takes CPU from the other (needs two cores and a channel)."""
-        channel = self.network.service_processes().get("channel")
-        cores = sorted(os.sched_getaffinity(0))
-        if not self.experiment.isolate_channel or channel is None or len(cores) < 2:
-            if self.experiment.isolate_channel and channel is not None:
-                self.details["isolation"] = {"applied": False, "why": f"only {len(cores)} core"}
+        if not self.experiment.isolate_channel:
             yield
             return
-        own, others = {cores[-1]}, set(cores[:-1])
-        set_process_affinity(channel, own)
-        self.network.endpoint_cores = others
-        self.details["isolation"] = {"applied": True, "channel_cores": sorted(own), "endpoint_cores": sorted(others)}
-        try:
+        with isolated_channel(self.network) as isolation:
+            if isolation is not None:
+                self.details["isolation"] = isolation
             yield
-        finally:
-            self.network.endpoint_cores = None
-            with contextlib.suppress(OSError):
-                set_process_affinity(channel, set(cores))
 
     def _record_cpu(self, accounting: CpuAccounting | None, record: dict[str, Any]) -> None:
         """CPU over the transfer (request to last byte), or over the whole run if the client

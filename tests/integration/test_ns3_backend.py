@@ -276,24 +276,28 @@ def test_stations_skim_what_is_sent_to_others_unless_told_not_to(skim):
             assert radio["skimmed_mpdus_drawn_only"] > 0, (node, radio)
 
 
-@pytest.mark.parametrize("realtime", ["paced", "ns3"])
-def test_either_real_time_simulator_carries_a_download_in_real_time(realtime):
-    """The paced simulator (pacer.h, the default) and ns-3's own both run the cell against the
-    wall clock: a TCP download gets the cell's goodput while the channel keeps real time, and
-    the statistics say which simulator ran and, for the paced one, how it waited."""
+@pytest.mark.parametrize("realtime, spin_us", [("paced", 0), ("paced", 50), ("ns3", 0)],
+                         ids=["paced", "paced-spinning", "ns3"])
+def test_either_real_time_simulator_carries_a_download_in_real_time(realtime, spin_us):
+    """The paced simulator (pacer.h, the default; also spinning on the clock before an event,
+    realtime_spin_us) and ns-3's own both run the cell against the wall clock: a TCP download
+    gets the cell's goodput while the channel keeps real time, and the statistics say which
+    simulator ran and, for the paced one, how it waited."""
     def download(attempt: int) -> tuple[tuple[iperf.IperfResult, dict], list[str]]:
-        with Ns3Network(topology("wifi_ap"), realtime=realtime) as network:
+        with Ns3Network(topology("wifi_ap"), realtime=realtime, realtime_spin_us=spin_us) as network:
             network.reset_stats()
             flow = iperf.between(network, "sta1", "server", duration=3)
             stats = network.mac_stats()
         return (flow, stats), stats["invalid_reasons"]
 
-    (flow, stats), _ = in_real_time(download, f"download on the {realtime} simulator")
+    (flow, stats), _ = in_real_time(download, f"download on the {realtime} simulator (spin {spin_us} us)")
     assert stats["interval"]["realtime"] == realtime
     assert flow.throughput > 35e6, flow  # 802.11n MCS 7: about 50 Mbit/s of TCP
     assert stats["lag"]["samples"] > 2500
     waits = stats["interval"]["waits"]
     if realtime == "paced":  # it slept between events, and TAP frames woke it
-        assert waits["sleeps"] > 1000 and waits["wakeups"] > 100 and waits["spin_us"] == 0, waits
+        assert waits["sleeps"] > 1000 and waits["wakeups"] > 100 and waits["spin_us"] == spin_us, waits
+        # spinning: each event within 50 us of the clock is waited for on the CPU, not asleep
+        assert (waits["spin_s"] > 0.01) if spin_us else waits["spin_s"] == 0, waits
     else:
         assert waits is None
