@@ -16,7 +16,8 @@ simulator events, data MPDUs and PPDUs (A-MPDUs) per second, MPDUs per A-MPDU, a
 the channel's core time goes: a `perf` sample of the process (499 Hz, --no-profile to skip)
 summed by component (see COMPONENTS). A cell "keeps real time" when the run would be valid.
 As the runner does (isolate_channel), the channel has the last core to itself and iperf3 the
-others; --no-isolate leaves them to the scheduler.
+others; --isolate simulator leaves only its simulator thread there (its TAP threads join
+iperf3), --isolate off pins nothing, --isolate all measures each.
 
 PHYs: n20 (802.11n 20 MHz MCS 7), ac20 (802.11ac 20 MHz MCS 7), ac80 (80 MHz MCS 9) and
 ac80x2 / ac80x3 (2 or 3 spatial streams; any PHY name takes an xN suffix). --skim both runs
@@ -86,7 +87,7 @@ class Cell:
     skim: bool = True
     realtime: str = "paced"
     spin_us: int = 0
-    isolate: bool = True
+    isolate: str = "process"  # isolate_channel: process, simulator or off
 
     def radio(self) -> dict:
         name, _, streams = self.phy.partition("x")
@@ -139,8 +140,8 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     try:
         with Ns3Network(topo, skim_receivers=cell.skim, realtime=cell.realtime, realtime_spin_us=cell.spin_us,
                         run=1) as network, contextlib.ExitStack() as isolation:
-            if cell.isolate:  # as the runner does (isolate_channel): iperf3 off the channel's core
-                isolation.enter_context(isolated_channel(network))
+            if cell.isolate != "off":  # as the runner does (isolate_channel): iperf3 off the channel's core
+                isolation.enter_context(isolated_channel(network, cell.isolate))
             server = network.node("server")
             servers = [iperf.start_server(server, port=FIRST_PORT + i) for i in range(cell.stations)]
             try:
@@ -202,8 +203,9 @@ def main() -> int:
                         help="the real-time simulator: quicbed's paced one (default) or ns-3's")
     parser.add_argument("--spin-us", type=int, default=0,
                         help="the paced simulator spins on the clock before an event this close (default 0)")
-    parser.add_argument("--no-isolate", action="store_true",
-                        help="leave the channel's and iperf3's cores to the scheduler (the runner's isolate_channel: false)")
+    parser.add_argument("--isolate", choices=("process", "simulator", "off", "all"), default="process",
+                        help="where the channel's threads run, as isolate_channel: all of them on the last core "
+                             "(default), its simulator thread alone there, or anywhere; all: each in turn")
     parser.add_argument("--no-profile", action="store_true", help="no perf sample")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
@@ -219,20 +221,21 @@ def main() -> int:
     install_termination_handlers()  # Ctrl-C, SIGTERM, SIGHUP: the cell in progress is cleaned up
     skims = {"on": [True], "off": [False], "both": [False, True]}[args.skim]
     realtimes = {"paced": ["paced"], "ns3": ["ns3"], "both": ["ns3", "paced"]}[args.realtime]
-    cells = [Cell(int(n), phy, skim, realtime, args.spin_us, not args.no_isolate) for phy in args.phys.split(",") for n in args.stations.split(",")
-             for skim in skims for realtime in realtimes]
+    isolations = ["process", "simulator", "off"] if args.isolate == "all" else [args.isolate]
+    cells = [Cell(int(n), phy, skim, realtime, args.spin_us, isolate) for phy in args.phys.split(",")
+             for n in args.stations.split(",") for skim in skims for realtime in realtimes for isolate in isolations]
     for cell in cells:
         cell.radio()  # an unknown PHY is refused before anything runs
     profiled = not args.no_profile and shutil.which("perf") is not None
     print(f"quicbed channel capacity, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
           f"kernel {os.uname().release}; {args.seconds:g} s per cell, window {args.seconds - WARMUP_S - TAIL_S:g} s"
           f"{', perf at 499 Hz' if profiled else ', no profile'}")
-    print("stations phy      skim realtime goodput  >1ms    >4ms    valid  channel (spin) machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
+    print("stations phy      skim realtime isolate   goodput  >1ms    >4ms    valid  channel (spin) machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
     figures, started = [], time.monotonic()
     for cell in cells:
         row = measure(cell, args.seconds, profiled)
         figures.append(row)
-        print(f"{cell.stations:8d} {cell.phy:<8} {'on ' if cell.skim else 'off'}  {cell.realtime:<8} "
+        print(f"{cell.stations:8d} {cell.phy:<8} {'on ' if cell.skim else 'off'}  {cell.realtime:<8} {cell.isolate:<9} "
               f"{row['goodput_bps'] / 1e6:6.1f}M {share(row['behind_1ms_share'])} "
               f"{share(row['behind_4ms_share'])}  {'yes' if row['valid'] else 'no ':5}  {row['channel_core']:5.0%}  "
               f"{row['spinning']:4.0%}    {row['machine']:5.0%}  {row['events_per_s']:8.0f}  {row['mpdus_per_s']:6.0f}  {row['ppdus_per_s']:6.0f}"

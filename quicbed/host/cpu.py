@@ -785,9 +785,12 @@ def cleanup_leftovers(root: str = "quicbed", mountinfo: str | None = None) -> li
     return removed
 
 
-def set_process_affinity(pid: int, cores: set[int]) -> None:
-    """Restrict every thread of a running process to ``cores`` (sched_setaffinity is per thread)."""
+def set_process_affinity(pid: int, cores: set[int], but: int | None = None) -> None:
+    """Restrict every thread of a running process to ``cores`` (sched_setaffinity is per
+    thread), except the thread ``but``."""
     for tid in os.listdir(f"/proc/{pid}/task"):
+        if int(tid) == but:
+            continue
         try:
             os.sched_setaffinity(int(tid), cores)
         except ProcessLookupError:

@@ -59,10 +59,12 @@ BUSY_LOOP = "while True:\n    pass"
 
 
 @contextlib.contextmanager
-def isolated_channel(network: Network) -> Iterator[dict[str, Any] | None]:
-    """The ns-3 channel on the last core, what starts on the network meanwhile on the others,
-    so that neither takes CPU from the other (``isolate_channel``); yields what was done (None:
-    no channel to isolate). Needs two cores."""
+def isolated_channel(network: Network, threads: str = "process") -> Iterator[dict[str, Any] | None]:
+    """Every thread of the ns-3 channel (``threads="process"``) or its simulator thread alone
+    (``"simulator"``) on the last core, and what starts on the network meanwhile on the
+    others, so that the simulator and the endpoints take no CPU from each other
+    (``isolate_channel``; the trade-off between the two: docs/metrics.md, "A core for the
+    channel"). Yields what was done (None: no channel); needs two cores."""
     channel = network.service_processes().get("channel")
     cores = sorted(os.sched_getaffinity(0))
     if channel is None:
@@ -73,9 +75,11 @@ def isolated_channel(network: Network) -> Iterator[dict[str, Any] | None]:
         return
     own, others = {cores[-1]}, set(cores[:-1])
     set_process_affinity(channel, own)
+    if threads == "simulator":  # the TAP readers and writer join the endpoints
+        set_process_affinity(channel, others, but=channel)
     network.endpoint_cores = others
     try:
-        yield {"applied": True, "channel_cores": sorted(own), "endpoint_cores": sorted(others)}
+        yield {"applied": True, "threads": threads, "channel_cores": sorted(own), "endpoint_cores": sorted(others)}
     finally:
         network.endpoint_cores = None
         with contextlib.suppress(OSError):
@@ -378,10 +382,10 @@ class RunExecution:
 
     @contextlib.contextmanager
     def _isolated_channel(self) -> Iterator[None]:
-        if not self.experiment.isolate_channel:
+        if self.experiment.isolate_channel == "off":
             yield
             return
-        with isolated_channel(self.network) as isolation:
+        with isolated_channel(self.network, self.experiment.isolate_channel) as isolation:
             if isolation is not None:
                 self.details["isolation"] = isolation
             yield

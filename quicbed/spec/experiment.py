@@ -190,8 +190,10 @@ class Experiment:
     validity: Validity = field(default_factory=Validity)
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
     study: Study | None = None
-    #: the ns-3 channel on a core of its own, the endpoints on the others (docs/metrics.md)
-    isolate_channel: bool = True
+    #: the ns-3 channel with all its threads ("process") or its simulator thread alone
+    #: ("simulator") on a core of its own, the endpoints on the others; "off": no pinning
+    #: (docs/metrics.md, "A core for the channel")
+    isolate_channel: str = "process"
     raw: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[dict[str, Any]]:
@@ -316,6 +318,20 @@ def _count(doc: LocatedData, value: Any, field: str, minimum: int) -> int:
 def _boolean(doc: LocatedData, value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise doc.error(f"expected true or false, got {value!r}", field)
+    return value
+
+
+#: isolate_channel's values (true is the first)
+ISOLATIONS = ("process", "simulator", "off")
+
+
+def _isolation(doc: LocatedData, value: Any) -> str:
+    if value is True or value is False:
+        return ISOLATIONS[0] if value else "off"
+    if value not in ISOLATIONS:
+        raise doc.error(f"isolate_channel must be true, false, process, simulator or off, got {value!r}",
+                        "isolate_channel", fix="true (the same as process: every channel thread on a core of its "
+                                               "own), simulator (its simulator thread alone there) or false")
     return value
 
 
@@ -696,7 +712,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         raise doc.error(f"captures must be true, false or full, got {captures!r}", "captures",
                         fix="full keeps whole packets at the client and the TLS secrets to decrypt them")
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
-    exp.isolate_channel = _boolean(doc, data.get("isolate_channel", True), "isolate_channel")
+    exp.isolate_channel = _isolation(doc, data.get("isolate_channel", True))
     validity = _expect_mapping(doc, data.get("validity"), "validity")
     unknown = set(validity) - {"cpu_bound", "reruns", "retry_failed"}
     if unknown:

@@ -76,7 +76,8 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
         # isolate_channel (default): the channel had a core of its own, the endpoints the others
         isolation = json.loads((out / line["folder"] / "run.json").read_text())["details"]["isolation"]
         cores = sorted(os.sched_getaffinity(0))
-        assert isolation == {"applied": True, "channel_cores": cores[-1:], "endpoint_cores": cores[:-1]} \
+        assert isolation == {"applied": True, "threads": "process", "channel_cores": cores[-1:],
+                             "endpoint_cores": cores[:-1]} \
             if len(cores) > 1 else isolation["applied"] is False, isolation
     # aioquic's server spends CPU on every packet; nginx sends with the kernel's TCP
     assert lines["quic"]["metrics"]["cpu_server"] > 5 * lines["tcp"]["metrics"]["cpu_server"]

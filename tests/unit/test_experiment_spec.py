@@ -307,6 +307,20 @@ def test_captures_are_on_off_or_full(tmp_path):
         load_experiment(write(tmp_path, GOOD + "captures: all\n"))
 
 
+
+@pytest.mark.parametrize("written, placement", [("", "process"), ("true", "process"), ("false", "off"),
+                                                 ("process", "process"), ("simulator", "simulator")])
+def test_isolate_channel_places_every_channel_thread_by_default(tmp_path, written, placement):
+    exp = load_experiment(write(tmp_path, GOOD + (f"isolate_channel: {written}\n" if written else "")))
+    assert exp.isolate_channel == placement
+
+
+def test_an_unknown_isolation_names_the_choices(tmp_path):
+    with pytest.raises(SpecError, match=r"isolate_channel must be true, false, process, simulator or off, "
+                                        r"got 'threads'") as error:
+        load_experiment(write(tmp_path, GOOD + "isolate_channel: threads\n"))
+    assert "simulator (its simulator thread alone there)" in str(error.value)
+
 TIME_METRICS = ("download_time", "total_time", "connect_time", "ttfb")
 
 
