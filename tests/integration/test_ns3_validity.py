@@ -31,6 +31,10 @@ pytestmark = [
 ]
 
 
+#: the steal an idle VM here shows (0-0.3 %, /proc/stat)
+STEAL_FLOOR = 0.003
+
+
 def dumbbell(**options) -> Ns3Network:
     topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"rate": "20mbit", "delay": "5ms"})
     return Ns3Network(topo, **options)
@@ -108,7 +112,12 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
                 staller.join()
             stats = network.mac_stats(window=(start, time.monotonic()))
             before = network.mac_stats(window=(began, start))
-        return (calm, slowed, stats), before["invalid_reasons"] + steal.reasons()
+        # the stops alone keep the channel under 4 ms behind (0-0.23 % of the window in 6 quiet
+        # runs), and the hypervisor pushes it over: 0.37 % with 0.9 % steal here, 1.13 % with
+        # 1.0 % in a fresh-root run. So a window over 1 % with steal above the idle floor is
+        # made again; on a quiet machine it fails the test.
+        stolen = steal.reasons(limit=STEAL_FLOOR) if stats["behind_share"] > 0.01 else []
+        return (calm, slowed, stats), before["invalid_reasons"] + steal.reasons() + stolen
 
     (calm, slowed, stats), _ = in_real_time(attempt, "hovering ping")
     assert stats["behind_share"] <= 0.01  # the time-behind rule alone would pass it
