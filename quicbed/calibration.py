@@ -21,7 +21,8 @@ from quicbed import Topology
 from quicbed.analysis.linkstats import HEADERS_BYTES, LinkStats, ProbeLog, link_stats
 from quicbed.backends import create
 from quicbed.backends.base import Network, Process
-from quicbed.errors import BackendError
+from quicbed.errors import BackendError, MachineBusy
+from quicbed.host.steal import QUIET_STEAL, Steal, wait_for_quiet_machine
 from quicbed.spec.link import Shape
 
 PROBE_PORT = 5999
@@ -86,19 +87,27 @@ class LinkCalibrator:
 
         A probe in which the machine itself dropped datagrams (socket buffers of a or b, or the
         kernel's receive backlog), or (ns3) the channel did not keep real time, is made again, up
-        to ``PROBE_ATTEMPTS`` times in all: its loss or delays would blame the link for the
-        machine's load.
+        to ``PROBE_ATTEMPTS`` times in all, after waiting for a quiet machine: its loss or delays
+        would blame the link for the machine's load. MachineBusy when the hypervisor took CPU
+        time during every attempt.
         """
         configured = self.configure(shape)
-        failures = []
-        for _attempt in range(PROBE_ATTEMPTS):
-            drops, late = self._probe_once(configured, plan)
+        failures, stolen = [], []
+        for attempt in range(PROBE_ATTEMPTS):
+            if attempt:  # not inside the hypervisor's spell that may have spoilt the last one
+                wait_for_quiet_machine()
+            with Steal() as steal:
+                drops, late = self._probe_once(configured, plan)
             if not drops and not late:
                 return configured, link_stats(self._last_log, plan.count)
+            stolen.append(steal.share)
             failures.append(f"the machine dropped {drops} datagrams (socket buffers or the receive backlog "
                             "overflowed)" if drops else "; ".join(late))
-        raise BackendError(f"none of {PROBE_ATTEMPTS} probes measured the link alone: {' | '.join(failures)}; "
-                           "the machine was too busy (lower the probe rate or the machine's load)")
+        message = f"none of {PROBE_ATTEMPTS} probes measured the link alone: {' | '.join(failures)}"
+        if min(stolen) > QUIET_STEAL:
+            raise MachineBusy(f"{message}; the hypervisor took {min(stolen):.1%}-{max(stolen):.1%} of the CPU "
+                              "time during each")
+        raise BackendError(f"{message}; the machine was too busy (lower the probe rate or the machine's load)")
 
     def _probe_once(self, configured: Shape, plan: ProbePlan) -> tuple[int, list[str]]:
         """One probe; returns how many datagrams the machine itself dropped meanwhile, and

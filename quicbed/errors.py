@@ -45,6 +45,11 @@ class BackendError(QuicbedError):
     """Realising a topology or running a process in it failed."""
 
 
+class MachineBusy(BackendError):
+    """No attempt at a real-time measurement had the machine to itself: the hypervisor took
+    CPU time during every one (quicbed.host.steal)."""
+
+
 class VmError(QuicbedError):
     """The microVM could not run the command (the command's own failure is not an error)."""
 

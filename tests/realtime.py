@@ -11,14 +11,11 @@ when no attempt was in time, or skip saying so when the hypervisor took CPU duri
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 import pytest
 
-from quicbed.host.cpu import MachineTicks, parse_proc_stat
-from quicbed.host.steal import QUIET_STEAL, steal_share, wait_for_quiet_machine
+from quicbed.host.steal import QUIET_STEAL, Steal, wait_for_quiet_machine
 
 #: measurements made in all before a test gives up: two stalls in a row are rare on a quiet
 #: machine, three mean the machine cannot host the channel right now
@@ -59,31 +56,3 @@ def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str, attem
 
 def quiet_note(waited: float, steal: float) -> str:
     return f"then waited {waited:.0f} s for the hypervisor to take less than {QUIET_STEAL:.0%} (last {steal:.1%})"
-
-
-class Steal:
-    """The share of the machine's CPU time the hypervisor took (steal, /proc/stat) while the
-    block ran: a test that injects its own stalls into the channel cannot tell them from the
-    machine's by the channel's lag record alone."""
-
-    def __init__(self) -> None:
-        self.share = 0.0
-        self._start: MachineTicks | None = None
-
-    @staticmethod
-    def _ticks() -> MachineTicks:
-        return parse_proc_stat(Path("/proc/stat").read_text())[0]
-
-    def __enter__(self) -> Steal:
-        self._start = self._ticks()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        assert self._start is not None
-        self.share = steal_share(self._start, self._ticks())
-
-    def reasons(self, limit: float = 0.01) -> list[str]:
-        """Why the block did not have the machine to itself: [] under ``limit`` of steal (a
-        30 ms theft from one of two CPUs in a 1.5 s block is 1 %; an idle VM here shows 0-0.3 %)."""
-        return [f"the hypervisor took {self.share:.1%} of the CPU time (steal)"] if self.share > limit else []
