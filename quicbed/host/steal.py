@@ -64,7 +64,7 @@ class Steal:
         assert self._start is not None
         self.share = steal_share(self._start, self._ticks())
 
-    def reasons(self, limit: float = 0.01) -> list[str]:
+    def reasons(self, limit: float = QUIET_STEAL) -> list[str]:
         """Why the block did not have the machine to itself: [] under ``limit`` of steal (a
         30 ms theft from one of two CPUs in a 1.5 s block is 1 %; an idle VM here shows 0-0.3 %)."""
         return [f"the hypervisor took {self.share:.1%} of the CPU time (steal)"] if self.share > limit else []
