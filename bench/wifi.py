@@ -1,7 +1,8 @@
-"""802.11n through the ns3 backend next to the analytical MAC model (prints figures).
+"""802.11n/ac/ax through the ns3 backend next to the analytical MAC model (prints figures).
 
-    sudo python bench/wifi.py                       # MCS 0, 3, 5, 7; ~2.5 minutes
+    sudo python bench/wifi.py                       # 802.11n MCS 0, 3, 5, 7; ~2.5 minutes
     sudo python bench/wifi.py --mcs 7 --seconds 8 --json out.json
+    sudo python bench/wifi.py --standard 802.11ax --width 40 --mcs 7,11   # HE: A-MPDUs of up to 256
 
 One station, one AP, the server behind the AP on a 1 Gbit/s cable (topologies/wifi_ap.py),
 downloads (AP -> station). For each MCS: saturated UDP and TCP goodput measured through the
@@ -57,10 +58,13 @@ def mbit(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mcs", default="0,3,5,7", help="comma-separated HT MCS values (default 0,3,5,7)")
+    parser.add_argument("--mcs", default="0,3,5,7", help="comma-separated MCS values (default 0,3,5,7)")
+    parser.add_argument("--standard", default="802.11n", choices=("802.11n", "802.11ac", "802.11ax"))
+    parser.add_argument("--width", default=20, type=int, choices=(20, 40, 80, 160), help="channel width, MHz")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each flow (default 5)")
     parser.add_argument("--band", default="5GHz", choices=("2.4GHz", "5GHz"))
-    parser.add_argument("--guard-interval", default="long", choices=("long", "short"))
+    parser.add_argument("--guard-interval", default="long", choices=("long", "short", "1.6us", "3.2us"),
+                        help="long/short (802.11n/ac), long (0.8 us), 1.6us or 3.2us (802.11ax)")
     parser.add_argument("--paced-rate", default=20e6, type=float, help="offered UDP rate, paced vs bursty (bit/s)")
     parser.add_argument("--json", type=Path, help="also write all figures here")
     args = parser.parse_args(argv)
@@ -72,17 +76,22 @@ def main(argv: list[str] | None = None) -> int:
         print(reason, file=sys.stderr)
         return 2
     build.ensure_built(quiet=False)
-    base = {"band": args.band, "channel": 36 if args.band == "5GHz" else 6, "guard_interval": args.guard_interval}
-    figures: dict = {"settings": {**base, "width": 20, "seconds": args.seconds}, "mcs": {}}
+    base = {"band": args.band, "channel": 36 if args.band == "5GHz" else 6, "guard_interval": args.guard_interval,
+            "standard": args.standard, "width": args.width}
+    figures: dict = {"settings": {**base, "seconds": args.seconds}, "mcs": {}}
+
+    def phy_of(mcs: int) -> airtime.Phy:
+        return airtime.Phy(mcs=mcs, standard=args.standard, band=args.band, width=args.width,
+                           guard_interval=args.guard_interval)
     started = time.monotonic()
 
-    print(f"## 802.11n 20 MHz {args.band}, {args.guard_interval} GI, one station, download AP -> station, "
+    print(f"## {args.standard} {args.width} MHz {args.band}, {args.guard_interval} GI, one station, download AP -> station, "
           f"{args.seconds:g} s per point")
     print("analytical: one saturated sender, mean backoff, no collisions (quicbed/backends/ns3/airtime.py)\n")
     print("MCS  PHY     analytical Mbit/s   measured Mbit/s        UDP/      MPDUs/A-MPDU  ns-3   lag max")
     print("     Mbit/s  A-MPDU   no agg.    UDP      TCP           analyt.   UDP    TCP    CPU    ms (UDP/TCP)")
     for mcs in [int(m) for m in args.mcs.split(",")]:
-        phy = airtime.Phy(mcs=mcs, band=args.band, guard_interval=args.guard_interval)
+        phy = phy_of(mcs)
         with_ampdu = airtime.saturated_throughput(UDP_PAYLOAD, phy)
         without = airtime.saturated_throughput(UDP_PAYLOAD, phy, ampdu=False)
         params = {**base, "mcs": mcs}
@@ -100,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                                "udp": udp, "tcp": tcp, "udp_over_analytical": ratio}
 
     mcs = max(int(m) for m in args.mcs.split(","))
-    phy = airtime.Phy(mcs=mcs, band=args.band, guard_interval=args.guard_interval)
+    phy = phy_of(mcs)
     print(f"\n## TCP goodput with A-MPDU on vs off (MCS {mcs})")
     on = figures["mcs"].get(mcs, {}).get("tcp") or measure({**base, "mcs": mcs}, args.seconds)
     off = measure({**base, "mcs": mcs, "ampdu": False}, args.seconds)

@@ -123,6 +123,12 @@ _METRICS = [
     Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
            "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)",
            bounds=NON_NEGATIVE),
+    Metric("ofdma_users_per_ppdu", "stations per OFDMA PPDU", "", 1.0, None, "mac",
+           "mean number of stations a downlink multi-user (OFDMA) PPDU of the radio carrying the download "
+           "served, each in its resource unit (802.11ax with ofdma; absent without such PPDUs)",
+           bounds=NON_NEGATIVE),
+    Metric("ofdma_ppdu_share", "OFDMA PPDUs", "%", 100.0, None, "mac",
+           "share of that radio's data PPDUs sent as downlink multi-user (OFDMA) PPDUs", bounds=FRACTION),
     Metric("mac_delay_median", "MAC delay, median", "ms", 1e3, "lower", "mac",
            "median time a data frame of the node sending the download's last hop (the AP for a station) "
            "spent from entering its radio queue to the receiver's MAC acknowledgement (queueing, channel "

@@ -437,8 +437,9 @@ def bdp_metrics(series: CwndSeries | None, delivery_rate: float | None) -> dict[
 
 
 def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None) -> dict[str, float]:
-    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered), retries and MAC
-    delay of the node that transmits the download's last hop to the client (the AP for a station);
+    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered), retries, MAC
+    delay and downlink OFDMA of the node that transmits the download's last hop to the client
+    (the AP for a station);
     MPDUs per A-MPDU on each wireless hop (sender to receiver, from the server's side); and
     the simulator's lag."""
     path = folder / "mac-stats.json"
@@ -459,6 +460,12 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         if sojourn.get("frames"):
             values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
                           queue_disc_drops=node["discipline_drops"])
+    if hops:  # downlink OFDMA (802.11ax): how many stations shared a multi-user PPDU
+        sending = [radio for radio in stats.get("radios", {}).values() if radio.get("node") == hops[-1][0]]
+        multi_user, carried = (sum(radio.get(key, 0) for radio in sending) for key in ("mu_ppdus", "mu_psdus"))
+        if multi_user:
+            ppdus = sum(radio["data_psdus"] for radio in sending) - carried + multi_user  # (a PSDU per station)
+            values.update(ofdma_users_per_ppdu=carried / multi_user, ofdma_ppdu_share=multi_user / ppdus)
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
         for radio in stats.get("radios", {}).values():
             link = radio.get("per_receiver", {}).get(receiver)

@@ -343,7 +343,7 @@ class RunExecution:
             self.critical.check("before the transfer")
             records = release()
             record = records[0]
-            if self.others:
+            if self.experiment.clients is not None:  # (a cell with one station still reports as many-client)
                 self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
                                            for d, r in zip(downloads, records)]
             elif self.competitors:

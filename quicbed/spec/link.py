@@ -165,19 +165,27 @@ class WiredLink:
 
 
 STANDARDS = {"802.11g": ("2.4GHz",), "802.11a": ("5GHz",), "802.11n": ("2.4GHz", "5GHz"),
-             "802.11ac": ("5GHz",)}
+             "802.11ac": ("5GHz",), "802.11ax": ("2.4GHz", "5GHz")}
 CHANNELS = {"2.4GHz": tuple(range(1, 15)),
             "5GHz": (36, 40, 44, 48, 52, 56, 60, 64, 100, 104, 108, 112, 116, 120, 124, 128,
                      132, 136, 140, 144, 149, 153, 157, 161, 165)}
-WIDTHS = {"802.11g": (20,), "802.11a": (20,), "802.11n": (20, 40), "802.11ac": (20, 40, 80, 160)}
-MAX_MCS = {"802.11n": 31, "802.11ac": 9}
+WIDTHS = {"802.11g": (20,), "802.11a": (20,), "802.11n": (20, 40), "802.11ac": (20, 40, 80, 160),
+          "802.11ax": (20, 40, 80, 160)}
+#: the widest channel of the 2.4 GHz band
+WIDEST_2_4GHZ = 40
+MAX_MCS = {"802.11n": 31, "802.11ac": 9, "802.11ax": 11}
+#: the standards whose radios aggregate (A-MPDU), use QoS and take spatial streams
+HT_STANDARDS = ("802.11n", "802.11ac", "802.11ax")
+#: guard intervals in ns, by name or duration: HT/VHT's long and short, HE's three
+GUARD_INTERVALS = {"802.11n": (800, 400), "802.11ac": (800, 400), "802.11ax": (800, 1600, 3200)}
+GUARD_INTERVAL_NAMES = {"long": 800, "short": 400}
 RATE_CONTROLS = ("constant", "minstrel")
 #: spatial streams (and antennas) the HT/VHT radios take
 MAX_STREAMS = 4
 #: VHT (width, streams, MCS) the standard leaves out, up to 4 streams (IEEE 802.11-2016
 #: 21.5: the data or coded bits per symbol do not split evenly over the symbol or its encoders)
 VHT_EXCLUDED = {(20, 1, 9), (20, 2, 9), (20, 4, 9), (80, 3, 6), (160, 3, 9)}
-MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575}
+MAX_AMPDU_BYTES = {"802.11n": 65535, "802.11ac": 1048575, "802.11ax": 6500631}
 
 
 QUEUE_KINDS = ("fifo", "codel", "fq_codel", "mac80211")
@@ -274,6 +282,17 @@ class Radio:
     amsdu: bool = False
     spatial_streams: int | None = None  # None: 802.11n's from its MCS (8-15: 2, ...), otherwise 1
     queue: RadioQueue | None = None  # None: the backend's FIFO
+    #: 802.11ax APs: downlink OFDMA (ns-3's round-robin multi-user scheduler)
+    ofdma: bool = False
+
+    @property
+    def guard_interval_ns(self) -> int:
+        """The guard interval in ns: 'long' is 800 (HT/VHT's long, HE's shortest), 'short' 400,
+        or a duration such as '1.6us' (HE)."""
+        named = GUARD_INTERVAL_NAMES.get(self.guard_interval)
+        if named is not None:
+            return named
+        return round(parse_time(self.guard_interval, "guard_interval") * 1e9)
 
     @property
     def streams(self) -> int:
@@ -301,9 +320,10 @@ class Radio:
         if self.width not in WIDTHS[self.standard]:
             raise SpecError(f"{self.standard} has no {self.width} MHz channels", field=f"{where}.width",
                             fix=f"use one of {', '.join(map(str, WIDTHS[self.standard]))}")
-        if self.guard_interval not in ("long", "short"):
-            raise SpecError(f"guard interval must be 'long' or 'short', got {self.guard_interval!r}",
-                            field=f"{where}.guard_interval")
+        if self.band == "2.4GHz" and self.width > WIDEST_2_4GHZ:
+            raise SpecError(f"the 2.4 GHz band has no {self.width} MHz channels", field=f"{where}.width",
+                            fix="use 20 or 40, or band='5GHz'")
+        self._check_guard_interval(where)
         if self.rate_control not in RATE_CONTROLS:
             raise SpecError(f"unknown rate control {self.rate_control!r}", field=f"{where}.rate_control",
                             fix=f"use one of {', '.join(RATE_CONTROLS)}")
@@ -312,16 +332,34 @@ class Radio:
             if limit is None:
                 if self.mcs is not None:
                     raise SpecError(f"{self.standard} has no MCS indexes", field=f"{where}.mcs",
-                                    fix="leave mcs out (legacy rates) or use 802.11n/ac")
+                                    fix="leave mcs out (legacy rates) or use 802.11n/ac/ax")
             elif self.mcs is None or not 0 <= self.mcs <= limit:
                 raise SpecError(f"MCS {self.mcs!r} is outside 0..{limit} for {self.standard}",
                                 field=f"{where}.mcs", fix=f"give an MCS from 0 to {limit}, or rate_control='minstrel'")
+        if self.rate_control == "minstrel" and self.standard == "802.11ax":
+            raise SpecError("ns-3's Minstrel has no HE (802.11ax) rates", field=f"{where}.rate_control",
+                            fix="use rate_control='constant' with an mcs from 0 to 11")
+        if self.ofdma and self.standard != "802.11ax":
+            raise SpecError(f"OFDMA is part of 802.11ax, not {self.standard}", field=f"{where}.ofdma",
+                            fix="use standard='802.11ax', or leave ofdma out")
         self._check_streams(where)
         if self.ampdu_max_size is not None:
             limit = MAX_AMPDU_BYTES.get(self.standard, 0)
             if not 0 < self.ampdu_max_size <= limit:
                 raise SpecError(f"A-MPDU size {self.ampdu_max_size} is outside 1..{limit} bytes for "
                                 f"{self.standard}", field=f"{where}.ampdu_max_size")
+
+    def _check_guard_interval(self, where: str) -> None:
+        name, allowed = f"{where}.guard_interval", GUARD_INTERVALS.get(self.standard, (800,))
+        fix = ("use 'long' or 'short'" if self.standard in ("802.11n", "802.11ac") else
+               "use '0.8us', '1.6us' or '3.2us' ('long' is 0.8us)" if self.standard == "802.11ax" else
+               "leave guard_interval out: legacy OFDM has one guard interval")
+        try:
+            value = self.guard_interval_ns
+        except SpecError:
+            raise SpecError(f"cannot read guard interval {self.guard_interval!r}", field=name, fix=fix) from None
+        if value not in allowed:
+            raise SpecError(f"{self.standard} has no {value} ns guard interval", field=name, fix=fix)
 
     def _check_streams(self, where: str) -> None:
         streams, name = self.spatial_streams, f"{where}.spatial_streams"
@@ -330,7 +368,7 @@ class Radio:
         if self.standard not in MAX_MCS:
             if streams != 1:
                 raise SpecError(f"{self.standard} has one spatial stream, not {streams}", field=name,
-                                fix="leave spatial_streams out, or use 802.11n/ac")
+                                fix="leave spatial_streams out, or use 802.11n/ac/ax")
             return
         if not 1 <= streams <= MAX_STREAMS:
             raise SpecError(f"{streams} spatial streams is outside 1..{MAX_STREAMS}", field=name,
@@ -353,11 +391,12 @@ RADIO_FIELDS = tuple(f.name for f in fields(Radio))
 _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "standard": ((str,), "a name like '802.11n'"), "band": ((str,), "'2.4GHz' or '5GHz'"),
     "channel": ((int,), "a channel number"), "width": ((int,), "a width in MHz"),
-    "guard_interval": ((str,), "'long' or 'short'"), "mcs": ((int, type(None)), "an MCS index or None"),
+    "guard_interval": ((str,), "'long', 'short' or a duration like '1.6us'"), "mcs": ((int, type(None)), "an MCS index or None"),
     "rate_control": ((str,), "'constant' or 'minstrel'"), "ampdu": ((bool,), "True or False"),
     "ampdu_max_size": ((int, type(None)), "a size in bytes or None"), "amsdu": ((bool,), "True or False"),
     "spatial_streams": ((int, type(None)), "a number of streams (1-4) or None"),
     "queue": ((RadioQueue, type(None)), "a queue kind or mapping (read with RadioQueue.parse)"),
+    "ofdma": ((bool,), "True or False"),
 }
 
 

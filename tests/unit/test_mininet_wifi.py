@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
     (Radio("802.11g", "2.4GHz", 1, mcs=None), "g"),
     (Radio("802.11a", "5GHz", 36, mcs=None), "a"),
     (Radio("802.11ac", "5GHz", 36, mcs=7), "ac"),
+    (Radio("802.11ax", "5GHz", 36, mcs=7), "ax5"),
+    (Radio("802.11ax", "2.4GHz", 6, mcs=7), "ax2"),
 ])
 def test_modes(radio: Radio, mode: str) -> None:
     assert mode_of(radio) == mode
@@ -49,6 +51,7 @@ def test_ht_capabilities() -> None:
     assert mesh_ht_cap(Radio("802.11n", "5GHz", 36)) == "HT20"
     assert mesh_ht_cap(Radio("802.11n", "5GHz", 44, width=40)) == "HT40+"
     assert mesh_ht_cap(Radio("802.11a", "5GHz", 36, mcs=None)) == ""
+    assert ht_capab(Radio("802.11ax", "5GHz", 36, width=40)) == "[HT40+]"
 
 
 def test_wmediumd_warns_about_ht_only_with_wmediumd() -> None:
@@ -92,6 +95,15 @@ def test_settings_it_cannot_apply_are_named() -> None:
     queued.add_wireless_link(queued.add_station("sta1"), queued.add_access_point("ap1", queue="fq_codel"))
     [warning] = ignored_settings_warnings(queued)
     assert warning.startswith("not applied by Mininet-WiFi: queue fq_codel on sta1-ap1") and "radio_queues" in warning
+    wifi6 = Topology("ax")
+    he = wifi6.add_access_point("ap1", standard="802.11ax", guard_interval="3.2us", ofdma=True)
+    wifi6.add_wireless_link(wifi6.add_station("sta1"), he)
+    ofdma, guard = ignored_settings_warnings(wifi6)
+    assert ofdma.startswith("not applied by Mininet-WiFi: ofdma True on sta1-ap1") and "OFDMA" in ofdma
+    assert guard.startswith("not applied by Mininet-WiFi: guard_interval 3.2us on sta1-ap1")
+    plain_he = Topology("ax")
+    plain_he.add_wireless_link(plain_he.add_station("sta1"), plain_he.add_access_point("ap1", standard="802.11ax"))
+    assert ignored_settings_warnings(plain_he) == []
 
 
 def test_wifi_ap_translates_to_a_standalone_ap() -> None:

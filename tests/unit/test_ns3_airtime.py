@@ -127,3 +127,44 @@ def test_the_vht_rates_the_standard_leaves_out_are_refused():
                     uneven.add((width, streams, mcs))
     assert refused == VHT_EXCLUDED
     assert uneven == {(20, 1, 9), (20, 2, 9), (20, 4, 9)}
+
+
+# -- 802.11ax (HE) ---------------------------------------------------------------------------
+# durations and rates as ns-3 3.37 computes them (WifiPhy::CalculateTxDuration and
+# WifiMode::GetDataRate for HE SU PPDUs), which follow IEEE 802.11ax-2021 27.4.3 with one
+# 8 us HE-LTF per stream (1, 2, 4, 4 for 1-4 streams) and no packet extension
+
+def _he(mcs: int = 7, **settings) -> Phy:
+    return Phy(mcs=mcs, standard="802.11ax", **settings)
+
+
+@pytest.mark.parametrize("phy, rate", [
+    (_he(0), 8.6), (_he(7), 86.0), (_he(11), 143.4), (_he(11, width=80), 600.5), (_he(11, width=160), 1201.0),
+    (_he(7, guard_interval="1.6us", spatial_streams=2), 162.5), (_he(0, guard_interval="3.2us"), 7.3),
+    (_he(11, width=80, spatial_streams=4), 2402.0),
+])
+def test_he_rates_match_the_standards_tables(phy, rate):
+    assert airtime.data_rate(phy) / 1e6 == pytest.approx(rate, abs=0.05)
+
+
+@pytest.mark.parametrize("phy, psdu_bytes, microseconds", [
+    (_he(7), 1538, 193.6), (_he(11), 100_000, 5633.6), (_he(11, width=80), 1538, 71.2),
+    (_he(0, guard_interval="3.2us"), 100, 172.0), (_he(7, guard_interval="1.6us", spatial_streams=2), 5000, 311.2),
+])
+def test_he_ppdu_durations_are_ns3s(phy, psdu_bytes, microseconds):
+    assert airtime.ppdu_duration(psdu_bytes, phy) == pytest.approx(microseconds, abs=1e-6)
+
+
+def test_he_aggregates_reach_past_64_mpdus_where_the_rate_allows():
+    mpdu = airtime.mpdu_bytes(1500)
+    assert airtime.preamble(_he()) == 44  # L-STF, L-LTF, L-SIG, RL-SIG, HE-SIG-A, HE-STF, one HE-LTF
+    assert airtime.max_mpdus_per_ampdu(mpdu, _he(7)) == 37  # the 5.484 ms PPDU limit binds
+    assert airtime.max_mpdus_per_ampdu(mpdu, _he(11, width=40)) == 125
+    assert airtime.max_mpdus_per_ampdu(mpdu, _he(11, width=80)) == 256  # the block-ack window binds
+    assert airtime.block_ack_duration(_he()) == 40  # 56 bytes (256-bit bitmap) at 24 Mbit/s
+    assert airtime.saturated_throughput(1472, _he(11, width=40)).goodput / 1e6 == pytest.approx(263.0, abs=0.1)
+
+
+def test_mcs_10_and_11_are_he_only():
+    with pytest.raises(ValueError, match="HE"):
+        airtime.data_rate(Phy(mcs=10, standard="802.11ac", width=80))

@@ -99,7 +99,7 @@ def test_radio_settings():
                                     guard_interval="short", amsdu=True))
     assert settings["ns3_channel"] == 42 and settings["primary20"] == 0
     assert settings["ampdu_max_bytes"] == 1048575 and settings["amsdu_max_bytes"] == 11398
-    assert settings["guard_interval"] == "short" and settings["mcs"] == 9
+    assert settings["guard_interval_ns"] == 400 and settings["mcs"] == 9
     assert radio_settings(Radio(ampdu=False))["ampdu_max_bytes"] == 0
     assert radio_settings(Radio(ampdu_max_size=8000))["ampdu_max_bytes"] == 8000
     legacy = radio_settings(Radio(standard="802.11a", mcs=None))
@@ -173,8 +173,8 @@ def test_stations_of_one_ap_must_share_per_radio_settings():
     minstrel.add_link(ap, minstrel.add_host("server"))
     nodes = nodes_by_name(build(minstrel))
     # the AP supports the short guard interval if any station uses it; each station keeps its own
-    assert ports(nodes["ap1"], "wifi")[0]["guard_interval"] == "short"
-    assert ports(nodes["sta2:wlan0"], "wifi")[0]["guard_interval"] == "long"
+    assert ports(nodes["ap1"], "wifi")[0]["guard_interval_ns"] == 400
+    assert ports(nodes["sta2:wlan0"], "wifi")[0]["guard_interval_ns"] == 800
 
 
 def test_enterprise_ap_places_many_stations_on_a_ring():
@@ -348,6 +348,58 @@ def test_spatial_streams_reach_the_radio_and_are_checked():
             radio.check("nodes[ap1]")
         assert caught.value.fix or "must be" in message, message
     Radio(standard="802.11ac", width=20, mcs=9, spatial_streams=3).check("nodes[ap1]")
+
+
+def test_he_radios_reach_the_channel() -> None:
+    """802.11ax: HE MCS 0-11, its three guard intervals, A-MPDUs of up to 6,500,631 bytes,
+    OFDMA on the AP's radio and the band's radios on ns-3's spectrum channel."""
+    settings = radio_settings(Radio(standard="802.11ax", width=80, mcs=11, guard_interval="3.2us",
+                                    spatial_streams=2))
+    assert (settings["standard"], settings["mcs"], settings["guard_interval_ns"], settings["spatial_streams"],
+            settings["ampdu_max_bytes"], settings["ns3_channel"]) == ("802.11ax", 11, 3200, 2, 6500631, 42)
+    with pytest.raises(BackendError, match=re.escape("guard_interval='0.8us' or '3.2us'")):
+        radio_settings(Radio(standard="802.11ax", guard_interval="1.6us"))  # ns-3 3.37 would send 3.2 us
+    assert "ofdma" not in settings
+    assert radio_settings(Radio(standard="802.11ax"))["guard_interval_ns"] == 800  # 'long': HE's 0.8 us
+    topo = _cell(standard="802.11ax", ofdma=True)
+    description = build(topo)
+    assert _wifi(description, "ap1")["ofdma"] and _wifi(description, "sta1:wlan0")["ofdma"]
+    assert description["spectrum_bands"] == ["5GHz"]
+    assert build(_cell(standard="802.11ax"))["spectrum_bands"] == []
+
+
+def test_he_radios_are_checked() -> None:
+    refused = [
+        (Radio(standard="802.11ax", mcs=12), "MCS 12 is outside 0..11"),
+        (Radio(standard="802.11ax", guard_interval="short"), "802.11ax has no 400 ns guard interval"),
+        (Radio(standard="802.11ax", guard_interval="2us"), "802.11ax has no 2000 ns guard interval"),
+        (Radio(standard="802.11ax", guard_interval="wide"), "cannot read guard interval 'wide'"),
+        (Radio(guard_interval="1.6us"), "802.11n has no 1600 ns guard interval"),
+        (Radio(standard="802.11ax", band="2.4GHz", channel=6, width=80), "2.4 GHz band has no 80 MHz"),
+        (Radio(standard="802.11ax", rate_control="minstrel", mcs=None), "Minstrel has no HE"),
+        (Radio(ofdma=True), "OFDMA is part of 802.11ax, not 802.11n"),
+        (Radio(standard="802.11ax", ampdu_max_size=6500632), "outside 1..6500631"),
+        (Radio(standard="802.11ax", spatial_streams=5), "outside 1..4"),
+    ]
+    for radio, message in refused:
+        with pytest.raises(SpecError, match=re.escape(message)):
+            radio.check("nodes[ap1]")
+    for radio in (Radio(standard="802.11ax", mcs=11, guard_interval="3.2us"),
+                  Radio(standard="802.11ax", band="2.4GHz", channel=6, width=40, ofdma=True),
+                  Radio(standard="802.11ax", width=20, mcs=9, spatial_streams=4)):  # no VHT-style exclusions
+        radio.check("nodes[ap1]")
+
+
+def test_an_he_aps_stations_share_its_guard_interval() -> None:
+    topo = Topology("gi")
+    ap = topo.add_access_point("ap1", standard="802.11ax")
+    topo.add_wireless_link(topo.add_station("sta1"), ap, guard_interval="0.8us")
+    topo.add_wireless_link(topo.add_station("sta2"), ap)  # 'long', the same 800 ns
+    topo.add_link(ap, topo.add_host("server"))
+    build(topo)
+    topo.add_wireless_link(topo.add_station("sta3"), ap, guard_interval="3.2us")
+    with pytest.raises(BackendError, match=r"different guard_interval \(800, 3200\)"):
+        build(topo)
 
 
 def test_an_aps_stations_share_its_stream_count():

@@ -115,6 +115,17 @@ def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
     assert mac_metrics(tmp_path, [("ap1", "sta1")], app_bytes=2_000_000)["airtime_per_mb"] == pytest.approx(0.125)
 
 
+def test_ofdma_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
+    """100 downlink MU PPDUs carried 250 stations' PSDUs; with 50 single-user PPDUs beside
+    them the radio counted 300 data PSDUs: 150 PPDUs, two thirds of them multi-user."""
+    (tmp_path / "mac-stats.json").write_text(json.dumps({
+        "radios": {"r0": {"node": "ap1", "data_psdus": 300, "mu_ppdus": 100, "mu_psdus": 250, "per_receiver": {}},
+                   "r1": {"node": "sta1", "data_psdus": 40, "mu_ppdus": 0, "mu_psdus": 0, "per_receiver": {}}}}))
+    values = mac_metrics(tmp_path, [("ap1", "sta1")])
+    assert values["ofdma_users_per_ppdu"] == 2.5 and values["ofdma_ppdu_share"] == pytest.approx(100 / 150)
+    assert "ofdma_users_per_ppdu" not in mac_metrics(tmp_path, [("sta1", "ap1")])  # no MU PPDUs: no figure
+
+
 def test_the_wireless_hops_of_a_download_from_the_server_side() -> None:
     from quicbed.runner.engine import wireless_hops
     from quicbed.spec.loader import load_topology

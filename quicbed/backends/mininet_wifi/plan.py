@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from quicbed.errors import BackendError
-from quicbed.spec.link import Radio, WiredLink, WirelessLink
+from quicbed.spec.link import HT_STANDARDS, Radio, WiredLink, WirelessLink
 from quicbed.spec.node import AccessPoint, Host, MeshPoint, Station, Switch
 from quicbed.spec.resolve import ResolvedTopology
 from quicbed.spec.topology import Topology
@@ -44,9 +44,12 @@ class MininetWifiOptions:
 # -- translation (pure) ------------------------------------------------------------------
 
 def mode_of(radio: Radio) -> str:
-    """Mininet-WiFi's ``mode`` for a radio (802.11n: ``n2`` in 2.4 GHz, ``n`` in 5 GHz)."""
+    """Mininet-WiFi's ``mode`` for a radio (802.11n: ``n2`` in 2.4 GHz, ``n`` in 5 GHz;
+    802.11ax: ``ax2`` and ``ax5``, hostapd's ``ieee80211ax=1``)."""
     if radio.standard == "802.11n":
         return "n2" if radio.band == "2.4GHz" else "n"
+    if radio.standard == "802.11ax":
+        return "ax2" if radio.band == "2.4GHz" else "ax5"
     return {"802.11g": "g", "802.11a": "a", "802.11ac": "ac"}[radio.standard]
 
 
@@ -80,8 +83,8 @@ def secondary_above(radio: Radio) -> bool:
 
 
 def ht_capab(radio: Radio) -> str:
-    """hostapd ``ht_capab`` for 802.11n/ac radios ('' for legacy g/a)."""
-    if radio.standard not in ("802.11n", "802.11ac"):
+    """hostapd ``ht_capab`` for 802.11n/ac/ax radios ('' for legacy g/a)."""
+    if radio.standard not in HT_STANDARDS:
         return ""
     flags = []
     if radio.width >= 40:
@@ -93,7 +96,7 @@ def ht_capab(radio: Radio) -> str:
 
 def mesh_ht_cap(radio: Radio) -> str:
     """The channel type ``iw mesh join ... freq F TYPE`` takes ('' for legacy radios)."""
-    if radio.standard not in ("802.11n", "802.11ac"):
+    if radio.standard not in HT_STANDARDS:
         return ""
     if radio.width >= 40:
         return "HT40+" if secondary_above(radio) else "HT40-"
@@ -104,7 +107,7 @@ def wmediumd_warnings(radios: Sequence[Radio], wmediumd: bool) -> list[str]:
     """wmediumd handles HT/VHT MCS indexes as legacy rate indexes: HT links lose most frames."""
     if not wmediumd:
         return []
-    high = sorted({r.standard for r in radios if r.standard in ("802.11n", "802.11ac")})
+    high = sorted({r.standard for r in radios if r.standard in HT_STANDARDS})
     if not high:
         return []
     return [f"wmediumd treats {'/'.join(high)} MCS indexes as legacy rates, so HT links lose most packets "
@@ -122,7 +125,9 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
                "queue": "the kernel queues a radio's frames itself (its qdiscs are in the run's metadata, "
                         "radio_queues)",
                "distance": "only node positions place radios (fix: give the nodes position=)",
-               "loss": "a fixed frame error rate exists only in the ns3 channel"}
+               "loss": "a fixed frame error rate exists only in the ns3 channel",
+               "ofdma": "mac80211_hwsim sends no multi-user (OFDMA) PPDUs",
+               "guard_interval": "hostapd has no setting for HE guard intervals: the kernel picks them"}
     ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value
     for link in topo.links:
         if not isinstance(link, WirelessLink):
@@ -136,6 +141,10 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
             values["distance"] = f"{link.distance:g} m"
         if link.loss:
             values["loss"] = f"{link.loss * 100:g} %"
+        if link.radio.standard != "802.11ax":
+            values.pop("guard_interval", None)  # HT/VHT: hostapd's ht_capab carries it
+        elif link.radio.guard_interval_ns == 800:
+            values.pop("guard_interval", None)
         if "queue" in values:
             values["queue"] = link.radio.queue.kind  # type: ignore[union-attr]
         for name, value in values.items():

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from quicbed.errors import BackendError
-from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
+from quicbed.spec.link import HT_STANDARDS, Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.node import AccessPoint, MeshPoint, Switch
 from quicbed.spec.resolve import Interface, ResolvedTopology
@@ -52,10 +52,10 @@ SCHEMA_VERSION = 1
 DEFAULT_DISTANCE = 5.0  # metres between a station and its AP when nothing says otherwise
 DEFAULT_MESH_SPACING = 10.0  # metres between mesh peers without positions or distance
 DEFAULT_WIRE_QUEUE = 1000  # packets, like the kernel's txqueuelen (netns backend default)
-#: Largest A-MSDU per standard (ns-3 caps: 7935 for HT, 11398 for VHT PPDUs)
-MAX_AMSDU = {"802.11n": 7935, "802.11ac": 11398}
+#: Largest A-MSDU per standard (ns-3 caps: 7935 for HT, 11398 for VHT and HE PPDUs)
+MAX_AMSDU = {"802.11n": 7935, "802.11ac": 11398, "802.11ax": 11398}
 #: Default largest A-MPDU per standard when the link does not set ampdu_max_size
-DEFAULT_AMPDU = {"802.11n": 65535, "802.11ac": 1048575}
+DEFAULT_AMPDU = {"802.11n": 65535, "802.11ac": 1048575, "802.11ax": 6500631}
 #: Centre channel numbers of the 40/80/160 MHz 5 GHz channels (ns-3's channel table)
 WIDE_5GHZ = {40: (38, 46, 54, 62, 102, 110, 118, 126, 134, 142, 151, 159, 167, 175),
              80: (42, 58, 106, 122, 138, 155, 171), 160: (50, 114, 163)}
@@ -171,17 +171,24 @@ def reference_loss_db(band: str) -> float:
 def radio_settings(radio: Radio) -> dict[str, Any]:
     """The PHY/MAC part of a radio port."""
     number, primary = ns3_channel(radio.band, radio.channel, radio.width)
-    ht = radio.standard in ("802.11n", "802.11ac")
+    if radio.standard == "802.11ax" and radio.guard_interval_ns == 1600:
+        # a station's HE capabilities say only whether it takes 0.8 us: ns-3 3.37 then sends
+        # with 3.2 us to a station set to 1.6 us (measured: 73.1 Mbit/s at MCS 7, not 81.3)
+        raise BackendError("the ns3 backend cannot send HE PPDUs with a 1.6 us guard interval: ns-3 3.37 "
+                           "sends 3.2 us instead (fix: guard_interval='0.8us' or '3.2us')")
+    ht = radio.standard in HT_STANDARDS
     settings: dict[str, Any] = {
         "standard": radio.standard, "band": radio.band, "channel": radio.channel,
         "ns3_channel": number, "primary20": primary, "width": radio.width,
-        "guard_interval": radio.guard_interval, "rate_control": radio.rate_control,
+        "guard_interval_ns": radio.guard_interval_ns, "rate_control": radio.rate_control,
         "ampdu_max_bytes": (radio.ampdu_max_size or DEFAULT_AMPDU[radio.standard]) if ht and radio.ampdu else 0,
         "amsdu_max_bytes": MAX_AMSDU[radio.standard] if ht and radio.amsdu else 0,
         "spatial_streams": radio.streams,
     }
     if radio.mcs is not None:
         settings["mcs"] = radio.mcs
+    if radio.ofdma:
+        settings["ofdma"] = True
     queue = radio.queue
     if queue is not None and queue.kind != "fifo":
         settings["queue"] = {"kind": queue.kind, "packets": queue.packets or DISCIPLINE_PACKETS[queue.kind],
@@ -210,19 +217,26 @@ def mac_queue_packets(radio: Radio, default: int) -> int:
 
 
 #: radio fields one radio must use for all its peers (the radio has one setting for them)
-PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue")
+PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue", "ofdma")
+
+
+def _number_first(value: Any) -> tuple[int, Any]:
+    """A sort key for a setting's values: numbers in order, then anything else by its text."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (0, value) if number else (1, str(value))
 
 
 def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
     """The settings a radio serving ``links`` transmits with; refuses conflicting ones."""
     first = links[0].radio
-    for fld in PER_RADIO_FIELDS:
+    # (an HE radio has one guard interval; HT/VHT radios support a short one per peer)
+    for fld in PER_RADIO_FIELDS + (("guard_interval_ns",) if first.standard == "802.11ax" else ()):
         values = {link.radio.streams if fld == "spatial_streams" else getattr(link.radio, fld) for link in links}
         if len(values) > 1:
             raise BackendError(
-                f"{name} serves links {', '.join(l.name for l in links)} with different {fld} "
-                f"({', '.join(map(str, sorted(values, key=str)))}); one ns-3 radio transmits with one "
-                f"setting (fix: give these links the same {fld}, or use rate_control='minstrel' "
+                f"{name} serves links {', '.join(l.name for l in links)} with different {fld.removesuffix('_ns')} "
+                f"({', '.join(map(str, sorted(values, key=_number_first)))}); one ns-3 radio transmits with one "
+                f"setting (fix: give these links the same {fld.removesuffix('_ns')}, or use rate_control='minstrel' "
                 "instead of per-link MCS)")
     return first
 
@@ -320,8 +334,16 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
                         "rss_dbm": options.rss_dbm,
                         "reference_loss_db": {band: round(reference_loss_db(band), 3)
                                               for band in ("2.4GHz", "5GHz")}},
-        "wires": built.wires, "nodes": built.nodes, **options.extra,
+        "wires": built.wires, "nodes": built.nodes, "spectrum_bands": spectrum_bands(resolved.topology),
+        **options.extra,
     }
+
+
+def spectrum_bands(topo: Topology) -> list[str]:
+    """Bands whose radios are all SpectrumWifiPhys: those where a radio uses OFDMA (ns-3
+    receives a multi-user PPDU's resource units only there; radios of one band share one
+    channel object, so all of them move)."""
+    return sorted({link.radio.band for link in topo.links if isinstance(link, WirelessLink) and link.radio.ofdma})
 
 
 class _Description:
@@ -403,7 +425,10 @@ class _Description:
                     f"nodes[{ap.name}].fastack: ACK acceleration needs the AP's MAC queue alone, not a "
                     f"{common.queue.kind} discipline in front of it (the discipline drops data the AP has "
                     "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')")
-            sgi = "short" if any(l.radio.guard_interval == "short" for l in links) else "long"
+            # HT/VHT: a short guard interval where both ends support one (ns-3's rule), so the AP
+            # supports it if a station does; HE: one guard interval per radio (_common_radio)
+            short = common.standard != "802.11ax" and any(l.radio.guard_interval == "short" for l in links)
+            sgi = "short" if short else common.guard_interval
             station_ids = []
             frame_errors = {}
             for index, link in enumerate(links):

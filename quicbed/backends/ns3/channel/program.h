@@ -86,6 +86,8 @@ class Program
     void ReadyCheck();
     void SendWarmup();
     std::vector<std::string> MissingAgreements() const;
+    /// whether recipient has seen its ADDBA response to originator acknowledged
+    bool Answered(Mac48Address recipient, Mac48Address originator) const;
     void ResetStuckAgreements(const std::vector<std::string>& missing);
     size_t UnassociatedStations() const;
     void ResetStats();

@@ -45,7 +45,11 @@ Program::MissingAgreements() const
         Ptr<QosTxop> be = radio->mac->GetQosTxop(AC_BE);
         for (size_t i = 0; i < radio->peers.size(); i++)
         {
-            if (!be->GetBaAgreementEstablished(radio->peers[i], 0))
+            // both ends: an originator sends A-MPDUs as soon as its agreement exists, and a
+            // recipient whose agreement is still pending acknowledges each of their MPDUs
+            // alone; with MPDUs shorter than a SIFS (HE) two such ACKs overlap and ns-3 3.37
+            // aborts ("Invalid WifiPhy state")
+            if (!be->GetBaAgreementEstablished(radio->peers[i], 0) || !Answered(radio->peers[i], radio->addr))
             {
                 missing.push_back(radio->id + "->" + radio->peerIds[i]);
             }
@@ -58,7 +62,8 @@ void
 Program::ResetStuckAgreements(const std::vector<std::string>& missing)
 {
     // An ADDBA request lost together with an association (see ReadyCheck) leaves the
-    // agreement PENDING for good, and no new request is ever sent: reset such agreements.
+    // agreement PENDING for good, and no new request is ever sent: reset such agreements
+    // (and those whose recipient has not established its side after a second).
     std::set<std::string> now(missing.begin(), missing.end());
     for (auto it = m_missingSince.begin(); it != m_missingSince.end();)
     {
@@ -79,10 +84,13 @@ Program::ResetStuckAgreements(const std::vector<std::string>& missing)
                 continue;
             }
             auto [entry, fresh] = m_missingSince.emplace(link, Simulator::Now());
-            if (!fresh && Simulator::Now() - entry->second > Seconds(1) &&
-                be->GetBaManager()->ExistsAgreementInState(radio->peers[i],
-                                                           0,
-                                                           OriginatorBlockAckAgreement::PENDING))
+            // (or established here while its recipient never saw its answer acknowledged:
+            // ns-3 gave up resending that answer, and the recipient's agreement stays pending)
+            bool stuck = be->GetBaManager()->ExistsAgreementInState(radio->peers[i],
+                                                                    0,
+                                                                    OriginatorBlockAckAgreement::PENDING) ||
+                         be->GetBaAgreementEstablished(radio->peers[i], 0);
+            if (!fresh && Simulator::Now() - entry->second > Seconds(1) && stuck)
             {
                 be->GetBaManager()->NotifyAgreementReset(radio->peers[i], 0);
                 entry->second = Simulator::Now();
@@ -91,14 +99,30 @@ Program::ResetStuckAgreements(const std::vector<std::string>& missing)
     }
 }
 
+bool
+Program::Answered(Mac48Address recipient, Mac48Address originator) const
+{
+    for (auto& radio : m_radios)
+    {
+        if (radio->addr == recipient)
+        {
+            return radio->answeredAddba.count(originator) > 0;
+        }
+    }
+    return true; // not one of ours
+}
+
 void
 Program::SendWarmup()
 {
-    uint32_t packets = uint32_t(m_config["warmup"].Num("packets", 8));
+    uint32_t configured = uint32_t(m_config["warmup"].Num("packets", 8));
     uint32_t size = uint32_t(m_config["warmup"].Num("bytes", 200));
     for (auto& radio : m_radios)
     {
         Ptr<QosTxop> be = radio->qos ? radio->mac->GetQosTxop(AC_BE) : nullptr;
+        // one frame where it sets up the agreement: several would leave in an A-MPDU as
+        // soon as the originator's agreement exists, before the recipient's may (above)
+        uint32_t packets = radio->baForOneFrame ? 1 : configured;
         for (auto& peer : radio->peers)
         {
             if (be && be->GetBaAgreementEstablished(peer, 0))

@@ -161,7 +161,8 @@ Program::StatsJson(bool final) const
           << ", \"not_associated\": " << r.txDrop << ", \"frame_errors\": "
           << (r.frameErrors ? r.frameErrors->drops - r.frameErrorBase : 0) << "}"
           << ", \"rx_forwarded\": " << r.rxUp << ", \"data_phy_rate_max_bps\": " << r.dataRateMax
-          << ", \"data_streams_max\": " << r.dataStreamsMax;
+          << ", \"data_streams_max\": " << r.dataStreamsMax << ", \"mu_ppdus\": " << r.muPpdus
+          << ", \"mu_psdus\": " << r.muPsdus;
         if (auto phy = DynamicCast<QbYansWifiPhy>(r.phy))
         {
             o << ", \"psdus_received\": " << phy->counters.received - r.skimBase.received

@@ -8,10 +8,14 @@
 #include "ns3/boolean.h"
 #include "ns3/delay-jitter-estimation.h"
 #include "ns3/double.h"
+#include "ns3/he-configuration.h"
+#include "ns3/he-ru.h"
 #include "ns3/ht-configuration.h"
+#include "ns3/mgt-headers.h"
 #include "ns3/propagation-delay-model.h"
 #include "ns3/propagation-loss-model.h"
 #include "ns3/qos-txop.h"
+#include "ns3/spectrum-wifi-helper.h"
 #include "ns3/ssid.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -76,6 +80,7 @@ WifiPort::ResetStats()
     rxUp = 0;
     dataRateMax = 0;
     dataStreamsMax = 0;
+    muPpdus = muPsdus = 0;
     if (auto skimming = DynamicCast<QbYansWifiPhy>(phy))
     {
         skimBase = skimming->counters;
@@ -95,6 +100,8 @@ void
 WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/)
 {
     double duration = WifiPhy::CalculateTxDuration(psdus, txVector, band).GetSeconds();
+    bool multiUser = txVector.IsDlMu();
+    bool counted = false;
     for (auto& [staId, psdu] : psdus)
     {
         const WifiMacHeader& first = psdu->GetHeader(0);
@@ -106,15 +113,28 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
                 retries += psdu->GetHeader(i).IsRetry();
             }
             uint32_t n = psdu->GetNMpdus();
-            data.Add(n, psdu->GetSize(), retries, duration);
-            perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries, duration);
-            airData += duration;
+            // a receiver of a DL MU PPDU (OFDMA) holds its resource unit's share of the channel
+            double share = multiUser ? double(HeRu::GetBandwidth(txVector.GetRu(staId).GetRuType())) /
+                                           txVector.GetChannelWidth()
+                                     : 1.0;
+            data.Add(n, psdu->GetSize(), retries, duration * share);
+            perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries, duration * share);
+            if (!counted)
+            {
+                airData += duration;
+                counted = true;
+            }
             if (stations)
             {
-                stations->Charge(psdu->GetAddr1(), duration);
+                stations->Charge(psdu->GetAddr1(), duration * share);
             }
-            dataRateMax = std::max(dataRateMax, txVector.GetMode().GetDataRate(txVector));
-            dataStreamsMax = std::max(dataStreamsMax, int(txVector.GetNss()));
+            dataRateMax = std::max(dataRateMax, txVector.GetMode(staId).GetDataRate(txVector, staId));
+            dataStreamsMax = std::max(dataStreamsMax, int(txVector.GetNss(staId)));
+            if (multiUser)
+            {
+                muPsdus++;
+                continue; // every PSDU of an MU PPDU
+            }
         }
         else if (first.IsCtl())
         {
@@ -126,8 +146,9 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
             mgmtFrames++;
             airMgmt += duration;
         }
-        break; // SU PPDUs only
+        break; // SU PPDUs have one PSDU; MU PPDUs other than downlink data are counted once
     }
+    muPpdus += multiUser && counted;
 }
 
 void
@@ -165,6 +186,17 @@ WifiPort::OnAcked(Ptr<const WifiMpdu> mpdu)
     if (stations)
     {
         stations->OnMacRoom();
+    }
+    if (mpdu->GetHeader().IsAction())
+    {
+        WifiActionHeader action;
+        mpdu->GetPacket()->PeekHeader(action);
+        if (action.GetCategory() == WifiActionHeader::BLOCK_ACK &&
+            action.GetAction().blockAck == WifiActionHeader::BLOCK_ACK_ADDBA_RESPONSE)
+        {
+            answeredAddba.insert(mpdu->GetHeader().GetAddr1());
+        }
+        return;
     }
     if (!mpdu->GetHeader().IsData())
     {
@@ -210,17 +242,10 @@ WifiPort::ToMac(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t prot
     return role == "ap" ? dev->SendFrom(p, src, dst, proto) : dev->Send(p, dst, proto);
 }
 
-Ptr<YansWifiChannel>
-WifiChannels::Get(const std::string& band)
+Ptr<PropagationLossModel>
+WifiChannels::LossModel(const std::string& band) const
 {
-    auto it = m_channels.find(band);
-    if (it != m_channels.end())
-    {
-        return it->second;
-    }
     const Value& props = m_config["propagation"];
-    Ptr<YansWifiChannel> channel = CreateObject<YansWifiChannel>();
-    channel->SetPropagationDelayModel(CreateObject<ConstantSpeedPropagationDelayModel>());
     std::string model = props.Str("model", "log_distance");
     const Value& byBand = props["reference_loss_db"];
     double refLoss = byBand.kind == Value::OBJECT ? byBand.Num(band, 46.6777) : 46.6777;
@@ -229,26 +254,65 @@ WifiChannels::Get(const std::string& band)
         Ptr<LogDistancePropagationLossModel> loss = CreateObject<LogDistancePropagationLossModel>();
         loss->SetPathLossExponent(props.Num("exponent", 3.0));
         loss->SetReference(1.0, refLoss);
-        channel->SetPropagationLossModel(loss);
+        return loss;
     }
-    else if (model == "fixed_rss")
+    if (model == "fixed_rss")
     {
         Ptr<FixedRssLossModel> loss = CreateObject<FixedRssLossModel>();
         loss->SetRss(props.Num("rss_dbm", -50));
-        channel->SetPropagationLossModel(loss);
+        return loss;
     }
-    else if (model == "friis")
+    if (model == "friis")
     {
         Ptr<FriisPropagationLossModel> loss = CreateObject<FriisPropagationLossModel>();
         loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : 5.25e9);
-        channel->SetPropagationLossModel(loss);
+        return loss;
     }
-    else
+    Die("unknown propagation model " + model);
+    return nullptr;
+}
+
+Ptr<YansWifiChannel>
+WifiChannels::Get(const std::string& band)
+{
+    auto it = m_channels.find(band);
+    if (it != m_channels.end())
     {
-        Die("unknown propagation model " + model);
+        return it->second;
     }
+    Ptr<YansWifiChannel> channel = CreateObject<YansWifiChannel>();
+    channel->SetPropagationDelayModel(CreateObject<ConstantSpeedPropagationDelayModel>());
+    channel->SetPropagationLossModel(LossModel(band));
     m_channels[band] = channel;
     return channel;
+}
+
+Ptr<MultiModelSpectrumChannel>
+WifiChannels::GetSpectrum(const std::string& band)
+{
+    auto it = m_spectrumChannels.find(band);
+    if (it != m_spectrumChannels.end())
+    {
+        return it->second;
+    }
+    Ptr<MultiModelSpectrumChannel> channel = CreateObject<MultiModelSpectrumChannel>();
+    channel->SetPropagationDelayModel(CreateObject<ConstantSpeedPropagationDelayModel>());
+    channel->AddPropagationLossModel(LossModel(band));
+    m_spectrumChannels[band] = channel;
+    return channel;
+}
+
+bool
+WifiChannels::IsSpectrum(const std::string& band) const
+{
+    for (const auto& listed : m_config["spectrum_bands"].Arr())
+    {
+        if (listed.AsStr() == band)
+        {
+            return true;
+        }
+    }
+    return false;
 }
 
 static std::string
@@ -257,6 +321,10 @@ ModeName(const std::string& standard, const std::string& band, int mcs)
     if (standard == "802.11n")
     {
         return "HtMcs" + std::to_string(mcs);
+    }
+    if (standard == "802.11ax")
+    {
+        return "HeMcs" + std::to_string(mcs);
     }
     if (standard == "802.11ac")
     {
@@ -285,7 +353,8 @@ BuildWifiPort(Ptr<Node> node,
     int number = int(spec.At("ns3_channel").AsNum());
     int primary20 = int(spec.Num("primary20", 0));
     port->channelNumber = int(spec.Num("channel", number));
-    bool ht = standard == "802.11n" || standard == "802.11ac";
+    bool ht = standard == "802.11n" || standard == "802.11ac" || standard == "802.11ax";
+    bool he = standard == "802.11ax";
     port->band = band == "2.4GHz" ? WIFI_PHY_BAND_2_4GHZ : WIFI_PHY_BAND_5GHZ;
 
     WifiHelper wifi;
@@ -296,6 +365,10 @@ BuildWifiPort(Ptr<Node> node,
     else if (standard == "802.11ac")
     {
         wifi.SetStandard(WIFI_STANDARD_80211ac);
+    }
+    else if (he)
+    {
+        wifi.SetStandard(WIFI_STANDARD_80211ax);
     }
     else if (standard == "802.11g")
     {
@@ -316,6 +389,10 @@ BuildWifiPort(Ptr<Node> node,
     std::string rateControl = spec.Str("rate_control", "constant");
     if (rateControl == "minstrel")
     {
+        if (he)
+        {
+            Die("ns-3's Minstrel has no HE rates: give 802.11ax radios a constant MCS");
+        }
         wifi.SetRemoteStationManager(ht ? "ns3::MinstrelHtWifiManager" : "ns3::MinstrelWifiManager");
     }
     else
@@ -332,9 +409,19 @@ BuildWifiPort(Ptr<Node> node,
                                      "ControlMode",
                                      StringValue(control));
     }
-    QbYansWifiPhyHelper phy;
-    phy.SetChannel(channels.Get(band));
-    phy.Set("SkimOthers", BooleanValue(spec.Bool("skim_receivers", true)));
+    QbYansWifiPhyHelper yans;
+    SpectrumWifiPhyHelper spectrum;
+    bool onSpectrum = channels.IsSpectrum(band);
+    WifiPhyHelper& phy = onSpectrum ? static_cast<WifiPhyHelper&>(spectrum) : yans;
+    if (onSpectrum)
+    {
+        spectrum.SetChannel(channels.GetSpectrum(band));
+    }
+    else
+    {
+        yans.SetChannel(channels.Get(band));
+        yans.Set("SkimOthers", BooleanValue(spec.Bool("skim_receivers", true)));
+    }
     std::ostringstream settings;
     settings << "{" << number << ", " << width << ", "
              << (band == "2.4GHz" ? "BAND_2_4GHZ" : "BAND_5GHZ") << ", " << primary20 << "}";
@@ -353,6 +440,11 @@ BuildWifiPort(Ptr<Node> node,
     uint32_t ampdu = uint32_t(spec.Num("ampdu_max_bytes", 65535));
     uint32_t amsdu = uint32_t(spec.Num("amsdu_max_bytes", 0));
     Ssid ssid(spec.Str("ssid", "quicbed"));
+    if (port->role == "ap" && spec.Bool("ofdma", false))
+    {
+        // downlink OFDMA only: the uplink (TCP's ACKs) stays single-user
+        mac.SetMultiUserScheduler("ns3::RrMultiUserScheduler", "EnableUlOfdma", BooleanValue(false));
+    }
     if (port->role == "ap")
     {
         mac.SetType("ns3::QbApWifiMac",
@@ -392,10 +484,17 @@ BuildWifiPort(Ptr<Node> node,
     port->addr = Mac48Address::ConvertFrom(port->dev->GetAddress());
     port->qos = ht;
     port->needsBa = ht && (ampdu > 0 || standard == "802.11ac");
+    port->baForOneFrame = standard == "802.11ac" || he;
+    int guardNs = int(spec.Num("guard_interval_ns", 800));
+    if (he)
+    {
+        Ptr<HeConfiguration> heConfig = port->dev->GetHeConfiguration();
+        heConfig->SetGuardInterval(NanoSeconds(guardNs));
+        heConfig->SetMpduBufferSize(256); // HE's block-ack window: up to 256 MPDUs per A-MPDU
+    }
     if (ht)
     {
-        port->dev->GetHtConfiguration()->SetShortGuardIntervalSupported(
-            spec.Str("guard_interval", "long") == "short");
+        port->dev->GetHtConfiguration()->SetShortGuardIntervalSupported(guardNs == 400);
         Ptr<QosTxop> be = port->mac->GetQosTxop(AC_BE);
         port->queue = be->GetWifiMacQueue();
         be->GetWifiMacQueue()->SetMaxSize(

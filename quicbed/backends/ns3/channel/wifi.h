@@ -1,5 +1,5 @@
 // Radios: WifiPort (one radio's devices, statistics and transmit path), WifiChannels (the
-// YansWifiChannel of each band) and BuildWifiPort, which makes a radio from its spec.
+// channel of each band) and BuildWifiPort, which makes a radio from its spec.
 #pragma once
 
 #include "aqm.h"
@@ -9,8 +9,10 @@
 #include "skim.h"
 
 #include "ns3/mac48-address.h"
+#include "ns3/multi-model-spectrum-channel.h"
 #include "ns3/node.h"
 #include "ns3/packet.h"
+#include "ns3/propagation-loss-model.h"
 #include "ns3/wifi-mac-queue.h"
 #include "ns3/wifi-mac.h"
 #include "ns3/wifi-net-device.h"
@@ -19,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,11 @@ struct WifiPort
     WifiPhyBand band = WIFI_PHY_BAND_5GHZ;
     bool qos = false;
     bool needsBa = false;
+    /// VHT or HE: ns-3 sets up a block-ack agreement for a single queued frame (HT: two)
+    bool baForOneFrame = false;
+    /// peers whose ADDBA requests this radio answered and saw acknowledged: only then is its
+    /// recipient agreement established (ns-3 keeps it pending until that ACK)
+    std::set<Mac48Address> answeredAddba;
     std::vector<std::string> peerIds;
     std::vector<Mac48Address> peers;
     Ptr<QbFrameErrorModel> frameErrors;
@@ -53,6 +61,7 @@ struct WifiPort
     uint64_t frameErrorBase = 0;
     uint64_t dataRateMax = 0; // bit/s, the fastest data PPDU sent
     int dataStreamsMax = 0;   // and the most spatial streams one used
+    uint64_t muPpdus = 0, muPsdus = 0; // downlink OFDMA PPDUs, and the PSDUs (receivers) they carried
     SkimCounters skimBase; // the PHY's counts (skim.h) at the last reset
 
     void ResetStats();
@@ -75,8 +84,8 @@ struct WifiPort
     bool ToMac(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
 };
 
-/// The YansWifiChannel of each band, made on first use from the configuration's
-/// "propagation" settings.
+/// The channel of each band (Yans, or spectrum where OFDMA needs it), made on first use from
+/// the configuration's "propagation" settings.
 class WifiChannels
 {
   public:
@@ -86,10 +95,17 @@ class WifiChannels
     }
 
     Ptr<YansWifiChannel> Get(const std::string& band);
+    /// The band's spectrum channel, for bands with OFDMA: ns-3 receives the resource units of
+    /// a multi-user PPDU only on a SpectrumWifiPhy (every radio of the band then uses one)
+    Ptr<MultiModelSpectrumChannel> GetSpectrum(const std::string& band);
+    bool IsSpectrum(const std::string& band) const;
 
   private:
+    Ptr<PropagationLossModel> LossModel(const std::string& band) const;
+
     const Value& m_config;
     std::map<std::string, Ptr<YansWifiChannel>> m_channels; // band -> channel
+    std::map<std::string, Ptr<MultiModelSpectrumChannel>> m_spectrumChannels;
 };
 
 /// One radio of node nodeName from its spec (a "wifi" port), on the channel of its band.
