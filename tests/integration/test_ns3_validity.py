@@ -142,7 +142,9 @@ def test_frames_the_tap_readers_cannot_queue_are_dropped_counted_and_invalidate_
 
     def in_time(_number: int) -> tuple[dict, list[str]]:
         stats = download(1000)
-        return stats, [r for r in stats["invalid_reasons"] if "ns-3 ran" in r]
+        # every reason but the one under test is the machine's: a channel that fell behind, or
+        # frames that waited more than 2 ms at a reader or the writer (a late simulator thread)
+        return stats, [r for r in stats["invalid_reasons"] if "were dropped" not in r]
 
     for limit, stats in ((1, download(1)), (1000, in_real_time(in_time, "download with the default limit")[0])):
         tap = stats["tap"]
