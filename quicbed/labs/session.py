@@ -77,12 +77,26 @@ class ExperimentOutcome:
         return found
 
     def every_run_ok(self) -> Verdict:
-        """Passed when every measured run completed (and was valid); seen: which did not, and why."""
+        """Passed when every measured run completed and every cell has a valid one; seen: which
+        did not, and why. A run still invalid after the runner made it again (the channel fell
+        behind real time) is the machine's, not the solution's: its cell's other runs stand
+        for it, and a cell with none fails, saying so."""
         runs = self.runs()
-        failed = [f"{row['run_id']} {row.get('error') or row.get('invalid_reasons')}" for row in runs
-                  if row.get("status") != "ok"]
-        return Verdict(bool(runs) and not failed, f"{len(runs) - len(failed)} of {len(runs)} ok"
-                       + (f" (not ok: {'; '.join(failed)})" if failed else ""))
+        failed = [f"{row['run_id']} {row.get('error')}" for row in runs if row.get("status") not in ("ok", "invalid")]
+        late = [f"{row['run_id']} {row.get('invalid_reasons')}" for row in runs if row.get("status") == "invalid"]
+        cells = {json.dumps(row.get("cell", {}), sort_keys=True) for row in runs}
+        valid = {json.dumps(row.get("cell", {}), sort_keys=True) for row in runs if row.get("status") == "ok"}
+        unjudged = sorted(cells - valid)
+        seen = f"{len(runs) - len(failed) - len(late)} of {len(runs)} ok"
+        if failed:
+            seen += f" (not ok: {'; '.join(failed)})"
+        if late:
+            seen += (f"; invalid, the channel behind real time (this machine was busy; the cell's valid runs "
+                     f"count): {'; '.join(late)}")
+        if unjudged:
+            seen += (f"; no valid run in {', '.join(unjudged)}: run the check again on a machine with a "
+                     "core free for the channel")
+        return Verdict(bool(runs) and not failed and not unjudged, seen)
 
 
 class CheckSession:

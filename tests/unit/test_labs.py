@@ -293,6 +293,33 @@ def test_a_run_made_again_counts_by_its_last_attempt(tmp_path: Path) -> None:
     assert sorted(outcome.values("goodput", transport="tcp")) == [2e7, 3e7]
 
 
+def test_a_run_still_behind_real_time_counts_only_when_its_cell_has_a_valid_one(tmp_path: Path) -> None:
+    """A run invalid after its attempts (the channel behind real time: the machine was busy)
+    does not fail a solution whose cell has another, valid run; a cell with none does, and a
+    run that failed always does."""
+    from quicbed.labs.session import ExperimentOutcome
+
+    late = {"status": "invalid", "invalid_reasons": ["ns-3 ran more than 1 ms behind the wall clock for 6.0%"]}
+    ok = {"status": "ok", "metrics": {"goodput": 4e7}}
+
+    def verdict(rows: list[dict]) -> object:
+        (tmp_path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return ExperimentOutcome.read(tmp_path / "experiment.yaml", tmp_path, 0).every_run_ok()
+
+    one = {"cell": {"params.hops": 1}}
+    three = {"cell": {"params.hops": 3}}
+    busy = verdict([{"run_id": "c000-r001", **one, **ok}, {"run_id": "c000-r002", **one, **late},
+                    {"run_id": "c001-r001", **three, **ok}])
+    assert busy.passed and busy.seen.startswith("2 of 3 ok; invalid, the channel behind real time"), busy.seen
+    assert "c000-r002" in busy.seen
+    none = verdict([{"run_id": "c000-r001", **one, **ok}, {"run_id": "c001-r001", **three, **late}])
+    assert not none.passed and 'no valid run in {"params.hops": 3}' in none.seen, none.seen
+    failed = verdict([{"run_id": "c000-r001", **one, **ok}, {"run_id": "c000-r002", **one, "status": "failed",
+                                                              "error": "server exited with status 1"},
+                      {"run_id": "c001-r001", **three, **ok}])
+    assert not failed.passed and "not ok: c000-r002 server exited with status 1" in failed.seen
+
+
 def _bursty_loss_outcome(tmp_path: Path, tcp_ge_errors: list[str], quic_ge_ok: bool = True) -> object:
     """The lab random-vs-bursty-loss's own runs_complete check, on a results file whose TCP runs
     over the GE channel all ended with ``tcp_ge_errors``."""
