@@ -374,7 +374,10 @@ def test_with_ofdma_the_ap_sends_to_several_stations_in_one_ppdu():
             results = [flow.result(timeout=30) for flow in flows]
         stats = network.mac_stats()
     ap = stats["radios"]["ap1:wifi"]
-    assert all(r.throughput == pytest.approx(rate, rel=0.1) for r in results), [r.throughput for r in results]
+    # every station gets its data: what was lost, not the rate over an interval, which a channel
+    # behind real time stretches or squeezes (9.4-11.0 Mbit/s in a busy fresh root). Lost here:
+    # 0-4.9 % in 8 runs; 20 % would mean a station's resource units went missing
+    assert all(r.lost_percent is not None and r.lost_percent < 20 for r in results), [r.lost_percent for r in results]
     # stations per MU PPDU varies with how the frames arrive: 1.62-2.49 in 18 runs here (mean
     # 2.0, sd 0.28); 1.2 is 2.9 sd below the mean (a normal tail of 0.2 %), and 1.0 would mean
     # that no PPDU served two stations
