@@ -179,6 +179,13 @@ HT_STANDARDS = ("802.11n", "802.11ac", "802.11ax")
 #: guard intervals in ns, by name or duration: HT/VHT's long and short, HE's three
 GUARD_INTERVALS = {"802.11n": (800, 400), "802.11ac": (800, 400), "802.11ax": (800, 1600, 3200)}
 GUARD_INTERVAL_NAMES = {"long": 800, "short": 400}
+
+
+def guard_interval_ns(value: str) -> int:
+    """A guard interval in ns: 'long' is 800 (HT/VHT's long, HE's shortest), 'short' 400, or a
+    duration such as '1.6us' (HE)."""
+    named = GUARD_INTERVAL_NAMES.get(value)
+    return named if named is not None else round(parse_time(value, "guard_interval") * 1e9)
 RATE_CONTROLS = ("constant", "minstrel")
 #: spatial streams (and antennas) the HT/VHT radios take
 MAX_STREAMS = 4
@@ -287,12 +294,7 @@ class Radio:
 
     @property
     def guard_interval_ns(self) -> int:
-        """The guard interval in ns: 'long' is 800 (HT/VHT's long, HE's shortest), 'short' 400,
-        or a duration such as '1.6us' (HE)."""
-        named = GUARD_INTERVAL_NAMES.get(self.guard_interval)
-        if named is not None:
-            return named
-        return round(parse_time(self.guard_interval, "guard_interval") * 1e9)
+        return guard_interval_ns(self.guard_interval)
 
     @property
     def streams(self) -> int:

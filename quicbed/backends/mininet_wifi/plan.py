@@ -141,10 +141,8 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
             values["distance"] = f"{link.distance:g} m"
         if link.loss:
             values["loss"] = f"{link.loss * 100:g} %"
-        if link.radio.standard != "802.11ax":
+        if link.radio.standard != "802.11ax" or link.radio.guard_interval_ns == 800:
             values.pop("guard_interval", None)  # HT/VHT: hostapd's ht_capab carries it
-        elif link.radio.guard_interval_ns == 800:
-            values.pop("guard_interval", None)
         if "queue" in values:
             values["queue"] = link.radio.queue.kind  # type: ignore[union-attr]
         for name, value in values.items():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from quicbed.spec.link import VHT_EXCLUDED
+from quicbed.spec.link import VHT_EXCLUDED, guard_interval_ns
 
 SLOT = 9.0
 SIFS = {"5GHz": 16.0, "2.4GHz": 10.0}
@@ -85,7 +85,7 @@ class Phy:
     @property
     def symbol(self) -> float:
         if self.he:
-            return HE_SYMBOL + {"long": 0.8, "0.8us": 0.8, "1.6us": 1.6, "3.2us": 3.2}[self.guard_interval]
+            return HE_SYMBOL + guard_interval_ns(self.guard_interval) / 1e3
         return SYMBOL_SGI if self.guard_interval == "short" else SYMBOL
 
 
