@@ -129,6 +129,15 @@ _METRICS = [
            bounds=NON_NEGATIVE),
     Metric("ofdma_ppdu_share", "OFDMA PPDUs", "%", 100.0, None, "mac",
            "share of that radio's data PPDUs sent as downlink multi-user (OFDMA) PPDUs", bounds=FRACTION),
+    Metric("handovers", "handovers", "", 1.0, None, "mac",
+           "times the client station associated with an access point during the run (ns3; a station that "
+           "moves or roams)", bounds=NON_NEGATIVE),
+    Metric("handover_outage", "handover outage", "s", 1.0, "lower", "mac",
+           "longest time without a frame delivered to the client across a handover: from the last one through "
+           "the AP it lost to the first through its next AP", bounds=NON_NEGATIVE),
+    Metric("handover_recovery", "handover recovery", "s", 1.0, "lower", "mac",
+           "longest time from a re-association to the end of the first 250 ms sample after it in which the "
+           "client received at least half its median rate over the run", bounds=NON_NEGATIVE),
     Metric("mac_delay_median", "MAC delay, median", "ms", 1e3, "lower", "mac",
            "median time a data frame of the node sending the download's last hop (the AP for a station) "
            "spent from entering its radio queue to the receiver's MAC acknowledgement (queueing, channel "

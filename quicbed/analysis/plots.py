@@ -436,5 +436,41 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         return save(figure, stem, formats)
 
 
+def mobility_plot(samples: pd.DataFrame, events: Sequence[Mapping[str, Any]], stem: PathLike, *,
+                  formats: Sequence[str] = FORMATS) -> list[Path]:
+    """A moving station over a run: delivered rate, signal heard from each AP, MCS received
+    and position, against time; a dashed line where it lost its AP, a solid one where it
+    associated with the next.
+
+    ``samples``: :func:`quicbed.analysis.mobility.timeline_frame`; ``events``: the timeline's.
+    """
+    with _style():
+        figure = Figure(figsize=(WIDTH, HEIGHT * 2.2))
+        rate, signal, mcs, where = figure.subplots(4, 1, sharex=True)
+        times = samples["t"].to_numpy(dtype=float)
+        rate.step(times, samples["rate"].to_numpy(dtype=float) / 1e6, where="pre", color=PALETTE[0])
+        rate.set_ylabel("delivered\n(Mbit/s)")
+        signals = [c for c in samples.columns if c.startswith("signal:")]
+        for index, column in enumerate(signals):
+            signal.plot(times, samples[column].to_numpy(dtype=float), color=colour(index + 1),
+                        linestyle=LINESTYLES[index % len(LINESTYLES)], label=column.partition(":")[2])
+        signal.set_ylabel("signal\n(dBm)")
+        if signals:
+            _legend(signal, loc="lower center", ncols=len(signals))
+        mcs.plot(times, samples["mcs"].to_numpy(dtype=float), marker=".", linestyle="none", color=PALETTE[3])
+        mcs.set_ylabel("MCS")
+        where.plot(times, samples["x"].to_numpy(dtype=float), color=PALETTE[7], label="x")
+        where.plot(times, samples["y"].to_numpy(dtype=float), color=PALETTE[7], linestyle="--", label="y")
+        where.set_ylabel("position (m)")
+        where.set_xlabel("time since the transfer started (s)")
+        _legend(where, loc="best")
+        for event in events:
+            if event["event"] in ("lost", "associated"):
+                for axes in (rate, signal, mcs, where):
+                    axes.axvline(event["t"], color="#333333", linewidth=0.8,
+                                 linestyle="--" if event["event"] == "lost" else "-")
+        return save(figure, stem, formats)
+
+
 __all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "delay_throughput_plot", "ipt_plot",
-           "save", "sender_plot", "sigma_ellipse", "sequence_plot", "share_plot", "throughput_bins_plot"]
+           "mobility_plot", "save", "sender_plot", "sigma_ellipse", "sequence_plot", "share_plot", "throughput_bins_plot"]

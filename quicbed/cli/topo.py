@@ -105,12 +105,28 @@ def handle_show(args: argparse.Namespace) -> int:
     for link in topo.links:
         links.add_row(link.name, f"{link.node1} - {link.node2}", link.kind, describe_link(link))
     console.print(links)
+    roaming = topo.roaming_stations()
+    moving = {station.name: station for station in topo.moving_stations()}
+    if moving or roaming:
+        table = Table("station", "path", "access points", title="stations that move or roam")
+        for name in dict.fromkeys([*moving, *roaming]):
+            table.add_row(name, describe_path(moving[name].trajectory) if name in moving else "stays put",
+                          ", ".join(roaming.get(name, [])) or "one")
+        console.print(table)
     if resolved.routes:
         routes = Table("node", "destination", "via", "device", title="routes")
         for route in resolved.routes:
             routes.add_row(route.node, route.destination, route.via, route.device)
         console.print(routes)
     return 0
+
+
+def describe_path(trajectory) -> str:
+    """A trajectory in a line: its model, waypoints, where it starts and ends, over how long."""
+    start, end = trajectory.start, trajectory.points[-1][1:]
+    where = ", ".join(f"{c:g}" for c in start), ", ".join(f"{c:g}" for c in end)
+    return (f"{trajectory.model}: {len(trajectory.points)} waypoints, ({where[0]}) at 0 s to ({where[1]}) at "
+            f"{trajectory.duration:g} s, at most {trajectory.top_speed():.3g} m/s")
 
 
 def describe_link(link) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quicbed.analysis import metrics, plots, stats
+from quicbed.analysis import metrics, mobility, plots, stats
 from quicbed.analysis.catalogue import Metric
 from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress, RunFiles
@@ -690,6 +690,45 @@ def share_figures(context: _Context) -> None:
             break  # one run per cell: cells are either parallel-flow cells or not
 
 
+def mobility_figures(context: _Context) -> None:
+    """A moving or roaming station over time (rate, signal per AP, MCS, position, handovers):
+    the first counted run of each transport in each cell, up to ``max_runs`` per transport."""
+    made: dict[str, int] = {}
+    for _, run in context.runs.sort_values(["cell_index", "run_id"], kind="stable").iterrows():
+        transport = run["transport"]
+        if made.get(transport, 0) >= context.max_runs:
+            continue
+        path = context.files.path(run["folder"], "mac-stats.json")
+        motion = json.loads(path.read_text()).get("motion") if path is not None else None
+        if not motion or not motion["stations"]:
+            continue
+        station, timeline = sorted(motion["stations"].items())[0]
+        if not timeline["samples"]:
+            continue
+        frame = mobility.timeline_frame(timeline, motion["interval_s"])
+        changes = [e for e in timeline["events"] if e["event"] == "associated"]
+        stem = f"mobility-{slug(run['run_id'])}"
+        context.draw(stem, f"{station} moving ({run['cell']})",
+                     f"Station {station} in run {run['run_id']} ({run['cell']}): bytes delivered to it, the "
+                     f"signal it heard from each access point and the MCS it received at, per "
+                     f"{motion['interval_s'] * 1e3:.0f} ms sample, and its position. Dashed: it lost its AP; "
+                     f"solid: it associated ({len(changes)} association(s): "
+                     f"{_associations(changes)}). Data in the CSV.",
+                     partial(_mobility_files, frame, timeline["events"]))
+        made[transport] = made.get(transport, 0) + 1
+
+
+def _associations(events: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{event['ap']} at {event['t']:.2f} s" for event in events) or "none"
+
+
+def _mobility_files(frame: pd.DataFrame, events: list[dict[str, Any]], stem: Path) -> list[Path]:
+    written = plots.mobility_plot(frame, events, stem)
+    data = stem.with_name(f"{stem.name}.csv")
+    frame.to_csv(data, index=False)
+    return [*written, data]
+
+
 # --------------------------------------------------------------------------- all
 
 
@@ -722,6 +761,7 @@ def make_figures(results: LoadedResults, summary: Summary, metric_names: Sequenc
                 _guarded(context, title, partial(step, context, candidates, where))
         _guarded(context, "bandwidth share", lambda: share_figures(context))
         _guarded(context, "client distributions", lambda: clients_figures(context))
+        _guarded(context, "mobility", lambda: mobility_figures(context))
         say("drawing the sender's state over time")
         _guarded(context, "sender state", lambda: sender_figures(context))
         move_into(sorted(staging.iterdir()), folder)

@@ -34,6 +34,7 @@ from quicbed.analysis.metrics import (
     tcp_retransmissions,
     total_time,
 )
+from quicbed.analysis.mobility import handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
 
@@ -466,6 +467,9 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         if multi_user:
             ppdus = sum(radio["data_psdus"] for radio in sending) - carried + multi_user  # (a PSDU per station)
             values.update(ofdma_users_per_ppdu=carried / multi_user, ofdma_ppdu_share=multi_user / ppdus)
+    motion = stats.get("motion")
+    if hops and motion and hops[-1][1] in motion["stations"]:  # a client that moved or roamed
+        values.update(handovers(motion["stations"][hops[-1][1]], motion["interval_s"]))
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
         for radio in stats.get("radios", {}).values():
             link = radio.get("per_receiver", {}).get(receiver)

@@ -5,8 +5,9 @@
 
 A run either completes (its folder and its results line appear together) or leaves
 nothing; a run that fails is recorded with its error and the experiment goes on. The
-network is kept up across runs while their topology is the same (``reuse: cell``; link
-axes change a live netns network's qdiscs in place) or rebuilt per run (``reuse: run``).
+network is kept up across runs while their topology is the same (``reuse: cell``, unless its
+stations move or roam; link axes change a live netns network's qdiscs in place) or rebuilt
+per run (``reuse: run``).
 """
 
 from __future__ import annotations
@@ -101,7 +102,10 @@ class NetworkKeeper:
     def network_for(self, run: Run) -> Network:
         topo = topology_for(self.experiment, run.cell, self.overrides)
         description = topo.to_dict()
-        if self.network is not None and self.experiment.reuse == "cell":
+        # a station that moved or roamed during a run would start the next one elsewhere:
+        # every run of such a topology gets a network of its own
+        still = not topo.moving_stations() and not topo.roaming_stations()
+        if self.network is not None and self.experiment.reuse == "cell" and still:
             if description == self.description:
                 return self.network
             if self._reshape(topo):

@@ -328,6 +328,9 @@ class RunExecution:
                 traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
                 if traces:
                     self.details["traces"] = [{**trace, "started": time.time()} for trace in traces]
+            moving = self.network.topology.moving_stations()
+            if moving:  # (their paths start with the transfer: now, within the reset)
+                self.details["trajectories"] = {s.name: s.trajectory.to_dict() for s in moving if s.trajectory}
             with counted("capture"):
                 if self.experiment.captures:
                     stack.enter_context(self._captures())

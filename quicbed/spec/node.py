@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from quicbed.spec.mobility import Trajectory
+
 
 @dataclass
 class Node:
@@ -40,8 +42,10 @@ class Switch(Node):
 
 @dataclass
 class Station(Node):
-    """A WiFi client; associates with an access point through a wireless link."""
+    """A WiFi client; associates with an access point through a wireless link (with several
+    APs of one SSID, it roams between them). ``trajectory``: where it moves during a run."""
 
+    trajectory: Trajectory | None = None
     kind: ClassVar[str] = "station"
     wireless: ClassVar[bool] = True
 

@@ -79,7 +79,6 @@ def check_structure(topo: Topology) -> list[SpecError]:
     if not topo.nodes:
         return [SpecError("the topology has no nodes", field="nodes", fix="add nodes with add_host() etc.")]
     seen_pairs: set[frozenset[str]] = set()
-    stations_ap: dict[str, str] = {}
     for link in topo.links:
         where = f"links[{link.name}]"
         a, b = topo.nodes[link.node1], topo.nodes[link.node2]
@@ -96,11 +95,10 @@ def check_structure(topo: Topology) -> list[SpecError]:
             if kinds == {"station", "ap"}:
                 station = a if isinstance(a, Station) else b
                 ap = b if station is a else a
-                if station.name in stations_ap:
-                    errors.append(SpecError(f"station {station.name} is associated with both "
-                                            f"{stations_ap[station.name]} and {ap.name}", field=where,
-                                            fix="give a station a single access point"))
-                stations_ap[station.name] = ap.name
+                if isinstance(station, Station) and station.trajectory is not None and link.distance is not None:
+                    errors.append(SpecError(f"station {station.name} moves, so its distance to {ap.name} "
+                                            "changes", field=f"{where}.distance",
+                                            fix="leave distance out: its waypoints place the station"))
             elif kinds != {"mesh"}:
                 errors.append(SpecError(f"a wireless link joins a station to an access point or two mesh "
                                         f"points, not a {a.kind} and a {b.kind}", field=where,
@@ -117,6 +115,30 @@ def check_structure(topo: Topology) -> list[SpecError]:
                                             fix="use add_host() for a wired node, or add_wireless_link()"))
     errors += _check_bss_radios(topo)
     errors += _check_connected(topo)
+    if not errors:
+        errors += _check_roaming(topo)
+    return errors
+
+
+def _check_roaming(topo: Topology) -> list[SpecError]:
+    """A station linked to several APs roams among them: one SSID, one subnet (its address
+    stays when it moves on)."""
+    errors = []
+    segment_of_link, _ = _segments(topo)
+    segment = {link.name: segment_of_link[index] for index, link in enumerate(topo.links)}
+    for station, aps in topo.roaming_stations().items():
+        where = f"nodes[{station}]"
+        ssids = {topo.nodes[ap].ssid for ap in aps}  # type: ignore[attr-defined]
+        if len(ssids) > 1:
+            errors.append(SpecError(f"station {station} is linked to {', '.join(aps)}, which have different SSIDs "
+                                    f"({', '.join(sorted(ssids))}); a station roams within one SSID", field=where,
+                                    fix="give these access points one ssid=, or link the station to one of them"))
+        segments = {segment[link.name] for link in topo.links
+                    if isinstance(link, WirelessLink) and station in link.ends()}
+        if len(segments) > 1:
+            errors.append(SpecError(f"station {station} roams between {', '.join(aps)}, which are not bridged into "
+                                    "one subnet: it would need a new address at each", field=where,
+                                    fix="connect the access points to one switch (or to each other) by cable"))
     return errors
 
 

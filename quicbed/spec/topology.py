@@ -28,6 +28,7 @@ from quicbed.spec.link import (
     WirelessLink,
     parse_shape,
 )
+from quicbed.spec.mobility import parse_mobility, parse_waypoints
 from quicbed.spec.node import AccessPoint, Host, MeshPoint, Node, Station, Switch
 
 if TYPE_CHECKING:
@@ -73,8 +74,30 @@ class Topology:
     def add_switch(self, name: str) -> Switch:
         return self._add(Switch(name))  # type: ignore[return-value]
 
-    def add_station(self, name: str, position: tuple[float, ...] | None = None, **options: Any) -> Station:
-        return self._add(Station(name, position=position, options=options))  # type: ignore[return-value,arg-type]
+    def add_station(self, name: str, position: tuple[float, ...] | None = None,
+                    waypoints: list[tuple[float, ...]] | None = None, mobility: dict[str, Any] | None = None,
+                    **options: Any) -> Station:
+        """A station; it moves along ``waypoints`` ([(t, x, y[, z]), ...], seconds from the start
+        of the transfer) or a drawn ``mobility`` model (quicbed/spec/mobility.py)."""
+        station: Station = self._add(Station(name, position=position, options=options))  # type: ignore[arg-type,assignment]
+        where = f"nodes[{name}]"
+        try:
+            if waypoints is not None and mobility is not None:
+                raise SpecError("a station has waypoints or a mobility model, not both", field=where,
+                                fix="keep one of them")
+            if waypoints is not None:
+                if position is not None:
+                    raise SpecError("a station with waypoints starts at its first one; position is not used",
+                                    field=f"{where}.position", fix="leave position out")
+                station.trajectory = parse_waypoints(waypoints, f"{where}.waypoints")
+            elif mobility is not None:
+                station.trajectory = parse_mobility(mobility, station.position, f"{where}.mobility")
+        except SpecError:
+            del self.nodes[name]  # nothing half-created
+            raise
+        if station.trajectory is not None:
+            station.position = station.trajectory.start
+        return station
 
     def add_access_point(self, name: str, ssid: str | None = None,
                          position: tuple[float, ...] | None = None, fastack: bool = False,
@@ -210,6 +233,20 @@ class Topology:
             if direction in ("both", side):
                 setattr(link, side, parse_shape(shape, where, Shape() if reset else getattr(link, side)))
 
+    def moving_stations(self) -> list[Station]:
+        return [n for n in self.nodes.values() if isinstance(n, Station) and n.trajectory is not None]
+
+    def roaming_stations(self) -> dict[str, list[str]]:
+        """Stations linked to several access points (they roam among them): station -> APs."""
+        aps: dict[str, list[str]] = {}
+        for link in self.links:
+            if isinstance(link, WirelessLink):
+                ends = [self.nodes[end] for end in link.ends()]
+                if {n.kind for n in ends} == {"station", "ap"}:
+                    station, ap = sorted(ends, key=lambda n: n.kind != "station")
+                    aps.setdefault(station.name, []).append(ap.name)
+        return {station: names for station, names in aps.items() if len(names) > 1}
+
     def has_wireless(self) -> bool:
         return any(isinstance(link, WirelessLink) for link in self.links)
 
@@ -244,6 +281,7 @@ class Topology:
             "nodes": [{"name": n.name, "kind": n.kind, "position": n.position,
                        **({"ssid": n.ssid, "fastack": n.fastack} if isinstance(n, AccessPoint) else {}),
                        **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
+                       **({"trajectory": n.trajectory.to_dict()} if getattr(n, "trajectory", None) else {}),
                        "options": n.options} for n in self.nodes.values()],
             "links": [_link_dict(link) for link in self.links],
             "routes": [{"node": n, "destination": d, "via": v} for n, d, v in self.routes],

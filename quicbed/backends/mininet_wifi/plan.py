@@ -203,6 +203,12 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     """Translate a resolved topology into Mininet-WiFi nodes, links and radios."""
     options = options or MininetWifiOptions()
     topo = resolved.topology
+    roaming = topo.roaming_stations()
+    if roaming:
+        station, aps = next(iter(roaming.items()))
+        raise BackendError(f"nodes[{station}]: station {station} roams between {', '.join(aps)}, which the "
+                           "mininet-wifi backend does not set up yet (fix: use the ns3 backend, or link the station "
+                           "to one access point)")
     result = WifiPlan()
     for node in topo.nodes.values():
         if isinstance(node, AccessPoint):
@@ -230,6 +236,10 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     for name in {m.node for m in result.mesh_radios}:
         result.stations[name]["wlans"] = len(result.mesh_radios_of(name))
     result.warnings = ignored_settings_warnings(topo) + wmediumd_warnings(result.radios, options.wmediumd)
+    moving = [station.name for station in topo.moving_stations()]
+    if moving:
+        result.warnings.append(f"not applied by the mininet-wifi backend yet: the trajectories of {', '.join(moving)} "
+                               "(they stay at their first waypoints; the ns3 backend moves them)")
     if options.wmediumd_mode not in WMEDIUMD_MODES:
         raise BackendError(f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})")
     return result

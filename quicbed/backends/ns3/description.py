@@ -409,11 +409,44 @@ class _Description:
                     (link.name, {"kind": "wire", "wire": link.name, "end": end}))
 
     def add_access_points(self) -> None:
+        roaming = self.topo.roaming_stations()
         for ap in (n for n in self.topo.nodes.values() if isinstance(n, AccessPoint)):
-            self.add_access_point(ap)
+            self.add_access_point(ap, roaming)
+        for station, aps in roaming.items():
+            self.add_roaming_station(station, aps)
 
-    def add_access_point(self, ap: AccessPoint) -> None:
-        """The AP (a switch with its radio and cables) first in the list, its stations after."""
+    def station_node(self, station: str, link: WirelessLink, aps: list[AccessPoint],
+                     position: list[float]) -> dict[str, Any]:
+        """A station's node: its TAP and its STA radio, which may associate with ``aps``
+        (one SSID); a moving station carries its trajectory."""
+        iface = self.routed_interface(station, link.name)
+        radio_id = f"{station}:{iface.name}"
+        losses = {f"{ap.name}:wifi": l.loss for ap in aps for l in self.topo.links
+                  if isinstance(l, WirelessLink) and set(l.ends()) == {station, ap.name} and l.loss}
+        sta_port = self.radio_port(radio_id, station, "sta", link.radio, [f"{ap.name}:wifi" for ap in aps],
+                                   {"ssid": aps[0].ssid, **({"frame_error": losses} if losses else {})})
+        node = {"name": radio_id, "kind": "station", "position": position,
+                "ports": [self.tap_port(station, iface, mac=False), sta_port]}
+        trajectory = self.topo.nodes[station].trajectory  # type: ignore[attr-defined]
+        if trajectory is not None:
+            node["trajectory"] = [list(point) for point in trajectory.points]
+        return node
+
+    def add_roaming_station(self, station: str, aps: list[str]) -> None:
+        links = [l for l in self.topo.links if isinstance(l, WirelessLink) and station in l.ends()]
+        radios = {(l.radio.standard, l.radio.band, l.radio.channel, l.radio.width) for l in links}
+        if len(radios) > 1:
+            raise BackendError(
+                f"nodes[{station}]: station {station} roams between {', '.join(aps)} on different channels; ns-3 "
+                "3.37's station scans only the channel it is on (fix: put these access points on one channel, "
+                "or use the mininet-wifi backend)")
+        position = list(self.topo.nodes[station].position or (0.0, 0.0, 0.0))
+        self.nodes.append(self.station_node(station, links[0], [self.topo.nodes[ap] for ap in aps],  # type: ignore[misc]
+                                            position))
+
+    def add_access_point(self, ap: AccessPoint, roaming: dict[str, list[str]]) -> None:
+        """The AP (a switch with its radio and cables) first in the list, its stations after
+        (those that roam after every AP)."""
         links = [l for l in self.topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()]
         ap_radio_id = f"{ap.name}:wifi"
         ap_position = tuple(ap.position or (0.0, 0.0, 0.0))
@@ -425,6 +458,12 @@ class _Description:
                     f"nodes[{ap.name}].fastack: ACK acceleration needs the AP's MAC queue alone, not a "
                     f"{common.queue.kind} discipline in front of it (the discipline drops data the AP has "
                     "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')")
+            roamers = sorted(s for s, aps in roaming.items() if ap.name in aps)
+            if ap.fastack and roamers:
+                raise BackendError(
+                    f"nodes[{ap.name}].fastack: {', '.join(roamers)} roam(s) to and from {ap.name}, and the "
+                    "acknowledgements it gave for a station that left would be lies the sender never learns "
+                    "of (fix: drop fastack on access points whose stations roam)")
             # HT/VHT: a short guard interval where both ends support one (ns-3's rule), so the AP
             # supports it if a station does; HE: one guard interval per radio (_common_radio)
             short = common.standard != "802.11ax" and any(l.radio.guard_interval == "short" for l in links)
@@ -433,17 +472,13 @@ class _Description:
             frame_errors = {}
             for index, link in enumerate(links):
                 station = link.node1 if link.node2 == ap.name else link.node2
-                iface = self.routed_interface(station, link.name)
-                station_radio_id = f"{station}:{iface.name}"
+                station_radio_id = f"{station}:{self.routed_interface(station, link.name).name}"
                 station_ids.append(station_radio_id)
                 if link.loss:
                     frame_errors[station_radio_id] = link.loss
-                position = self.station_position(station, link, ap_position, index, len(links))
-                sta_port = self.radio_port(station_radio_id, station, "sta", link.radio, [ap_radio_id],
-                                           {"ssid": ap.ssid, **({"frame_error": {ap_radio_id: link.loss}}
-                                                                 if link.loss else {})})
-                self.nodes.append({"name": station_radio_id, "kind": "station", "position": position,
-                                   "ports": [self.tap_port(station, iface, mac=False), sta_port]})
+                if station not in roaming:
+                    position = self.station_position(station, link, ap_position, index, len(links))
+                    self.nodes.append(self.station_node(station, link, [ap], position))
             ap_radio = replace(common, guard_interval=sgi)
             ports.append(self.radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
                                          {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
@@ -451,8 +486,10 @@ class _Description:
             raise BackendError(f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
                                "(fix: link stations to it, or drop fastack)")
         ports += [port for _, port in self.wire_ends.pop(ap.name, [])]
+        announce = any(ap.name in aps for aps in roaming.values())
         self.nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports,
-                              **({"fastack": True} if ap.fastack else {})})
+                              **({"fastack": True} if ap.fastack else {}),
+                              **({"announce_associations": True} if announce else {})})
 
     def station_position(self, station: str, link: WirelessLink, ap_position: tuple[float, ...], index: int,
                          count: int) -> list[float]:

@@ -282,4 +282,23 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         "taps": {t["id"]: {k: v for k, v in t.items() if k != "id"} for t in raw.get("taps", [])},
         "mesh": {m["node"]: {k: v for k, v in m.items() if k != "node"} for m in raw.get("mesh", [])},
         "bridges": {b["node"]: {k: v for k, v in b.items() if k != "node"} for b in raw.get("bridges", [])},
+        **({"motion": _motion(raw["motion"], owners)} if raw.get("motion") else {}),
     }
+
+
+def _motion(raw: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
+    """The moving and roaming stations' timeline by node name: samples every ``interval_s``
+    (position, AP, mean signal per AP in dBm, mean MCS received, bytes delivered in the
+    interval) and association events, in seconds from the start of the motion (the run's
+    statistics reset)."""
+    def name(radio_id: str | None) -> str | None:
+        return None if radio_id is None else owners.get(radio_id, radio_id.partition(":")[0])
+
+    stations = {}
+    for radio_id, timeline in raw["stations"].items():
+        stations[name(radio_id)] = {
+            "samples": [{**s, "ap": name(s["ap"]), "signal_dbm": {name(k): v for k, v in s["signal_dbm"].items()}}
+                        for s in timeline["samples"]],
+            "events": [{**e, "ap": name(e["ap"])} for e in timeline["events"]]}
+    return {"interval_s": raw["interval_s"], "stations": stations}
+

@@ -99,6 +99,31 @@ Switch::Attach()
         dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
         dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this));
     }
+    for (size_t i = 0; announceAssociations && i < ports.size(); i++)
+    {
+        if (ports[i].wifi && ports[i].wifi->role == "ap")
+        {
+            ports[i].wifi->mac->TraceConnectWithoutContext(
+                "AssociatedSta",
+                MakeCallback(&Switch::OnAssociated, this).Bind(i));
+        }
+    }
+}
+
+void
+Switch::OnAssociated(size_t radio, uint16_t /*aid*/, Mac48Address station)
+{
+    m_table[station] = radio;
+    // hostapd's Layer 2 Update frame (IEEE 802.2 XID, as in 802.11F): broadcast, from the
+    // station, an 802.3 length of 6
+    static const uint8_t xid[6] = {0x00, 0x01, 0xaf, 0x81, 0x01, 0x00};
+    for (size_t i = 0; i < ports.size(); i++)
+    {
+        if (!ports[i].wifi)
+        {
+            ports[i].Send(Create<Packet>(xid, sizeof(xid)), station, Mac48Address::GetBroadcast(), sizeof(xid));
+        }
+    }
 }
 
 void
@@ -309,6 +334,10 @@ StationRelay::FromRadio(Ptr<NetDevice>,
         return true;
     }
     radio->rxUp++;
+    if (radio->delivered)
+    {
+        radio->delivered(packet->GetSize());
+    }
     Port out;
     out.tap = tap;
     out.Send(packet->Copy(),

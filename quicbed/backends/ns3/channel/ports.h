@@ -75,6 +75,10 @@ class Switch
     uint64_t flooded = 0, sameSegment = 0, received = 0;
     /// an access point's TCP ACK acceleration (null: off)
     std::unique_ptr<FastAck> fastAck;
+    /// an access point whose stations roam: on each association it learns the station on its
+    /// radio and sends a Layer 2 Update frame from it to its cables, as hostapd does, so that
+    /// the bridges behind it learn where the station is now
+    bool announceAssociations = false;
 
     void Attach();
     /// Turns on TCP ACK acceleration on the switch's access-point radio (fastack.h).
@@ -88,6 +92,8 @@ class Switch
     void OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu);
     /// A station's MAC acknowledged a frame: the accelerator may acknowledge it to the sender.
     void OnRadioAcked(Ptr<const WifiMpdu> mpdu);
+    /// A station associated with the AP radio of port radio (announceAssociations).
+    void OnAssociated(size_t radio, uint16_t aid, Mac48Address station);
 
     bool Receive(Ptr<NetDevice> dev,
                  Ptr<const Packet> packet,

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "lag.h"
 #include "mesh.h"
+#include "motion.h"
 #include "pacer.h"
 #include "ports.h"
 #include "tap.h"
@@ -57,6 +58,7 @@ class Program
     std::vector<std::unique_ptr<MeshRelay>> m_meshes;
     std::map<std::string, WifiPort*> m_radioById;
     std::map<std::string, TapPort*> m_tapByNode; // mesh node name -> its TAP (identity)
+    Motion m_motion;
 
     /// the wall clock as simulated time (empty in a dry run: no real time)
     std::function<Time()> m_realtimeNow;
@@ -80,6 +82,9 @@ class Program
     TapPort* BuildTap(Ptr<Node> node, const Value& spec);
     void BuildWires();
     void ResolvePeers();
+    /// whether radio and its peer are linked now: a roaming station only with the AP it is
+    /// associated with, an AP only with the roaming stations associated with it
+    bool Linked(const WifiPort& radio, size_t peer) const;
 
     void Probe();
     void Live();

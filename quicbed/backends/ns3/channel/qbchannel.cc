@@ -67,6 +67,7 @@
 
 #include "ns3/config.h"
 #include "ns3/constant-position-mobility-model.h"
+#include "ns3/waypoint-mobility-model.h"
 #include "ns3/global-value.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
@@ -196,6 +197,8 @@ Program::Build()
         wireByName[wire->name] = wire.get();
     }
 
+    // moving or roaming stations, followed once their peers are known
+    std::vector<std::tuple<WifiPort*, Ptr<Node>, const Value*>> tracked;
     for (const auto& nodeSpec : m_config["nodes"].Arr())
     {
         std::string name = nodeSpec.At("name").AsStr();
@@ -235,8 +238,16 @@ Program::Build()
         }
         if (hasRadio)
         {
-            Ptr<ConstantPositionMobilityModel> mobility =
-                CreateObject<ConstantPositionMobilityModel>();
+            // a moving station stands at its first waypoint until Motion::Start
+            Ptr<MobilityModel> mobility;
+            if (nodeSpec.Has("trajectory"))
+            {
+                mobility = CreateObject<WaypointMobilityModel>();
+            }
+            else
+            {
+                mobility = CreateObject<ConstantPositionMobilityModel>();
+            }
             const auto& pos = nodeSpec["position"].Arr();
             mobility->SetPosition(Vector(pos.size() > 0 ? pos[0].AsNum() : 0,
                                          pos.size() > 1 ? pos[1].AsNum() : 0,
@@ -248,6 +259,7 @@ Program::Build()
             auto sw = std::make_unique<Switch>();
             sw->name = name;
             sw->ports = ports;
+            sw->announceAssociations = nodeSpec.Bool("announce_associations", false);
             if (nodeSpec.Bool("fastack", false))
             {
                 sw->EnableFastAck();
@@ -275,6 +287,10 @@ Program::Build()
             }
             relay->tap->mac = relay->radio->addr; // the namespace's interface IS the station
             relay->tap->macFromRadio = true;
+            if (nodeSpec.Has("trajectory") || relay->radio->peerIds.size() > 1)
+            {
+                tracked.push_back({relay->radio, node, &nodeSpec["trajectory"]});
+            }
             m_stations.push_back(std::move(relay));
         }
         else if (kind == "mesh")
@@ -305,6 +321,16 @@ Program::Build()
         }
     }
     ResolvePeers();
+    m_motion.interval = MilliSeconds(int64_t(m_config.Num("timeline_interval_ms", 250)));
+    for (auto& [radio, node, trajectory] : tracked)
+    {
+        std::map<Mac48Address, std::string> apIds;
+        for (size_t i = 0; i < radio->peers.size(); i++)
+        {
+            apIds[radio->peers[i]] = radio->peerIds[i];
+        }
+        m_motion.Track(radio, node, *trajectory, apIds);
+    }
 
     // Mesh routes: identity of the destination mesh node -> (local radio, next-hop radio).
     size_t meshIndex = 0;
@@ -421,6 +447,7 @@ Program::Probe()
         g_reset = 0;
         m_resets++;
         ResetStats();
+        m_motion.Start(); // (the first run's transfer starts now)
         g_dump = 1;
     }
     if (g_dump)

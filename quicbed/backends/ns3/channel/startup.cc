@@ -45,6 +45,10 @@ Program::MissingAgreements() const
         Ptr<QosTxop> be = radio->mac->GetQosTxop(AC_BE);
         for (size_t i = 0; i < radio->peers.size(); i++)
         {
+            if (!Linked(*radio, i))
+            {
+                continue;
+            }
             // both ends: an originator sends A-MPDUs as soon as its agreement exists, and a
             // recipient whose agreement is still pending acknowledges each of their MPDUs
             // alone; with MPDUs shorter than a SIFS (HE) two such ACKs overlap and ns-3 3.37
@@ -79,7 +83,7 @@ Program::ResetStuckAgreements(const std::vector<std::string>& missing)
         for (size_t i = 0; i < radio->peers.size(); i++)
         {
             std::string link = radio->id + "->" + radio->peerIds[i];
-            if (!now.count(link))
+            if (!now.count(link) || !Linked(*radio, i))
             {
                 continue;
             }
@@ -97,6 +101,25 @@ Program::ResetStuckAgreements(const std::vector<std::string>& missing)
             }
         }
     }
+}
+
+bool
+Program::Linked(const WifiPort& radio, size_t peer) const
+{
+    if (radio.role == "sta" && radio.peers.size() > 1)
+    {
+        auto sta = DynamicCast<StaWifiMac>(radio.mac);
+        return sta->IsAssociated() && sta->GetBssid(0) == radio.peers[peer];
+    }
+    if (radio.role == "ap")
+    {
+        const WifiPort& station = *m_radioById.at(radio.peerIds[peer]);
+        if (station.peers.size() > 1)
+        {
+            return radio.mac->GetWifiRemoteStationManager()->IsAssociated(radio.peers[peer]);
+        }
+    }
+    return true;
 }
 
 bool
@@ -123,9 +146,10 @@ Program::SendWarmup()
         // one frame where it sets up the agreement: several would leave in an A-MPDU as
         // soon as the originator's agreement exists, before the recipient's may (above)
         uint32_t packets = radio->baForOneFrame ? 1 : configured;
-        for (auto& peer : radio->peers)
+        for (size_t p = 0; p < radio->peers.size(); p++)
         {
-            if (be && be->GetBaAgreementEstablished(peer, 0))
+            Mac48Address peer = radio->peers[p];
+            if (!Linked(*radio, p) || (be && be->GetBaAgreementEstablished(peer, 0)))
             {
                 continue;
             }
@@ -198,7 +222,10 @@ Program::ReadyCheck()
             size_t agreements = 0;
             for (auto& radio : m_radios)
             {
-                agreements += radio->needsBa ? radio->peers.size() : 0;
+                for (size_t i = 0; radio->needsBa && i < radio->peers.size(); i++)
+                {
+                    agreements += Linked(*radio, i);
+                }
             }
             std::ostringstream line;
             line << "READY {\"t\": " << Num(Simulator::Now().GetSeconds())

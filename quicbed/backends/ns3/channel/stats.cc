@@ -246,7 +246,7 @@ Program::StatsJson(bool final) const
           << ", \"ttl_drops\": " << m.ttlDrops << ", \"duplicates\": " << m.duplicates
           << ", \"not_peer\": " << m.notPeer << "}";
     }
-    o << "]}\n";
+    o << "],\n \"motion\": " << m_motion.Json() << "}\n";
     return o.str();
 }
 

@@ -19,6 +19,7 @@
 #include "ns3/wifi-phy.h"
 #include "ns3/yans-wifi-channel.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +59,8 @@ struct WifiPort
     uint64_t ctrlFrames = 0, mgmtFrames = 0;
     uint64_t dropQueue = 0, dropRetry = 0, dropLifetime = 0, dropOld = 0, txDrop = 0;
     uint64_t rxUp = 0;
+    /// told of every frame a station radio delivers to its namespace (motion.h), or empty
+    std::function<void(uint32_t)> delivered;
     uint64_t frameErrorBase = 0;
     uint64_t dataRateMax = 0; // bit/s, the fastest data PPDU sent
     int dataStreamsMax = 0;   // and the most spatial streams one used
