@@ -51,7 +51,8 @@ def _environment() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name, params", [("wifi_ap", {}), ("enterprise_ap", {"stations": 4, "aps": 2}),
-                                          ("mesh_chain", {"hops": 3}), ("mesh_chain", {"hops": 0})])
+                                          ("mesh_chain", {"hops": 3}), ("mesh_chain", {"hops": 0}),
+                                          ("roaming", {})])
 def test_the_channel_program_accepts_the_shipped_topologies(channel_binary, tmp_path, name, params):
     resolved = topology(name, **params).resolve()
     namespaces = {n: f"qbdry-{n}" for n, node in resolved.topology.nodes.items() if node.routed}
