@@ -179,6 +179,10 @@ HT_STANDARDS = ("802.11n", "802.11ac", "802.11ax")
 #: guard intervals in ns, by name or duration: HT/VHT's long and short, HE's three
 GUARD_INTERVALS = {"802.11n": (800, 400), "802.11ac": (800, 400), "802.11ax": (800, 1600, 3200)}
 GUARD_INTERVAL_NAMES = {"long": 800, "short": 400}
+#: 802.11ax BSS colours (6 bits; 0 means none)
+MAX_BSS_COLOR = 63
+#: the OBSS-PD levels the standard allows (dBm)
+OBSS_PD_RANGE = (-82.0, -62.0)
 
 
 def guard_interval_ns(value: str) -> int:
@@ -291,6 +295,11 @@ class Radio:
     queue: RadioQueue | None = None  # None: the backend's FIFO
     #: 802.11ax APs: downlink OFDMA (ns-3's round-robin multi-user scheduler)
     ofdma: bool = False
+    #: 802.11ax: the colour (1-63) an AP gives its BSS; its stations learn it from its beacons
+    bss_color: int | None = None
+    #: 802.11ax spatial reuse: a PPDU of another BSS colour heard below this level (dBm, -82 to
+    #: -62) is ignored, and the next transmission's power is capped by the standard's rule
+    obss_pd: float | None = None
 
     @property
     def guard_interval_ns(self) -> int:
@@ -344,6 +353,7 @@ class Radio:
         if self.ofdma and self.standard != "802.11ax":
             raise SpecError(f"OFDMA is part of 802.11ax, not {self.standard}", field=f"{where}.ofdma",
                             fix="use standard='802.11ax', or leave ofdma out")
+        self._check_spatial_reuse(where)
         self._check_streams(where)
         if self.ampdu_max_size is not None:
             limit = MAX_AMPDU_BYTES.get(self.standard, 0)
@@ -362,6 +372,24 @@ class Radio:
             raise SpecError(f"cannot read guard interval {self.guard_interval!r}", field=name, fix=fix) from None
         if value not in allowed:
             raise SpecError(f"{self.standard} has no {value} ns guard interval", field=name, fix=fix)
+
+    def _check_spatial_reuse(self, where: str) -> None:
+        for name in ("bss_color", "obss_pd"):
+            if getattr(self, name) is not None and self.standard != "802.11ax":
+                raise SpecError(f"{name} is part of 802.11ax, not {self.standard}", field=f"{where}.{name}",
+                                fix=f"use standard='802.11ax', or leave {name} out")
+        if self.bss_color is not None and not 1 <= self.bss_color <= MAX_BSS_COLOR:
+            raise SpecError(f"BSS colour {self.bss_color} is outside 1..{MAX_BSS_COLOR}", field=f"{where}.bss_color",
+                            fix=f"give each neighbouring AP its own colour from 1 to {MAX_BSS_COLOR}")
+        if self.obss_pd is None:
+            return
+        low, high = OBSS_PD_RANGE
+        if not low <= self.obss_pd <= high:
+            raise SpecError(f"OBSS-PD level {self.obss_pd:g} dBm is outside {low:g}..{high:g} dBm",
+                            field=f"{where}.obss_pd", fix="e.g. obss_pd=-72 (the standard allows -82 to -62)")
+        if self.bss_color is None:
+            raise SpecError("OBSS-PD tells other BSSs' frames apart by their colour, and this BSS has none",
+                            field=f"{where}.obss_pd", fix="give the AP a bss_color too (1-63)")
 
     def _check_streams(self, where: str) -> None:
         streams, name = self.spatial_streams, f"{where}.spatial_streams"
@@ -399,6 +427,8 @@ _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "spatial_streams": ((int, type(None)), "a number of streams (1-4) or None"),
     "queue": ((RadioQueue, type(None)), "a queue kind or mapping (read with RadioQueue.parse)"),
     "ofdma": ((bool,), "True or False"),
+    "bss_color": ((int, type(None)), "a colour from 1 to 63 or None"),
+    "obss_pd": ((int, float, type(None)), "a level in dBm (-82 to -62) or None"),
 }
 
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from quicbed.backends.ns3.network import Ns3Network
 from quicbed.host import ownership
 from quicbed.runner.transfer import isolated_channel
 from quicbed.spec.loader import load_topology
+from quicbed.spec.topology import Topology
 from realtime import in_real_time
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -387,3 +389,53 @@ def test_with_ofdma_the_ap_sends_to_several_stations_in_one_ppdu():
     shares = sum(receiver["airtime_s"] for receiver in ap["per_receiver"].values())
     assert set(ap["per_receiver"]) == {f"sta{index + 1}" for index in range(stations)}
     assert 0 < shares <= ap["airtime_s"]["data"] * 1.001, (shares, ap["airtime_s"])
+
+
+def _two_bss(obss_pd: float | None) -> Topology:
+    """Two 802.11ax BSSs on channel 36, APs 30 m apart (each hears the other at -75 dBm, above
+    the -82 dBm preamble detection level), colours 1 and 2, each with a station 3 m from its AP
+    on the far side (-45 dBm from its own AP), HE MCS 5."""
+    topo = Topology("reuse")
+    server, switch = topo.add_host("server"), topo.add_switch("sw1")
+    topo.add_link(server, switch)
+    for index, x, side in ((1, 0.0, -3.0), (2, 30.0, 3.0)):
+        ap = topo.add_access_point(f"ap{index}", position=(x, 0), standard="802.11ax", mcs=5, bss_color=index,
+                                   obss_pd=obss_pd)
+        topo.add_link(ap, switch)
+        topo.add_wireless_link(topo.add_station(f"sta{index}", position=(x + side, 0)), ap)
+    return topo
+
+
+def test_spatial_reuse_lets_two_coloured_bsss_send_at_once():
+    """Two saturated co-channel BSSs: without OBSS-PD each defers to the other's frames and
+    they share the air; with OBSS-PD at -72 dBm each ignores the other's (heard at -75) and
+    sends at once, at the power the standard then allows (21 - (-72 + 82) = 11 dBm, still
+    25 dB above the interference), so together they carry more. Measured here (3 runs each):
+    33.5-35.6 Mbit/s per BSS without (two contenders idle less than one: 68-69 in all, above
+    one BSS's 63.1), 61.7-61.9 with, where each AP ignored 265-290 of the other's PPDUs."""
+    phy = airtime.Phy(mcs=5, standard="802.11ax")
+    rate = 1.2 * airtime.saturated_throughput(UDP_PAYLOAD, phy).goodput
+
+    def both(obss_pd: float | None) -> Callable[[int], tuple[tuple[list[iperf.IperfResult], dict], list[str]]]:
+        def measure(attempt: int) -> tuple[tuple[list[iperf.IperfResult], dict], list[str]]:
+            with Ns3Network(_two_bss(obss_pd)) as network, isolated_channel(network):
+                server = network.node("server")
+                with contextlib.ExitStack() as servers:
+                    for index in (1, 2):
+                        servers.enter_context(iperf.start_server(server, port=iperf.DEFAULT_PORT + index))
+                    network.reset_stats()
+                    flows = [iperf.start(network.node(f"sta{index}"), server.address,
+                                         port=iperf.DEFAULT_PORT + index, protocol="udp", rate=rate, duration=3,
+                                         reverse=True, length=UDP_PAYLOAD) for index in (1, 2)]
+                    results = [flow.result(timeout=30) for flow in flows]
+                stats = network.mac_stats()
+            return (results, stats["radios"]), stats["invalid_reasons"]
+        return measure
+
+    (shared, shared_radios), _ = in_real_time(both(None), "two BSSs without spatial reuse")
+    (reused, reused_radios), _ = in_real_time(both(-72.0), "two BSSs with OBSS-PD")
+    alone = airtime.saturated_throughput(UDP_PAYLOAD, phy).goodput
+    assert all(r.throughput < 0.65 * alone for r in shared), ([r.throughput for r in shared], alone)  # taking turns
+    assert all(r.throughput > 0.9 * alone for r in reused), ([r.throughput for r in reused], alone)  # at once
+    assert all(r["obss_pd_resets"] == 0 for r in shared_radios.values())
+    assert all(reused_radios[f"ap{index}:wifi"]["obss_pd_resets"] > 100 for index in (1, 2)), reused_radios

@@ -390,6 +390,27 @@ def test_he_radios_are_checked() -> None:
         radio.check("nodes[ap1]")
 
 
+def test_spatial_reuse_settings_are_checked_and_reach_the_channel() -> None:
+    """802.11ax BSS colour (1-63) and OBSS-PD level (-82 to -62 dBm, with a colour) reach both
+    ends of the AP's links; elsewhere they are refused, naming the field."""
+    refused = [
+        (Radio(bss_color=3), "bss_color is part of 802.11ax, not 802.11n"),
+        (Radio(standard="802.11ax", bss_color=0), "BSS colour 0 is outside 1..63"),
+        (Radio(standard="802.11ax", bss_color=64), "BSS colour 64 is outside 1..63"),
+        (Radio(standard="802.11ax", bss_color=1, obss_pd=-90), "OBSS-PD level -90 dBm is outside -82..-62"),
+        (Radio(standard="802.11ax", obss_pd=-72), "this BSS has none"),
+        (Radio(standard="802.11ax", bss_color="red"), "bss_color must be a colour"),  # type: ignore[arg-type]
+    ]
+    for radio, message in refused:
+        with pytest.raises(SpecError, match=re.escape(message)) as caught:
+            radio.check("nodes[ap1]")
+        assert caught.value.field.startswith("nodes[ap1].")
+    description = build(_cell(standard="802.11ax", bss_color=5, obss_pd=-72))
+    for radio in ("ap1", "sta1:wlan0"):
+        assert (_wifi(description, radio)["bss_color"], _wifi(description, radio)["obss_pd_dbm"]) == (5, -72.0)
+    assert "bss_color" not in _wifi(build(_cell(standard="802.11ax")), "ap1")
+
+
 def test_an_he_aps_stations_share_its_guard_interval() -> None:
     topo = Topology("gi")
     ap = topo.add_access_point("ap1", standard="802.11ax")

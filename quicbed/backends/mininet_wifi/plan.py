@@ -127,6 +127,8 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
                "distance": "only node positions place radios (fix: give the nodes position=)",
                "loss": "a fixed frame error rate exists only in the ns3 channel",
                "ofdma": "mac80211_hwsim sends no multi-user (OFDMA) PPDUs",
+               "bss_color": "quicbed does not pass hostapd a colour (he_bss_color) yet",
+               "obss_pd": "mac80211_hwsim has no preamble detection to adjust",
                "guard_interval": "hostapd has no setting for HE guard intervals: the kernel picks them"}
     ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value
     for link in topo.links:

@@ -189,6 +189,10 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
         settings["mcs"] = radio.mcs
     if radio.ofdma:
         settings["ofdma"] = True
+    if radio.bss_color is not None:
+        settings["bss_color"] = radio.bss_color
+    if radio.obss_pd is not None:
+        settings["obss_pd_dbm"] = float(radio.obss_pd)
     queue = radio.queue
     if queue is not None and queue.kind != "fifo":
         settings["queue"] = {"kind": queue.kind, "packets": queue.packets or DISCIPLINE_PACKETS[queue.kind],
@@ -217,7 +221,8 @@ def mac_queue_packets(radio: Radio, default: int) -> int:
 
 
 #: radio fields one radio must use for all its peers (the radio has one setting for them)
-PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue", "ofdma")
+PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue", "ofdma",
+                    "bss_color", "obss_pd")
 
 
 def _number_first(value: Any) -> tuple[int, Any]:
@@ -536,6 +541,9 @@ class _Description:
                 if node != member:
                     continue
                 radio = _common_radio(f"mesh point {member} (channel {channel})", radio_links)
+                if radio.bss_color is not None or radio.obss_pd is not None:
+                    raise BackendError(f"links[{radio_links[0].name}]: BSS colour and OBSS-PD belong to an access "
+                                       "point's BSS, not to mesh peerings (fix: leave bss_color and obss_pd out)")
                 peers, frame_errors = [], {}
                 for link in radio_links:
                     other = link.node2 if link.node1 == member else link.node1

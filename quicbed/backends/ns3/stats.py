@@ -228,6 +228,8 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             "data_streams_max": radio.get("data_streams_max", 0),
             # downlink OFDMA (802.11ax, ofdma=True): multi-user PPDUs, and the PSDUs they carried
             "mu_ppdus": radio.get("mu_ppdus", 0), "mu_psdus": radio.get("mu_psdus", 0),
+            # 802.11ax spatial reuse: PPDUs of another BSS colour this radio ignored (obss_pd)
+            "obss_pd_resets": radio.get("obss_pd_resets", 0),
             # PSDUs received on ns-3's own path, those addressed to others it skimmed, and of the
             # latter's MPDUs those judged and those that only drew their random number (skim.h)
             "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),

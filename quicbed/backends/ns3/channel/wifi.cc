@@ -12,6 +12,7 @@
 #include "ns3/he-ru.h"
 #include "ns3/ht-configuration.h"
 #include "ns3/mgt-headers.h"
+#include "ns3/obss-pd-algorithm.h"
 #include "ns3/propagation-delay-model.h"
 #include "ns3/propagation-loss-model.h"
 #include "ns3/qos-txop.h"
@@ -70,6 +71,16 @@ NS_OBJECT_ENSURE_REGISTERED(QbApWifiMac);
 } // namespace
 
 void
+WifiPort::OnObssPdReset(uint8_t /*bssColor*/,
+                        double /*rssiDbm*/,
+                        bool /*powerRestricted*/,
+                        double /*txPowerMaxSiso*/,
+                        double /*txPowerMaxMimo*/)
+{
+    obssPdResets++;
+}
+
+void
 WifiPort::ResetStats()
 {
     data = TxCounters();
@@ -81,6 +92,7 @@ WifiPort::ResetStats()
     dataRateMax = 0;
     dataStreamsMax = 0;
     muPpdus = muPsdus = 0;
+    obssPdResets = 0;
     if (auto skimming = DynamicCast<QbYansWifiPhy>(phy))
     {
         skimBase = skimming->counters;
@@ -409,6 +421,13 @@ BuildWifiPort(Ptr<Node> node,
                                      "ControlMode",
                                      StringValue(control));
     }
+    if (spec.Has("obss_pd_dbm"))
+    {
+        // spatial reuse: PPDUs of another BSS colour heard below the level are ignored
+        wifi.SetObssPdAlgorithm("ns3::ConstantObssPdAlgorithm",
+                                "ObssPdLevel",
+                                DoubleValue(spec.Num("obss_pd_dbm", -82)));
+    }
     QbYansWifiPhyHelper yans;
     SpectrumWifiPhyHelper spectrum;
     bool onSpectrum = channels.IsSpectrum(band);
@@ -491,6 +510,14 @@ BuildWifiPort(Ptr<Node> node,
         Ptr<HeConfiguration> heConfig = port->dev->GetHeConfiguration();
         heConfig->SetGuardInterval(NanoSeconds(guardNs));
         heConfig->SetMpduBufferSize(256); // HE's block-ack window: up to 256 MPDUs per A-MPDU
+        if (port->role == "ap" && spec.Has("bss_color"))
+        {
+            heConfig->SetAttribute("BssColor", UintegerValue(uint32_t(spec.Num("bss_color", 0))));
+        }
+        if (auto obssPd = port->dev->GetObject<ObssPdAlgorithm>())
+        {
+            obssPd->TraceConnectWithoutContext("Reset", MakeCallback(&WifiPort::OnObssPdReset, port.get()));
+        }
     }
     if (ht)
     {

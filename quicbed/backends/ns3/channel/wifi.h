@@ -65,12 +65,18 @@ struct WifiPort
     uint64_t dataRateMax = 0; // bit/s, the fastest data PPDU sent
     int dataStreamsMax = 0;   // and the most spatial streams one used
     uint64_t muPpdus = 0, muPsdus = 0; // downlink OFDMA PPDUs, and the PSDUs (receivers) they carried
+    uint64_t obssPdResets = 0; // PPDUs of another BSS colour ignored by spatial reuse (OBSS-PD)
     SkimCounters skimBase; // the PHY's counts (skim.h) at the last reset
 
     void ResetStats();
     void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
     void OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/);
     void OnTxDrop(Ptr<const Packet>);
+    void OnObssPdReset(uint8_t bssColor,
+                       double rssiDbm,
+                       bool powerRestricted,
+                       double txPowerMaxSiso,
+                       double txPowerMaxMimo);
     /// A data MPDU the receiver's MAC acknowledged: its time since Enqueue took it.
     void OnAcked(Ptr<const WifiMpdu> mpdu);
     void SendRaw(Ptr<Packet> p, Mac48Address dst, uint16_t proto);
