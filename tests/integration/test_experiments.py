@@ -338,4 +338,8 @@ def test_e5_fastack_compares_the_ap_with_and_without(tmp_path: Path) -> None:
         assert ("fastack" in bridge) == fastack
         if fastack:
             assert bridge["fastack"]["accelerated"] > 3 * 1_000_000 / 1448 * 0.9, bridge
-    assert "relative change of True against False" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    if all(line["status"] == "ok" for line in lines):
+        assert "relative change of True against False" in summary
+    else:  # a run the busy machine held back is not counted: there is nothing to compare it with
+        assert "Failed and invalid runs:" in summary
