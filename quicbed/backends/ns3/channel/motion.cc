@@ -2,6 +2,8 @@
 
 #include "motion.h"
 
+#include "program.h" // MacStr
+
 #include "ns3/ampdu-subframe-header.h"
 #include "ns3/simulator.h"
 #include "ns3/sta-wifi-mac.h"
@@ -16,13 +18,7 @@ std::string
 Tracked::ApId(Mac48Address ap) const
 {
     auto it = apIds.find(ap);
-    std::ostringstream out;
-    if (it != apIds.end())
-    {
-        return it->second;
-    }
-    out << ap;
-    return out.str();
+    return it != apIds.end() ? it->second : MacStr(ap);
 }
 
 void
@@ -130,11 +126,6 @@ Motion::Track(WifiPort* radio,
     radio->mac->TraceConnectWithoutContext("Assoc", MakeCallback(&Tracked::OnAssoc, raw));
     radio->mac->TraceConnectWithoutContext("DeAssoc", MakeCallback(&Tracked::OnDeAssoc, raw));
     radio->delivered = [raw](uint32_t bytes) { raw->OnDelivered(bytes); };
-    auto sta = DynamicCast<StaWifiMac>(radio->mac);
-    if (sta && sta->IsAssociated())
-    {
-        raw->bssid = sta->GetBssid(0);
-    }
     m_tracked.push_back(std::move(tracked));
 }
 

@@ -37,7 +37,8 @@ struct Tracked
     uint64_t rxBytes = 0, rxBytesSampled = 0;
     Time lastDelivery = Time(-1);
     bool awaitingDelivery = false;
-    Mac48Address bssid; // associated with (zero: none)
+    Mac48Address bssid; // associated with (zero: none; set at Start, then by the traces)
+    Time start = Time(-1); // of the motion (negative: not started)
 
     std::vector<std::string> samples, events;
 
@@ -52,7 +53,6 @@ struct Tracked
     void OnDelivered(uint32_t bytes);
     void Event(const std::string& what, Mac48Address ap, const std::string& extra = "");
     std::string ApId(Mac48Address ap) const;
-    Time start = Time(-1);
 };
 
 class Motion
