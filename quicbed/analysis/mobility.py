@@ -40,6 +40,16 @@ def handovers(timeline: dict[str, Any], interval: float) -> dict[str, float]:
     return values
 
 
+
+def aps_used(timeline: dict[str, Any] | None) -> list[str]:
+    """The APs a station was with over its timeline (in a sample, or an association event), in
+    the order it first was; empty without a timeline."""
+    if not timeline:
+        return []
+    seen = sorted([(s["t"], s["ap"]) for s in timeline["samples"] if s.get("ap")]
+                  + [(e["t"], e["ap"]) for e in timeline["events"] if e["event"] == "associated" and e.get("ap")])
+    return list(dict.fromkeys(ap for _, ap in seen))
+
 def timeline_frame(timeline: dict[str, Any], interval: float) -> pd.DataFrame:
     """One row per sample: ``t`` (the sample's end, s), ``x``, ``y`` (m), ``ap``, ``rate``
     (bit/s delivered in the sample), ``mcs`` (mean received, NaN when no data frame came)

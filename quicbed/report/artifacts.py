@@ -31,7 +31,7 @@ class RunFiles:
     progress: Progress = _quiet
     problems: list[str] = field(default_factory=list)  # artifacts that could not be read, and why
     _packets: dict[Path, list[Packet] | None] = field(default_factory=dict)
-    _details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def path(self, folder: str, *names: str) -> Path | None:
         """The first of ``names`` that exists in the run folder ``folder`` (relative to root)."""
@@ -67,16 +67,20 @@ class RunFiles:
             return None
         return value if isinstance(value, dict) else None
 
-    def run_details(self, folder: str) -> dict[str, Any]:
-        """The ``details`` of the run's run.json ({} when missing or unreadable), read once."""
-        if folder not in self._details:
+    def run_record(self, folder: str) -> dict[str, Any]:
+        """The run's run.json ({} when missing or unreadable), read once."""
+        if folder not in self._records:
             path = self.path(folder, "run.json")
             try:
                 value = json.loads(path.read_text(encoding="utf-8")) if path else {}
             except (OSError, json.JSONDecodeError):
                 value = {}
-            self._details[folder] = (value.get("details") or {}) if isinstance(value, dict) else {}
-        return self._details[folder]
+            self._records[folder] = value if isinstance(value, dict) else {}
+        return self._records[folder]
+
+    def run_details(self, folder: str) -> dict[str, Any]:
+        """The ``details`` of the run's run.json ({} when missing or unreadable)."""
+        return self.run_record(folder).get("details") or {}
 
     def sender_series(self, folder: str) -> pd.DataFrame | None:
         """The sender's cwnd, bytes in flight, RTTs and pacing rate over time (epoch s), until

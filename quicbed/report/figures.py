@@ -690,9 +690,15 @@ def share_figures(context: _Context) -> None:
             break  # one run per cell: cells are either parallel-flow cells or not
 
 
+#: moving stations drawn per run, the download's client first (a random walk of many would
+#: bury it)
+MAX_MOVING_STATIONS = 4
+
+
 def mobility_figures(context: _Context) -> None:
-    """A moving or roaming station over time (rate, signal per AP, MCS, position, handovers):
-    the first counted run of each transport in each cell, up to ``max_runs`` per transport."""
+    """Moving or roaming stations over time (rate, signal per AP, MCS, position, handovers):
+    the first counted run of each transport in each cell, up to ``max_runs`` per transport,
+    and in each up to MAX_MOVING_STATIONS stations, the download's client first."""
     made: dict[str, int] = {}
     for _, run in context.runs.sort_values(["cell_index", "run_id"], kind="stable").iterrows():
         transport = run["transport"]
@@ -700,22 +706,26 @@ def mobility_figures(context: _Context) -> None:
             continue
         path = context.files.path(run["folder"], "mac-stats.json")
         motion = json.loads(path.read_text()).get("motion") if path is not None else None
-        if not motion or not motion["stations"]:
+        if not motion:
             continue
-        station, timeline = sorted(motion["stations"].items())[0]
-        if not timeline["samples"]:
-            continue
-        frame = mobility.timeline_frame(timeline, motion["interval_s"])
-        changes = [e for e in timeline["events"] if e["event"] == "associated"]
-        stem = f"mobility-{slug(run['run_id'])}"
-        context.draw(stem, f"{station} moving ({run['cell']})",
-                     f"Station {station} in run {run['run_id']} ({run['cell']}): bytes delivered to it, the "
-                     f"signal it heard from each access point and the MCS it received at, per "
-                     f"{motion['interval_s'] * 1e3:.0f} ms sample, and its position. Dashed: it lost its AP; "
-                     f"solid: it associated ({len(changes)} association(s): "
-                     f"{_associations(changes)}). Data in the CSV.",
-                     partial(_mobility_files, frame, timeline["events"]))
-        made[transport] = made.get(transport, 0) + 1
+        client = context.files.run_record(run["folder"]).get("client")
+        stations = sorted((name for name, timeline in motion["stations"].items() if timeline["samples"]),
+                          key=lambda name: (name != client, name))[:MAX_MOVING_STATIONS]
+        for station in stations:
+            timeline = motion["stations"][station]
+            frame = mobility.timeline_frame(timeline, motion["interval_s"])
+            changes = [e for e in timeline["events"] if e["event"] == "associated"]
+            stem = f"mobility-{slug(run['run_id'])}" + (f"-{slug(station)}" if len(stations) > 1 else "")
+            role = "the download's client" if station == client else "another station"
+            context.draw(stem, f"{station} moving ({run['cell']})",
+                         f"Station {station} ({role}) in run {run['run_id']} ({run['cell']}): bytes delivered "
+                         f"to it, the signal it heard from each access point and the MCS it received at, per "
+                         f"{motion['interval_s'] * 1e3:.0f} ms sample, and its position. Dashed: it lost its AP; "
+                         f"solid: it associated ({len(changes)} association(s): "
+                         f"{_associations(changes)}). Data in the CSV.",
+                         partial(_mobility_files, frame, timeline["events"]))
+        if stations:
+            made[transport] = made.get(transport, 0) + 1
 
 
 def _associations(events: list[dict[str, Any]]) -> str:

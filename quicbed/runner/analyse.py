@@ -34,7 +34,8 @@ from quicbed.analysis.metrics import (
     tcp_retransmissions,
     total_time,
 )
-from quicbed.analysis.mobility import handovers
+from quicbed.analysis.mac import merge_nodes
+from quicbed.analysis.mobility import aps_used, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
 
@@ -448,7 +449,12 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         return {}
     stats = json.loads(path.read_text())
     values: dict[str, float] = {}
-    node = stats.get("nodes", {}).get(hops[-1][0]) if hops else None
+    motion = stats.get("motion")
+    timeline = motion["stations"].get(hops[-1][1]) if hops and motion else None
+    # the last hop's senders: the client's AP, or every AP it roamed to
+    senders = aps_used(timeline) or [hops[-1][0]] if hops else []
+    summaries = [stats.get("nodes", {})[name] for name in senders if name in stats.get("nodes", {})]
+    node = summaries[0] if len(summaries) == 1 else merge_nodes(summaries) if summaries else None
     if node:
         values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
                       mac_retries=node["retries"])
@@ -462,19 +468,20 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
             values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
                           queue_disc_drops=node["discipline_drops"])
     if hops:  # downlink OFDMA (802.11ax): how many stations shared a multi-user PPDU
-        sending = [radio for radio in stats.get("radios", {}).values() if radio.get("node") == hops[-1][0]]
+        sending = [radio for radio in stats.get("radios", {}).values() if radio.get("node") in senders]
         multi_user, carried = (sum(radio.get(key, 0) for radio in sending) for key in ("mu_ppdus", "mu_psdus"))
         if multi_user:
             ppdus = sum(radio["data_psdus"] for radio in sending) - carried + multi_user  # (a PSDU per station)
             values.update(ofdma_users_per_ppdu=carried / multi_user, ofdma_ppdu_share=multi_user / ppdus)
-    motion = stats.get("motion")
-    if hops and motion and hops[-1][1] in motion["stations"]:  # a client that moved or roamed
-        values.update(handovers(motion["stations"][hops[-1][1]], motion["interval_s"]))
+    if timeline is not None:  # a client that moved or roamed
+        values.update(handovers(timeline, motion["interval_s"]))
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
-        for radio in stats.get("radios", {}).values():
-            link = radio.get("per_receiver", {}).get(receiver)
-            if radio.get("node") == sender and link and link.get("psdus"):
-                values[f"ampdu_hop{number}"] = link["mean_mpdus_per_ampdu"]
+        hop_senders = senders if number == len(hops) else [sender]
+        links = [radio["per_receiver"][receiver] for radio in stats.get("radios", {}).values()
+                 if radio.get("node") in hop_senders and radio.get("per_receiver", {}).get(receiver, {}).get("psdus")]
+        if links:  # PSDU-weighted: the MPDUs of every A-MPDU the receiver was sent, over their count
+            values[f"ampdu_hop{number}"] = (sum(link["psdus"] * link["mean_mpdus_per_ampdu"] for link in links)
+                                            / sum(link["psdus"] for link in links))
     lag = stats.get("lag", {})
     if lag.get("max_ms") is not None:
         values["lag_max"] = lag["max_ms"] / 1e3

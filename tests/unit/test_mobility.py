@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.analysis import plots
-from quicbed.analysis.mobility import handovers, timeline_frame
+from quicbed.analysis.mobility import aps_used, handovers, timeline_frame
 from quicbed.backends.ns3.description import describe
 from quicbed.errors import BackendError, SpecError
 from quicbed.spec.loader import load_topology
@@ -218,6 +218,11 @@ def test_handover_figures_come_from_the_timeline():
     assert values["handover_recovery"] == pytest.approx(6.25 - 4.7)
     assert handovers({"samples": [], "events": []}, 0.25) == {"handovers": 0.0}
 
+
+
+def test_the_aps_a_station_was_with_in_the_order_it_was():
+    assert aps_used(_timeline()) == ["ap1", "ap2"]
+    assert aps_used(None) == [] and aps_used({"samples": [{"t": 1, "ap": None}], "events": []}) == []
 
 def test_the_timeline_becomes_a_frame_and_a_figure(tmp_path):
     frame = timeline_frame(_timeline(), 0.25)

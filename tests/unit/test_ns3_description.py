@@ -18,10 +18,8 @@ from quicbed.backends.ns3.description import (
     radio_settings,
     reference_loss_db,
 )
+from quicbed.analysis.mac import aggregated_mean, delay_summary, merge_histograms
 from quicbed.backends.ns3.stats import (
-    aggregated_mean,
-    delay_summary,
-    merge_histograms,
     summarize,
     time_behind_share,
     validity,

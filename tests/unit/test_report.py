@@ -604,3 +604,23 @@ def test_a_mean_is_shown_to_the_precision_of_its_interval() -> None:
     assert mean_pm(0.0144, 0.0989) == "0.014 ± 0.099"
     assert mean_pm(50.0, 0.0) == "50 ± 0" and mean_pm(3.0, float("nan")) == "3"
     assert mean_pm(1e-7, 3e-8) == "1e-07 ± 3e-08"
+
+
+def test_moving_stations_are_drawn_the_downloads_client_first(tmp_path: Path) -> None:
+    """Every station of the run's motion record that has samples gets its figure and CSV, the
+    run's client first and named so; one without samples gets none."""
+    folder = make_parallel_folder(tmp_path / "walk")
+    samples = [{"t": 0.25 * i, "x": float(i), "y": 0.0, "ap": "ap1" if i < 6 else "ap2",
+                "signal_dbm": {"ap1": -60.0 - i, "ap2": -80.0 + i}, "mcs": 7, "rx_bytes": 100_000} for i in range(1, 12)]
+    timeline = {"samples": samples, "events": [{"t": 1.4, "event": "associated", "ap": "ap2"}]}
+    for run in ("c000-r001", "c000-r002"):
+        run_folder = folder / "runs" / run
+        (run_folder / "mac-stats.json").write_text(json.dumps({"motion": {"interval_s": 0.25, "stations": {
+            "sta1": timeline, "sta2": timeline, "sta3": {"samples": [], "events": []}}}}))
+        (run_folder / "run.json").write_text(json.dumps({"client": "sta2", "details": {}}))
+    build_report(folder, ReportOptions())
+    drawn = sorted(p.name for p in (folder / "report").glob("mobility-c000-r001*"))
+    assert drawn == [f"mobility-c000-r001-{station}.{suffix}" for station in ("sta1", "sta2")
+                     for suffix in ("csv", "png", "svg")]
+    page = (folder / "index.html").read_text()
+    assert page.index("Station sta2 (the download&#x27;s client)") < page.index("Station sta1 (another station)")

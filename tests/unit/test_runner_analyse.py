@@ -13,6 +13,7 @@ import pytest
 
 from quicbed.analysis import metrics
 from quicbed.analysis.catalogue import METRICS
+from quicbed.analysis.mac import summarise_node
 from quicbed.analysis.packets import read_pcap
 from quicbed.analysis.qlog import summarize_qlog
 from quicbed.runner.analyse import (
@@ -114,6 +115,35 @@ def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
     # 0.25 s of airtime for 2 MB delivered: 0.125 s per megabyte
     assert mac_metrics(tmp_path, [("ap1", "sta1")], app_bytes=2_000_000)["airtime_per_mb"] == pytest.approx(0.125)
 
+
+
+def test_mac_metrics_of_a_roaming_client_take_every_ap_it_used(tmp_path: Path) -> None:
+    """The route names ap1 (the topology's first AP), but sta1 walked to ap2: the last hop's
+    figures are both APs' frames together, not ap1's alone."""
+    def ap(psdus: int, mpdus: int, delays: dict[str, int]) -> dict:
+        return summarise_node({"airtime_s": psdus * 0.001, "airtime_share": psdus / 1000, "data_psdus": psdus,
+                               "data_mpdus": mpdus, "retries": psdus // 10, "mac_drops": 0, "queue_drops": 0,
+                               "discipline_drops": 0, "histogram": {}, "mac_delay_100us": delays, "sojourn_100us": {}})
+    timeline = {"samples": [{"t": 0.25, "ap": "ap1", "rx_bytes": 9000}, {"t": 0.5, "ap": None, "rx_bytes": 0},
+                            {"t": 0.75, "ap": "ap2", "rx_bytes": 9000}],
+                "events": [{"t": 0.3, "event": "lost", "ap": "ap1"}, {"t": 0.6, "event": "associated", "ap": "ap2"}]}
+    (tmp_path / "mac-stats.json").write_text(json.dumps({
+        "nodes": {"ap1": ap(100, 2000, {"10": 90, "50": 10}), "ap2": ap(300, 3000, {"20": 300})},
+        "radios": {"r0": {"node": "ap1", "per_receiver": {"sta1": {"psdus": 100, "mean_mpdus_per_ampdu": 20.0}}},
+                   "r1": {"node": "ap2", "per_receiver": {"sta1": {"psdus": 300, "mean_mpdus_per_ampdu": 10.0}}}},
+        "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}}}))
+    values = mac_metrics(tmp_path, [("ap1", "sta1")])
+    assert values["ampdu_mean"] == pytest.approx(5000 / 400) and values["ampdu_hop1"] == pytest.approx(5000 / 400)
+    assert values["airtime_share"] == pytest.approx(0.4) and values["mac_retries"] == 40
+    # 400 frames: the median and the 95th percentile in ap2's bucket 20 (2.05 ms)
+    assert values["mac_delay_median"] == pytest.approx(2.05e-3) and values["mac_delay_p95"] == pytest.approx(2.05e-3)
+    assert values["handovers"] == 1
+    # a station that stayed with ap1 (its timeline names no other) is ap1's alone
+    timeline["samples"][2]["ap"], timeline["events"] = "ap1", []
+    (tmp_path / "mac-stats.json").write_text(json.dumps({**json.loads((tmp_path / "mac-stats.json").read_text()),
+                                                         "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}}}))
+    values = mac_metrics(tmp_path, [("ap1", "sta1")])
+    assert values["ampdu_mean"] == 20 and values["ampdu_hop1"] == 20 and values["mac_delay_median"] == pytest.approx(1.05e-3)
 
 def test_ofdma_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
     """100 downlink MU PPDUs carried 250 stations' PSDUs; with 50 single-user PPDUs beside

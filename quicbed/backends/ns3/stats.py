@@ -9,48 +9,9 @@ from entering its radio queue to the receiver's MAC acknowledgement).
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from itertools import accumulate
 from typing import Any
 
-
-def mean_from_histogram(histogram: dict[str, int]) -> float:
-    total = sum(histogram.values())
-    return sum(int(k) * v for k, v in histogram.items()) / total if total else 0.0
-
-
-def aggregated_mean(histogram: dict[str, int]) -> float:
-    """Mean MPDUs per A-MPDU counting only PSDUs that carried more than one MPDU."""
-    multi = {k: v for k, v in histogram.items() if int(k) > 1}
-    return mean_from_histogram(multi)
-
-
-def merge_histograms(*histograms: dict[str, int]) -> dict[str, int]:
-    merged: dict[str, int] = {}
-    for histogram in histograms:
-        for key, count in histogram.items():
-            merged[key] = merged.get(key, 0) + count
-    return dict(sorted(merged.items(), key=lambda item: int(item[0])))
-
-
-#: the width (s) of the channel's MAC delay buckets ("mac_delay_100us")
-DELAY_BUCKET_S = 100e-6
-
-
-def delay_summary(histogram: dict[str, int]) -> dict[str, Any]:
-    """Frames, mean, median and 95th percentile (s) of a MAC delay histogram (bucket index ->
-    count), each frame taken at its bucket's middle."""
-    frames = sum(histogram.values())
-    if not frames:
-        return {"frames": 0, "mean_s": None, "median_s": None, "p95_s": None}
-    buckets = sorted((int(k), v) for k, v in histogram.items())
-    cumulative = list(accumulate(count for _, count in buckets))
-
-    def quantile(q: float) -> float:  # the bucket holding the q-th frame
-        return (buckets[bisect_left(cumulative, q * frames)][0] + 0.5) * DELAY_BUCKET_S
-
-    mean = sum((bucket + 0.5) * count for bucket, count in buckets) / frames * DELAY_BUCKET_S
-    return {"frames": frames, "mean_s": mean, "median_s": quantile(0.5), "p95_s": quantile(0.95)}
+from quicbed.analysis.mac import aggregated_mean, delay_summary, merge_histograms, summarise_node
 
 
 #: the lag the time-behind rule counts: probes more than this many ms late
@@ -263,10 +224,7 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         channel["airtime_s"] += radio["airtime_s"]["total"]
         channel["radios"].append(radio["id"])
     for summary in nodes.values():
-        summary["mean_mpdus_per_ampdu"] = (summary["data_mpdus"] / summary["data_psdus"]
-                                           if summary["data_psdus"] else 0.0)
-        summary["mac_delay"] = delay_summary(summary.pop("mac_delay_100us"))
-        summary["queue_disc_sojourn"] = delay_summary(summary.pop("sojourn_100us"))
+        summarise_node(summary)
     for channel in channels.values():
         channel["busy_share"] = channel["airtime_s"] / sim if sim else 0.0
         for radio_id in channel["radios"]:
