@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standard", default="802.11n", choices=("802.11n", "802.11ac", "802.11ax"))
     parser.add_argument("--width", default=20, type=int, choices=(20, 40, 80, 160), help="channel width, MHz")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each flow (default 5)")
-    parser.add_argument("--band", default="5GHz", choices=("2.4GHz", "5GHz"))
+    parser.add_argument("--band", default="5GHz", choices=("2.4GHz", "5GHz", "6GHz"))
     parser.add_argument("--guard-interval", default="long", choices=("long", "short", "1.6us", "3.2us"),
                         help="long/short (802.11n/ac), long (0.8 us), 1.6us or 3.2us (802.11ax)")
     parser.add_argument("--paced-rate", default=20e6, type=float, help="offered UDP rate, paced vs bursty (bit/s)")
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         print(reason, file=sys.stderr)
         return 2
     build.ensure_built(quiet=False)
-    base = {"band": args.band, "channel": 36 if args.band == "5GHz" else 6, "guard_interval": args.guard_interval,
-            "standard": args.standard, "width": args.width}
+    base = {"band": args.band, "channel": {"5GHz": 36, "6GHz": 37}.get(args.band, 6),
+            "guard_interval": args.guard_interval, "standard": args.standard, "width": args.width}
     figures: dict = {"settings": {**base, "seconds": args.seconds}, "mcs": {}}
 
     def phy_of(mcs: int) -> airtime.Phy:

@@ -165,10 +165,12 @@ class WiredLink:
 
 
 STANDARDS = {"802.11g": ("2.4GHz",), "802.11a": ("5GHz",), "802.11n": ("2.4GHz", "5GHz"),
-             "802.11ac": ("5GHz",), "802.11ax": ("2.4GHz", "5GHz")}
+             "802.11ac": ("5GHz",), "802.11ax": ("2.4GHz", "5GHz", "6GHz")}
 CHANNELS = {"2.4GHz": tuple(range(1, 15)),
             "5GHz": (36, 40, 44, 48, 52, 56, 60, 64, 100, 104, 108, 112, 116, 120, 124, 128,
-                     132, 136, 140, 144, 149, 153, 157, 161, 165)}
+                     132, 136, 140, 144, 149, 153, 157, 161, 165),
+            # 802.11ax-2021 27.3.23.2: the 20 MHz channels of 5925-7125 MHz (U-NII-5 to -8)
+            "6GHz": tuple(range(1, 234, 4))}
 WIDTHS = {"802.11g": (20,), "802.11a": (20,), "802.11n": (20, 40), "802.11ac": (20, 40, 80, 160),
           "802.11ax": (20, 40, 80, 160)}
 #: the widest channel of the 2.4 GHz band
@@ -419,7 +421,7 @@ class Radio:
 RADIO_FIELDS = tuple(f.name for f in fields(Radio))
 #: what each radio setting may hold, and how to say it
 _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "standard": ((str,), "a name like '802.11n'"), "band": ((str,), "'2.4GHz' or '5GHz'"),
+    "standard": ((str,), "a name like '802.11n'"), "band": ((str,), "'2.4GHz', '5GHz' or '6GHz'"),
     "channel": ((int,), "a channel number"), "width": ((int,), "a width in MHz"),
     "guard_interval": ((str,), "'long', 'short' or a duration like '1.6us'"), "mcs": ((int, type(None)), "an MCS index or None"),
     "rate_control": ((str,), "'constant' or 'minstrel'"), "ampdu": ((bool,), "True or False"),

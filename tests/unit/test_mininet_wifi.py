@@ -249,3 +249,14 @@ def test_a_stuck_connect_is_reissued_until_the_station_associates(monkeypatch: p
     monkeypatch.setattr(never, "_reconnect", lambda sta, ap: pytest.fail("association_retry_s=0 never re-issues"))
     with pytest.raises(BackendError, match="did not associate within 0.6 s"):
         never._wait_associated()
+
+
+def test_6ghz_radios_are_refused_naming_the_link_and_the_fix() -> None:
+    from quicbed.backends.mininet_wifi import plan
+
+    topo = Topology()
+    ap = topo.add_access_point("ap1", standard="802.11ax", band="6GHz", channel=37)
+    topo.add_link(ap, topo.add_host("server"))
+    topo.add_wireless_link(topo.add_station("sta1"), ap)
+    with pytest.raises(BackendError, match=r"links\[.*\]\.band: .* 6 GHz .*fix: use the ns3 backend, or band='5GHz'"):
+        plan(topo.resolve())

@@ -80,6 +80,10 @@ def test_one_ap_cell_with_a_wired_server():
     ("5GHz", 149, 40, (151, 0)), ("5GHz", 44, 80, (42, 2)), ("5GHz", 100, 160, (114, 0)),
     ("5GHz", 64, 160, (50, 7)), ("2.4GHz", 1, 40, (3, 0)), ("2.4GHz", 11, 40, (9, 1)),
     ("2.4GHz", 6, 20, (6, 0)),
+    # 6 GHz: wide channels tile the band from channel 1 (40 MHz: 3, 11, ...; 80: 7, 23, 39, ...;
+    # 160: 15, 47, ...)
+    ("6GHz", 1, 20, (1, 0)), ("6GHz", 5, 40, (3, 1)), ("6GHz", 229, 40, (227, 1)), ("6GHz", 37, 80, (39, 1)),
+    ("6GHz", 33, 160, (47, 0)), ("6GHz", 61, 160, (47, 7)),
 ])
 def test_channel_numbers_follow_ns3s_table(band, channel, width, expected):
     assert ns3_channel(band, channel, width) == expected
@@ -90,6 +94,8 @@ def test_a_channel_outside_any_wide_channel_is_refused():
         ns3_channel("5GHz", 144, 160)
     with pytest.raises(BackendError, match="20 or 40 MHz"):
         ns3_channel("2.4GHz", 6, 80)
+    with pytest.raises(BackendError, match="6 GHz channel 233 is not part of a 40 MHz channel"):
+        ns3_channel("6GHz", 233, 40)
 
 
 def test_radio_settings():
@@ -378,13 +384,17 @@ def test_he_radios_are_checked() -> None:
         (Radio(ofdma=True), "OFDMA is part of 802.11ax, not 802.11n"),
         (Radio(standard="802.11ax", ampdu_max_size=6500632), "outside 1..6500631"),
         (Radio(standard="802.11ax", spatial_streams=5), "outside 1..4"),
+        (Radio(standard="802.11ac", band="6GHz", channel=37), "802.11ac does not use the 6GHz band"),
+        (Radio(standard="802.11ax", band="6GHz", channel=36), "channel 36 is not a 6GHz channel"),
     ]
     for radio, message in refused:
         with pytest.raises(SpecError, match=re.escape(message)):
             radio.check("nodes[ap1]")
     for radio in (Radio(standard="802.11ax", mcs=11, guard_interval="3.2us"),
                   Radio(standard="802.11ax", band="2.4GHz", channel=6, width=40, ofdma=True),
-                  Radio(standard="802.11ax", width=20, mcs=9, spatial_streams=4)):  # no VHT-style exclusions
+                  Radio(standard="802.11ax", width=20, mcs=9, spatial_streams=4),  # no VHT-style exclusions
+                  Radio(standard="802.11ax", band="6GHz", channel=233, width=20),
+                  Radio(standard="802.11ax", band="6GHz", channel=37, width=160)):
         radio.check("nodes[ap1]")
 
 

@@ -211,6 +211,11 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
         raise BackendError(f"nodes[{station}]: station {station} roams between {', '.join(aps)}, which the "
                            "mininet-wifi backend does not set up yet (fix: use the ns3 backend, or link the station "
                            "to one access point)")
+    six = next((link for link in topo.links if isinstance(link, WirelessLink) and link.radio.band == "6GHz"), None)
+    if six is not None:
+        raise BackendError(f"links[{six.name}].band: the mininet-wifi backend does not set up 6 GHz radios (hostapd "
+                           "there needs an operating class and WPA3-SAE, which it does not configure) (fix: use the "
+                           "ns3 backend, or band='5GHz')")
     result = WifiPlan()
     for node in topo.nodes.values():
         if isinstance(node, AccessPoint):

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from quicbed.spec.link import VHT_EXCLUDED, guard_interval_ns
 
 SLOT = 9.0
-SIFS = {"5GHz": 16.0, "2.4GHz": 10.0}
-SIGNAL_EXTENSION = {"5GHz": 0.0, "2.4GHz": 6.0}
+SIFS = {"5GHz": 16.0, "6GHz": 16.0, "2.4GHz": 10.0}
+SIGNAL_EXTENSION = {"5GHz": 0.0, "6GHz": 0.0, "2.4GHz": 6.0}
 AIFSN_BE = 3
 CW_MIN = 15
 PPDU_MAX_TIME = 5484.0  # aPPDUMaxTime for HT-mixed, VHT and HE PPDUs

@@ -24,7 +24,7 @@ Schema (version 1)::
      "lag_interval_us": 1000, "live_interval_ms": 1000,
      "warmup": {"packets": 8, "bytes": 200, "timeout_s": 20},
      "propagation": {"model": "log_distance", "exponent": 3.0,
-                     "reference_loss_db": {"2.4GHz": .., "5GHz": ..}},
+                     "reference_loss_db": {"2.4GHz": .., "5GHz": .., "6GHz": ..}},
      "wires": [{"name", "forward": SHAPE, "backward": SHAPE}],
      "nodes": [{"name", "kind", "position": [x, y, z], "ports": [PORT...], "routes": {...}}]}
     SHAPE = {"rate_bps", "delay_s", "jitter_s", "jitter_distribution", "queue_packets",
@@ -136,6 +136,8 @@ def channel_frequency_mhz(band: str, channel: int) -> float:
     """Centre frequency of a 20 MHz channel."""
     if band == "2.4GHz":
         return 2484.0 if channel == 14 else 2407.0 + 5 * channel
+    if band == "6GHz":
+        return 5950.0 + 5 * channel
     return 5000.0 + 5 * channel
 
 
@@ -153,6 +155,15 @@ def ns3_channel(band: str, channel: int, width: int) -> tuple[int, int]:
         if channel + 4 <= 13:
             return channel + 2, 0
         return channel - 2, 1
+    if band == "6GHz":
+        # wide channels tile the band from channel 1: width/20 channels each, named by their centre
+        size = width // 20
+        start = channel - (channel - 1) % (4 * size)
+        members = [start + 4 * k for k in range(size)]
+        if members[-1] > 233:
+            raise BackendError(f"6 GHz channel {channel} is not part of a {width} MHz channel "
+                               "(fix: a lower primary channel, e.g. 1, 5, 9, 13)")
+        return start + 2 * (size - 1), members.index(channel)
     for centre in WIDE_5GHZ.get(width, ()):
         lowest = centre - width // 10 + 2
         members = [lowest + 4 * k for k in range(width // 20)]
@@ -164,7 +175,7 @@ def ns3_channel(band: str, channel: int, width: int) -> tuple[int, int]:
 
 def reference_loss_db(band: str) -> float:
     """Free-space loss at 1 m at the band's lowest common channel (ns-3 log-distance reference)."""
-    frequency = 2412e6 if band == "2.4GHz" else 5180e6
+    frequency = {"2.4GHz": 2412e6, "6GHz": 5955e6}.get(band, 5180e6)
     return 20 * math.log10(4 * math.pi * frequency / SPEED_OF_LIGHT)
 
 
@@ -338,7 +349,7 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
         "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
                         "rss_dbm": options.rss_dbm,
                         "reference_loss_db": {band: round(reference_loss_db(band), 3)
-                                              for band in ("2.4GHz", "5GHz")}},
+                                              for band in ("2.4GHz", "5GHz", "6GHz")}},
         "wires": built.wires, "nodes": built.nodes, "spectrum_bands": spectrum_bands(resolved.topology),
         **options.extra,
     }

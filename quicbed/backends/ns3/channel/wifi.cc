@@ -277,7 +277,7 @@ WifiChannels::LossModel(const std::string& band) const
     if (model == "friis")
     {
         Ptr<FriisPropagationLossModel> loss = CreateObject<FriisPropagationLossModel>();
-        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : 5.25e9);
+        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : band == "6GHz" ? 6.115e9 : 5.25e9);
         return loss;
     }
     Die("unknown propagation model " + model);
@@ -367,7 +367,7 @@ BuildWifiPort(Ptr<Node> node,
     port->channelNumber = int(spec.Num("channel", number));
     bool ht = standard == "802.11n" || standard == "802.11ac" || standard == "802.11ax";
     bool he = standard == "802.11ax";
-    port->band = band == "2.4GHz" ? WIFI_PHY_BAND_2_4GHZ : WIFI_PHY_BAND_5GHZ;
+    port->band = band == "2.4GHz" ? WIFI_PHY_BAND_2_4GHZ : band == "6GHz" ? WIFI_PHY_BAND_6GHZ : WIFI_PHY_BAND_5GHZ;
 
     WifiHelper wifi;
     if (standard == "802.11n")
@@ -443,7 +443,8 @@ BuildWifiPort(Ptr<Node> node,
     }
     std::ostringstream settings;
     settings << "{" << number << ", " << width << ", "
-             << (band == "2.4GHz" ? "BAND_2_4GHZ" : "BAND_5GHZ") << ", " << primary20 << "}";
+             << (band == "2.4GHz" ? "BAND_2_4GHZ" : band == "6GHz" ? "BAND_6GHZ" : "BAND_5GHZ") << ", " << primary20
+             << "}";
     phy.Set("ChannelSettings", StringValue(settings.str()));
     double power = spec.Num("tx_power_dbm", 16.0206);
     phy.Set("TxPowerStart", DoubleValue(power));
