@@ -129,6 +129,10 @@ _METRICS = [
            bounds=NON_NEGATIVE),
     Metric("ofdma_ppdu_share", "OFDMA PPDUs", "%", 100.0, None, "mac",
            "share of that radio's data PPDUs sent as downlink multi-user (OFDMA) PPDUs", bounds=FRACTION),
+    Metric("ofdma_uplink_share", "uplink OFDMA PSDUs", "%", 100.0, None, "mac",
+           "share of the client's own data PSDUs (a TCP client's ACKs) sent in its resource unit of an uplink "
+           "multi-user PPDU its AP triggered (802.11ax with ofdma_uplink; absent when it sent none)",
+           bounds=FRACTION),
     Metric("handovers", "handovers", "", 1.0, None, "mac",
            "times the client station associated with an access point during the run (ns3; a station that "
            "moves or roams)", bounds=NON_NEGATIVE),

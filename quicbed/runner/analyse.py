@@ -441,7 +441,7 @@ def bdp_metrics(series: CwndSeries | None, delivery_rate: float | None) -> dict[
 def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None) -> dict[str, float]:
     """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered), retries, MAC
     delay and downlink OFDMA of the node that transmits the download's last hop to the client
-    (the AP for a station);
+    (the AP for a station), and the client's uplink OFDMA;
     MPDUs per A-MPDU on each wireless hop (sender to receiver, from the server's side); and
     the simulator's lag."""
     path = folder / "mac-stats.json"
@@ -467,12 +467,16 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         if sojourn.get("frames"):
             values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
                           queue_disc_drops=node["discipline_drops"])
-    if hops:  # downlink OFDMA (802.11ax): how many stations shared a multi-user PPDU
+    if hops:  # OFDMA (802.11ax): how many stations shared a downlink multi-user PPDU; the client's uplink
         sending = [radio for radio in stats.get("radios", {}).values() if radio.get("node") in senders]
         multi_user, carried = (sum(radio.get(key, 0) for radio in sending) for key in ("mu_ppdus", "mu_psdus"))
         if multi_user:
             ppdus = sum(radio["data_psdus"] for radio in sending) - carried + multi_user  # (a PSDU per station)
             values.update(ofdma_users_per_ppdu=carried / multi_user, ofdma_ppdu_share=multi_user / ppdus)
+        client = [radio for radio in stats.get("radios", {}).values() if radio.get("node") == hops[-1][1]]
+        uplink, sent = (sum(radio.get(key, 0) for radio in client) for key in ("ul_mu_data_psdus", "data_psdus"))
+        if uplink and sent:  # uplink OFDMA: the client's data in the resource units its AP triggered
+            values["ofdma_uplink_share"] = uplink / sent
     if timeline is not None:  # a client that moved or roamed
         values.update(handovers(timeline, motion["interval_s"]))
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):

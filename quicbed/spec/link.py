@@ -181,6 +181,8 @@ HT_STANDARDS = ("802.11n", "802.11ac", "802.11ax")
 #: guard intervals in ns, by name or duration: HT/VHT's long and short, HE's three
 GUARD_INTERVALS = {"802.11n": (800, 400), "802.11ac": (800, 400), "802.11ax": (800, 1600, 3200)}
 GUARD_INTERVAL_NAMES = {"long": 800, "short": 400}
+#: what ofdma= takes besides True and False
+OFDMA_DIRECTIONS = ("downlink", "both")
 #: 802.11ax BSS colours (6 bits; 0 means none)
 MAX_BSS_COLOR = 63
 #: the OBSS-PD levels the standard allows (dBm)
@@ -295,8 +297,9 @@ class Radio:
     amsdu: bool = False
     spatial_streams: int | None = None  # None: 802.11n's from its MCS (8-15: 2, ...), otherwise 1
     queue: RadioQueue | None = None  # None: the backend's FIFO
-    #: 802.11ax APs: downlink OFDMA (ns-3's round-robin multi-user scheduler)
-    ofdma: bool = False
+    #: 802.11ax APs: OFDMA (ns-3's round-robin multi-user scheduler): True or "downlink" for
+    #: downlink multi-user PPDUs, "both" for uplink ones too (trigger frames, HE TB PPDUs)
+    ofdma: bool | str = False
     #: 802.11ax: the colour (1-63) an AP gives its BSS; its stations learn it from its beacons
     bss_color: int | None = None
     #: 802.11ax spatial reuse: a PPDU of another BSS colour heard below this level (dBm, -82 to
@@ -352,6 +355,9 @@ class Radio:
         if self.rate_control == "minstrel" and self.standard == "802.11ax":
             raise SpecError("ns-3's Minstrel has no HE (802.11ax) rates", field=f"{where}.rate_control",
                             fix="use rate_control='constant' with an mcs from 0 to 11")
+        if isinstance(self.ofdma, str) and self.ofdma not in OFDMA_DIRECTIONS:
+            raise SpecError(f"unknown OFDMA direction {self.ofdma!r}", field=f"{where}.ofdma",
+                            fix="use True or 'downlink' (downlink only), 'both' (uplink too) or False")
         if self.ofdma and self.standard != "802.11ax":
             raise SpecError(f"OFDMA is part of 802.11ax, not {self.standard}", field=f"{where}.ofdma",
                             fix="use standard='802.11ax', or leave ofdma out")
@@ -428,7 +434,7 @@ _RADIO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "ampdu_max_size": ((int, type(None)), "a size in bytes or None"), "amsdu": ((bool,), "True or False"),
     "spatial_streams": ((int, type(None)), "a number of streams (1-4) or None"),
     "queue": ((RadioQueue, type(None)), "a queue kind or mapping (read with RadioQueue.parse)"),
-    "ofdma": ((bool,), "True or False"),
+    "ofdma": ((bool, str), "True, False, 'downlink' or 'both'"),
     "bss_color": ((int, type(None)), "a colour from 1 to 63 or None"),
     "obss_pd": ((int, float, type(None)), "a level in dBm (-82 to -62) or None"),
 }

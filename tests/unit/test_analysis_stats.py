@@ -307,7 +307,7 @@ def test_catalogue_declares_the_range_of_every_metric() -> None:
                  "cpu_competitor_bound", "cpu_channel_bound",
                  "cpu_machine_busy", "cpu_machine_steal", "cwnd_above_bdp", "slow_start_exit_delay",
                  "spurious_loss_share", "competitor_ipt_server_short_share", "goodput_share", "client_throttled",
-                 "ofdma_ppdu_share"}
+                 "ofdma_ppdu_share", "ofdma_uplink_share"}
     for name, entry in METRICS.items():
         assert entry.bounds == ((0.0, 1.0) if name in fractions else (0.0, None)), name
         if entry.unit == "%":  # every share shown in percent is a fraction

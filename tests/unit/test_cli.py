@@ -72,7 +72,7 @@ def test_output_to_a_pipe_is_neither_cut_nor_wrapped_mid_line(capsys):
     params = ["-p", "stations=3", "-p", "wired_delay=30ms"]
     assert main(["topo", "show", str(ROOT / "topologies" / "wifi_ap.py"), *params]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("parameters:")]
-    assert line.rstrip().endswith("ofdma=False")  # the last parameter: the whole list is on the line
+    assert line.rstrip().endswith("ofdma_uplink=False")  # the last parameter: the whole list is on the line
 
 
 def test_a_name_the_system_refuses_is_one_line_and_leaves_nothing(tmp_path, capsys):

@@ -368,6 +368,9 @@ def test_he_radios_reach_the_channel() -> None:
     topo = _cell(standard="802.11ax", ofdma=True)
     description = build(topo)
     assert _wifi(description, "ap1")["ofdma"] and _wifi(description, "sta1:wlan0")["ofdma"]
+    assert "ofdma_uplink" not in _wifi(description, "ap1")
+    both = build(_cell(standard="802.11ax", ofdma="both"))
+    assert _wifi(both, "ap1")["ofdma"] and _wifi(both, "ap1")["ofdma_uplink"] and both["spectrum_bands"] == ["5GHz"]
     assert description["spectrum_bands"] == ["5GHz"]
     assert build(_cell(standard="802.11ax"))["spectrum_bands"] == []
 
@@ -382,6 +385,8 @@ def test_he_radios_are_checked() -> None:
         (Radio(standard="802.11ax", band="2.4GHz", channel=6, width=80), "2.4 GHz band has no 80 MHz"),
         (Radio(standard="802.11ax", rate_control="minstrel", mcs=None), "Minstrel has no HE"),
         (Radio(ofdma=True), "OFDMA is part of 802.11ax, not 802.11n"),
+        (Radio(standard="802.11ax", ofdma="sideways"), "unknown OFDMA direction 'sideways'"),
+        (Radio(ofdma="both"), "OFDMA is part of 802.11ax, not 802.11n"),
         (Radio(standard="802.11ax", ampdu_max_size=6500632), "outside 1..6500631"),
         (Radio(standard="802.11ax", spatial_streams=5), "outside 1..4"),
         (Radio(standard="802.11ac", band="6GHz", channel=37), "802.11ac does not use the 6GHz band"),

@@ -154,6 +154,12 @@ def test_ofdma_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> Non
     values = mac_metrics(tmp_path, [("ap1", "sta1")])
     assert values["ofdma_users_per_ppdu"] == 2.5 and values["ofdma_ppdu_share"] == pytest.approx(100 / 150)
     assert "ofdma_users_per_ppdu" not in mac_metrics(tmp_path, [("sta1", "ap1")])  # no MU PPDUs: no figure
+    assert "ofdma_uplink_share" not in values  # the client sent no HE TB PPDU
+    # uplink OFDMA: 30 of the station's 40 data PSDUs went in resource units its AP triggered
+    stats = json.loads((tmp_path / "mac-stats.json").read_text())
+    stats["radios"]["r1"]["ul_mu_data_psdus"] = 30
+    (tmp_path / "mac-stats.json").write_text(json.dumps(stats))
+    assert mac_metrics(tmp_path, [("ap1", "sta1")])["ofdma_uplink_share"] == pytest.approx(0.75)
 
 
 def test_the_wireless_hops_of_a_download_from_the_server_side() -> None:

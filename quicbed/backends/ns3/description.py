@@ -200,6 +200,8 @@ def radio_settings(radio: Radio) -> dict[str, Any]:
         settings["mcs"] = radio.mcs
     if radio.ofdma:
         settings["ofdma"] = True
+    if radio.ofdma == "both":
+        settings["ofdma_uplink"] = True
     if radio.bss_color is not None:
         settings["bss_color"] = radio.bss_color
     if radio.obss_pd is not None:

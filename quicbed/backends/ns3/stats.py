@@ -191,6 +191,8 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             "mu_ppdus": radio.get("mu_ppdus", 0), "mu_psdus": radio.get("mu_psdus", 0),
             # 802.11ax spatial reuse: PPDUs of another BSS colour this radio ignored (obss_pd)
             "obss_pd_resets": radio.get("obss_pd_resets", 0),
+            "ul_mu_ppdus": radio.get("ul_mu_ppdus", 0), "ul_mu_data_psdus": radio.get("ul_mu_data_psdus", 0),
+            "trigger_frames": radio.get("trigger_frames", 0),
             # PSDUs received on ns-3's own path, those addressed to others it skimmed, and of the
             # latter's MPDUs those judged and those that only drew their random number (skim.h)
             "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),

@@ -162,7 +162,9 @@ Program::StatsJson(bool final) const
           << (r.frameErrors ? r.frameErrors->drops - r.frameErrorBase : 0) << "}"
           << ", \"rx_forwarded\": " << r.rxUp << ", \"data_phy_rate_max_bps\": " << r.dataRateMax
           << ", \"data_streams_max\": " << r.dataStreamsMax << ", \"mu_ppdus\": " << r.muPpdus
-          << ", \"mu_psdus\": " << r.muPsdus << ", \"obss_pd_resets\": " << r.obssPdResets;
+          << ", \"mu_psdus\": " << r.muPsdus << ", \"obss_pd_resets\": " << r.obssPdResets
+          << ", \"ul_mu_ppdus\": " << r.ulMuPpdus << ", \"ul_mu_data_psdus\": " << r.ulMuDataPsdus
+          << ", \"trigger_frames\": " << r.triggerFrames;
         if (auto phy = DynamicCast<QbYansWifiPhy>(r.phy))
         {
             o << ", \"psdus_received\": " << phy->counters.received - r.skimBase.received

@@ -93,6 +93,7 @@ WifiPort::ResetStats()
     dataStreamsMax = 0;
     muPpdus = muPsdus = 0;
     obssPdResets = 0;
+    ulMuPpdus = ulMuDataPsdus = triggerFrames = 0;
     if (auto skimming = DynamicCast<QbYansWifiPhy>(phy))
     {
         skimBase = skimming->counters;
@@ -113,6 +114,9 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
 {
     double duration = WifiPhy::CalculateTxDuration(psdus, txVector, band).GetSeconds();
     bool multiUser = txVector.IsDlMu();
+    bool uplinkMu = txVector.IsUlMu(); // an HE TB PPDU: this station's part of an uplink MU PPDU
+    ulMuPpdus += uplinkMu;
+    triggerFrames += psdus.begin()->second->GetHeader(0).IsTrigger();
     bool counted = false;
     for (auto& [staId, psdu] : psdus)
     {
@@ -126,14 +130,15 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
             }
             uint32_t n = psdu->GetNMpdus();
             // a receiver of a DL MU PPDU (OFDMA) holds its resource unit's share of the channel
-            double share = multiUser ? double(HeRu::GetBandwidth(txVector.GetRu(staId).GetRuType())) /
-                                           txVector.GetChannelWidth()
-                                     : 1.0;
+            // (and a sender of an HE TB PPDU its own)
+            double share = multiUser || uplinkMu ? double(HeRu::GetBandwidth(txVector.GetRu(staId).GetRuType())) /
+                                                       txVector.GetChannelWidth()
+                                                 : 1.0;
             data.Add(n, psdu->GetSize(), retries, duration * share);
             perReceiver[psdu->GetAddr1()].Add(n, psdu->GetSize(), retries, duration * share);
             if (!counted)
             {
-                airData += duration;
+                airData += uplinkMu ? duration * share : duration; // the stations of a TB PPDU share it
                 counted = true;
             }
             if (stations)
@@ -142,6 +147,7 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
             }
             dataRateMax = std::max(dataRateMax, txVector.GetMode(staId).GetDataRate(txVector, staId));
             dataStreamsMax = std::max(dataStreamsMax, int(txVector.GetNss(staId)));
+            ulMuDataPsdus += uplinkMu;
             if (multiUser)
             {
                 muPsdus++;
@@ -462,8 +468,11 @@ BuildWifiPort(Ptr<Node> node,
     Ssid ssid(spec.Str("ssid", "quicbed"));
     if (port->role == "ap" && spec.Bool("ofdma", false))
     {
-        // downlink OFDMA only: the uplink (TCP's ACKs) stays single-user
-        mac.SetMultiUserScheduler("ns3::RrMultiUserScheduler", "EnableUlOfdma", BooleanValue(false));
+        // uplink OFDMA when asked: after a downlink MU PPDU the AP triggers its stations' HE TB
+        // PPDUs (TCP's ACKs); otherwise the uplink stays single-user
+        mac.SetMultiUserScheduler("ns3::RrMultiUserScheduler",
+                                  "EnableUlOfdma",
+                                  BooleanValue(spec.Bool("ofdma_uplink", false)));
     }
     if (port->role == "ap")
     {

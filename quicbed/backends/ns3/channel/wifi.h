@@ -66,6 +66,9 @@ struct WifiPort
     int dataStreamsMax = 0;   // and the most spatial streams one used
     uint64_t muPpdus = 0, muPsdus = 0; // downlink OFDMA PPDUs, and the PSDUs (receivers) they carried
     uint64_t obssPdResets = 0; // PPDUs of another BSS colour ignored by spatial reuse (OBSS-PD)
+    uint64_t ulMuPpdus = 0;    // HE TB PPDUs sent (a station's part of an uplink OFDMA PPDU)
+    uint64_t ulMuDataPsdus = 0; // ... that carried data (the others: QoS Null, buffer status reports)
+    uint64_t triggerFrames = 0; // Trigger frames sent (an AP soliciting uplink OFDMA)
     SkimCounters skimBase; // the PHY's counts (skim.h) at the last reset
 
     void ResetStats();
