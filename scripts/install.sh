@@ -57,7 +57,9 @@ required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod 
                    python3 python3-venv python3-pip util-linux libns3-dev libjemalloc-dev g++ make sysbench)
 # The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
 vm_packages=(qemu-system-x86 busybox-static file binutils)
-test_packages=(vagrant git nftables tshark chromium)
+# hostapd, wpa_supplicant, iw and the regulatory database: the microVM test that HE radios of
+# mac80211_hwsim associate as HE
+test_packages=(vagrant git nftables tshark chromium hostapd wpasupplicant iw wireless-regdb)
 
 missing_of() {
   local package
