@@ -283,7 +283,7 @@ WifiChannels::LossModel(const std::string& band) const
     if (model == "friis")
     {
         Ptr<FriisPropagationLossModel> loss = CreateObject<FriisPropagationLossModel>();
-        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : band == "6GHz" ? 6.115e9 : 5.25e9);
+        loss->SetFrequency(band == "2.4GHz" ? 2.437e9 : band == "6GHz" ? 6.525e9 : 5.25e9); // mid-band
         return loss;
     }
     Die("unknown propagation model " + model);
