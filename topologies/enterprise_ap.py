@@ -8,12 +8,15 @@ One downlink TCP flow per station is the usual workload; the ns3 backend reports
 size per station (``mac_stats()["radios"]["ap1:wifi"]["per_receiver"]``). Stations sit on
 a ring around their AP at ``distance`` metres (``spread`` > 0 varies the distance from
 ``distance`` to ``distance + spread`` across stations, which with minstrel varies their rates).
+The APs' channels follow ``band``: 36 and 149 at 5 GHz, 37 and 101 at 6 GHz (802.11ax), 1 and
+11 at 2.4 GHz; ``same_channel`` puts both on the first.
 Mind the host: the ns-3 process handles roughly 60 Mbit/s of aggregated traffic per CPU core.
 """
 
 from quicbed import Topology
 
-CHANNELS = (36, 149)
+#: the APs' primary channels by band (aps=2 alternates; 6 GHz: two 160 MHz channels apart)
+CHANNELS = {"5GHz": (36, 149), "6GHz": (37, 101), "2.4GHz": (1, 11)}
 
 
 def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band: str = "5GHz",
@@ -36,7 +39,8 @@ def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band:
              "spatial_streams": spatial_streams or None, "ofdma": "both" if ofdma_uplink else ofdma}
     access_points = []
     for index in range(1, aps + 1):
-        channel = CHANNELS[0] if same_channel else CHANNELS[(index - 1) % len(CHANNELS)]
+        plan = CHANNELS.get(band, CHANNELS["5GHz"])
+        channel = plan[0] if same_channel else plan[(index - 1) % len(plan)]
         reuse = {"bss_color": index, "obss_pd": obss_pd} if obss_pd is not None else {}
         access_points.append(topo.add_access_point(f"ap{index}", channel=channel, fastack=fastack,
                                                    position=((index - 1) * ap_spacing, 0, 0), **radio, **reuse))

@@ -89,6 +89,15 @@ def test_channel_numbers_follow_ns3s_table(band, channel, width, expected):
     assert ns3_channel(band, channel, width) == expected
 
 
+def test_enterprise_ap_picks_its_channels_by_band():
+    def channels(**params) -> list[int]:
+        topo = load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"aps": 2, "stations": 2, **params})
+        return [_wifi(build(topo), name)["channel"] for name in ("ap1", "ap2")]
+    assert channels() == [36, 149]
+    assert channels(standard="802.11ax", band="6GHz", width=160) == [37, 101]
+    assert channels(standard="802.11n", band="2.4GHz", same_channel=True) == [1, 1]
+
+
 def test_a_channel_outside_any_wide_channel_is_refused():
     with pytest.raises(BackendError, match="144 is not part of a 160 MHz channel"):
         ns3_channel("5GHz", 144, 160)
