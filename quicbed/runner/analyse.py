@@ -454,6 +454,8 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
     # the last hop's senders: the client's AP, or every AP it roamed to
     senders = aps_used(timeline) or [hops[-1][0]] if hops else []
     summaries = [stats.get("nodes", {})[name] for name in senders if name in stats.get("nodes", {})]
+    # one AP's summary as written: results folders from before the node histograms were kept
+    # have its figures but not the histograms a merge needs
     node = summaries[0] if len(summaries) == 1 else merge_nodes(summaries) if summaries else None
     if node:
         values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
