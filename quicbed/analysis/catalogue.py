@@ -134,8 +134,8 @@ _METRICS = [
            "multi-user PPDU its AP triggered (802.11ax with ofdma_uplink; absent when it sent none)",
            bounds=FRACTION),
     Metric("handovers", "handovers", "", 1.0, None, "mac",
-           "times the client station associated with an access point during the run (ns3; a station that "
-           "moves or roams)", bounds=NON_NEGATIVE),
+           "times the client station associated with an access point during the run (a station that moves or "
+           "roams; ns3: the channel's events, mininet-wifi: its APs' hostapd logs)", bounds=NON_NEGATIVE),
     Metric("handover_outage", "handover outage", "s", 1.0, "lower", "mac",
            "longest time without a frame delivered to the client across a handover: from the last one through "
            "the AP it lost to the first through its next AP", bounds=NON_NEGATIVE),

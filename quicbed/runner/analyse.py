@@ -612,4 +612,16 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tup
         values.update(sender)
         values.update(bdp_metrics(series, values.get("throughput") or values.get("goodput")))
     values.update(mac_metrics(folder, wireless_hops or [], record.get("bytes") if record.get("ok") else None))
+    if wireless_hops and "handovers" not in values:
+        values.update(association_metrics(folder, wireless_hops[-1][1]))
     return _finite(values)
+
+
+def association_metrics(folder: Path, client: str) -> dict[str, float]:
+    """Handovers of a client from the associations its APs logged during the transfer
+    (associations.json, written where the backend reads hostapd's logs: mininet-wifi)."""
+    path = folder / "associations.json"
+    if not path.exists():
+        return {}
+    events = json.loads(path.read_text())["events"]
+    return {"handovers": float(sum(1 for e in events if e["station"] == client and e["event"] == "associated"))}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from quicbed.backends import unavailable, unrealisable
+from quicbed.backends import create, unavailable, unrealisable
 from quicbed.errors import QuicbedError
 from quicbed.host.capabilities import has_netem
 from quicbed.spec.experiment import Experiment, topology_for
@@ -102,7 +102,15 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
 
 def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:
     """Refuse, before any run, link parameters the backend cannot realise."""
-    problems = [p for topo in _topologies(experiment, params) for p in unrealisable(backend, topo)]
+    topologies = _topologies(experiment, params)
+    problems = [p for topo in topologies for p in unrealisable(backend, topo)]
+    options = experiment.backend_options.get(backend, {})
+    if options or backend == "mininet-wifi":  # (its plan refuses what its options cannot build)
+        for topo in topologies:
+            try:
+                create(backend, topo, **options)  # (built only when started)
+            except QuicbedError as error:
+                problems.append(f"{error} (backend_options.{backend}: {options or 'none'})")
     if problems:
         raise QuicbedError(f"{experiment.source}: the {backend} backend cannot realise this experiment's links: "
                            f"{'; '.join(dict.fromkeys(problems))}")

@@ -112,7 +112,7 @@ class NetworkKeeper:
                 self.description = description
                 return self.network
         self.close()
-        network = create(self.backend, topo)
+        network = create(self.backend, topo, **self.experiment.backend_options.get(self.backend, {}))
         network.__enter__()
         self.network, self.description = network, description
         if self.on_build:

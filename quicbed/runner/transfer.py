@@ -331,6 +331,9 @@ class RunExecution:
             moving = self.network.topology.moving_stations()
             if moving:  # (their paths start with the transfer: now, within the reset)
                 self.details["trajectories"] = {s.name: s.trajectory.to_dict() for s in moving if s.trajectory}
+                if hasattr(self.network, "start_trajectories"):  # (mininet-wifi: moved by quicbed)
+                    self.network.start_trajectories()
+            motion_start = time.time()
             with counted("capture"):
                 if self.experiment.captures:
                     stack.enter_context(self._captures())
@@ -354,6 +357,13 @@ class RunExecution:
             self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
         self._record_cpu(accounting, record)
         self._collect_server_files()
+        topology = self.network.topology
+        if hasattr(self.network, "association_events") and (topology.moving_stations() or topology.roaming_stations()):
+            # (mininet-wifi: who associated where and when, from the APs' hostapd logs)
+            events = self.network.association_events(since=motion_start)
+            (self.folder / "associations.json").write_text(json.dumps(
+                {"source": "hostapd logs", "since": motion_start, "events": events,
+                 "motion_errors": getattr(self.network, "motion_errors", [])}, indent=1) + "\n")
         # capture figures per connection, analysis warnings, why the measurement is invalid
         self.details["measurement"] = review_measurement(self.folder, record, self.details)
         if hasattr(self.network, "mac_stats"):

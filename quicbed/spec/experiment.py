@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 #: an experiment name's longest: results/NAME-YYYYMMDD-HHMMSS-shardK of N stays far below a
 #: file name's 255 bytes
 MAX_NAME = 100
-TOP_LEVEL = ("name", "description", "topology", "backend", "client", "clients", "server", "transports", "workload",
+TOP_LEVEL = ("name", "description", "topology", "backend", "backend_options", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
              "background", "competitor", "stress", "validity", "isolate_channel", "study")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
@@ -165,6 +165,9 @@ class Experiment:
     topology_params: dict[str, Any]
     description: str = ""
     backend: str = "netns"
+    #: backend name -> that backend's own options (e.g. mininet-wifi: wmediumd), used when the
+    #: experiment runs on it; checked by the backend before any run
+    backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     client: str = "client"
     server: str = "server"
     transports: dict[str, Transport] = field(default_factory=dict)
@@ -630,6 +633,9 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp = Experiment(name=name, source=doc.path, topology_script=script, topology_params=dict(params),
                      description=str(data.get("description") or "").strip(), raw=data)
     exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKENDS)
+    for backend, options in _expect_mapping(doc, data.get("backend_options"), "backend_options").items():
+        _choice(doc, backend, "backend_options", BACKENDS)
+        exp.backend_options[backend] = dict(_expect_mapping(doc, options, f"backend_options.{backend}"))
     for role in ("client", "server"):
         node = data.get(role, role)
         if not _among(node, topo.nodes) or not topo.nodes[node].routed:

@@ -31,6 +31,7 @@ from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
 from quicbed.apps.launch import module_argv
 from quicbed.backends.mininet_wifi import MininetWifiNetwork, import_problem
+from quicbed.backends.mininet_wifi.motion import aps_in_order
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,6 +120,24 @@ def wmediumd_network(mininet_wifi: None) -> Iterator[MininetWifiNetwork]:
         pytest.skip("wmediumd is not installed (optional; roles/wmediumd builds it)")
     with only_network(wmediumd_topology(), wmediumd=True, wmediumd_mode="interference",
                       propagation_model="logDistance", propagation_exp=3.0) as network:
+        yield network
+
+
+#: topologies/roaming.py as a user would run it here: 802.11a (wmediumd mistakes HT MCS indexes
+#: for legacy rates), APs 60 m apart, a walk from 5 to 55 m at 5 m/s after 2 s
+ROAMING_PARAMS = {"standard": "802.11a", "ap_spacing": "60", "start": "5", "end": "55", "speed": "5", "pause": "2"}
+#: log-distance with exponent 3: from 5 to 55 m, ap1 fades from -44 to -75 dBm and ap2 rises to
+#: -44 dBm; both stay above wmediumd's -91 dBm noise floor all the way
+ROAMING_MEDIUM = {"wmediumd": True, "wmediumd_mode": "interference", "propagation_model": "logDistance",
+                  "propagation_exp": 3.0}
+
+
+@pytest.fixture(scope="module")
+def roaming_network(mininet_wifi: None) -> Iterator[MininetWifiNetwork]:
+    if shutil.which("wmediumd") is None:
+        pytest.skip("wmediumd is not installed (roaming on mininet-wifi needs it; roles/wmediumd builds it)")
+    topology = load_topology(str(ROOT / "topologies" / "roaming.py"), ROAMING_PARAMS)
+    with only_network(topology, **ROAMING_MEDIUM) as network:
         yield network
 
 
@@ -227,6 +246,35 @@ def test_wmediumd_cell_carries_traffic(wmediumd_network: MininetWifiNetwork) -> 
     description = wmediumd_network.describe()
     assert description["wmediumd"] == {"enabled": True, "mode": "interference"}
     assert description["warnings"] == []  # 802.11g: no HT-under-wmediumd warning
+
+
+def test_a_walking_station_roams_to_the_second_ap_by_its_own_scans(roaming_network: MininetWifiNetwork) -> None:
+    """The station walks from ap1 to ap2; its wpa_supplicant (bgscan) moves it, and both APs'
+    logs show it; afterwards the server is reached through ap2."""
+    network = roaming_network
+    station_mac = network.mn_node("sta1").wintfs[0].mac
+    ap2_mac = network.mn_node("ap2").wintfs[0].mac
+    ping(network, "sta1", "server")
+    before = network.association_events()
+    assert [e["ap"] for e in before if e["event"] == "associated"] == ["ap1"], before
+    network.start_trajectories()
+    walk = network.topology.nodes["sta1"].trajectory.points[-1][0]  # type: ignore[attr-defined]
+    deadline = time.monotonic() + walk + 240  # the VM's scans and WPA handshakes are slow
+    events = before
+    while time.monotonic() < deadline:
+        events = network.association_events()
+        if "ap2" in aps_in_order(events, "sta1"):
+            break
+        time.sleep(2)
+    assert aps_in_order(events, "sta1")[-1:] == ["ap2"], (events, network.motion_errors)
+    link = network.node("sta1").run(["iw", "dev", "sta1-wlan0", "link"]).stdout
+    assert ap2_mac in link.lower(), link
+    ap2_log = network.hostapd_log("ap2").read_text()
+    assert f"AP-STA-CONNECTED {station_mac}" in ap2_log, ap2_log[-2000:]
+    ping(network, "sta1", "server")
+    assert network.motion_errors == []
+    assert network.describe()["roaming"] == {"sta1": {"aps": ["ap1", "ap2"], "bgscan": "simple:2:-65:10",
+                                                      "security": "WPA2-PSK"}}
 
 
 def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: None) -> None:

@@ -90,3 +90,40 @@ def test_the_registry_answers_for_every_backend_by_name():
         assert isinstance(unrealisable(name, topo), list)
     assert any("reorder" in problem for problem in unrealisable("ns3", topo))  # ns3 cannot reorder
     assert unrealisable("netns", topo) == []  # netem can
+
+
+def _roaming(tmp_path: Path, options: str = "") -> Path:
+    path = tmp_path / "roam.yaml"
+    path.write_text(f"name: roam\ntopology:\n  script: {ROOT / 'topologies' / 'roaming.py'}\n"
+                    "  params: {standard: 802.11a}\nbackend: mininet-wifi\nclient: sta1\nserver: server\n"
+                    f"repetitions: 1\n{options}")
+    return path
+
+
+def test_a_roaming_station_on_mininet_wifi_is_refused_before_anything_runs_without_wmediumd(capsys, tmp_path):
+    out = tmp_path / "results"
+    assert main(["run", str(_roaming(tmp_path)), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "the mininet-wifi backend cannot realise" in err and "station sta1 roams between ap1, ap2" in err
+    assert "fix: wmediumd=True" in err and "(backend_options.mininet-wifi: none)" in err
+    assert not out.exists()
+
+
+def test_backend_options_reach_the_backend_and_are_checked_by_it(capsys, tmp_path):
+    options = "backend_options:\n  mininet-wifi: {wmediumd: true, propagation_model: logDistance}\n  ns3: {}\n"
+    assert main(["run", str(_roaming(tmp_path, options)), "--dry-run"]) == 0
+    assert "backend mininet-wifi," in capsys.readouterr().out
+    wrong = "backend_options:\n  mininet-wifi: {wmediumd: true, wmedium: true}\n"
+    assert main(["run", str(_roaming(tmp_path, wrong)), "--out", str(tmp_path / "results")]) == 1
+    err = capsys.readouterr().err
+    assert "unknown mininet-wifi backend option(s) ['wmedium']" in err and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("backend_options:\n  mininet_wifi: {wmediumd: true}\n", "'mininet_wifi' is not allowed"),
+    ("backend_options:\n  mininet-wifi: true\n", "expected a mapping, got bool"),
+])
+def test_backend_options_are_named_by_backend(capsys, tmp_path, options, message):
+    assert main(["run", str(_roaming(tmp_path, options)), "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "backend_options" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from quicbed.analysis.mobility import aps_used, handovers, timeline_frame
 from quicbed.backends.ns3.description import describe
 from quicbed.errors import BackendError, SpecError
 from quicbed.spec.loader import load_topology
-from quicbed.spec.mobility import random_walk
+from quicbed.spec.mobility import Trajectory, random_walk
 from quicbed.spec.resolve import SpecErrors
 from quicbed.spec.topology import Topology
 
@@ -236,18 +237,107 @@ def test_the_timeline_becomes_a_frame_and_a_figure(tmp_path):
 
 # -- the mininet-wifi backend ---------------------------------------------------------------------
 
-def test_the_mininet_wifi_plan_refuses_roaming_and_names_trajectories_it_does_not_apply():
-    from quicbed.backends.mininet_wifi import plan
+def test_the_mininet_wifi_plan_lets_a_station_roam_only_where_the_signal_follows_positions():
+    from quicbed.backends.mininet_wifi import MininetWifiOptions, plan
 
-    with pytest.raises(BackendError, match=r"nodes\[sta1\].*roams between ap1, ap2.*ns3"):
+    with pytest.raises(BackendError, match=r"nodes\[sta1\].*roams between ap1, ap2.*fix: wmediumd=True"):
         plan(roaming().resolve())
+    with pytest.raises(BackendError, match=r"roams between.*wmediumd_mode='interference'"):
+        plan(roaming().resolve(), MininetWifiOptions(wmediumd=True, wmediumd_mode="snr"))
+    made = plan(roaming().resolve(), MininetWifiOptions(wmediumd=True))
+    # one WPA2 network: wpa_supplicant roams within a network block it manages, by its bgscan
+    for ap in ("ap1", "ap2"):
+        assert made.access_points[ap]["encrypt"] == "wpa2" and made.access_points[ap]["passwd"]
+    assert made.stations["sta1"] == {"position": "10,1,0", "wlans": 1, "bgscan_module": "simple",
+                                     "s_inverval": 2, "bgscan_threshold": -65, "l_interval": 10}
+    assert made.associations == [("sta1", "ap1")] and made.roaming == {"sta1": ["ap1", "ap2"]}
+
+
+def test_a_moving_station_without_wmediumd_is_warned_about():
+    from quicbed.backends.mininet_wifi import MininetWifiOptions, plan
+
     topo = Topology()
-    ap = topo.add_access_point("ap1")
+    ap = topo.add_access_point("ap1", standard="802.11g", band="2.4GHz", channel=1, mcs=None)
     topo.add_link(ap, topo.add_host("server"))
     topo.add_wireless_link(topo.add_station("sta1", waypoints=[(0, 5, 0), (9, 30, 0)]), ap)
     made = plan(topo.resolve())
-    assert made.stations["sta1"]["position"] == "5,0,0"
-    assert any("trajectories of sta1" in warning for warning in made.warnings), made.warnings
+    assert made.stations["sta1"]["position"] == "5,0,0"  # where it stands until its walk starts
+    assert any("sta1 move, but without wmediumd" in warning for warning in made.warnings), made.warnings
+    assert plan(topo.resolve(), MininetWifiOptions(wmediumd=True)).warnings == []
+
+
+@pytest.mark.parametrize("text", ["learn:2:-65:10", "simple:2:-65", "simple:0:-65:10", "simple:10:-65:2",
+                                  "simple:2:-120:10", "simple:2:65:10", "simple:a:b:c"])
+def test_a_bgscan_setting_is_checked(text):
+    from quicbed.backends.mininet_wifi import MininetWifiOptions, plan
+
+    with pytest.raises(BackendError, match=r"bgscan .*simple:SHORT_S:THRESHOLD_DBM:LONG_S.*fix: e.g."):
+        plan(roaming().resolve(), MininetWifiOptions(wmediumd=True, bgscan=text))
+
+
+#: lines of hostapd -t logs from the microVM (ap1's then ap2's), the station 02:00:00:00:00:00
+HOSTAPD_AP1 = """1764292000.100000: ap1-wlan1: STA 02:00:00:00:00:00 IEEE 802.11: associated (aid 1)
+1764292000.200000: ap1-wlan1: AP-STA-CONNECTED 02:00:00:00:00:00
+1764292000.210000: ap1-wlan1: STA 02:00:00:00:00:00 WPA: pairwise key handshake completed (RSN)
+1764292012.500000: ap1-wlan1: AP-STA-DISCONNECTED 02:00:00:00:00:00
+1764292012.600000: ap1-wlan1: AP-STA-CONNECTED 02:00:00:00:09:00
+"""
+HOSTAPD_AP2 = "1764292012.400000: ap2-wlan1: AP-STA-CONNECTED 02:00:00:00:00:00\n"
+
+
+def test_associations_are_read_from_the_access_points_logs():
+    from quicbed.backends.mininet_wifi.motion import aps_in_order, association_events
+
+    logs = {"ap1": HOSTAPD_AP1, "ap2": HOSTAPD_AP2}
+    events = association_events(logs, {"02:00:00:00:00:00": "sta1"})
+    assert [(e["ap"], e["event"]) for e in events] == [("ap1", "associated"), ("ap2", "associated"),
+                                                       ("ap1", "disassociated")]
+    assert aps_in_order(events, "sta1") == ["ap1", "ap2"]
+    since = association_events(logs, {"02:00:00:00:00:00": "sta1"}, since=1764292010.0)
+    assert since == [{"t": pytest.approx(2.4), "ap": "ap2", "station": "sta1", "event": "associated"},
+                     {"t": pytest.approx(2.5), "ap": "ap1", "station": "sta1", "event": "disassociated"}]
+
+
+def test_the_mover_walks_each_trajectory_from_its_start_to_its_end():
+    from quicbed.backends.mininet_wifi.motion import Mover
+
+    trajectory = Trajectory(((0.0, 0.0, 0.0, 0.0), (0.3, 3.0, 0.0, 0.0)))
+    placed: list[tuple[float, tuple[float, float, float]]] = []
+    mover = Mover({"sta1": trajectory}, lambda station, position: placed.append((time.monotonic(), position)),
+                  step_s=0.05)
+    mover.start()
+    deadline = time.monotonic() + 10
+    while mover.moving and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not mover.moving and mover.errors == [] and mover.started is not None
+    xs = [position[0] for _, position in placed]
+    assert xs[0] < 0.6 and xs[-1] == 3.0 and xs == sorted(xs)  # along the walk, ending at its last waypoint
+    assert len(placed) >= 4  # (every 50 ms over 300 ms; a late thread places fewer, never none)
+
+
+def test_a_failing_position_is_recorded_and_the_walk_goes_on():
+    from quicbed.backends.mininet_wifi.motion import Mover
+
+    def refuse(station, position):
+        raise OSError("wmediumd went away")
+
+    mover = Mover({"sta1": Trajectory(((0.0, 0.0, 0.0, 0.0), (0.1, 1.0, 0.0, 0.0)))}, refuse, step_s=0.02)
+    mover.start()
+    deadline = time.monotonic() + 10
+    while mover.moving and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert mover.errors and "sta1 at 0.0 s: wmediumd went away" in mover.errors[0]
+
+
+def test_handovers_on_mininet_wifi_come_from_the_associations_file(tmp_path):
+    from quicbed.runner.analyse import association_metrics
+
+    assert association_metrics(tmp_path, "sta1") == {}
+    events = [{"t": 9.8, "ap": "ap2", "station": "sta1", "event": "associated"},
+              {"t": 9.9, "ap": "ap1", "station": "sta1", "event": "disassociated"},
+              {"t": 3.0, "ap": "ap1", "station": "sta2", "event": "associated"}]
+    (tmp_path / "associations.json").write_text(json.dumps({"source": "hostapd logs", "since": 0, "events": events}))
+    assert association_metrics(tmp_path, "sta1") == {"handovers": 1.0}
 
 
 def test_topo_show_lists_the_stations_that_move_or_roam(capsys):

@@ -27,6 +27,12 @@ alternative name (``ip link property add altname wlan0``), so ``tcpdump -i wlan0
 ``tc``, ``ip`` and ``ethtool`` work unchanged. A mesh point with radios on several
 channels bridges them in a bridge named as the resolved interface (``mesh0``).
 
+*Stations that move and roam* (``motion.py``). quicbed sets a moving station's position along
+its trajectory from the transfer's start (``start_trajectories``); under wmediumd the signal
+follows. A station linked to several APs of one SSID joins them as one WPA2 network, and its
+own wpa_supplicant roams by background scans (``bgscan``); the APs' hostapd logs say when
+(``association_events``).
+
 *Wired links* are plain veth pairs from Mininet; their shapes are quicbed's own tc
 commands (:mod:`quicbed.backends.tc`), so rate, netem and Gilbert-Elliott loss mean
 exactly what they mean on the netns backend.

@@ -28,6 +28,7 @@ from quicbed.backends.mininet_wifi.host import (
     versions,
     wait_for_wmediumd_socket,
 )
+from quicbed.backends.mininet_wifi.motion import Mover, Position, association_events
 from quicbed.backends.mininet_wifi.plan import (
     MeshRadio,
     MininetWifiOptions,
@@ -106,6 +107,7 @@ class MininetWifiNetwork(Network):
         self.mesh_macs: dict[tuple[str, int], str] = {}
         #: station -> how often its connect was re-issued (see MininetWifiOptions.association_retry_s)
         self.association_retries: dict[str, int] = {}
+        self._mover: Mover | None = None
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> MininetNode:
@@ -154,6 +156,8 @@ class MininetWifiNetwork(Network):
             "devices": {f"{node}:{name}": real for (node, name), real in self._names.items()},
             "node_pids": ({name: n.pid for name, n in self._nodes.items()} if self.net is not None else {}),
             "association_retries": dict(self.association_retries),
+            "roaming": {station: {"aps": aps, "bgscan": self.options.bgscan, "security": "WPA2-PSK"}
+                        for station, aps in self.plan.roaming.items()},
             "hostapd_logs": ({ap: str(self.hostapd_log(ap)) for ap in self.plan.access_points}
                              if self.work_dir is not None else {}),
             "options": dataclasses.asdict(self.options),
@@ -161,6 +165,39 @@ class MininetWifiNetwork(Network):
             # the kernel queues every radio's frames itself (a radio's queue setting is an ns3 model)
             "radio_queues": self.radio_queues,
         }
+
+    # -- stations that move ------------------------------------------------------------------
+    def start_trajectories(self) -> None:
+        """Start the moving stations' trajectories now (their time 0; again from the start if
+        they ran before). Until then each stands at its first waypoint."""
+        trajectories = {s.name: s.trajectory for s in self.topology.moving_stations() if s.trajectory}
+        if not trajectories:
+            return
+        if self._mover is None:
+            self._mover = Mover(trajectories, self._set_position, self.options.motion_step_s)
+        self._mover.start()
+
+    @property
+    def moving(self) -> bool:
+        """Whether a trajectory is still being walked."""
+        return self._mover is not None and self._mover.moving
+
+    @property
+    def motion_errors(self) -> list[str]:
+        """Positions that could not be set during the walks (the first ten)."""
+        return list(self._mover.errors) if self._mover is not None else []
+
+    def _set_position(self, station: str, position: Position) -> None:
+        self.mn_node(station).setPosition(",".join(f"{c:.2f}" for c in position))
+
+    def association_events(self, since: float | None = None) -> list[dict[str, Any]]:
+        """The stations' (dis)associations in the APs' hostapd logs, in time order (s since the
+        epoch, or since ``since``; see motion.association_events)."""
+        logs = {ap: self.hostapd_log(ap).read_text(errors="replace") if self.hostapd_log(ap).exists() else ""
+                for ap in self.plan.access_points}
+        macs = {self.mn_node(name).wintfs[0].mac: name for name in self.plan.stations
+                if getattr(self.mn_node(name), "wintfs", None)}
+        return association_events(logs, macs, since)
 
     # -- building ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -371,8 +408,10 @@ class MininetWifiNetwork(Network):
         while pending and time.monotonic() < deadline:
             pending = [(sta, ap) for sta, ap in pending if not self._associated(sta)]
             if pending and time.monotonic() >= next_retry:
+                # (a roaming station's wpa_supplicant retries by itself: iw would fight it)
                 for sta, ap in pending:
-                    self._reconnect(sta, ap)
+                    if sta not in self.plan.roaming:
+                        self._reconnect(sta, ap)
                 next_retry = time.monotonic() + retry
             elif pending:
                 time.sleep(0.5)
@@ -463,6 +502,8 @@ class MininetWifiNetwork(Network):
 
     # -- tearing down ------------------------------------------------------------------------
     def _teardown(self) -> None:
+        if self._mover is not None:
+            self._mover.stop()
         try:
             if self.net is not None:
                 self._remove_names()

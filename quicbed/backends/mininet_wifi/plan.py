@@ -39,6 +39,12 @@ class MininetWifiOptions:
     association_retry_s: float = 30.0
     mesh_timeout_s: float = 90.0
     stop_timeout_s: float = 90.0
+    #: a roaming station's background scanning, in wpa_supplicant's own syntax
+    #: ``simple:SHORT_S:THRESHOLD_DBM:LONG_S``: below the threshold it scans every SHORT_S
+    #: seconds (else every LONG_S) and moves to a stronger AP of its network when it finds one
+    bgscan: str = "simple:2:-65:10"
+    #: how often a moving station's position is set along its trajectory (s)
+    motion_step_s: float = 0.2
 
 
 # -- translation (pure) ------------------------------------------------------------------
@@ -73,6 +79,39 @@ def reconnect_commands(device: str, ssid: str, freq: int, bssid: str) -> list[li
         ["iw", "dev", device, "scan", "freq", str(freq), "ssid", ssid],
         ["iw", "dev", device, "connect", ssid, str(freq), bssid],
     ]
+
+
+#: the passphrase of the WPA2 network a roaming station's APs form (wpa_supplicant roams only
+#: within a network block it manages; an open cell is joined by iw, which never roams)
+ROAMING_PASSPHRASE = "quicbed-roaming"
+
+
+@dataclass(frozen=True)
+class Bgscan:
+    """wpa_supplicant's ``bgscan="simple:SHORT:THRESHOLD:LONG"``, split into Mininet-WiFi's
+    station parameters."""
+
+    short_s: int
+    threshold_dbm: int
+    long_s: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Bgscan":
+        module, _, rest = text.partition(":")
+        fields = rest.split(":")
+        try:
+            short, threshold, long = (int(field) for field in fields)
+        except ValueError:
+            short = threshold = long = 0
+        if module != "simple" or len(fields) != 3 or not 0 < short <= long or not -100 <= threshold < 0:
+            raise BackendError(f"bgscan {text!r}: expected simple:SHORT_S:THRESHOLD_DBM:LONG_S with 0 < SHORT_S <= "
+                               "LONG_S and a threshold between -100 and -1 dBm (fix: e.g. bgscan='simple:2:-65:10')")
+        return cls(short, threshold, long)
+
+    def station_params(self) -> dict[str, Any]:
+        # (Mininet-WiFi spells the short interval "s_inverval")
+        return {"bgscan_module": "simple", "s_inverval": self.short_s, "bgscan_threshold": self.threshold_dbm,
+                "l_interval": self.long_s}
 
 
 def secondary_above(radio: Radio) -> bool:
@@ -192,6 +231,8 @@ class WifiPlan:
     #: access point -> centre frequency (MHz) of its channel
     ap_frequencies: dict[str, int] = field(default_factory=dict)
     mesh_radios: list[MeshRadio] = field(default_factory=list)
+    #: roaming station -> its access points (all of one WPA2 network; it is linked to the first)
+    roaming: dict[str, list[str]] = field(default_factory=dict)
     #: wired link name -> (interface name at node1, interface name at node2)
     wired: dict[str, tuple[str, str]] = field(default_factory=dict)
     radios: list[Radio] = field(default_factory=list)
@@ -206,11 +247,13 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     options = options or MininetWifiOptions()
     topo = resolved.topology
     roaming = topo.roaming_stations()
-    if roaming:
+    if roaming and not (options.wmediumd and options.wmediumd_mode == "interference"):
         station, aps = next(iter(roaming.items()))
-        raise BackendError(f"nodes[{station}]: station {station} roams between {', '.join(aps)}, which the "
-                           "mininet-wifi backend does not set up yet (fix: use the ns3 backend, or link the station "
-                           "to one access point)")
+        raise BackendError(f"nodes[{station}]: station {station} roams between {', '.join(aps)}: on mininet-wifi "
+                           "wpa_supplicant decides when to roam, by the signal it hears, and only wmediumd makes "
+                           "the signal follow positions (fix: wmediumd=True with wmediumd_mode='interference', or "
+                           "the ns3 backend)")
+    bgscan = Bgscan.parse(options.bgscan)
     six = next((link for link in topo.links if isinstance(link, WirelessLink) and link.radio.band == "6GHz"), None)
     if six is not None:
         raise BackendError(f"links[{six.name}].band: the mininet-wifi backend does not set up 6 GHz radios (hostapd "
@@ -226,6 +269,8 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
             result.ap_frequencies[node.name] = frequency_mhz(radio.band, radio.channel)
         elif isinstance(node, (Station, MeshPoint)):
             result.stations[node.name] = {"position": position_text(node.position), "wlans": 1}
+            if node.name in roaming:
+                result.stations[node.name].update(bgscan.station_params())
         elif isinstance(node, Switch):
             result.switches.append(node.name)
         elif isinstance(node, Host):
@@ -236,17 +281,24 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
             if {topo.nodes[link.node1].kind, topo.nodes[link.node2].kind} == {"station", "ap"}:
                 station, ap = ((link.node1, link.node2) if topo.nodes[link.node1].kind == "station"
                                else (link.node2, link.node1))
-                result.associations.append((station, ap))
+                if station not in roaming or ap == roaming[station][0]:
+                    # a roaming station is linked once: its wpa_supplicant picks the AP, then others
+                    result.associations.append((station, ap))
         else:
             result.wired[link.name] = (_wired_name(resolved, link, link.node1), _wired_name(resolved, link, link.node2))
     result.mesh_radios = _mesh_radios(topo)
+    result.roaming = roaming
+    for ap in {ap for aps in roaming.values() for ap in aps}:
+        result.access_points[ap].update(encrypt="wpa2", passwd=ROAMING_PASSPHRASE)
     for name in {m.node for m in result.mesh_radios}:
         result.stations[name]["wlans"] = len(result.mesh_radios_of(name))
     result.warnings = ignored_settings_warnings(topo) + wmediumd_warnings(result.radios, options.wmediumd)
     moving = [station.name for station in topo.moving_stations()]
-    if moving:
-        result.warnings.append(f"not applied by the mininet-wifi backend yet: the trajectories of {', '.join(moving)} "
-                               "(they stay at their first waypoints; the ns3 backend moves them)")
+    if moving and not options.wmediumd:
+        result.warnings.append(f"{', '.join(moving)} move, but without wmediumd only Mininet-WiFi's range check "
+                               "follows their positions, not the signal they hear (fix: wmediumd=True)")
+    if not options.motion_step_s > 0:
+        raise BackendError(f"motion_step_s {options.motion_step_s!r}: must be positive (fix: e.g. 0.2)")
     if options.wmediumd_mode not in WMEDIUMD_MODES:
         raise BackendError(f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})")
     return result
