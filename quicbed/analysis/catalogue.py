@@ -138,7 +138,8 @@ _METRICS = [
            "roams; ns3: the channel's events, mininet-wifi: its APs' hostapd logs)", bounds=NON_NEGATIVE),
     Metric("handover_outage", "handover outage", "s", 1.0, "lower", "mac",
            "longest time without a frame delivered to the client across a handover: from the last one through "
-           "the AP it lost to the first through its next AP", bounds=NON_NEGATIVE),
+           "the AP it lost to the first through its next AP (mininet-wifi: the gap in the client's capture "
+           "around its re-association)", bounds=NON_NEGATIVE),
     Metric("handover_recovery", "handover recovery", "s", 1.0, "lower", "mac",
            "longest time from a re-association to the end of the first 250 ms sample after it in which the "
            "client received at least half its median rate over the run", bounds=NON_NEGATIVE),

@@ -4,7 +4,9 @@ delivered, and association events; seconds from the start of the run's transfer)
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -39,6 +41,20 @@ def handovers(timeline: dict[str, Any], interval: float) -> dict[str, float]:
         values["handover_recovery"] = max(recoveries)
     return values
 
+
+
+def capture_outages(arrivals: Sequence[float], associations: Sequence[float]) -> list[float]:
+    """Per re-association (a time), the gap between the client's last data packet before it
+    and its first after it (``arrivals``: the times its capture received the download's data
+    packets, sorted), where packets came on both sides. Where no per-frame record says when
+    the old AP stopped delivering (mininet-wifi), this gap bounds the outage from the client's
+    side."""
+    gaps = []
+    for moment in associations:
+        after = bisect.bisect_right(arrivals, moment)
+        if 0 < after < len(arrivals):
+            gaps.append(arrivals[after] - arrivals[after - 1])
+    return gaps
 
 
 def aps_used(timeline: dict[str, Any] | None) -> list[str]:

@@ -26,6 +26,8 @@ from quicbed.analysis.metrics import (
     first_byte_time,
     goodput,
     inter_packet_times,
+    main_flow,
+    of_flow,
     request_time,
     response_data,
     reverse,
@@ -35,7 +37,7 @@ from quicbed.analysis.metrics import (
     total_time,
 )
 from quicbed.analysis.mac import merge_nodes
-from quicbed.analysis.mobility import aps_used, handovers
+from quicbed.analysis.mobility import aps_used, capture_outages, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
 
@@ -619,9 +621,23 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tup
 
 def association_metrics(folder: Path, client: str) -> dict[str, float]:
     """Handovers of a client from the associations its APs logged during the transfer
-    (associations.json, written where the backend reads hostapd's logs: mininet-wifi)."""
+    (associations.json, written where the backend reads hostapd's logs: mininet-wifi), and the
+    longest gap in its capture's data packets across one of them (handover_outage)."""
     path = folder / "associations.json"
     if not path.exists():
         return {}
-    events = json.loads(path.read_text())["events"]
-    return {"handovers": float(sum(1 for e in events if e["station"] == client and e["event"] == "associated"))}
+    logged = json.loads(path.read_text())
+    moments = [logged["since"] + e["t"] for e in logged["events"]
+               if e["station"] == client and e["event"] == "associated"]
+    values = {"handovers": float(len(moments))}
+    capture = folder / "client.pcap"
+    if moments and capture.exists():
+        packets = read_capture(capture)
+        try:
+            flow = main_flow(packets)
+        except ValueError:  # (no TCP or UDP packet: nothing was delivered)
+            return values
+        outages = capture_outages(sorted(p.ts for p in of_flow(packets, flow) if p.payload_len > 0), moments)
+        if outages:
+            values["handover_outage"] = max(outages)
+    return values

@@ -331,9 +331,6 @@ class RunExecution:
             moving = self.network.topology.moving_stations()
             if moving:  # (their paths start with the transfer: now, within the reset)
                 self.details["trajectories"] = {s.name: s.trajectory.to_dict() for s in moving if s.trajectory}
-                if hasattr(self.network, "start_trajectories"):  # (mininet-wifi: moved by quicbed)
-                    self.network.start_trajectories()
-            motion_start = time.time()
             with counted("capture"):
                 if self.experiment.captures:
                     stack.enter_context(self._captures())
@@ -347,6 +344,9 @@ class RunExecution:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
             self.critical.check("before the transfer")
+            if moving and hasattr(self.network, "start_trajectories"):
+                self.network.start_trajectories()  # (mininet-wifi: quicbed walks them, from the transfer's start)
+            motion_start = time.time()
             records = release()
             record = records[0]
             if self.experiment.clients is not None:  # (a cell with one station still reports as many-client)

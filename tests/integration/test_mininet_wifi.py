@@ -250,11 +250,16 @@ def test_wmediumd_cell_carries_traffic(wmediumd_network: MininetWifiNetwork) -> 
 
 def test_a_walking_station_roams_to_the_second_ap_by_its_own_scans(roaming_network: MininetWifiNetwork) -> None:
     """The station walks from ap1 to ap2; its wpa_supplicant (bgscan) moves it, and both APs'
-    logs show it; afterwards the server is reached through ap2."""
+    logs show it; the server's first packet after the roam reaches it through ap2."""
     network = roaming_network
     station_mac = network.mn_node("sta1").wintfs[0].mac
     ap2_mac = network.mn_node("ap2").wintfs[0].mac
     ping(network, "sta1", "server")
+    # the server keeps addressing the station to the MAC it knows (as during a download, whose
+    # ACKs keep that entry confirmed), without an ARP request that the station would answer
+    server_device = network.device("server", "eth0")
+    network.node("server").run(["ip", "neigh", "replace", network.node("sta1").address, "lladdr", station_mac,
+                                "dev", server_device, "nud", "permanent"])
     before = network.association_events()
     assert [e["ap"] for e in before if e["event"] == "associated"] == ["ap1"], before
     network.start_trajectories()
@@ -271,6 +276,10 @@ def test_a_walking_station_roams_to_the_second_ap_by_its_own_scans(roaming_netwo
     assert ap2_mac in link.lower(), link
     ap2_log = network.hostapd_log("ap2").read_text()
     assert f"AP-STA-CONNECTED {station_mac}" in ap2_log, ap2_log[-2000:]
+    # the server's very first packet reaches the station through ap2: the switches learnt the move
+    first = network.node("server").run(["ping", "-c", "1", "-W", "5", network.node("sta1").address],
+                                       timeout=60, check=False)
+    assert first.returncode == 0, first.stdout + first.stderr
     ping(network, "sta1", "server")
     assert network.motion_errors == []
     assert network.describe()["roaming"] == {"sta1": {"aps": ["ap1", "ap2"], "bgscan": "simple:2:-65:10",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import time
 from pathlib import Path
 
@@ -329,15 +330,42 @@ def test_a_failing_position_is_recorded_and_the_walk_goes_on():
     assert mover.errors and "sta1 at 0.0 s: wmediumd went away" in mover.errors[0]
 
 
-def test_handovers_on_mininet_wifi_come_from_the_associations_file(tmp_path):
+def _udp_pcap(times: list[float], payload: int) -> bytes:
+    """A classic pcap of IPv4/UDP datagrams from 10.0.0.1:4433 to 10.0.1.2:5000 (Ethernet)."""
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for t in times:
+        udp = struct.pack("!HHHH", 4433, 5000, 8 + payload, 0) + b"x" * payload
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0x4000, 64, 17, 0,
+                         bytes([10, 0, 0, 1]), bytes([10, 0, 1, 2])) + udp
+        frame = b"\x02" * 12 + b"\x08\x00" + ip
+        out += struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(frame), len(frame)) + frame
+    return out
+
+
+def test_the_capture_gap_across_a_reassociation_is_its_outage():
+    from quicbed.analysis.mobility import capture_outages
+
+    arrivals = [1.0, 1.1, 1.2, 2.0, 2.1]
+    assert capture_outages(arrivals, [1.5]) == [pytest.approx(0.8)]
+    assert capture_outages(arrivals, [0.5, 3.0]) == []  # nothing received on one side: no figure
+
+
+def test_handovers_on_mininet_wifi_come_from_the_associations_file_and_the_capture(tmp_path):
     from quicbed.runner.analyse import association_metrics
 
     assert association_metrics(tmp_path, "sta1") == {}
+    since = 1_700_000_000.0
     events = [{"t": 9.8, "ap": "ap2", "station": "sta1", "event": "associated"},
               {"t": 9.9, "ap": "ap1", "station": "sta1", "event": "disassociated"},
               {"t": 3.0, "ap": "ap1", "station": "sta2", "event": "associated"}]
-    (tmp_path / "associations.json").write_text(json.dumps({"source": "hostapd logs", "since": 0, "events": events}))
-    assert association_metrics(tmp_path, "sta1") == {"handovers": 1.0}
+    (tmp_path / "associations.json").write_text(json.dumps({"source": "hostapd logs", "since": since,
+                                                            "events": events}))
+    assert association_metrics(tmp_path, "sta1") == {"handovers": 1.0}  # (no capture: no outage)
+    # the server's data reached the client every 10 ms, except from 9.5 s to 10.25 s
+    times = [t / 100 for t in range(900, 1100) if not 950 < t < 1025]
+    (tmp_path / "client.pcap").write_bytes(_udp_pcap([since + t for t in times], payload=1200))
+    values = association_metrics(tmp_path, "sta1")
+    assert values["handovers"] == 1.0 and values["handover_outage"] == pytest.approx(0.75, abs=1e-3)
 
 
 def test_topo_show_lists_the_stations_that_move_or_roam(capsys):
@@ -350,3 +378,4 @@ def test_topo_show_lists_the_stations_that_move_or_roam(capsys):
     assert main(["topo", "show", str(ROOT / "topologies" / "roaming.py"), "--json"]) == 0
     station = next(n for n in json.loads(capsys.readouterr().out)["nodes"] if n["name"] == "sta1")
     assert station["trajectory"]["waypoints"][-1] == [18.0, 70.0, 1.0, 0.0]
+
