@@ -178,11 +178,6 @@ class MininetWifiNetwork(Network):
         self._mover.start()
 
     @property
-    def moving(self) -> bool:
-        """Whether a trajectory is still being walked."""
-        return self._mover is not None and self._mover.moving
-
-    @property
     def motion_errors(self) -> list[str]:
         """Positions that could not be set during the walks (the first ten)."""
         return list(self._mover.errors) if self._mover is not None else []
