@@ -38,6 +38,11 @@ IPERF3 = "iperf3"
 DEFAULT_PORT = 5201
 UDP_PAYLOAD = 1472  # a 1500-byte IP packet
 MARGIN = 15.0  # seconds allowed beyond the test duration (connect, exchange of results)
+#: iperf3 sets a UDP stream up with one datagram each way and never sends either again
+#: (esnet/iperf issues 351 and 862): one lost on a lossy path and the test fails before it
+#: starts ("unable to read from stream socket" if the reply is lost, a 30 s wait and then the
+#: same error if the client's datagram is). :func:`run` tries a UDP test this many times.
+UDP_SETUP_ATTEMPTS = 3
 
 
 class IperfError(QuicbedError):
@@ -69,6 +74,8 @@ class IperfResult:
     target_bps: float | None = None
     cpu: dict[str, float] | None = None  # iperf3's CPU use in percent (host = client side)
     error: str | None = None
+    #: tests started to get this result: more than 1 when a UDP stream's set-up was lost
+    attempts: int = 1
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -236,17 +243,36 @@ def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str 
 
 def run(node: NodeHandle, server_address: str, *, timeout: float | None = None,
         check: bool = True, **options: Any) -> IperfResult:
-    """Run one iperf3 test from ``node`` to completion (see :func:`client_argv` for options)."""
+    """Run one iperf3 test from ``node`` to completion (see :func:`client_argv` for options).
+    A UDP test whose stream set-up was lost is started again, up to UDP_SETUP_ATTEMPTS times
+    in all (``result.attempts``)."""
     _binary()
     argv = client_argv(server_address, **options)
     limit = timeout if timeout is not None else float(options.get("duration", 5.0)) + MARGIN
-    completed = node.run(argv, timeout=limit, check=False)
-    result = parse_result(completed.stdout)
-    if result.error is None and completed.returncode != 0:
-        result.error = f"iperf3 exited {completed.returncode}: {completed.stderr.strip()}"
+    attempts = UDP_SETUP_ATTEMPTS if options.get("protocol") == "udp" else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            completed = node.run(argv, timeout=limit, check=False)
+        except BackendError as error:
+            # (a lost client datagram: iperf3 waits 30 s for the reply, beyond the limit)
+            if attempt == attempts or "did not finish" not in str(error):
+                raise
+            continue
+        result = parse_result(completed.stdout)
+        if result.error is None and completed.returncode != 0:
+            result.error = f"iperf3 exited {completed.returncode}: {completed.stderr.strip()}"
+        result.attempts = attempt
+        if not _setup_lost(result):
+            break
     if check and result.error:
-        raise IperfError(f"iperf3 {' '.join(argv[1:])} on {node.name}: {result.error}")
+        raise IperfError(f"iperf3 {' '.join(argv[1:])} on {node.name}: {result.error}"
+                         + (f" ({result.attempts} attempts)" if result.attempts > 1 else ""))
     return result
+
+
+def _setup_lost(result: IperfResult) -> bool:
+    """The test failed while its UDP stream was being set up: no data was measured."""
+    return bool(result.error) and "unable to read from stream socket" in result.error and not result.bytes_received
 
 
 class IperfClient:

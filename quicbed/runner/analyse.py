@@ -241,13 +241,18 @@ def oversized_packets(packets: list[Packet], mtu: int = DEFAULT_MTU) -> int:
 def measurement_invalid_reasons(folder: Path, details: dict[str, Any], mtu: int = DEFAULT_MTU) -> list[str]:
     """Why a run's own measurements cannot be trusted: a capture whose filter accepted packets
     that never reached its file (tcpdump stopped before writing them), tracepoint events lost
-    to ring-buffer overruns, captured packets larger than the MTU (offload on). Dropped by
-    the kernel is already a reason of the runner's (invalid_reasons)."""
+    to ring-buffer overruns, captured packets larger than the MTU (offload on), background
+    traffic that never flowed. Dropped by the kernel is already a reason of the runner's
+    (invalid_reasons)."""
     reasons = []
     for name, stats in (details.get("capture_stats") or {}).items():
         unwritten = (stats or {}).get("unwritten") or 0
         if unwritten:
             reasons.append(f"the {name} capture did not write {unwritten} packets its filter accepted")
+    background = details.get("background") or {}
+    if background.get("rate") and "bytes_received" in background and not background["bytes_received"]:
+        reasons.append("the background traffic delivered nothing (iperf3's UDP stream set-up was lost, or its "
+                       "sender never sent): the transfer ran without it")
     overruns = (details.get("tcp_state") or {}).get("overruns") or 0
     if overruns:
         reasons.append(f"the tcp_probe trace lost {overruns} events (trace buffer overrun)")

@@ -530,8 +530,14 @@ class RunExecution:
         def stop() -> None:
             client.stop()
             server.stop()
+            # what it delivered (iperf3 reports on being stopped): none if its stream set-up was lost
+            delivered = client.result(timeout=0)
+            (self.folder / "background.json").write_text(json.dumps(delivered.to_dict(), indent=1) + "\n")
             self.details["background"] = {"kind": background.kind, "rate": rate, "from": background.source,
-                                          "to": background.destination, "seconds": time.time() - start}
+                                          "to": background.destination, "seconds": time.time() - start,
+                                          "received_bps": delivered.received_bps,
+                                          "bytes_received": delivered.bytes_received,
+                                          "lost_percent": delivered.lost_percent}
         return _Started(stop)
 
     # -- CPU stress --------------------------------------------------------------------------

@@ -135,3 +135,31 @@ def test_background_probes_remove_their_scratch_folders(net: NamespaceNetwork, t
     late = iperf.cross_traffic(client, server.address, rate="1mbit", duration=5, port=5202)
     assert "did not finish" in (late.result(timeout=0.2).error or "")  # given up on: its folder goes too
     assert list(tmp_path.glob("quicbed-*")) == []
+
+
+@pytest.mark.parametrize("lost", ["reply", "request"])
+def test_a_udp_test_whose_stream_set_up_was_lost_is_started_again(net: NamespaceNetwork, lost: str) -> None:
+    """iperf3 sets a UDP stream up with one 4-byte datagram each way and never resends them:
+    nftables drops the first of one kind on arrival (the server's reply at the client, or the
+    client's request at the server: then iperf3 waits 30 s for the reply and is stopped at the
+    test's limit), and the test is started again and measures."""
+    port = 5203
+    # (on arrival: a datagram dropped on its way out fails the sender's write, unlike a loss)
+    node, match = ((net.node("client"), f"udp sport {port}") if lost == "reply"
+                   else (net.node("server"), f"udp dport {port}"))
+    table = "quicbed_test_setup_loss"
+    node.run(["nft", "add", "table", "inet", table])
+    try:
+        node.run(["nft", "add", "chain", "inet", table, "input", "{ type filter hook input priority 0; }"])
+        # a quota of 40 bytes: the first 4-byte datagram (32 bytes of IP) and no other
+        node.run(["nft", "add", "rule", "inet", table, "input", *match.split(), "udp", "length", "12",
+                  "quota", "until", "40", "bytes", "counter", "drop"])
+        with iperf.start_server(net.node("server"), port=port):
+            result = iperf.run(net.node("client"), net.node("server").address, port=port, protocol="udp",
+                               rate="2mbit", duration=1, reverse=True, timeout=4)
+        ruleset = node.run(["nft", "list", "table", "inet", table]).stdout
+    finally:
+        node.run(["nft", "delete", "table", "inet", table], check=False)
+    assert "packets 1 " in ruleset, ruleset  # one datagram was dropped
+    assert result.ok and result.attempts == 2, result
+    assert result.throughput == pytest.approx(2e6, rel=0.1)

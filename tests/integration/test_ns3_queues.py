@@ -109,7 +109,7 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
     each station's rate), UDP at ``rate`` each (TCP with None): per station its goodput and
     its share of the AP's data airtime, from a run the channel kept in real time and whose
     UDP senders sent what they were asked (a starved sender would leave its station's short
-    CoDel queue empty, and the other station would take the airtime)."""
+    CoDel queue empty, and the other station would take the airtime) and started together."""
     def attempt(_number: int) -> tuple[dict[str, Any], list[str]]:
         topo = Topology("fast-and-slow")
         ap = topo.add_access_point("ap1", position=(0, 0, 0), rate_control="minstrel", mcs=None,
@@ -135,7 +135,9 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
             for thread in downloads:
                 thread.join()
             stats = network.mac_stats()
-        assert not errors, errors
+        if errors and stats["invalid_reasons"]:
+            return {}, stats["invalid_reasons"]  # (a late channel: made again, whatever failed in it)
+        assert not errors, (errors, {"drops": stats["radios"]["ap1:wifi"]["drops"], "tap": stats["tap"]})
         receivers = stats["radios"]["ap1:wifi"]["per_receiver"]
         airtime = {name: receivers[name]["airtime_s"] for name in flows}
         measured = {name: {"goodput": flows[name].throughput, "airtime_share": airtime[name] / sum(airtime.values()),
@@ -145,7 +147,9 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
                     for name in flows}
         short = [f"the {name} flow's sender sent {flows[name].sent_bps / 1e6:.1f} of {rate / 1e6:.0f} Mbit/s"
                  for name in flows if rate and (flows[name].sent_bps or 0) < 0.95 * rate]
-        return measured, stats["invalid_reasons"] + short
+        # (iperf3 made a lost UDP set-up again: that flood started late, the other had the AP alone)
+        late = [f"the {name} flow's UDP set-up was lost and made again" for name in flows if flows[name].attempts > 1]
+        return measured, stats["invalid_reasons"] + short + late
 
     return in_real_time(attempt, f"pair of {queue} downloads")[0]
 
@@ -154,19 +158,25 @@ def test_airtime_fairness_gives_a_slow_station_its_share_of_airtime_not_of_bytes
     """mac80211's queues (per-station FQ-CoDel, airtime deficit round robin) with both
     stations' queues full: the slow station gets half of the AP's data airtime, where a FIFO
     gives both stations about the same frames and so the slow one most of the airtime; the
-    fast station's goodput rises with what the slow one no longer takes. Measured over 8 runs
-    each: the slow station's share 0.613-0.641 behind the FIFO (sd 0.010); the fast station
-    20.7-22.7 Mbit/s, then 29.1-29.6 (1.28-1.43x). With mac80211 queues the slow station's share
-    has two modes: 0.485-0.503 in 37 of 41 runs, and 0.437 in 4 (with either real-time
-    simulator, valid runs, the slow station's goodput unchanged and the fast one's 31.6 Mbit/s):
-    a state of the simulated cell that recurs to the third digit, not noise of the machine, and
-    not yet explained. The bounds hold both modes with 0.015 to spare and stay 4-5 sd from
-    the FIFO's mean."""
+    fast station's goodput rises with what the slow one no longer takes.
+
+    Measured behind the FIFO: the slow station's share 0.613-0.641 over 8 runs (sd 0.010);
+    the fast station's goodput 18.6-23.0 Mbit/s in 32 of 37 runs and 25.5-26.0 in 5, the
+    rate Minstrel settled on for the slow station deciding (it got 24.0-24.3 Mbit/s in those
+    of them that kept its figure, 19.8-22.5 in the others). With mac80211 queues the fast
+    station got 27.6-31.8 Mbit/s (34 runs, mean 29.5, sd 0.8): its gain is 1.06x or more, not
+    a fixed factor, so the bound is the FIFO run's goodput itself, which the mean exceeds by
+    4.4 sd even in the FIFO's upper mode (a false failure under 1 in 10^5 if normal). The slow
+    station's share has two modes: 0.485-0.503 in 37 of 41 runs, and 0.437 in 4 (with either
+    real-time simulator, valid runs, the slow station's goodput unchanged and the fast one's
+    31.6 Mbit/s): a state of the simulated cell that recurs to the third digit, not noise of
+    the machine, and not yet explained. The bounds hold both modes with 0.015 to spare and
+    stay 4-5 sd from the FIFO's mean."""
     fifo = _fast_and_slow("fifo")
     fair = _fast_and_slow("mac80211")
     assert fifo["slow"]["airtime_share"] > 0.58, fifo
     assert 0.42 < fair["slow"]["airtime_share"] < 0.53, fair
-    assert fair["fast"]["goodput"] > 1.2 * fifo["fast"]["goodput"], (fifo, fair)
+    assert fair["fast"]["goodput"] > fifo["fast"]["goodput"], (fifo, fair)
     # each station's own queue: its frames, their time in it, the airtime it was charged, and
     # CoDel's drops (a flood does not slow down: its queue stays full)
     for name in ("fast", "slow"):

@@ -119,6 +119,26 @@ def test_runs_without_captures_complete_for_every_transport(tmp_path: Path) -> N
             assert "keepalive_timeout 40s;" in config and "send_timeout 40s;" in config
 
 
+def test_background_traffic_runs_through_the_transfer_and_its_delivery_is_recorded(tmp_path: Path) -> None:
+    """UDP background traffic from the server to the client, 1 s ahead of a TCP download: it
+    takes its rate from the 20 Mbit/s link, and the run records what it delivered (a run whose
+    background delivered nothing is invalid: tests/unit/test_runner_analyse.py)."""
+    exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\nworkload: {object: 4MB}\ncaptures: false\ntimeout: 40s\n"
+                                "background: {kind: udp, from: server, to: client, rate: 8mbit}\n")
+    out = tmp_path / "out"
+    _run_to_completion(exp, out)
+    [line] = _assert_only_complete_runs(out)
+    assert line["status"] == "ok" and not line.get("invalid_reasons"), line
+    folder = out / "runs" / line["run_id"]
+    background = json.loads((folder / "run.json").read_text())["details"]["background"]
+    assert json.loads((folder / "background.json").read_text())["bytes_received"] == background["bytes_received"]
+    assert background["rate"] == 8e6 and background["seconds"] > 1.0, background
+    # iperf3 paces at the rate; the datagrams TCP's standing queue turns away are lost
+    assert 0.5 * 8e6 < background["received_bps"] <= 1.01 * 8e6 and background["bytes_received"] > 0, background
+    # the download shared the link with it: well under the link's 20 Mbit/s
+    assert line["metrics"]["goodput"] < 0.8 * 20e6, line["metrics"]
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
 def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path: Path, how: str) -> None:
     exp = _experiment(tmp_path, "workload: {object: 300kB}\nmatrix:\n  transport: [quic, tcp]\nrepetitions: 3\n")

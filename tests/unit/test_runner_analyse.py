@@ -372,10 +372,17 @@ def test_what_makes_a_measurement_invalid(tmp_path: Path) -> None:
     details = {"capture_stats": {"server": {"captured": 90, "received_by_filter": 100, "dropped_by_kernel": 0,
                                             "unwritten": 10},
                                  "client": {"captured": 100, "received_by_filter": 100, "unwritten": 0}},
-               "tcp_state": {"source": "tcp_probe", "overruns": 3}}
+               "tcp_state": {"source": "tcp_probe", "overruns": 3},
+               "background": {"kind": "udp", "rate": 10e6, "bytes_received": 0, "received_bps": 0.0}}
     assert measurement_invalid_reasons(tmp_path, details) == [
         "the server capture did not write 10 packets its filter accepted",
+        "the background traffic delivered nothing (iperf3's UDP stream set-up was lost, or its sender never "
+        "sent): the transfer ran without it",
         "the tcp_probe trace lost 3 events (trace buffer overrun)"]
+    # background that flowed, none asked for (rate 0), or a record from before the figure was kept
+    for background in ({"rate": 10e6, "bytes_received": 12_000_000}, {"rate": 0.0, "bytes_received": None},
+                       {"rate": 10e6}):
+        assert measurement_invalid_reasons(tmp_path, {"background": background}) == []
     # a TCP segment of 2 x 1448 bytes: what the capture shows when segmentation offload is on
     big = _raw_ipv4("10.0.0.2", "10.0.0.1", 8443, 50000, 2896, 9, proto="tcp")
     normal = _raw_ipv4("10.0.0.2", "10.0.0.1", 8443, 50000, 1448, 10, proto="tcp")
