@@ -14,13 +14,16 @@ import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, Protocol, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 from quicbed.errors import BackendError
 from quicbed.host.prctl import die_with_parent
 from quicbed.host.signals import deferred_signals
 from quicbed.spec.resolve import ResolvedTopology
 from quicbed.spec.topology import Topology
+
+if TYPE_CHECKING:
+    from quicbed.spec.topology import WiredLink
 
 class CpuAccountant(Protocol):
     """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
@@ -232,3 +235,36 @@ class Network(ABC):
     def __exit__(self, *exc: object) -> None:
         with deferred_signals():
             self.stop()
+
+
+# -- what some backends offer beyond Network (the runner asks with isinstance) ---------------
+
+
+@runtime_checkable
+class MacStatistics(Protocol):
+    """A simulated medium that counts what it carried (ns3): statistics since the last reset,
+    and whether it kept real time while it mattered."""
+
+    def reset_stats(self, timeout: float = 5.0) -> None: ...
+
+    def mac_stats(self, timeout: float = 5.0, window: tuple[float, float] | None = None) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class WalkedStations(Protocol):
+    """Stations whose trajectories the backend walks itself, from a moment the run chooses,
+    and whose (dis)associations it can tell afterwards (mininet-wifi)."""
+
+    motion_errors: list[str]
+
+    def start_trajectories(self) -> None: ...
+
+    def association_events(self, since: float | None = None) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class ReshapableLinks(Protocol):
+    """Wired links whose rate, delay and loss change on the live network (netns)."""
+
+    def replace_link_shapes(self, link: "WiredLink") -> None: ...
+

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from quicbed.analysis.catalogue import metric
 from quicbed.backends import create
-from quicbed.backends.base import Network
+from quicbed.backends.base import Network, ReshapableLinks
 from quicbed.host.signals import deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
@@ -122,7 +122,7 @@ class NetworkKeeper:
     def _reshape(self, topo: Topology) -> bool:
         """Apply changed wired-link impairments to the live network when only they differ."""
         network = self.network
-        if network is None or not hasattr(network, "replace_link_shapes"):
+        if not isinstance(network, ReshapableLinks):
             return False
         if _without_shapes(topo.to_dict()) != _without_shapes(network.topology.to_dict()):
             return False

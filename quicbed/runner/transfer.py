@@ -26,7 +26,7 @@ from quicbed.apps.tcp import port_cc
 from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.launch import module_argv
-from quicbed.backends.base import Network, NodeHandle, Process
+from quicbed.backends.base import MacStatistics, Network, NodeHandle, Process, WalkedStations
 from quicbed.host.signals import how_it_ended
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
@@ -323,7 +323,7 @@ class RunExecution:
             # the run's statistics, traces and captures: every transfer then begins at the same
             # moment of a replayed trace, whatever its client's start-up took
             release = stack.enter_context(self._clients_ready(downloads))
-            if hasattr(self.network, "reset_stats"):
+            if isinstance(self.network, MacStatistics):
                 self.network.reset_stats()  # MAC statistics of this run only; traces start again
                 traces = replayed_traces(self.network.topology, run_client(self.experiment, self.run))
                 if traces:
@@ -344,7 +344,7 @@ class RunExecution:
                 with counted("background"):
                     stack.enter_context(self._background(rate))
             self.critical.check("before the transfer")
-            if moving and hasattr(self.network, "start_trajectories"):
+            if moving and isinstance(self.network, WalkedStations):
                 self.network.start_trajectories()  # (mininet-wifi: quicbed walks them, from the transfer's start)
             motion_start = time.time()
             records = release()
@@ -358,15 +358,15 @@ class RunExecution:
         self._record_cpu(accounting, record)
         self._collect_server_files()
         topology = self.network.topology
-        if hasattr(self.network, "association_events") and (topology.moving_stations() or topology.roaming_stations()):
+        if isinstance(self.network, WalkedStations) and (topology.moving_stations() or topology.roaming_stations()):
             # (mininet-wifi: who associated where and when, from the APs' hostapd logs)
             events = self.network.association_events(since=motion_start)
             (self.folder / "associations.json").write_text(json.dumps(
                 {"source": "hostapd logs", "since": motion_start, "events": events,
-                 "motion_errors": getattr(self.network, "motion_errors", [])}, indent=1) + "\n")
+                 "motion_errors": self.network.motion_errors}, indent=1) + "\n")
         # capture figures per connection, analysis warnings, why the measurement is invalid
         self.details["measurement"] = review_measurement(self.folder, record, self.details)
-        if hasattr(self.network, "mac_stats"):
+        if isinstance(self.network, MacStatistics):
             stats = self.network.mac_stats(window=transfer_window(records))
             (self.folder / "mac-stats.json").write_text(json.dumps(stats, indent=1) + "\n")
             self.details["mac_stats"] = {key: stats[key] for key in (
