@@ -23,7 +23,8 @@ from quicbed.spec.resolve import ResolvedTopology
 from quicbed.spec.topology import Topology
 
 if TYPE_CHECKING:
-    from quicbed.spec.topology import WiredLink
+    from quicbed.spec.link import WiredLink
+
 
 class CpuAccountant(Protocol):
     """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
@@ -267,4 +268,3 @@ class ReshapableLinks(Protocol):
     """Wired links whose rate, delay and loss change on the live network (netns)."""
 
     def replace_link_shapes(self, link: "WiredLink") -> None: ...
-
