@@ -26,8 +26,6 @@ from quicbed.analysis.metrics import (
     first_byte_time,
     goodput,
     inter_packet_times,
-    main_flow,
-    of_flow,
     request_time,
     response_data,
     reverse,
@@ -620,14 +618,15 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tup
         values.update(bdp_metrics(series, values.get("throughput") or values.get("goodput")))
     values.update(mac_metrics(folder, wireless_hops or [], record.get("bytes") if record.get("ok") else None))
     if wireless_hops and "handovers" not in values:
-        values.update(association_metrics(folder, wireless_hops[-1][1]))
+        values.update(association_metrics(folder, record, wireless_hops[-1][1]))
     return _finite(values)
 
 
-def association_metrics(folder: Path, client: str) -> dict[str, float]:
+def association_metrics(folder: Path, record: dict[str, Any], client: str) -> dict[str, float]:
     """Handovers of a client from the associations its APs logged during the transfer
     (associations.json, written where the backend reads hostapd's logs: mininet-wifi), and the
-    longest gap in its capture's data packets across one of them (handover_outage)."""
+    longest gap in the data packets of the record's download (every connection of it, nothing
+    else) in the client's capture across one of them (handover_outage)."""
     path = folder / "associations.json"
     if not path.exists():
         return {}
@@ -638,11 +637,8 @@ def association_metrics(folder: Path, client: str) -> dict[str, float]:
     capture = folder / "client.pcap"
     if moments and capture.exists():
         packets = read_capture(capture)
-        try:
-            flow = main_flow(packets)
-        except ValueError:  # (no TCP or UDP packet: nothing was delivered)
-            return values
-        outages = capture_outages(sorted(p.ts for p in of_flow(packets, flow) if p.payload_len > 0), moments)
+        arrivals = sorted(p.ts for flow in record_flows(packets, record) for p in data_packets(packets, flow))
+        outages = capture_outages(arrivals, moments)
         if outages:
             values["handover_outage"] = max(outages)
     return values

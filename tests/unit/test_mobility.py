@@ -330,11 +330,12 @@ def test_a_failing_position_is_recorded_and_the_walk_goes_on():
     assert mover.errors and "sta1 at 0.0 s: wmediumd went away" in mover.errors[0]
 
 
-def _udp_pcap(times: list[float], payload: int) -> bytes:
-    """A classic pcap of IPv4/UDP datagrams from 10.0.0.1:4433 to 10.0.1.2:5000 (Ethernet)."""
+def _udp_pcap(datagrams: list[tuple[float, int]], payload: int) -> bytes:
+    """A classic pcap of IPv4/UDP datagrams (QUIC short headers), each (time, source port),
+    from 10.0.0.1 to 10.0.1.2:5000 (Ethernet)."""
     out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for t in times:
-        udp = struct.pack("!HHHH", 4433, 5000, 8 + payload, 0) + b"x" * payload
+    for t, port in sorted(datagrams):
+        udp = struct.pack("!HHHH", port, 5000, 8 + payload, 0) + b"x" * payload
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0x4000, 64, 17, 0,
                          bytes([10, 0, 0, 1]), bytes([10, 0, 1, 2])) + udp
         frame = b"\x02" * 12 + b"\x08\x00" + ip
@@ -353,18 +354,22 @@ def test_the_capture_gap_across_a_reassociation_is_its_outage():
 def test_handovers_on_mininet_wifi_come_from_the_associations_file_and_the_capture(tmp_path):
     from quicbed.runner.analyse import association_metrics
 
-    assert association_metrics(tmp_path, "sta1") == {}
+    record = {"ok": True, "tool": "quicbed-quic-client", "server": {"address": "10.0.0.1", "port": 4433}}
+    assert association_metrics(tmp_path, record, "sta1") == {}
     since = 1_700_000_000.0
     events = [{"t": 9.8, "ap": "ap2", "station": "sta1", "event": "associated"},
               {"t": 9.9, "ap": "ap1", "station": "sta1", "event": "disassociated"},
               {"t": 3.0, "ap": "ap1", "station": "sta2", "event": "associated"}]
     (tmp_path / "associations.json").write_text(json.dumps({"source": "hostapd logs", "since": since,
                                                             "events": events}))
-    assert association_metrics(tmp_path, "sta1") == {"handovers": 1.0}  # (no capture: no outage)
-    # the server's data reached the client every 10 ms, except from 9.5 s to 10.25 s
-    times = [t / 100 for t in range(900, 1100) if not 950 < t < 1025]
-    (tmp_path / "client.pcap").write_bytes(_udp_pcap([since + t for t in times], payload=1200))
-    values = association_metrics(tmp_path, "sta1")
+    assert association_metrics(tmp_path, record, "sta1") == {"handovers": 1.0}  # (no capture: no outage)
+    # the server's data reached the client every 10 ms, except from 9.5 s to 10.25 s, and
+    # background traffic from another port (more datagrams, no gap) is not the download
+    download = [since + t / 100 for t in range(900, 1100) if not 950 < t < 1025]
+    background = [since + 9.0 + t / 1000 for t in range(2000)]
+    (tmp_path / "client.pcap").write_bytes(_udp_pcap(
+        [(t, 4433) for t in download] + [(t, 5201) for t in background], payload=1200))
+    values = association_metrics(tmp_path, record, "sta1")
     assert values["handovers"] == 1.0 and values["handover_outage"] == pytest.approx(0.75, abs=1e-3)
 
 
