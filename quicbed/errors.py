@@ -45,6 +45,10 @@ class BackendError(QuicbedError):
     """Realising a topology or running a process in it failed."""
 
 
+class CommandTimeout(BackendError):
+    """A command run to completion in a node outran its time limit (and was killed)."""
+
+
 class MachineBusy(BackendError):
     """No attempt at a real-time measurement had the machine to itself: the hypervisor took
     CPU time during every one (quicbed.host.steal)."""

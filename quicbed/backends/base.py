@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
-from quicbed.errors import BackendError
+from quicbed.errors import BackendError, CommandTimeout
 from quicbed.host.prctl import die_with_parent
 from quicbed.host.signals import deferred_signals
 from quicbed.spec.resolve import ResolvedTopology
@@ -159,7 +159,7 @@ class NodeHandle(ABC):
             result = subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout,
                                     input=input, preexec_fn=_preexec_for(self.network))
         except subprocess.TimeoutExpired:
-            raise BackendError(f"{' '.join(argv)} on {self.name} did not finish within {timeout:g} s") from None
+            raise CommandTimeout(f"{' '.join(argv)} on {self.name} did not finish within {timeout:g} s") from None
         if check and result.returncode != 0:
             raise BackendError(f"{' '.join(argv)} on {self.name} failed ({result.returncode}): "
                                f"{(result.stderr or result.stdout).strip()}")
