@@ -6,6 +6,7 @@
     sudo .venv/bin/python bench/channel.py --no-profile --json out.json
     sudo .venv/bin/python bench/channel.py --skim both --stations 20 --phys ac20   # A/B
     sudo .venv/bin/python bench/channel.py --realtime both --stations 1 --phys ac80  # A/B
+    sudo .venv/bin/python bench/channel.py --ledger both --stations 1 --phys ac80    # its cost
 
 For each cell of the grid (stations x PHY) one AP (topologies/enterprise_ap.py) carries one
 saturated TCP download (iperf3) per station. After a warm-up the channel's statistics are
@@ -22,7 +23,8 @@ iperf3), --isolate off pins nothing, --isolate all measures each.
 PHYs: n20 (802.11n 20 MHz MCS 7), ac20 (802.11ac 20 MHz MCS 7), ac80 (80 MHz MCS 9) and
 ac80x2 / ac80x3 (2 or 3 spatial streams; any PHY name takes an xN suffix). --skim both runs
 each cell with skimming receivers off and on (docs/ns3-backend.md), with the same ns-3 seeds;
---realtime both with ns-3's real-time simulator and the channel's own paced one. "spin" is
+--realtime both with ns-3's real-time simulator and the channel's own paced one; --ledger both
+without and with the frame ledger (what following every frame costs). "spin" is
 the share of the window the paced simulator spun on the clock (realtime_spin_us; part of
 the channel's core use that is waiting, not work).
 """
@@ -61,6 +63,7 @@ FIRST_PORT = 5301
 
 #: perf symbols (dso or symbol, by regular expression, first match wins) by component
 COMPONENTS: list[tuple[str, str]] = [
+    ("frame ledger", r"FrameLedger|Identify|IpOffset"),  # (its packets' CopyData: packet copies)
     ("scheduling, real-time sync", r"Scheduler|SimulatorImpl|Simulator::|EventImpl|EventId|Synchronizer|"
                                    r"clock_gettime|clock_nanosleep|nanosleep|hrtimer|vdso|futex|schedule|"
                                    r"pick_next|__switch_to|finish_task_switch|Timer|Time::"),
@@ -88,6 +91,7 @@ class Cell:
     realtime: str = "paced"
     spin_us: int = 0
     isolate: str = "process"  # isolate_channel: process, simulator or off
+    ledger: bool = True  # the frame ledger (frame_ledger)
 
     def radio(self) -> dict:
         name, _, streams = self.phy.partition("x")
@@ -139,7 +143,7 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="quicbed-bench-channel-"))
     try:
         with Ns3Network(topo, skim_receivers=cell.skim, realtime=cell.realtime, realtime_spin_us=cell.spin_us,
-                        run=1) as network, contextlib.ExitStack() as isolation:
+                        frame_ledger=cell.ledger, run=1) as network, contextlib.ExitStack() as isolation:
             if cell.isolate != "off":  # as the runner does (isolate_channel): iperf3 off the channel's core
                 isolation.enter_context(isolated_channel(network, cell.isolate))
             server = network.node("server")
@@ -169,7 +173,7 @@ def measure(cell: Cell, seconds: float, profiled: bool) -> dict:
     failed = [r.error for r in results if r.error]
     return {
         "stations": cell.stations, "phy": cell.phy, "radio": cell.radio(), "skim": cell.skim,
-        "realtime": cell.realtime, "spin_us": cell.spin_us, "isolate": cell.isolate,
+        "realtime": cell.realtime, "spin_us": cell.spin_us, "isolate": cell.isolate, "ledger": cell.ledger,
         "goodput_bps": sum(r.throughput or 0 for r in results), "flows_failed": failed,
         "valid": stats["valid"], "invalid_reasons": stats["invalid_reasons"],
         "behind_1ms_share": stats.get("slow_share"), "behind_4ms_share": stats.get("behind_share"),
@@ -206,6 +210,8 @@ def main() -> int:
     parser.add_argument("--isolate", choices=("process", "simulator", "off", "all"), default="process",
                         help="where the channel's threads run, as isolate_channel: all of them on the last core "
                              "(default), its simulator thread alone there, or anywhere; all: each in turn")
+    parser.add_argument("--ledger", choices=("on", "off", "both"), default="on",
+                        help="the channel's frame ledger (default on); both: its cost, off then on")
     parser.add_argument("--no-profile", action="store_true", help="no perf sample")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
@@ -222,21 +228,23 @@ def main() -> int:
     skims = {"on": [True], "off": [False], "both": [False, True]}[args.skim]
     realtimes = {"paced": ["paced"], "ns3": ["ns3"], "both": ["ns3", "paced"]}[args.realtime]
     isolations = ["process", "simulator", "off"] if args.isolate == "all" else [args.isolate]
-    cells = [Cell(int(n), phy, skim, realtime, args.spin_us, isolate) for phy in args.phys.split(",")
-             for n in args.stations.split(",") for skim in skims for realtime in realtimes for isolate in isolations]
+    ledgers = {"on": [True], "off": [False], "both": [False, True]}[args.ledger]
+    cells = [Cell(int(n), phy, skim, realtime, args.spin_us, isolate, ledger) for phy in args.phys.split(",")
+             for n in args.stations.split(",") for skim in skims for realtime in realtimes for isolate in isolations
+             for ledger in ledgers]
     for cell in cells:
         cell.radio()  # an unknown PHY is refused before anything runs
     profiled = not args.no_profile and shutil.which("perf") is not None
     print(f"quicbed channel capacity, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
           f"kernel {os.uname().release}; {args.seconds:g} s per cell, window {args.seconds - WARMUP_S - TAIL_S:g} s"
           f"{', perf at 499 Hz' if profiled else ', no profile'}")
-    print("stations phy      skim realtime isolate   goodput  >1ms    >4ms    valid  channel (spin) machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
+    print("stations phy      skim realtime isolate   ledger goodput  >1ms    >4ms    valid  channel (spin) machine  events/s  MPDU/s  PPDU/s  MPDU/PPDU")
     figures, started = [], time.monotonic()
     for cell in cells:
         row = measure(cell, args.seconds, profiled)
         figures.append(row)
         print(f"{cell.stations:8d} {cell.phy:<8} {'on ' if cell.skim else 'off'}  {cell.realtime:<8} {cell.isolate:<9} "
-              f"{row['goodput_bps'] / 1e6:6.1f}M {share(row['behind_1ms_share'])} "
+              f"{'on ' if cell.ledger else 'off'}  {row['goodput_bps'] / 1e6:6.1f}M {share(row['behind_1ms_share'])} "
               f"{share(row['behind_4ms_share'])}  {'yes' if row['valid'] else 'no ':5}  {row['channel_core']:5.0%}  "
               f"{row['spinning']:4.0%}    {row['machine']:5.0%}  {row['events_per_s']:8.0f}  {row['mpdus_per_s']:6.0f}  {row['ppdus_per_s']:6.0f}"
               f"  {row['mpdus_per_ampdu']:6.1f}" + (f"  (flows failed: {row['flows_failed'][0]})" if row['flows_failed'] else ""),

@@ -187,6 +187,9 @@ _METRICS = [
     Metric("tap_drops", "TAP path drops", "", 1.0, "lower", "mac",
            "frames the TAP path dropped outside the model (readers' and writer's queues full; any invalidates)",
            bounds=NON_NEGATIVE),
+    Metric("frames_vanished", "frames vanished in the channel", "", 1.0, "lower", "mac",
+           "unicast IPv4 frames the ns-3 channel neither delivered nor dropped for a counted reason "
+           "(its frame ledger; any invalidates)", bounds=NON_NEGATIVE),
     Metric("cpu_server", "server CPU", "s", 1.0, None, "cpu", "CPU seconds of the server role over the transfer",
            bounds=NON_NEGATIVE),
     Metric("cpu_server_peak", "server CPU peak", "cores", 1.0, None, "cpu",

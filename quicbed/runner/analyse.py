@@ -508,6 +508,8 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         for direction in ("rx", "tx"):
             if tap[f"{direction}_delay"]["p95_s"] is not None:
                 values[f"tap_{direction}_delay_p95"] = tap[f"{direction}_delay"]["p95_s"]
+    if frames := stats.get("frames"):
+        values["frames_vanished"] = frames["vanished"]
     return values
 
 

@@ -370,7 +370,7 @@ class RunExecution:
             stats = self.network.mac_stats(window=transfer_window(records))
             (self.folder / "mac-stats.json").write_text(json.dumps(stats, indent=1) + "\n")
             self.details["mac_stats"] = {key: stats[key] for key in (
-                "valid", "invalid_reasons", "lag", "judged_over", "behind_share", "slow_share", "tap")}
+                "valid", "invalid_reasons", "lag", "judged_over", "behind_share", "slow_share", "tap", "frames")}
         return record
 
     # -- CPU ---------------------------------------------------------------------------------

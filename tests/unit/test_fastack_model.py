@@ -8,9 +8,7 @@ same model in the real-time channel under Linux TCP."""
 from __future__ import annotations
 
 import json
-import os
 import struct
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +16,9 @@ from typing import Any
 
 import pytest
 
+from channel_driver import DriverProcess, compile_driver
 from quicbed.backends.ns3 import build
 
-HERE = Path(__file__).resolve().parent
-DRIVER_SOURCE = HERE / "channel_models" / "fastack_driver.cc"
-CHANNEL = build.SOURCE_DIR
 NS3_MISSING = build.missing()
 pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
 
@@ -112,11 +108,8 @@ class Events:
         return [item for _, k, item in self.lines if k == kind]
 
 
-class Model:
+class Model(DriverProcess):
     """One access point's accelerator, commanded line by line."""
-
-    def __init__(self, binary: Path) -> None:
-        self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def do(self, command: str) -> Events:
         assert self.process.stdin and self.process.stdout
@@ -149,20 +142,11 @@ class Model:
     def stats(self) -> dict[str, int]:
         return self.do("stats").of("stats")[0]
 
-    def close(self) -> None:
-        assert self.process.stdin
-        self.process.stdin.close()
-        assert self.process.wait(timeout=10) == 0
-
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    binary = tmp_path_factory.mktemp("fastack-model") / "driver"
-    sources = [DRIVER_SOURCE, CHANNEL / "fastack.cc"]
-    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-Wall", "-Wno-unused-parameter",
-                    f"-I{CHANNEL}", f"-I{build.NS3_INCLUDE}", "-o", str(binary), *map(str, sources),
-                    "-lns3-network", "-lns3-core"], check=True)
-    return binary
+    return compile_driver(tmp_path_factory.mktemp("fastack-model") / "driver", "fastack_driver.cc",
+                          ["fastack.cc"], ["network", "core"])
 
 
 @pytest.fixture

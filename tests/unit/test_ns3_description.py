@@ -594,3 +594,14 @@ def test_the_real_time_simulator_is_chosen_and_checked():
         Ns3Network(topo, realtime="fast")
     with pytest.raises(BackendError, match="realtime_spin_us=-1: must be 0 or more"):
         Ns3Network(topo, realtime_spin_us=-1)
+
+
+def test_the_frame_ledger_is_on_by_default_and_its_settle_time_checked():
+    from quicbed.backends.ns3.network import Ns3Network
+    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"))
+    described = build(topo)
+    assert (described["frame_ledger"], described["frame_ledger_settle_ms"]) == (True, 2000)
+    described = build(topo, frame_ledger=False, frame_ledger_settle_s=0.5)
+    assert (described["frame_ledger"], described["frame_ledger_settle_ms"]) == (False, 500)
+    with pytest.raises(BackendError, match="frame_ledger_settle_s=0: must be more than 0"):
+        Ns3Network(topo, frame_ledger_settle_s=0)

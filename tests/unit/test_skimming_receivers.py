@@ -12,29 +12,23 @@ that the MAC's view and every random stream are unchanged."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from channel_driver import compile_driver
 from quicbed.backends.ns3 import build
 
-HERE = Path(__file__).resolve().parent
-CHANNEL = build.SOURCE_DIR
 NS3_MISSING = build.missing()
 pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
 
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    binary = tmp_path_factory.mktemp("skim-cell") / "skim_cell"
-    sources = [HERE / "channel_models" / "skim_cell.cc", CHANNEL / "skim.cc", CHANNEL / "loss.cc"]
-    libraries = ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"]
-    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-Wall", "-Wno-unused-parameter",
-                    f"-I{CHANNEL}", f"-I{build.NS3_INCLUDE}", "-o", str(binary), *map(str, sources),
-                    *(f"-lns3-{name}" for name in libraries)], check=True)
-    return binary
+    return compile_driver(tmp_path_factory.mktemp("skim-cell") / "skim_cell", "skim_cell.cc",
+                          ["skim.cc", "loss.cc"],
+                          ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"])
 
 
 def simulate(binary: Path, skim: bool, standard: str, manager: str, stations: int, frame_errors: bool) -> dict:

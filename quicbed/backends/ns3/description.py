@@ -120,6 +120,11 @@ class Ns3Options:
     #: the paced simulator spins on the clock (instead of sleeping) before an event this close
     #: (0: always sleeps; spinning gained nothing measurable here: bench/README.md)
     realtime_spin_us: int = 0
+    #: follow every unicast IPv4 frame from its TAP read to its TAP write or a counted drop; a
+    #: frame that did neither within frame_ledger_settle_s vanished inside the channel, which
+    #: makes the run invalid (docs/ns3-backend.md, "The frame ledger")
+    frame_ledger: bool = True
+    frame_ledger_settle_s: float = 2.0
     #: extra keys merged into the description (for experiments with the channel program)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -128,6 +133,9 @@ class Ns3Options:
             raise ValueError(f"ns3 option realtime={self.realtime!r}: choose {' or '.join(REALTIME_SIMULATORS)}")
         if self.realtime_spin_us < 0:
             raise ValueError(f"ns3 option realtime_spin_us={self.realtime_spin_us}: must be 0 or more")
+        if self.frame_ledger_settle_s <= 0:
+            raise ValueError(f"ns3 option frame_ledger_settle_s={self.frame_ledger_settle_s}: must be more than 0 "
+                             "(seconds a frame may stay in the channel before it counts as vanished)")
 
 
 # -- radio helpers (pure) ----------------------------------------------------------------
@@ -347,6 +355,7 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
         "tap_readers_above_simulator": options.tap_readers_above_simulator,
         "tap_writer_above_simulator": options.tap_writer_above_simulator,
         "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,
+        "frame_ledger": options.frame_ledger, "frame_ledger_settle_ms": round(options.frame_ledger_settle_s * 1000),
         "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
         "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
                         "rss_dbm": options.rss_dbm,

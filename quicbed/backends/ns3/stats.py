@@ -89,6 +89,20 @@ def tap_summary(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def frames_summary(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The channel's frame ledger (ledger.h): unicast IPv4 frames read from the TAPs, written
+    to them, dropped at a counted place (by reason), still in flight (of which ``held``: older
+    than ``settle_s``, in a queue that still holds frames), and vanished (neither, longer than
+    ``settle_s`` after they entered, and not in such a queue: lost inside the emulator), with up to 20 of the
+    vanished frames (when they entered, in seconds from the reset; the last stage they reached).
+    None for a channel without a ledger, or with it switched off."""
+    frames = raw.get("frames")
+    if not frames or not frames.get("enabled"):
+        return None
+    return {key: frames[key] for key in ("entered", "copies_made", "left", "left_unentered", "dropped",
+                                         "in_flight", "held", "vanished", "vanished_frames", "settle_s")}
+
+
 def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
              window: tuple[float, float] | None = None, max_slow_share: float = MAX_SLOW_SHARE
              ) -> tuple[bool, list[str], dict[str, Any]]:
@@ -129,6 +143,12 @@ def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
                        "up (its TAP readers' queues were full)")
     if taps["tx_drops"]:
         reasons.append(f"{taps['tx_drops']} frames to the namespaces were dropped in the TAP writer's full queue")
+    frames = frames_summary(raw)
+    if frames and frames["vanished"]:
+        stages = sorted({f["stage"] for f in frames["vanished_frames"]})
+        reasons.append(f"{frames['vanished']} frames vanished inside the channel: read from a TAP, neither written "
+                       f"to one nor dropped for a counted reason within {frames['settle_s']:g} s (last stage: "
+                       f"{', '.join(stages)}; mac-stats.json 'frames' lists them)")
     for direction, words in (("rx_delay", "from the namespaces waited to enter the simulator"),
                              ("tx_delay", "waited in the TAP writer's queue")):
         p95 = taps[direction]["p95_s"]
@@ -136,7 +156,7 @@ def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
             reasons.append(f"frames {words} {p95 * 1e3:.1f} ms at the 95th percentile "
                            f"(limit {MAX_TAP_DELAY_P95 * 1e3:g} ms)")
     figures = {"judged_over": what, "judged_sim_s": sim, "behind_share": behind, "slow_share": slow,
-               "judged_lag_max_ms": judged.get("max_ms", 0.0), "tap": taps}
+               "judged_lag_max_ms": judged.get("max_ms", 0.0), "tap": taps, "frames": frames}
     return not reasons, reasons, figures
 
 

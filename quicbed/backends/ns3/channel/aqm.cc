@@ -2,6 +2,8 @@
 
 #include "aqm.h"
 
+#include "ledger.h"
+
 #include "ns3/fq-codel-queue-disc.h"
 #include "ns3/hash.h"
 #include "ns3/object-factory.h"
@@ -139,6 +141,17 @@ struct DiscCounts
     }
 };
 
+/// The discipline's drops (CoDel's, a full queue's) go in the frame ledger.
+void
+LedgerDrops(Ptr<QueueDisc> disc)
+{
+    auto dropped = +[](Ptr<const QueueDiscItem> item, const char*) {
+        g_ledger.Dropped(item->GetPacket(), item->GetProtocol(), Framing::IP, "queue_disc");
+    };
+    disc->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(dropped));
+    disc->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(dropped));
+}
+
 } // namespace
 
 RadioQueueDisc::RadioQueueDisc(const Value& spec, Ptr<WifiNetDevice> dev, size_t txIndex, ToMac toMac)
@@ -183,6 +196,7 @@ RadioQueueDisc::RadioQueueDisc(const Value& spec, Ptr<WifiNetDevice> dev, size_t
                 frame->GetProtocol());
     });
     m_disc->TraceConnectWithoutContext("SojournTime", MakeCallback(&RadioQueueDisc::OnSojourn, this));
+    LedgerDrops(m_disc);
     m_disc->Initialize();
     // the MAC queue wakes the discipline whenever it has room again
     ndqi->GetTxQueue(txIndex)->SetWakeCallback(MakeCallback(&QueueDisc::Run, m_disc));
@@ -248,6 +262,23 @@ StationQueues::Key(const Mac48Address& receiver) const
     return m_oneReceiver ? Mac48Address() : receiver; // (a station's one queue: the zero address)
 }
 
+uint32_t
+RadioQueueDisc::Backlog() const
+{
+    return m_disc->GetNPackets();
+}
+
+uint32_t
+StationQueues::Backlog() const
+{
+    uint32_t frames = 0;
+    for (const auto& [address, station] : m_stations)
+    {
+        frames += station.disc->GetNPackets();
+    }
+    return frames;
+}
+
 StationQueues::Station&
 StationQueues::Get(const Mac48Address& dst)
 {
@@ -272,6 +303,7 @@ StationQueues::Get(const Mac48Address& dst)
         MakeBoundCallback(+[](std::map<uint32_t, uint64_t>* into, Time t) {
             (*into)[uint32_t(t.GetMicroSeconds() / 100)]++;
         }, sojourn));
+    LedgerDrops(made.disc);
     made.disc->Initialize();
     made.base = made.disc->GetStats();
     return made;

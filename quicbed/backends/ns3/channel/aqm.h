@@ -36,6 +36,8 @@ class RadioQueueDisc
 
     /// Queue a frame; false when the discipline refused it (over its limit).
     bool Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
+    /// frames it holds
+    uint32_t Backlog() const;
 
     void ResetStats();
     /// {"kind", "limit_packets", "enqueued", "drops": {"overlimit", "aqm"}, "marks",
@@ -80,6 +82,8 @@ class StationQueues
     StationQueues(const Value& spec, Ptr<WifiMacQueue> macQueue, bool qos, bool oneReceiver, ToMac toMac);
 
     bool Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto);
+    /// frames it holds, over every station
+    uint32_t Backlog() const;
     /// A data PSDU's airtime (s), charged to its receiver.
     void Charge(Mac48Address receiver, double seconds);
     /// An MPDU left the MAC queue (acknowledged or dropped): its station may be served again.

@@ -2,6 +2,8 @@
 
 #include "mesh.h"
 
+#include "ledger.h"
+
 #include "wifi.h"
 
 #include "ns3/address-utils.h"
@@ -117,6 +119,7 @@ MeshRelay::FromTap(Ptr<NetDevice>,
         tap->foreignSource++;
         return true;
     }
+    g_ledger.Enter(packet, proto, header.dst);
     if (header.dst.IsGroup())
     {
         header.seq = (++m_seq) & 0xffffff;
@@ -135,6 +138,7 @@ MeshRelay::Route(Ptr<Packet> inner, const QbMeshHeader& header)
     if (it == routes.end())
     {
         noRoute++;
+        g_ledger.Dropped(inner, header.proto, Framing::IP, "mesh_no_route");
         return;
     }
     inner->AddHeader(header);
@@ -182,6 +186,7 @@ MeshRelay::FromRadio(Ptr<NetDevice> dev,
     if (std::find(radio->peers.begin(), radio->peers.end(), from) == radio->peers.end())
     {
         notPeer++; // heard, but not a peer link of ours (like an unpeered 802.11s neighbour)
+        g_ledger.Dropped(packet, proto, Framing::IP, "mesh_not_peer");
         return true;
     }
     radio->rxUp++;
@@ -215,6 +220,7 @@ MeshRelay::FromRadio(Ptr<NetDevice> dev,
     if (header.ttl <= 1)
     {
         ttlDrops++;
+        g_ledger.Dropped(inner, header.proto, Framing::IP, "mesh_ttl");
         return true;
     }
     header.ttl--;

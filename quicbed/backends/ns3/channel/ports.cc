@@ -2,6 +2,7 @@
 
 #include "ports.h"
 
+#include "ledger.h"
 #include "tap.h"
 #include "wifi.h"
 #include "wired.h"
@@ -37,6 +38,7 @@ Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) co
     {
         if (tap->fd < 0)
         {
+            g_ledger.Dropped(p, proto, Framing::IP, "tap_closed");
             return false;
         }
         std::vector<uint8_t> frame(14 + p->GetSize());
@@ -46,6 +48,7 @@ Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) co
         frame[13] = proto & 0xff;
         p->CopyData(frame.data() + 14, p->GetSize());
         tap->toNs++;
+        g_ledger.Left(p, proto);
         g_writer.Write(tap->fd, std::move(frame), &tap->writeErrors);
         return true;
     }
@@ -60,6 +63,7 @@ Port::Send(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t proto) co
         eth.SetDestination(dst);
         eth.SetLengthType(proto);
         p->AddHeader(eth);
+        g_ledger.Queued(p, proto, Framing::ETHERNET, &wire.wire->held[wire.end]);
         return wire.wire->dev[wire.end]->SendFrom(p, src, dst, proto);
     }
 }
@@ -174,25 +178,13 @@ std::vector<std::vector<uint8_t>>
 MpduIps(Ptr<const WifiMpdu> mpdu)
 {
     std::vector<std::vector<uint8_t>> ips;
-    const WifiMacHeader& header = mpdu->GetHeader();
-    if (!header.IsData())
-    {
-        return ips;
-    }
     std::vector<uint8_t> ip;
-    if (header.IsQosData() && header.IsQosAmsdu())
+    for (const auto& msdu : Msdus(mpdu))
     {
-        for (auto msdu = mpdu->begin(); msdu != mpdu->end(); ++msdu)
+        if (LlcIp(msdu, ip))
         {
-            if (LlcIp(msdu->first, ip))
-            {
-                ips.push_back(std::move(ip));
-            }
+            ips.push_back(std::move(ip));
         }
-    }
-    else if (LlcIp(mpdu->GetPacket(), ip))
-    {
-        ips.push_back(std::move(ip));
     }
     return ips;
 }
@@ -243,6 +235,7 @@ Switch::Receive(Ptr<NetDevice> dev,
     if (ports[in].tap)
     {
         ports[in].tap->fromNs++;
+        g_ledger.Enter(packet, proto, to);
     }
     received++;
     if (ports[in].wifi)
@@ -259,8 +252,10 @@ Switch::Receive(Ptr<NetDevice> dev,
     bool tcpCandidate = fastAck && proto == PROTO_IPV4;
     if (tcpCandidate && in == m_fastAckRadio && fastAck->FromStation(Bytes(packet)))
     {
+        g_ledger.Dropped(packet, proto, Framing::IP, "fastack_consumed");
         return true; // a station's ACK the accelerator consumed
     }
+    Framing framing = ports[in].wire.wire ? Framing::ETHERNET : Framing::IP;
     if (!to.IsGroup())
     {
         auto it = m_table.find(to);
@@ -269,20 +264,34 @@ Switch::Receive(Ptr<NetDevice> dev,
             if (it->second != in)
             {
                 Ptr<Packet> frame = Unwrap(ports[in], packet);
-                if (tcpCandidate && it->second == m_fastAckRadio &&
-                    fastAck->FromSender(Bytes(frame), from, to, in))
+                if (tcpCandidate && it->second == m_fastAckRadio)
                 {
-                    return true; // queued for the radio by the accelerator, or answered by it
+                    g_ledger.Reached(frame, proto, Framing::IP, FrameLedger::AT_ACCELERATOR);
+                    if (fastAck->FromSender(Bytes(frame), from, to, in))
+                    {
+                        // queued for the radio by the accelerator, or answered by it
+                        g_ledger.DroppedIfAt(frame, proto, FrameLedger::AT_ACCELERATOR, "fastack_answered");
+                        return true;
+                    }
                 }
                 ports[it->second].Send(frame, from, to, proto);
             }
             else
             {
                 sameSegment++;
+                g_ledger.Dropped(packet, proto, framing, "same_segment");
             }
             return true;
         }
         flooded++;
+        if (ports.size() > 2)
+        {
+            g_ledger.Copied(packet, proto, framing, ports.size() - 2);
+        }
+        else if (ports.size() < 2)
+        {
+            g_ledger.Dropped(packet, proto, framing, "no_port");
+        }
     }
     for (size_t i = 0; i < ports.size(); i++)
     {
@@ -317,6 +326,7 @@ StationRelay::FromTap(Ptr<NetDevice>,
         tap->foreignSource++; // a 3-address station sends its own frames only
         return true;
     }
+    g_ledger.Enter(packet, proto, Mac48Address::ConvertFrom(toAddr));
     radio->Enqueue(packet->Copy(), radio->addr, Mac48Address::ConvertFrom(toAddr), proto);
     return true;
 }

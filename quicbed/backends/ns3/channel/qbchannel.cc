@@ -62,6 +62,7 @@
 //   fastack.h/.cc FastAck: TCP ACK acceleration at an access point's bridge
 //   mesh.h/.cc    MeshRelay and QbMeshHeader (mesh points)
 
+#include "ledger.h"
 #include "loss.h"
 #include "program.h"
 
@@ -513,6 +514,8 @@ Program::Run()
     Simulator::Schedule(MilliSeconds(10), &Program::ReadyCheck, this);
     g_writer.maxQueue = size_t(m_config.Num("tap_writer_queue_limit", 4096));
     g_writer.above = m_config.Bool("tap_writer_above_simulator", false);
+    g_ledger.enabled = m_config.Bool("frame_ledger", true);
+    g_ledger.settle = MilliSeconds(int64_t(m_config.Num("frame_ledger_settle_ms", 2000)));
     g_writer.Start();
     Simulator::Run();
     g_writer.Stop();

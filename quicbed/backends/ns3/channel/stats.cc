@@ -1,6 +1,7 @@
 // The statistics files: counters reset at READY and on SIGUSR2, snapshots as JSON, written
 // atomically (rename), and the clocks they are measured with.
 
+#include "ledger.h"
 #include "program.h"
 #include "skim.h"
 
@@ -76,6 +77,7 @@ Program::ResetStats()
         }
     }
     g_writer.ResetStats();
+    g_ledger.Reset();
     for (auto& tap : m_taps)
     {
         tap->fromNs = tap->toNs = tap->writeErrors = tap->foreignSource = 0;
@@ -226,6 +228,7 @@ Program::StatsJson(bool final) const
           << ", \"rx_pending_limit\": " << t.dev->pendingLimit << ", " << t.dev->rxDelay.Json() << "}";
     }
     o << "],\n \"tap_writer\": " << g_writer.StatsJson();
+    o << ",\n \"frames\": " << g_ledger.Json();
     o << ",\n \"bridges\": [";
     for (size_t i = 0; i < m_switches.size(); i++)
     {

@@ -2,6 +2,8 @@
 
 #include "wifi.h"
 
+#include "ledger.h"
+
 #include "skim.h"
 
 #include "ns3/ap-wifi-mac.h"
@@ -18,6 +20,7 @@
 #include "ns3/qos-txop.h"
 #include "ns3/spectrum-wifi-helper.h"
 #include "ns3/ssid.h"
+#include "ns3/sta-wifi-mac.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 #include "ns3/wifi-helper.h"
@@ -170,7 +173,7 @@ WifiPort::OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*po
 }
 
 void
-WifiPort::OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/)
+WifiPort::OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
 {
     if (stations)
     {
@@ -180,22 +183,37 @@ WifiPort::OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/)
     {
     case WIFI_MAC_DROP_FAILED_ENQUEUE:
         dropQueue++;
+        g_ledger.Dropped(mpdu, "mac_queue_full");
         break;
     case WIFI_MAC_DROP_EXPIRED_LIFETIME:
         dropLifetime++;
+        g_ledger.Dropped(mpdu, "mac_lifetime");
         break;
     case WIFI_MAC_DROP_REACHED_RETRY_LIMIT:
         dropRetry++;
+        g_ledger.Dropped(mpdu, "mac_retry_limit");
+        break;
+    case WIFI_MAC_DROP_QOS_OLD_PACKET:
+        dropOld++;
+        g_ledger.Dropped(mpdu, "mac_old_packet");
         break;
     default:
         dropOld++;
+        g_ledger.Dropped(mpdu, "mac_other");
     }
 }
 
+uint32_t
+WifiPort::Held() const
+{
+    return (queue ? queue->GetNPackets() : 0) + (disc ? disc->Backlog() : 0) + (stations ? stations->Backlog() : 0);
+}
+
 void
-WifiPort::OnTxDrop(Ptr<const Packet>)
+WifiPort::OnTxDrop(Ptr<const Packet> packet)
 {
     txDrop++;
+    g_ledger.Dropped(packet, 0, Framing::LLC, "mac_not_associated");
 }
 
 void
@@ -220,6 +238,7 @@ WifiPort::OnAcked(Ptr<const WifiMpdu> mpdu)
     {
         return;
     }
+    g_ledger.Reached(mpdu, FrameLedger::ACKED);
     // Enqueue stamped the packet (an MPDU's own expiry time is only readable while queued)
     DelayJitterEstimation stamp;
     stamp.RecordRx(mpdu->GetPacket());
@@ -243,8 +262,10 @@ WifiPort::Enqueue(Ptr<Packet> p, Mac48Address src, Mac48Address dst, uint16_t pr
     if (!disc && !stations && queue && queue->GetNPackets() >= queue->GetMaxSize().GetValue())
     {
         dropQueue++;
+        g_ledger.Dropped(p, proto, Framing::IP, "radio_queue_full");
         return false;
     }
+    g_ledger.Queued(p, proto, Framing::IP, this);
     p->RemoveAllByteTags(); // a relayed packet's stamp from its previous hop
     DelayJitterEstimation::PrepareTx(p); // (so the MAC delay includes the discipline's)
     if (stations)
@@ -606,6 +627,25 @@ BuildWifiPort(Ptr<Node> node,
                                           MakeCallback(&WifiPort::OnDropped, port.get()));
     port->mac->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&WifiPort::OnTxDrop, port.get()));
     port->mac->TraceConnectWithoutContext("AckedMpdu", MakeCallback(&WifiPort::OnAcked, port.get()));
+    if (auto sta = DynamicCast<StaWifiMac>(port->mac))
+    {
+        Mac48Address self = port->addr;
+        sta->TraceConnectWithoutContext(
+            "DeAssoc",
+            MakeBoundCallback(+[](Mac48Address station, Mac48Address /*ap*/) { g_ledger.StationLeft(station); },
+                              self));
+        // data frames a station's MAC acknowledged while it was not associated (its state
+        // changes a beacon watchdog after the AP was last heard) are dropped: counted
+        StaWifiMac* raw = PeekPointer(sta);
+        sta->TraceConnectWithoutContext(
+            "MacRxDrop",
+            MakeBoundCallback(+[](StaWifiMac* mac, Ptr<const Packet> packet) {
+                if (!mac->IsAssociated())
+                {
+                    g_ledger.Dropped(packet, 0, Framing::LLC, "mac_rx_not_associated");
+                }
+            }, raw));
+    }
     return port;
 }
 

@@ -5,6 +5,7 @@
 #include "aqm.h"
 #include "common.h"
 #include "lag.h"
+#include "ledger.h"
 #include "loss.h"
 #include "skim.h"
 
@@ -29,7 +30,8 @@
 namespace qbchannel
 {
 
-struct WifiPort
+/// A radio; it holds frames in its queue discipline (or per-station queues) and MAC queue.
+struct WifiPort : public FrameHolder
 {
     std::string id;
     std::string node;
@@ -72,6 +74,7 @@ struct WifiPort
     SkimCounters skimBase; // the PHY's counts (skim.h) at the last reset
 
     void ResetStats();
+    uint32_t Held() const override;
     void OnPsduBegin(WifiConstPsduMap psdus, WifiTxVector txVector, double /*powerW*/);
     void OnDropped(WifiMacDropReason reason, Ptr<const WifiMpdu> /*mpdu*/);
     void OnTxDrop(Ptr<const Packet>);

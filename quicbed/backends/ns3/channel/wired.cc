@@ -2,6 +2,8 @@
 
 #include "wired.h"
 
+#include "ledger.h"
+
 #include "ns3/data-rate.h"
 #include "ns3/drop-tail-queue.h"
 #include "ns3/node.h"
@@ -111,6 +113,7 @@ BuildWire(const Value& spec)
                 [w, d](const TraceGate::Frame& frame) { w->channel->Deliver(d, frame); });
         }
         wire->queue[d] = queue;
+        wire->held[d].queue = queue;
         wire->dev[d] = dev;
         wire->channel->delay[d] = Seconds(shape.Num("delay_s", 0));
         wire->channel->jitter[d] = Seconds(shape.Num("jitter_s", 0));
@@ -119,8 +122,16 @@ BuildWire(const Value& spec)
         loss->Configure(shape["loss"], shape.Num("corrupt", 0));
         wire->loss[d] = loss;
     }
+    // the frame ledger counts what the queues and the losses drop (frames carry Ethernet headers)
+    auto dropped = [](const char* reason) {
+        return MakeBoundCallback(+[](const char* why, Ptr<const Packet> p) {
+            g_ledger.Dropped(p, 0, Framing::ETHERNET, why);
+        }, reason);
+    };
     for (int d = 0; d < 2; d++)
     {
+        wire->queue[d]->TraceConnectWithoutContext("Drop", dropped("wire_queue"));
+        wire->dev[d]->TraceConnectWithoutContext("PhyRxDrop", dropped("wire_loss"));
         wire->dev[d]->SetChannel(wire->channel);
         wire->channel->ends[d] = wire->dev[d];
         // the loss of direction d (d's device sends) is applied where it arrives

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common.h"
+#include "ledger.h"
 #include "loss.h"
 #include "trace.h"
 
@@ -50,6 +51,14 @@ class QbWireChannel : public SimpleChannel
     Ptr<NormalRandomVariable> m_normal;
 };
 
+/// One direction's queue of a cable, for the frame ledger.
+class WireQueue : public FrameHolder
+{
+  public:
+    Ptr<Queue<Packet>> queue;
+    uint32_t Held() const override { return queue ? queue->GetNPackets() : 0; }
+};
+
 struct Wire
 {
     std::string name;
@@ -57,6 +66,7 @@ struct Wire
     Ptr<SimpleNetDevice> dev[2];
     Ptr<QbLossModel> loss[2]; // loss[0]: a->b, applied at b
     Ptr<Queue<Packet>> queue[2]; // the device's, or the trace gate's
+    WireQueue held[2];           // (the same, for the frame ledger)
     uint64_t packetsBase[2] = {0, 0}, bytesBase[2] = {0, 0}, lossBase[2] = {0, 0};
     uint64_t queueBase[2] = {0, 0};
 };
