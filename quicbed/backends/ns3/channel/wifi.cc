@@ -634,8 +634,8 @@ BuildWifiPort(Ptr<Node> node,
             "DeAssoc",
             MakeBoundCallback(+[](Mac48Address station, Mac48Address /*ap*/) { g_ledger.StationLeft(station); },
                               self));
-        // data frames a station's MAC acknowledged while it was not associated (its state
-        // changes a beacon watchdog after the AP was last heard) are dropped: counted
+        // a station that lost its AP (ten missed beacons) still acknowledges data frames, and
+        // its MAC then drops them as not associated: counted
         StaWifiMac* raw = PeekPointer(sta);
         sta->TraceConnectWithoutContext(
             "MacRxDrop",
