@@ -269,6 +269,10 @@ FrameLedger::Dropped(Ptr<const Packet> p, uint16_t proto, Framing framing, const
 void
 FrameLedger::Dropped(Ptr<const WifiMpdu> mpdu, const std::string& reason)
 {
+    if (!enabled)
+    {
+        return; // (not even the MSDUs' list)
+    }
     for (const auto& msdu : Msdus(mpdu))
     {
         Dropped(msdu, 0, Framing::LLC, reason);
@@ -289,6 +293,10 @@ FrameLedger::Reached(Ptr<const Packet> p, uint16_t proto, Framing framing, Stage
 void
 FrameLedger::Reached(Ptr<const WifiMpdu> mpdu, Stage stage)
 {
+    if (!enabled)
+    {
+        return; // (not even the MSDUs' list)
+    }
     for (const auto& msdu : Msdus(mpdu))
     {
         uint64_t key;

@@ -84,11 +84,11 @@ class FrameLedger
     void StationLeft(const Mac48Address& station);
 
     void Reset();
-    /// "entered", "copies_made", "left", "left_unentered", "dropped" (by reason), "in_flight",
-    /// "vanished" (entered + copies_made = left + dropped + in_flight + vanished; in_flight
-    /// counts "held": older than settle, in a queue that still holds frames)
-    /// (older than settle) and up to 20 of the vanished frames, the oldest first (entered_s: in
-    /// simulated seconds since the reset, as the lag record's times)
+    /// "entered", "copies_made", "left", "left_unentered", "dropped" (by reason), "in_flight"
+    /// (of which "held": older than settle, in a queue that still holds frames), "vanished"
+    /// (entered + copies_made = left + dropped + in_flight + vanished) and up to 20 of the
+    /// vanished frames, the oldest first (entered_s: in simulated seconds since the reset, as
+    /// the lag record's times)
     std::string Json() const;
 
   private:
