@@ -9,12 +9,16 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quicbed.spec.loss import Bernoulli, GilbertElliott, LossModel
 
 Z99 = 2.5758293035489  # two-sided 99 % quantile of the standard normal
 Z999 = 3.2905267314919  # two-sided 99.9 %
 HEADERS_BYTES = 14 + 20 + 8  # Ethernet + IPv4 + UDP: what tbf counts on top of the payload
+
+if TYPE_CHECKING:  # numpy is imported where it is used: the module loads without it
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def loss_count_interval(model: LossModel, packets: int, z: float = Z99) -> tuple
     return packets * mean - spread, packets * mean + spread
 
 
-def _loss_runs(lost: "np.ndarray") -> tuple["np.ndarray", "np.ndarray"]:
+def _loss_runs(lost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a (replicas x packets) boolean loss matrix: packets lost and loss runs."""
     import numpy as np
 
