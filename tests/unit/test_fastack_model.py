@@ -335,6 +335,45 @@ def test_a_mac_drop_above_a_hole_is_reported_in_its_place_once_repaired(model: M
     assert model.stats()["mac_drops_repaired"] == 1
 
 
+def test_a_station_ack_ahead_of_the_ap_waits_for_the_repair(model: Model) -> None:
+    """The station's MAC moved past a dropped frame and its TCP acknowledges the hole's
+    retransmission that was queued before the repair: its ACK is ahead of the AP's. Passed,
+    its SACK blocks (the station's latest few) told the sender of segments after the repair
+    but not of all before them, and its RACK resent those the station had (35 and 67 segments
+    in the two runs caught); the AP's ACK after it then echoed an older TSval than the station's,
+    which Linux counts as reordering. It waits for the repair, whose ACK echoes the station's."""
+    flow = Connection(model)
+    flow.send(0, 2 * MSS, 3 * MSS)  # the segment at MSS was lost on the cable
+    assert acks(model.air()) == [MSS]
+    retransmission = flow.data(MSS, tsval=900)
+    model.sender(retransmission)  # queued behind 2 and 3 MSS
+    repair = model.drop()  # the segment at 2 MSS: queued again, behind the retransmission
+    assert [s.seq - BASE for s in repair.of("radio")] == [2 * MSS]
+    assert not model.air(2).of("to_sender")  # 3 MSS and the retransmission: nothing reported yet
+    ahead = Segment(STATION, SERVER, flow.station_seq, BASE + 2 * MSS, ACK, 512, 0, (950, 900),
+                    ((BASE + 3 * MSS, BASE + 4 * MSS),))
+    answer = model.station(ahead)
+    assert not answer.of("passed") and not answer.of("to_sender")
+    # the repair: the segments after it in the order the AP queued them (a duplicate ACK for
+    # each above the hole), then the ACK covering the retransmission, echoing its TSval
+    reported = model.air().of("to_sender")
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in reported] == \
+        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)]), (4 * MSS, [])]
+    assert reported[-1].ts[1] == 900
+    stats = model.stats()
+    assert (stats["station_acks_held"], stats["mac_drops_repaired"]) == (1, 1)
+    assert stats["station_acks_passed"] == 1  # the handshake's
+
+
+def test_a_station_ack_ahead_of_the_ap_passes_when_no_repair_is_awaited(model: Model) -> None:
+    """Ahead of the AP because its block ACK was lost: the station's ACK reaches the sender."""
+    flow = Connection(model)
+    flow.send(0, MSS)
+    passed = model.station(flow.ack(BASE + 2 * MSS))  # the AP has not seen the MAC's confirmation
+    assert passed.of("passed")
+    assert model.stats()["station_acks_held"] == 0
+
+
 def test_a_mac_drop_the_full_queue_cannot_repair_is_resent_by_the_timer(model: Model) -> None:
     """With no room for the repair the station's MAC moves past the dropped frame; the AP
     still repairs it, from its timer, and the sender hears of nothing but the result."""

@@ -449,6 +449,12 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
     {
         return false;
     }
+    if (HeldForRepair(flow, seg))
+    {
+        stationAcksHeld++;
+        stationAcksSwallowed++;
+        return true;
+    }
     if (After(seg.ack, flow.stationAcked))
     {
         flow.stationAcked = seg.ack;
@@ -478,9 +484,16 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
             }
         }
     }
-    if (After(seg.ack, flow.acked) || !seg.PureAck())
+    bool ahead = After(seg.ack, flow.acked);
+    if (ahead && seg.hasTimestamp && !After(flow.tsRecent, seg.tsEcr))
     {
-        if (After(seg.ack, flow.acked))
+        // the station's TS.Recent: no later ACK of the AP may echo an older TSval, which the
+        // sender would read as its retransmission's original arriving (Linux: TCPTSReorder)
+        flow.tsRecent = seg.tsEcr;
+    }
+    if (ahead || !seg.PureAck())
+    {
+        if (ahead)
         {
             flow.acked = seg.ack; // the station is ahead of the AP: the sender hears it
             flow.lastWindow = seg.window;
@@ -765,6 +778,49 @@ FastAck::Enqueue(Flow& flow, HeldAt held)
 }
 
 bool
+FastAck::HeldForRepair(Flow& flow, const TcpView& seg)
+{
+    // Ahead of the AP's ACK, the station's ACK covers segments behind the repair in the order
+    // the AP reports (the station's MAC moved past the dropped frame) and its SACK blocks are
+    // only its latest few. Passed, or only its ACK number reported, it tells the sender of later
+    // segments before earlier ones the station also has, and its RACK resends those. So the
+    // AP leaves it alone: once the repair arrives it reports everything in order, and the
+    // station's next ACK frees the cache. An ACK of the sender's FIN ends the connection: passed.
+    bool finAcked = flow.senderFin && After(seg.ack, flow.senderFinSeq);
+    return seg.PureAck() && After(seg.ack, flow.acked) && !finAcked && AwaitingRepair(flow);
+}
+
+FastAck::Held*
+FastAck::InPlace(Flow& flow, uint32_t offset, uint64_t copyId)
+{
+    HeldAt it = flow.held.find(offset);
+    if (it == flow.held.end())
+    {
+        return nullptr;
+    }
+    Held& held = it->second;
+    // a copy the AP queued again (after a MAC drop, or the sender's) takes this one's place
+    // while the station lacks the segment: the sender hears of it in its first place, as if
+    // the MAC had kept trying it, and sees no hole for the AP's own repair to fill
+    bool replaced = held.copyId != copyId && held.copyId != 0 && !held.atStation;
+    return held.copyId == copyId || replaced ? &held : nullptr;
+}
+
+bool
+FastAck::AwaitingRepair(Flow& flow)
+{
+    for (const auto& [offset, copyId] : flow.order)
+    {
+        Held* held = InPlace(flow, offset, copyId);
+        if (held && Waits(*held))
+        {
+            return held->resends > 0 || held->copy == Copy::Dropped; // where DeliverInOrder stops
+        }
+    }
+    return false;
+}
+
+bool
 FastAck::Repairing(Flow& flow)
 {
     HeldAt lacking = Covering(flow, flow.acked, false);
@@ -777,16 +833,10 @@ FastAck::DeliverInOrder(Flow& flow)
     while (!flow.order.empty())
     {
         auto [offset, copyId] = flow.order.front();
-        HeldAt it = flow.held.find(offset);
-        // a copy the AP queued again (after a MAC drop, or the sender's) takes this one's place
-        // while the station lacks the segment: the sender hears of it in its first place, as if
-        // the MAC had kept trying it, and sees no hole for the AP's own repair to fill
-        bool replaced = it != flow.held.end() && it->second.copyId != copyId && it->second.copyId != 0 &&
-                        !it->second.atStation;
-        if (it != flow.held.end() && (it->second.copyId == copyId || replaced))
+        if (Held* inPlace = InPlace(flow, offset, copyId))
         {
-            Held& held = it->second;
-            if (held.copy == Copy::Queued || (held.copy == Copy::Dropped && held.copyId != 0))
+            Held& held = *inPlace;
+            if (Waits(held))
             {
                 break; // the MAC still tries it, or the AP is about to: the station's reorder buffer waits
             }
@@ -952,9 +1002,10 @@ FastAck::OnTimer(Key key, uint64_t id)
 void
 FastAck::ResetStats()
 {
-    accelerated = deliveredOverAir = acksSent = stationAcksSwallowed = stationAcksPassed = stationDuplicates =
-        localRetransmissions = macDropsRepaired = timerResends = outOfOrder = queueRefused = duplicateAcksSent =
-            windowUpdates = acksRepeated = eceEchoed = flowsStarted = flowsEnded = flowsAbandoned = 0;
+    accelerated = deliveredOverAir = acksSent = stationAcksSwallowed = stationAcksPassed = stationAcksHeld =
+        stationDuplicates = localRetransmissions = macDropsRepaired = timerResends = outOfOrder = queueRefused =
+            duplicateAcksSent = windowUpdates = acksRepeated = eceEchoed = flowsStarted = flowsEnded =
+                flowsAbandoned = 0;
     mostResends = 0;
 }
 
@@ -971,7 +1022,8 @@ FastAck::Json() const
     std::ostringstream o;
     o << "{\"accelerated\": " << accelerated << ", \"delivered_over_air\": " << deliveredOverAir
       << ", \"acks_sent\": " << acksSent << ", \"station_acks_swallowed\": " << stationAcksSwallowed
-      << ", \"station_acks_passed\": " << stationAcksPassed << ", \"station_duplicate_acks\": " << stationDuplicates
+      << ", \"station_acks_passed\": " << stationAcksPassed << ", \"station_acks_held\": " << stationAcksHeld
+      << ", \"station_duplicate_acks\": " << stationDuplicates
       << ", \"local_retransmissions\": " << localRetransmissions << ", \"mac_drops_repaired\": " << macDropsRepaired
       << ", \"timer_resends\": " << timerResends << ", \"most_resends\": " << mostResends
       << ", \"out_of_order\": " << outOfOrder << ", \"queue_refused\": " << queueRefused

@@ -91,8 +91,8 @@ class FastAck
     void Delivered(const std::vector<uint8_t>& ip);
 
     uint64_t accelerated = 0, deliveredOverAir = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
-             stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0, timerResends = 0,
-             outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0, acksRepeated = 0,
+             stationAcksHeld = 0, stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0,
+             timerResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0, acksRepeated = 0,
              eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
     int mostResends = 0; // the most local resends of one segment since the statistics were reset
     std::string Json() const;
@@ -213,6 +213,11 @@ class FastAck
     }
     /// The AP resends the first byte the station lacks itself: the sender need not hear of it.
     bool Repairing(Flow& flow);
+    /// The AP's reports wait for a copy it queued again itself (after a MAC drop, or the
+    /// station's duplicate ACKs or silence).
+    bool AwaitingRepair(Flow& flow);
+    /// A station's ACK the AP neither passes nor reads while it awaits its repair.
+    bool HeldForRepair(Flow& flow, const TcpView& seg);
     void Advance(Flow& flow);
     void Release(Flow& flow, uint32_t ack);
     void SetCopy(Flow& flow, HeldAt held, Copy copy);
@@ -222,6 +227,15 @@ class FastAck
     static void NoteSack(Flow& flow, uint32_t start, uint32_t end);
     /// Hands a held segment to the radio; false when its queue refused it.
     bool Enqueue(Flow& flow, HeldAt held);
+    /// The held segment an entry of the delivery order stands for, or null (no longer held,
+    /// or a copy since replaced by one the station got).
+    static Held* InPlace(Flow& flow, uint32_t offset, uint64_t copyId);
+    /// A segment the station's reorder buffer waits for: the MAC still tries it, or the AP is
+    /// about to queue it again.
+    static bool Waits(const Held& held)
+    {
+        return held.copy == Copy::Queued || (held.copy == Copy::Dropped && held.copyId != 0);
+    }
     /// Marks what the station's MAC delivered in order since the last call, with a duplicate
     /// ACK for each segment above a hole.
     void DeliverInOrder(Flow& flow);
