@@ -409,7 +409,7 @@ def test_a_loss_before_the_ap_is_answered_with_duplicate_acks(tmp_path: Path) ->
     fastack = run.fastack
     spurious, resent = _spurious(run)
     # a station's ACK that overtook the AP's during a repair, passed to the sender, made it
-    # resend 35 and 67 segments the station had (2 runs of 152); held (station_acks_held), 0 of 240
+    # resend 35 and 67 segments the station had (2 runs of 152); held (station_acks_held), 0 of 340
     assert resent > 0 and spurious <= 3, (f"{spurious} of {resent} resent segments the station had\n"
                                           f"{_spurious_evidence(run)}\nAP: {fastack}")
     # no reordering, from the holes before the AP (a duplicate ACK carries everything acknowledged
