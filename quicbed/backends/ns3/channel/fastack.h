@@ -92,8 +92,8 @@ class FastAck
 
     uint64_t accelerated = 0, deliveredOverAir = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
              stationAcksHeld = 0, stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0,
-             timerResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0, acksRepeated = 0,
-             eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
+             timerResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0,
+             acksRepeated = 0, eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
     int mostResends = 0; // the most local resends of one segment since the statistics were reset
     std::string Json() const;
     void ResetStats();
