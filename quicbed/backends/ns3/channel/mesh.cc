@@ -2,6 +2,7 @@
 
 #include "mesh.h"
 
+#include "forward_up.h"
 #include "ledger.h"
 
 #include "wifi.h"
@@ -80,7 +81,7 @@ MeshRelay::Attach()
     for (auto radio : radios)
     {
         radio->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-        radio->dev->SetPromiscReceiveCallback(MakeCallback(&MeshRelay::FromRadio, this));
+        SetForwardUpCallback(radio->dev, MakeCallback(&MeshRelay::FromRadio, this));
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include "ports.h"
 
+#include "forward_up.h"
 #include "ledger.h"
 #include "tap.h"
 #include "wifi.h"
@@ -101,7 +102,14 @@ Switch::Attach()
     {
         Ptr<NetDevice> dev = port.Device();
         dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-        dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this));
+        if (port.wifi)
+        {
+            SetForwardUpCallback(port.wifi->dev, MakeCallback(&Switch::Receive, this));
+        }
+        else
+        {
+            dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this)); // a bridge's wired ports
+        }
     }
     for (size_t i = 0; announceAssociations && i < ports.size(); i++)
     {
@@ -309,7 +317,7 @@ StationRelay::Attach()
     tap->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
     tap->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromTap, this));
     radio->dev->SetReceiveCallback(MakeCallback(&IgnoreRx));
-    radio->dev->SetPromiscReceiveCallback(MakeCallback(&StationRelay::FromRadio, this));
+    SetForwardUpCallback(radio->dev, MakeCallback(&StationRelay::FromRadio, this));
 }
 
 bool

@@ -59,6 +59,7 @@
 //   pacer.h/.cc   PacedSimulatorImpl, the real-time simulator (how it waits for events)
 //   lag.h/.cc     LagMeter (real-time lag) and TxCounters (transmit statistics)
 //   ports.h/.cc   TapPort, WirePort, Port; Switch (learning bridge), StationRelay (station)
+//   forward_up.h/.cc  how the relays receive what a radio's MAC forwards up
 //   fastack.h/.cc FastAck: TCP ACK acceleration at an access point's bridge
 //   mesh.h/.cc    MeshRelay and QbMeshHeader (mesh points)
 
