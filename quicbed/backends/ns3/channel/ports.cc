@@ -108,7 +108,7 @@ Switch::Attach()
         }
         else
         {
-            dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this)); // a bridge's wired ports
+            dev->SetPromiscReceiveCallback(MakeCallback(&Switch::Receive, this)); // TAPs and cables
         }
     }
     for (size_t i = 0; announceAssociations && i < ports.size(); i++)
