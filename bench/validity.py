@@ -30,13 +30,12 @@ the noise and the false-positive rate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from quicbed.apps import iperf, ping  # noqa: E402
 from quicbed.backends.ns3 import build, stats  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
 from quicbed.host.cpu import set_process_affinity  # noqa: E402
+from quicbed.host.stalls import Stalls  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402
 
 OLD_MAX_LAG_MS = 10.0
@@ -87,42 +87,19 @@ FAULTS = (
 )
 
 
-class Staller(threading.Thread):
-    """Stops and continues a process on a fixed schedule until told to end."""
-
-    def __init__(self, pid: int, stall_s: float, period_s: float) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.stall_s, self.period_s = pid, stall_s, period_s
-        self.done = threading.Event()
-        self.stalls = 0
-
-    def run(self) -> None:
-        while not self.done.wait(self.period_s - self.stall_s):
-            os.kill(self.pid, signal.SIGSTOP)
-            try:
-                time.sleep(self.stall_s)
-            finally:
-                os.kill(self.pid, signal.SIGCONT)
-            self.stalls += 1
-
-
 def measure(fault: Fault, seconds: float, rate: str) -> dict:
     topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"rate": rate, "delay": "10ms"})
     hogs: list[subprocess.Popen] = []
     with Ns3Network(topo) as network:
         assert network.channel is not None
         network.reset_stats()
-        stall = Staller(network.channel.pid, fault.stall_ms / 1000, fault.period_s) if fault.stall_ms else None
+        stalls = Stalls(network.channel.pid, fault.stall_ms / 1000, fault.period_s) if fault.stall_ms else None
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)]
         try:
-            hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)]
-            if stall:
-                stall.start()
-            result = iperf.between(network, "client", "server", duration=seconds)
-            idle = ping.ping(network.node("client"), network.node("server").address, count=100, interval=0.01)
+            with stalls or contextlib.nullcontext():
+                result = iperf.between(network, "client", "server", duration=seconds)
+                idle = ping.ping(network.node("client"), network.node("server").address, count=100, interval=0.01)
         finally:
-            if stall:
-                stall.done.set()
-                stall.join()
             for hog in hogs:
                 hog.kill()
                 hog.wait()
@@ -135,7 +112,8 @@ def measure(fault: Fault, seconds: float, rate: str) -> dict:
             "old_rule_flags": lag.get("max_ms", 0.0) > OLD_MAX_LAG_MS,
             "behind_rule_flags": summary["behind_share"] > stats.MAX_BEHIND_SHARE,
             "slow_rule_flags": summary["slow_share"] > stats.MAX_SLOW_SHARE,
-            "rule_flags": not summary["valid"], "stalls": stall.stalls if stall else 0,
+            "rule_flags": not summary["valid"], "stalls": stalls.record.stops if stalls else 0,
+            "stall_longest_ms": stalls.record.longest_s * 1e3 if stalls else 0.0,
             "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3,
             "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3,
             "tap_drops": tap["rx_drops"] + tap["tx_drops"], "channel_cpu": summary["cpu_share"]}
@@ -209,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"## TCP download, ns-3 wired dumbbell {args.rate} 10 ms, {args.seconds:g} s per run, then an idle ping; "
           f"rules in use: time more than {stats.BEHIND_MS:g} ms behind <= {stats.MAX_BEHIND_SHARE:.0%}, more than "
           f"{stats.SLOW_MS:g} ms behind <= {stats.MAX_SLOW_SHARE:.0%}")
-    print("fault                   goodput  error   idle RTT  added  lag max  >4 ms   >1 ms   old   4 ms  1 ms  "
-          "TAP rx/tx p95  ns-3 CPU")
+    print("fault                   stop max  goodput  error   idle RTT  added  lag max  >4 ms   >1 ms   old   4 ms  "
+          "1 ms  TAP rx/tx p95  ns-3 CPU")
     figures: dict = {"settings": vars(args) | {"json": str(args.json)}, "faults": {}}
     baseline: list[float] = []
     baseline_rtt: list[float] = []
@@ -228,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
             run["rtt_added_ms"] = run["rtt_idle_ms"] - reference_rtt if reference_rtt else None
             error = f"{run['error']:+6.1%}" if run["error"] is not None else "    - "
             added = f"{run['rtt_added_ms']:+5.2f}" if run["rtt_added_ms"] is not None else "    -"
-            print(f"{fault.describe():<23}{run['goodput'] / 1e6:7.2f}  {error}  {run['rtt_idle_ms']:6.2f}  {added}"
+            longest = f"{run['stall_longest_ms']:6.1f}  " if run["stalls"] else "     -  "
+            print(f"{fault.describe():<23} {longest}{run['goodput'] / 1e6:7.2f}  {error}  {run['rtt_idle_ms']:6.2f}"
+                  f"  {added}"
                   f"  {run['lag_max_ms']:6.1f}  {run['behind_share']:6.2%}  {run['slow_share']:6.2%}  "
                   f"{flag[run['old_rule_flags']]:<4}  {flag[run['behind_rule_flags']]:<4}  "
                   f"{flag[run['slow_rule_flags']]:<4}  {run['tap_rx_p95_ms']:5.2f}/{run['tap_tx_p95_ms']:5.2f}"

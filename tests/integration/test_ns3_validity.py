@@ -9,9 +9,6 @@ behind the wall clock and catches up, as it does when it is short of CPU.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -20,6 +17,8 @@ import pytest
 from quicbed.apps import iperf, ping
 from quicbed.backends.ns3 import build
 from quicbed.backends.ns3.network import Ns3Network
+from quicbed.backends.ns3.stats import BEHIND_MS
+from quicbed.host.stalls import Stalls, stop_once
 from quicbed.spec.loader import load_topology
 from realtime import Steal, in_real_time
 
@@ -40,19 +39,11 @@ def dumbbell(**options) -> Ns3Network:
     return Ns3Network(topo, **options)
 
 
-def stop_for(pid: int, seconds: float) -> None:
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        time.sleep(seconds)
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
 def test_a_stall_inside_a_short_transfer_invalidates_it_though_the_run_would_pass():
     """2.5 s of idle, a 1 s ping burst with a 30 ms stall in it, 2.5 s of idle: the stall is
     about 0.4 % of the 6 s run (the old judgement: valid, even if the stall overran to 60 ms)
     but about 2.5 % of the transfer. Made again when the machine stalled the channel too (the
-    idle spells invalid, or steal)."""
+    idle spells invalid, or steal), or the helper making the stop overran it past 60 ms."""
     def attempt(_number: int) -> tuple[tuple, list[str]]:
         with dumbbell() as network, Steal() as steal:
             assert network.channel is not None
@@ -63,14 +54,16 @@ def test_a_stall_inside_a_short_transfer_invalidates_it_though_the_run_would_pas
             probe = ping.start(client, server.address, count=100, interval=0.01)
             start = time.monotonic()
             time.sleep(0.4)
-            stop_for(network.channel.pid, 0.030)
+            stopped = stop_once(network.channel.pid, 0.030)
             result = probe.result()
             end = time.monotonic()
             time.sleep(2.5)
             whole = network.mac_stats()
             transfer = network.mac_stats(window=(start, end))
             idle = [network.mac_stats(window=window) for window in ((began, start), (end, time.monotonic()))]
-        return (result, whole, transfer, end - start), [r for stats in idle for r in stats["invalid_reasons"]] + steal.reasons()
+        overran = [f"the stop lasted {stopped * 1e3:.0f} ms (meant 30 ms)"] if stopped > 0.060 else []
+        return (result, whole, transfer, end - start), \
+            [r for stats in idle for r in stats["invalid_reasons"]] + steal.reasons() + overran
 
     (result, whole, transfer, seconds), _ = in_real_time(attempt, "stalled ping burst")
     assert result.received >= 95  # the stall delayed replies, it lost none
@@ -87,7 +80,10 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
     """Stopped for 3 ms every 6 ms for a second: the simulator never falls 4 ms behind, yet
     every packet waits for it; the second rule (time more than 1 ms behind) flags the run,
     and the idle RTT shows what it cost. Made again when the machine took CPU meanwhile
-    (steal), which would add stalls of its own."""
+    (steal), which would add stalls of its own, or when the stops that lasted 4 ms or more (the
+    helper making them was late to continue the channel) alone put it over the rule's limit.
+    The stops come from a helper process (quicbed.host.stalls): in a thread of pytest, one
+    lasted as long as a garbage collection of pytest's heap held the interpreter lock."""
     def attempt(_number: int) -> tuple[tuple, list[str]]:
         with dumbbell() as network, Steal() as steal:
             assert network.channel is not None
@@ -95,29 +91,23 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
             network.reset_stats()
             began = time.monotonic()
             calm = ping.ping(client, server.address, count=50, interval=0.01)
-            done = threading.Event()
-
-            def hover() -> None:
-                while not done.is_set():
-                    stop_for(network.channel.pid, 0.003)
-                    time.sleep(0.003)
-
-            staller = threading.Thread(target=hover, daemon=True)
             start = time.monotonic()
-            staller.start()
-            try:
+            with Stalls(network.channel.pid, stop_s=0.003, period_s=0.006) as stalls:
                 slowed = ping.ping(client, server.address, count=100, interval=0.01)
-            finally:
-                done.set()
-                staller.join()
             stats = network.mac_stats(window=(start, time.monotonic()))
             before = network.mac_stats(window=(began, start))
-        # the stops alone keep the channel under 4 ms behind (0-0.23 % of the window in 6 quiet
-        # runs), and the hypervisor pushes it over: 0.37 % with 0.9 % steal here, 1.13 % with
-        # 1.0 % in a fresh-root run. So a window over 1 % with steal above the idle floor is
-        # made again; on a quiet machine it fails the test.
+        # the stops keep the channel under 4 ms behind: 0-0.5 % of the window in 80 quiet runs,
+        # their longest stops 3.5-7.1 ms (a false failure: rarer than 1 in 27 at 95 % confidence,
+        # and it needs twice the worst seen). The hypervisor pushes it over: 0.37 % with 0.9 %
+        # steal here, 1.13 % with 1.0 % in a fresh-root run. So a window over 1 % with steal
+        # above the idle floor is made again, and so is one that the helper's late continues
+        # alone (stops of 4 ms or more) put over 1 %; on a quiet machine it fails the test.
         stolen = steal.reasons(limit=STEAL_FLOOR) if stats["behind_share"] > 0.01 else []
-        return (calm, slowed, stats), before["invalid_reasons"] + steal.reasons() + stolen
+        overran = stalls.record.beyond(BEHIND_MS / 1000) / stats["judged_sim_s"]
+        late = [f"stops of up to {stalls.record.longest_s * 1e3:.1f} ms (meant 3 ms) held the channel more than "
+                f"{BEHIND_MS:g} ms behind for {overran:.2%} of the window"] \
+            if stats["behind_share"] > 0.01 >= stats["behind_share"] - overran else []
+        return (calm, slowed, stats), before["invalid_reasons"] + steal.reasons() + stolen + late
 
     (calm, slowed, stats), _ = in_real_time(attempt, "hovering ping")
     assert stats["behind_share"] <= 0.01  # the time-behind rule alone would pass it
