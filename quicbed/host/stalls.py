@@ -4,9 +4,9 @@ Tests and benches stall the ns-3 channel this way to see what a simulator short 
 The stops come from a small process of their own, because in a thread of a large Python process
 (pytest late in a suite) a stop also lasts while that thread waits for the interpreter lock,
 which a garbage collection or another thread may hold: pytest's full collections lasted up to
-0.27 s after the unit tests here, and a "3 ms" stop that long judges another fault than the
-one meant. The helper reports each stop's length, so the
-caller can see whether the fault was the one it meant.
+0.29 s over the unit tests here, and a "3 ms" stop that long judges another fault than the
+one meant. The helper reports each stop's length, so the caller can see whether the fault was
+the one it meant.
 
 This file runs as a script (``python stalls.py PID STOP_S PERIOD_S LIMIT_S``): it imports only
 the standard library, so the helper starts in a few ms.
