@@ -89,12 +89,11 @@ FAULTS = (
 
 def measure(fault: Fault, seconds: float, rate: str) -> dict:
     topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"rate": rate, "delay": "10ms"})
-    hogs: list[subprocess.Popen] = []
     with Ns3Network(topo) as network:
         assert network.channel is not None
         network.reset_stats()
         stalls = Stalls(network.channel.pid, fault.stall_ms / 1000, fault.period_s) if fault.stall_ms else None
-        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)]
+        hogs: list[subprocess.Popen] = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)]
         try:
             with stalls or contextlib.nullcontext():
                 result = iperf.between(network, "client", "server", duration=seconds)
