@@ -36,7 +36,8 @@ setup(
     packages=find_packages(include=["quicbed", "quicbed.*"]),
     # the ns-3 channel's sources: quicbed builds the program on first use (quicbed.backends.ns3.build)
     package_data={"quicbed": ["py.typed", "**/*.yaml", "backends/ns3/channel/*.cc", "backends/ns3/channel/*.h",
-                              "backends/ns3/channel/Makefile"]},
+                              "backends/ns3/channel/Makefile",
+                              "host/uml/kernel.config", "host/uml/*.patch"]},
     cmdclass={"build_py": BuildWithShippedFiles},
     install_requires=[
         "PyYAML>=6",

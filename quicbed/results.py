@@ -39,6 +39,10 @@ class RunRecord:
     client: str | None = None
     server: str | None = None
     backend: str | None = None
+    #: real (the host's clock) or virtual (User-Mode Linux's time travel, docs/clocks.md)
+    clock: str = "real"
+    #: the kernel the run's network ran on (uname -r)
+    kernel: str | None = None
     #: epoch seconds
     started: float | None = None
     finished: float | None = None

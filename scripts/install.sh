@@ -6,11 +6,12 @@
 #   scripts/install.sh --test     also what the test suite needs (ansible, vagrant); the microVM
 #                                 is then required, because the netem tests run in it
 #   scripts/install.sh --no-vm    skip the microVM
+#   scripts/install.sh --no-uml   skip the virtual-time kernel (User-Mode Linux, built from source)
 #   scripts/install.sh --no-native  skip the native QUIC endpoint (Rust, native/quinn)
 #
-# The main job's parts must install or this script fails. The microVM and the native QUIC
-# endpoint are optional for the main job: when one fails, the script warns with the fix and
-# goes on (with --test both are required).
+# The main job's parts must install or this script fails. The microVM, the virtual-time kernel
+# and the native QUIC endpoint are optional for the main job: when one fails, the script warns
+# with the fix and goes on (with --test all three are required).
 # The virtualenv is QUICBED_VENV (default: .venv in this checkout); `quicbed` is linked into
 # /usr/local/bin unless that name is taken by something else.
 set -euo pipefail
@@ -19,13 +20,15 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${QUICBED_VENV:-$repo/.venv}
 with_tests=false
 with_vm=true
+with_uml=true
 with_native=true
 for arg in "$@"; do
   case $arg in
     --test) with_tests=true ;;
     --no-vm) with_vm=false ;;
+    --no-uml) with_uml=false ;;
     --no-native) with_native=false ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +42,10 @@ die() { printf '\ninstall.sh: %s\n' "$*" >&2; exit 1; }
 native_failed() {
   if $with_tests; then die "$1"; fi
   warn "$1; the native QUIC transports (quic-native, bquic-native) are unavailable until it is fixed"
+}
+uml_failed() {
+  if $with_tests; then die "$1 (the tests need the virtual-time kernel; --no-uml installs without it, and its tests skip)"; fi
+  warn "$1; 'quicbed run --clock virtual' is unavailable until it is fixed (the real-time clock works without it)"
 }
 optional_failed() {
   if $vm_required; then
@@ -57,6 +64,9 @@ required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod 
                    python3 python3-venv python3-pip util-linux libns3-dev libjemalloc-dev g++ make sysbench)
 # The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
 vm_packages=(qemu-system-x86 busybox-static file binutils)
+# The virtual-time kernel: Debian's kernel source and what compiling it needs (libssl-dev: cfg80211
+# checks the regulatory database's signature, and the build makes its certificate tool)
+uml_packages=(linux-source-6.12 make gcc libc6-dev libssl-dev bc flex bison xz-utils patch mount)
 # hostapd, wpa_supplicant, iw and the regulatory database: the microVM test that HE radios of
 # mac80211_hwsim associate as HE
 test_packages=(vagrant git nftables tshark chromium hostapd wpasupplicant iw wireless-regdb)
@@ -92,6 +102,14 @@ if $with_vm; then
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing the microVM's packages: ${missing[*]}"
     apt_install "${missing[@]}" || optional_failed "could not install ${missing[*]} (fix: apt-get install ${missing[*]})"
+  fi
+fi
+
+if $with_uml; then
+  mapfile -t missing < <(missing_of "${uml_packages[@]}")
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing the virtual-time kernel's source and compilers: ${missing[*]}"
+    apt_install "${missing[@]}" || uml_failed "could not install ${missing[*]} (fix: apt-get install ${missing[*]})"
   fi
 fi
 
@@ -170,5 +188,10 @@ if $with_vm; then
   say "preparing the microVM (distribution kernel into /var/lib/quicbed/kernel, one test boot)"
   "$venv/bin/quicbed" vm setup \
     || optional_failed "the microVM is not ready ('quicbed vm setup' failed above; fix what it names, then run 'quicbed vm setup' again)"
+fi
+if $with_uml; then
+  say "the virtual-time kernel (User-Mode Linux with time travel, built once into /var/lib/quicbed/uml: about 4 minutes on 2 cores)"
+  "$venv/bin/quicbed" uml setup \
+    || uml_failed "the virtual-time kernel is not ready ('quicbed uml setup' failed above; fix what it names, then run it again)"
 fi
 say "done: quicbed $("$venv/bin/quicbed" --version | cut -d' ' -f2) in $venv"

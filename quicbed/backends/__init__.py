@@ -52,6 +52,15 @@ def create(name: str, topology: Topology, **options: Any) -> Network:
     return getattr(module, class_name)(topology, **options)
 
 
+def seeded_options(name: str, options: dict[str, Any], stream: int) -> dict[str, Any]:
+    """``options`` with the random stream a run of an experiment gets, for a backend that
+    draws random numbers of its own (ns-3's backoffs, frame errors and losses), unless the
+    experiment fixed one (docs/clocks.md, "Repeatability")."""
+    if name == "ns3" and options.get("run") is None:
+        return {**options, "run": stream}
+    return options
+
+
 def host_checks() -> list[Check]:
     """Every backend's doctor checks. A checks module that fails to import (a broken
     installation) becomes one check that raises, so doctor reports it as an error line."""

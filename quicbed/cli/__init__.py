@@ -12,7 +12,7 @@ from quicbed import __version__
 from quicbed.errors import QuicbedError
 
 # Module name under quicbed.cli for each subcommand, in --help order.
-COMMANDS = ("run", "topo", "transports", "trace", "doctor", "clean", "vm", "report", "compare", "merge", "lab")
+COMMANDS = ("run", "topo", "transports", "trace", "doctor", "clean", "vm", "uml", "report", "compare", "merge", "lab")
 
 DESCRIPTION = """\
 quicbed: emulate WiFi, mesh and lossy networks and compare QUIC, BQUIC and TCP on them.

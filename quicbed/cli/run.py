@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from quicbed.backends import BACKENDS
+from quicbed.host.clock import CLOCKS, REAL, VIRTUAL, current_clock
 from quicbed.host.signals import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
@@ -65,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--yes", action="store_true",
                         help=f"run an experiment (or shard) of more than {LARGE_PLAN} runs without asking")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    parser.add_argument("--clock", choices=CLOCKS, default=REAL,
+                        help="real (default): the host's clock, which a WiFi cell must keep pace with; virtual: "
+                             "inside quicbed's User-Mode Linux kernel, whose clock waits for the computing, so "
+                             "no cell falls behind and no endpoint is CPU-bound (docs/clocks.md; 'quicbed uml "
+                             "setup' builds the kernel once)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
     where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
@@ -173,22 +179,27 @@ def handle(args: argparse.Namespace) -> int:
         needs_vm = _needs_vm_reason(experiment, backend, params)
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
-    if needs_vm and args.no_vm and not vm.inside_vm():
+    in_uml = _virtual_clock_wanted(args, experiment, experiment_file)  # netem and hwsim are built in there
+    if needs_vm and args.no_vm and not vm.inside_vm() and not in_uml:
         raise QuicbedError(f"{experiment_file}: the {backend} backend cannot run here: {needs_vm}, and --no-vm "
                            "forbids the microVM (fix: drop --no-vm" +
                            (", or use --backend ns3)" if backend == "netns" else ")"))
-    in_vm = (args.vm or bool(needs_vm)) and not vm.inside_vm()
+    in_vm = (args.vm or bool(needs_vm)) and not vm.inside_vm() and not in_uml
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.dry_run:
         print_plan(plan, every_run=args.all)
-        for line in [*_what_lines(plan, params),
-                     *_where_lines(backend, in_vm, "as asked" if args.vm else f"because {needs_vm}", out, args)]:
+        where = _where_lines(backend, in_vm, "as asked" if args.vm else f"because {needs_vm}", out, args)
+        if in_uml:
+            where[0] = f"backend: {backend}, in virtual time (quicbed's User-Mode Linux kernel, docs/clocks.md)"
+        for line in [*_what_lines(plan, params), *where]:
             print(line)
         return 0
     try:
-        if in_vm:
-            status = _run_in_vm(args, experiment_file, out, "as asked" if args.vm else f"because {needs_vm}",
-                                VM_MODULES.get(backend, []))
+        if in_uml:  # the backend chosen here: inside, netem would make netns the default
+            status = _run_in_guest(args, experiment_file, out, virtual=True, backend=backend)
+        elif in_vm:
+            status = _run_in_guest(args, experiment_file, out, reason="as asked" if args.vm else f"because {needs_vm}",
+                                   modules=VM_MODULES.get(backend, []))
         else:
             status = _run_here(args, plan, params, out, choice.note)
     except KeyboardInterrupt:
@@ -204,26 +215,68 @@ def handle(args: argparse.Namespace) -> int:
     return status
 
 
-def _run_in_vm(args: argparse.Namespace, experiment_file: Path, out: Path, reason: str, modules: list[str]) -> int:
+def _virtual_clock_wanted(args: argparse.Namespace, experiment: Experiment, experiment_file: Path) -> bool:
+    """Whether this run must move into the virtual-time kernel (it refuses what virtual time
+    cannot show, and what it cannot start)."""
+    if args.clock != VIRTUAL or current_clock() == VIRTUAL:
+        return False
+    subject = experiment.cpu_subject()
+    if subject:
+        raise QuicbedError(f"{experiment_file}: {subject} makes the client's CPU the subject of this experiment, and "
+                           "in virtual time computing takes no time, so every cell would look alike (fix: run it "
+                           "with --clock real)")
+    if args.vm:
+        raise QuicbedError("--clock virtual runs in quicbed's User-Mode Linux kernel, which has netem and "
+                           "mac80211_hwsim built in: --vm has nothing to add (fix: drop --vm)")
+    from quicbed.host import vm
+    from quicbed.host.uml.build import cached_uml_kernel
+
+    if vm.inside_vm():
+        raise QuicbedError("--clock virtual cannot start inside the microVM (fix: run it on the host)")
+    if cached_uml_kernel() is None and not args.dry_run:
+        raise QuicbedError("--clock virtual needs quicbed's User-Mode Linux kernel, which is not built (fix: "
+                           "'quicbed uml setup' as root, once: a few minutes; or --clock real)")
+    return True
+
+
+def _run_in_guest(args: argparse.Namespace, experiment_file: Path, out: Path, *, virtual: bool = False,
+                  reason: str = "", modules: list[str] | None = None, backend: str | None = None) -> int:
+    """The same command inside a guest kernel: the virtual-time kernel, or the microVM."""
     from quicbed.host import vm
 
+    guest = "the virtual-time kernel" if virtual else "the microVM"
     hidden = vm.in_guest_tmpfs(out.resolve())
-    if hidden and not out.resolve().is_relative_to(Path.cwd().resolve()):  # the cwd is shared
-        raise QuicbedError(f"results folder {out} is under {hidden}, which the microVM does not share with "
+    if hidden and not virtual and not out.resolve().is_relative_to(Path.cwd().resolve()):  # the cwd is shared
+        raise QuicbedError(f"results folder {out} is under {hidden}, which {guest} does not share with "
                            "this host (fix: choose --out elsewhere, e.g. under results/)")
-    print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
+    if virtual:
+        print("running in virtual time (quicbed's User-Mode Linux kernel; the host's clock is not the run's)",
+              file=sys.stderr)
+    else:
+        print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
     argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--no-report",
             "--out", str(out), *(f"-p{p}" for p in args.param), *(f"--set={f}" for f in args.fields)]
     for flag in ("resume", "retry_failed", "yes"):
         if getattr(args, flag):
             argv.append(f"--{flag.replace('_', '-')}")
-    for option in ("backend", "repetitions", "warmup", "shard"):
+    for option in ("repetitions", "warmup", "shard"):
         if getattr(args, option) is not None:
             argv += [f"--{option}", str(getattr(args, option))]
+    if backend or args.backend:
+        argv += ["--backend", str(backend or args.backend)]
     if args.shard:
         argv += ["--shard-by", args.shard_by]
-    result = vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout, modules=modules, timeout=None)
-    return result.returncode
+    if virtual:
+        from quicbed.host.uml.boot import run_in_uml, why_the_command_died
+
+        argv += ["--clock", VIRTUAL]
+        result = run_in_uml(argv, cwd=Path.cwd(), stream=sys.stdout, timeout=None, share=[out.resolve()])
+        if result.returncode > 128:  # killed inside: its own last words never came out
+            print(f"quicbed: the run inside the virtual-time kernel was killed by signal {result.returncode - 128}: "
+                  f"{why_the_command_died(result)} (console log: {result.log}); finished runs are kept: continue "
+                  f"with --resume --out {out}", file=sys.stderr)
+        return result.returncode
+    return vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout, modules=modules or [], timeout=None).returncode
 
 
 def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], out: Path,

@@ -221,7 +221,7 @@ def handle_status(args: argparse.Namespace) -> int:
     return 0 if usable else 1
 
 
-def _parse_env(pairs: list[str]) -> dict[str, str]:
+def parse_env(pairs: list[str]) -> dict[str, str]:
     env = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -231,12 +231,16 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
     return env
 
 
-def handle_exec(args: argparse.Namespace) -> int:
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
+def command_after_dashes(remainder: list[str], usage: str) -> list[str]:
+    """The command an ``exec`` subcommand runs: what follows ``--`` (an error naming the usage if none)."""
+    command = remainder[1:] if remainder[:1] == ["--"] else list(remainder)
     if not command:
-        raise QuicbedError("no command given (usage: quicbed vm exec [options] -- CMD [ARGS...])")
+        raise QuicbedError(f"no command given (usage: {usage})")
+    return command
+
+
+def handle_exec(args: argparse.Namespace) -> int:
+    command = command_after_dashes(args.command, "quicbed vm exec [options] -- CMD [ARGS...]")
     if args.cpus < 1:
         raise QuicbedError("--cpus must be at least 1")
     if vm.inside_vm():
@@ -248,7 +252,7 @@ def handle_exec(args: argparse.Namespace) -> int:
         print(f"quicbed: warning: {command[0]} is not on this host's PATH; the guest may not find it either",
               file=sys.stderr)
     progress = None if args.quiet else kernel_mod.stderr_progress
-    result = vm.run_in_vm(command, cwd=os.getcwd(), env=_parse_env(args.env), memory=args.memory,
+    result = vm.run_in_vm(command, cwd=os.getcwd(), env=parse_env(args.env), memory=args.memory,
                           cpus=args.cpus, timeout=args.timeout, log_path=args.log, modules=args.module,
                           verbose=args.verbose, stream=sys.stdout, progress=progress)
     return result.returncode

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import importlib.metadata
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -92,9 +94,27 @@ def has_hwsim() -> bool:
     return probe is not None and probe.returncode == 0
 
 
+#: the kernel configuration symbol of each module quicbed asks for
+MODULE_SYMBOLS = {"sch_netem": "CONFIG_NET_SCH_NETEM", "mac80211_hwsim": "CONFIG_MAC80211_HWSIM",
+                  "openvswitch": "CONFIG_OPENVSWITCH"}
+
+
+def built_in(name: str, config: Path = Path("/proc/config.gz")) -> bool:
+    """Whether the running kernel has module ``name`` built in, by its /proc/config.gz (a
+    built-in module without parameters has no /sys/module entry, and modinfo cannot see it)."""
+    symbol = MODULE_SYMBOLS.get(name)
+    try:
+        text = gzip.decompress(config.read_bytes()).decode("utf-8", "replace")
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+    return symbol is not None and f"\n{symbol}=y\n" in f"\n{text}"
+
+
 def _kernel_module(name: str) -> tuple[bool, str]:
     if Path(f"/sys/module/{name}").exists():
         return True, "loaded"
+    if built_in(name):
+        return True, "built in"
     result = subprocess.run(["modinfo", "-F", "filename", name], capture_output=True, text=True, check=False) \
         if shutil.which("modinfo") else None
     if result is not None and result.returncode == 0 and os.access("/proc/sys/kernel/modprobe", os.R_OK):
@@ -129,6 +149,20 @@ def _vm_kernel() -> Capability:
                       f"{cached.version} in {cached.root}" if cached else "not fetched",
                       "the microVM (netem and mac80211_hwsim on hosts whose kernel lacks them)",
                       "quicbed vm setup")
+
+
+def _uml_kernel() -> Capability:
+    from quicbed.host.clock import VIRTUAL, current_clock
+    from quicbed.host.uml.build import cached_uml_kernel, uml_dir
+
+    if current_clock() == VIRTUAL:
+        return Capability("uml_kernel", True, f"running in it now ({platform.release()}, virtual time)",
+                          "virtual time (quicbed run --clock virtual)", "")
+    built = cached_uml_kernel()
+    return Capability("uml_kernel", built is not None,
+                      f"{built.describe()} in {built.root}" if built else f"not built in {uml_dir()}",
+                      "virtual time (quicbed run --clock virtual): cells of any size, runs the host's load "
+                      "cannot change", "quicbed uml setup")
 
 
 def _kernel_capabilities() -> list[Capability]:
@@ -207,6 +241,7 @@ CHECKS: tuple[Check, ...] = (
     ("vng", "the microVM", _vng),
     ("busybox_static", "the microVM", _busybox),
     ("vm_kernel", "the microVM", _vm_kernel),
+    ("uml_kernel", "virtual time", _uml_kernel),
     ("tools", "endpoints and captures", _tools),
     ("cpu_accounting", "CPU accounting of runs", _cpu_accounting),
 )

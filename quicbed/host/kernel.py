@@ -138,7 +138,8 @@ def cached_kernel(cache: Path | None = None) -> KernelImage | None:
     return kernels[-1] if kernels else None
 
 
-def _set_current(cache: Path, version: str) -> None:
+def set_current(cache: Path, version: str) -> None:
+    """Point ``cache``/current at ``version`` (replaced in one step: readers never see it missing)."""
     link = cache / CURRENT_LINK
     temporary = cache / f".{CURRENT_LINK}.{os.getpid()}"
     temporary.unlink(missing_ok=True)
@@ -147,8 +148,8 @@ def _set_current(cache: Path, version: str) -> None:
 
 
 @contextlib.contextmanager
-def _cache_lock(cache: Path) -> Iterator[None]:
-    """One fetch at a time (e.g. two pytest sessions starting together)."""
+def cache_lock(cache: Path) -> Iterator[None]:
+    """One fetch or build at a time (e.g. two pytest sessions starting together)."""
     with open(cache / ".lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -388,7 +389,7 @@ def install_debs(debs: list[Path], cache: Path | None = None, progress: Progress
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
-        _set_current(cache, image.version)
+        set_current(cache, image.version)
         return kernel_in(final) or image
     except OSError as error:
         raise KernelError(f"preparing the kernel in {cache} failed: {error} "
@@ -409,14 +410,14 @@ def ensure_kernel(progress: Progress | None = stderr_progress, *, update: bool =
     cache = kernel_dir()
     if debs:
         _prepare_cache(cache)
-        with _cache_lock(cache):
+        with cache_lock(cache):
             return install_debs([Path(deb) for deb in debs], cache, progress)
     if not update:
         image = cached_kernel(cache)
         if image is not None:
             return image
     _prepare_cache(cache)
-    with _cache_lock(cache):
+    with cache_lock(cache):
         if not update:
             image = cached_kernel(cache)  # another process may have fetched it meanwhile
             if image is not None:
@@ -425,7 +426,7 @@ def ensure_kernel(progress: Progress | None = stderr_progress, *, update: bool =
         existing = kernel_in(cache / version)
         if existing is not None:
             _say(progress, f"kernel {version} is already in {cache}")
-            _set_current(cache, version)
+            set_current(cache, version)
             return existing
         _need("dpkg-deb", "dpkg")
         _need("depmod", "kmod")

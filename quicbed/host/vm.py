@@ -36,7 +36,6 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,13 +56,7 @@ from quicbed.host.vm_job import (
     render_job_script,
     source_root,
 )
-from quicbed.host.vm_processes import (
-    ConsoleReader,
-    OutputFollower,
-    kill_session,
-    session_members,
-    sigterm_as_interrupt,
-)
+from quicbed.host.vm_processes import Supervised, supervise
 
 DEFAULT_VM_DIR = "/var/lib/quicbed/vm"
 DEFAULT_MEMORY = "2G"
@@ -387,6 +380,36 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
         kvm, _ = kvm_status(image)
     module_specs = module_list(modules, base=base_modules)
 
+    job = prepare_job(argv, cwd, env, module_specs, job_dir=job_dir, log_path=log_path)
+    command = vng_command(vng, image, job.script, memory=memory, cpus=cpus, kvm=kvm, shared=shared)
+    if progress:
+        progress(f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
+                 f"{cpus} CPU, {memory}); console log: {job.log}")
+    ended = supervise(command, cwd=cwd, env=vng_environment(vng), run_id=job.run_id, job_dir=job.dir, log=job.log,
+                      stream=stream, verbose=verbose, timeout=timeout)
+    result = job_result(job, ended, guest=f"the microVM (kernel {image.version})", timeout=timeout,
+                        speed="KVM" if kvm else "software emulation, ~13x slower CPU", ended_how=how_the_vm_ended)
+    result.kvm = kvm
+    if progress:
+        progress(f"microVM finished in {result.seconds:.0f} s (exit code {result.returncode})")
+    return result
+
+
+@dataclass
+class Job:
+    """A job folder made ready for a guest kernel: it runs ``script``; ``log`` gets its console."""
+
+    dir: Path
+    run_id: str
+    script: Path
+    log: Path
+
+
+def prepare_job(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, modules: Sequence[str], *,
+                job_dir: Path | str | None = None, log_path: Path | str | None = None,
+                emulated_cpu: bool = True) -> Job:
+    """Write what a guest runs into a job folder (a new one unless ``job_dir`` is given): the
+    job script, the reaper and the command line."""
     job_dir = Path(job_dir) if job_dir is not None else new_job_dir()
     job_dir.mkdir(parents=True, exist_ok=True)
     run_id = job_dir.name.rsplit("-", 1)[-1]
@@ -394,81 +417,36 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
         run_id = ownership.new_run_id()
     script = job_dir / "job.sh"
     (job_dir / "reaper.py").write_text(REAPER)
-    guest_env = guest_environment(env)
+    guest_env = guest_environment(env, emulated_cpu=emulated_cpu)
     guest_env["QUICBED_VM_JOB_DIR"] = str(job_dir)
-    script.write_text(render_job_script(job_dir, argv, cwd, guest_env, module_specs))
+    script.write_text(render_job_script(job_dir, argv, cwd, guest_env, modules))
     script.chmod(0o755)
     (job_dir / "command").write_text(shlex.join(argv) + "\n")
     log = Path(log_path) if log_path else job_dir / "console.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    return Job(job_dir, run_id, script, log)
 
-    command = vng_command(vng, image, script, memory=memory, cpus=cpus, kvm=kvm, shared=shared)
-    if progress:
-        progress(f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
-                 f"{cpus} CPU, {memory}); console log: {log}")
-    record = ownership.Ownership.create(run_id)
-    started = time.monotonic()
-    follower = OutputFollower(job_dir / "output", stream)
-    timed_out = False
-    with open(log, "wb") as log_file, sigterm_as_interrupt():
-        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True, env=vng_environment(vng))
-        reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
-        reader.start()
-        known: set[int] = set()
-        try:
-            next_scan = 0.0
-            while process.poll() is None:
-                now = time.monotonic()
-                if record is not None and now >= next_scan:
-                    members = set(session_members(process.pid)) | {process.pid}
-                    if members - known:
-                        known |= members
-                        record.pids = sorted(known)
-                        with contextlib.suppress(OSError):
-                            record.save()
-                    next_scan = now + (0.5 if now - started < 30 else 5.0)
-                follower.poll()
-                if timeout is not None and now - started > timeout:
-                    timed_out = True
-                    kill_session(process)
-                    break
-                time.sleep(0.2)
-        except BaseException:
-            kill_session(process)
-            raise
-        finally:
-            if process.poll() is None:
-                kill_session(process)
-            # qemu may outlive vng for a moment; make sure nothing of the VM is left.
-            leftovers = session_members(process.pid)
-            if leftovers:
-                kill_session(process)
-            reader.join(timeout=5)
-            if record is not None:
-                record.remove()
-            follower.poll()
-            (job_dir / "finished").write_text(f"{time.monotonic() - started:.1f}\n")
-    seconds = time.monotonic() - started
-    output = _read_text(job_dir / "output")
-    tail = "\n".join(list(reader.tail)[-25:])
-    if timed_out:
-        raise VmTimeout(f"the microVM did not finish within {timeout:.0f} s and was stopped "
-                        f"({'KVM' if kvm else 'software emulation, ~13x slower CPU'}); give a longer "
+
+def job_result(job: Job, ended: Supervised, *, guest: str, timeout: float | None, speed: str,
+               ended_how: Callable[[Sequence[str], int | None], str]) -> VmResult:
+    """The command's exit status and output from the job folder, or the error that explains
+    why the guest wrote none (timed out, a module that did not load, the guest died)."""
+    output = _read_text(job.dir / "output")
+    tail = "\n".join(ended.console[-25:])
+    if ended.timed_out:
+        raise VmTimeout(f"{guest} did not finish within {timeout:.0f} s and was stopped ({speed}); give a longer "
                         f"timeout. Command output (tail):\n{_last_lines(output, 15)}\n"
-                        f"Console (tail, full log {log}):\n{tail}", log=log, console_tail=tail)
-    failed_module = _read_text(job_dir / "module-failed").strip()
+                        f"Console (tail, full log {job.log}):\n{tail}", log=job.log, console_tail=tail)
+    failed_module = _read_text(job.dir / "module-failed").strip()
     if failed_module:
-        raise VmError(f"the microVM kernel {image.version} could not load the module {failed_module}: "
-                      f"{_last_lines(output, 5)} (see {log})", log=log, console_tail=tail)
-    code = read_exit_code(job_dir)
+        raise VmError(f"{guest} could not load the module {failed_module}: "
+                      f"{_last_lines(output, 5)} (see {job.log})", log=job.log, console_tail=tail)
+    code = read_exit_code(job.dir)
     if code is None:
-        raise VmError(f"the microVM stopped without reporting the command's exit status (no {job_dir}/exit-code) "
-                      f"after {seconds:.0f} s: {how_the_vm_ended(list(reader.tail), process.returncode)}. Console "
-                      f"(tail, full log {log}):\n{tail}", log=log, console_tail=tail)
-    if progress:
-        progress(f"microVM finished in {seconds:.0f} s (exit code {code})")
-    return VmResult(code, output, log, job_dir, kvm, seconds)
+        raise VmError(f"{guest} stopped without reporting the command's exit status (no {job.dir}/exit-code) "
+                      f"after {ended.seconds:.0f} s: {ended_how(ended.console, ended.returncode)}. Console "
+                      f"(tail, full log {job.log}):\n{tail}", log=job.log, console_tail=tail)
+    return VmResult(code, output, job.log, job.dir, False, ended.seconds)
 
 
 _QEMU_SIGNALLED = re.compile(r"qemu-system-\S+: terminating on signal (\d+)(?: from pid (\d+))?")

@@ -58,12 +58,13 @@ def source_root() -> str | None:
 
 
 def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping[str, str] | None = None,
-                      python: str | None = None) -> dict[str, str]:
+                      python: str | None = None, emulated_cpu: bool = True) -> dict[str, str]:
     """The environment the command gets in the guest (the guest starts with almost none).
 
     PATH starts with the directory of this Python (pyenv shims are not usable there),
     PYTHONPATH keeps the host's and adds this quicbed source tree, QUICBED_* variables
-    are passed on, QUICBED_IN_VM=1 and QUICBED_TBF_BURST_MS=10 are set; ``env`` overrides all of these.
+    are passed on, QUICBED_IN_VM=1 is set, and QUICBED_TBF_BURST_MS=10 where the CPU is
+    ``emulated_cpu`` (QEMU without KVM); ``env`` overrides all of these.
     """
     host_env = os.environ if host_env is None else host_env
     python = python or sys.executable
@@ -77,10 +78,11 @@ def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping
         "HOME": "/root" if os.geteuid() == 0 else host_env.get("HOME", "/root"),
         "LANG": host_env.get("LANG") or "C.UTF-8",
         "TERM": "dumb",
+    }
+    if emulated_cpu:
         # software-emulated timers fire milliseconds late: deeper token buckets keep rate limits
         # accurate (see quicbed.backends.tc.tbf_burst)
-        "QUICBED_TBF_BURST_MS": "10",
-    }
+        result["QUICBED_TBF_BURST_MS"] = "10"
     pythonpath = [p for p in [source_root(), *host_env.get("PYTHONPATH", "").split(":")] if p]
     if pythonpath:
         result["PYTHONPATH"] = ":".join(dict.fromkeys(pythonpath))

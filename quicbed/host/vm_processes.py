@@ -1,6 +1,7 @@
-"""The microVM's processes on the host: vng runs in a session of its own, whose members
-(vng, qemu, virtiofsd) are found, recorded and killed together; the console and the
-command's output are copied while the VM runs."""
+"""A guest kernel's processes on the host (the microVM's vng, qemu and virtiofsd; User-Mode
+Linux's one host process per guest address space): they run in a session of their own,
+whose members are found, recorded for ``quicbed clean`` and killed together; the console
+and the command's output are copied while the guest runs (:func:`supervise`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
+
+from quicbed.host import ownership
 
 
 def session_members(session: int) -> list[int]:
@@ -117,3 +122,68 @@ class OutputFollower:
             else:
                 self.stream.write(data)  # type: ignore[arg-type]
                 self.stream.flush()
+
+
+@dataclass
+class Supervised:
+    """How a guest kernel's host processes ended."""
+
+    seconds: float
+    timed_out: bool
+    #: the console's last lines
+    console: list[str]
+    #: the first host process's exit status (vng's is meaningless: the guest writes its own)
+    returncode: int | None
+
+
+def supervise(command: Sequence[str], *, cwd: os.PathLike[str] | str, env: Mapping[str, str], run_id: str,
+              job_dir: Path, log: Path, stream: TextIO | BinaryIO | None, verbose: bool,
+              timeout: float | None) -> Supervised:
+    """Run ``command`` (a guest kernel) in a session of its own until it ends or ``timeout``
+    seconds pass: its processes are listed in an ownership record while it runs, its console
+    goes to ``log`` (and stderr if ``verbose``), the guest's output file to ``stream``;
+    Ctrl-C, SIGTERM and the timeout kill the whole session."""
+    record = ownership.Ownership.create(run_id)
+    started = time.monotonic()
+    follower = OutputFollower(job_dir / "output", stream)
+    timed_out = False
+    with open(log, "wb") as log_file, sigterm_as_interrupt():
+        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True, env=dict(env))
+        reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
+        reader.start()
+        known: set[int] = set()
+        try:
+            next_scan = 0.0
+            while process.poll() is None:
+                now = time.monotonic()
+                if record is not None and now >= next_scan:
+                    members = set(session_members(process.pid)) | {process.pid}
+                    if members - known:
+                        known |= members
+                        record.pids = sorted(known)
+                        with contextlib.suppress(OSError):
+                            record.save()
+                    next_scan = now + (0.5 if now - started < 30 else 5.0)
+                follower.poll()
+                if timeout is not None and now - started > timeout:
+                    timed_out = True
+                    kill_session(process)
+                    break
+                time.sleep(0.2)
+        except BaseException:
+            kill_session(process)
+            raise
+        finally:
+            if process.poll() is None:
+                kill_session(process)
+            # a helper (qemu, a UML process) may outlive the first process for a moment
+            leftovers = session_members(process.pid)
+            if leftovers:
+                kill_session(process)
+            reader.join(timeout=5)
+            if record is not None:
+                record.remove()
+            follower.poll()
+            (job_dir / "finished").write_text(f"{time.monotonic() - started:.1f}\n")
+    return Supervised(time.monotonic() - started, timed_out, list(reader.tail), process.returncode)

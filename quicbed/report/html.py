@@ -24,6 +24,7 @@ from quicbed.report.markdown import cpu_bound_runs, cpu_unknown_runs, excluded_r
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     Table,
+    clock_headline,
     counts_table,
     cpu_bound_headline,
     gains_explanation,
@@ -195,7 +196,7 @@ def render_html(results: LoadedResults, summary: Summary, metrics: list[str], fi
         dump = dump if len(dump) < 200_000 else dump[:200_000] + "\n… (truncated; see metadata.json)"
         parts.append(f"<details><summary>metadata.json</summary><pre>{escape(dump)}</pre></details>")
     counted = "ok and invalid" if summary.include_invalid else "ok"
-    for headline in (cpu_bound_headline(summary), rerun_bias_headline(summary)):
+    for headline in (clock_headline(results.runs), cpu_bound_headline(summary), rerun_bias_headline(summary)):
         if headline:
             parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
     for figure in figures.headline:

@@ -7,6 +7,7 @@ from quicbed.report.hosts import hosts_table
 from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
+    clock_headline,
     counts_table,
     cpu_bound_headline,
     gains_explanation,
@@ -68,7 +69,7 @@ def render_markdown(results: LoadedResults, summary: Summary, metrics: list[str]
                f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
                "interval. Base-unit values: `summary.csv`."),
               ""]
-    for headline in (cpu_bound_headline(summary), rerun_bias_headline(summary)):
+    for headline in (clock_headline(results.runs), cpu_bound_headline(summary), rerun_bias_headline(summary)):
         if headline:
             parts += [f"**{headline}**", ""]
     for figure in figures.headline:

@@ -194,6 +194,21 @@ def counts_table(summary: Summary) -> Table:
                   invalid, "made again", "invalid attempts", "warm-up"], body)
 
 
+def clock_headline(runs: pd.DataFrame) -> str | None:
+    """What the runs' clock means for their figures, when any run kept virtual time."""
+    measured = runs[~runs["warmup"]]
+    virtual = measured[measured["clock"] == "virtual"]
+    if virtual.empty:
+        return None
+    if len(virtual) < len(measured):
+        return (f"Mixed clocks: {len(virtual)} run(s) in virtual time, {len(measured) - len(virtual)} in real time. "
+                "Compare them only where bench/clocks.py shows the two clocks agree (docs/clocks.md).")
+    kernels = ", ".join(sorted(set(virtual["kernel"]) - {""})) or "unknown"
+    return (f"Virtual time: every run ran in quicbed's User-Mode Linux kernel ({kernels}), whose clock waits while "
+            "its processes compute. No run can be CPU-bound, CPU figures are left out, and the figures are the "
+            "emulated network's alone; what computing costs on a real device is not in them (docs/clocks.md).")
+
+
 def cpu_bound_headline(summary: Summary) -> str | None:
     """The cells whose counted runs were CPU-bound, and those with runs whose CPU state is
     unknown (one sentence each), or None when every counted run is known not to be."""

@@ -17,17 +17,19 @@ import shutil
 import sys
 import time
 import traceback
+import zlib
 from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from quicbed.analysis.catalogue import metric
-from quicbed.backends import create
+from quicbed.backends import create, seeded_options
 from quicbed.backends.base import Network, ReshapableLinks
 from quicbed.host.signals import deferred_signals, raise_if_interrupted
 from quicbed.errors import QuicbedError
 from quicbed.host import bench_results
+from quicbed.host.clock import REAL, VIRTUAL, current_clock, kernel_release
 from quicbed.host.steal import QUIET_STEAL, wait_for_quiet_machine
 from quicbed.results import FORMAT_VERSION, NO_CPU_RECORD, RunRecord, check_version
 from quicbed.runner import metadata as meta
@@ -99,7 +101,7 @@ class NetworkKeeper:
         self.network: Network | None = None
         self.description: dict[str, Any] | None = None
 
-    def network_for(self, run: Run) -> Network:
+    def network_for(self, run: Run, attempt: int = 1) -> Network:
         topo = topology_for(self.experiment, run.cell, self.overrides)
         description = topo.to_dict()
         # a station that moved or roamed during a run would start the next one elsewhere:
@@ -112,7 +114,9 @@ class NetworkKeeper:
                 self.description = description
                 return self.network
         self.close()
-        network = create(self.backend, topo, **self.experiment.backend_options.get(self.backend, {}))
+        options = seeded_options(self.backend, self.experiment.backend_options.get(self.backend, {}),
+                                 random_stream(self.experiment.seed, run.run_id, attempt))
+        network = create(self.backend, topo, **options)
         network.__enter__()
         self.network, self.description = network, description
         if self.on_build:
@@ -177,7 +181,9 @@ class Progress:
         if not self.measured:
             return "?"
         left = (time.monotonic() - self.started) / self.measured * (self.total - self.done)
-        return f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        text = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        # the guest cannot see the wall clock, whose share per simulated second varies by cell
+        return f"{text} of virtual time" if current_clock() == VIRTUAL else text
 
     def finished(self, run: Run, record: RunRecord) -> None:
         self.done += 1
@@ -388,12 +394,12 @@ class ExperimentRunner:
             workload=workload_of(exp, run.cell),
             competitor=competitors_described(exp.competitors_of(run.cell)),
             client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
-            started=time.time(), attempt=1 + len(earlier_attempts or []),
+            clock=current_clock(), kernel=kernel_release(), started=time.time(), attempt=1 + len(earlier_attempts or []),
             earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}")
         details: dict[str, Any] = {}  # run.json's, beside the record: what the run measured and set
         partial = folder.begin_run(run.run_id)
         try:
-            network = keeper.network_for(run)
+            network = keeper.network_for(run, record.attempt)
             qdiscs = meta.qdisc_state(network)  # link axes change them between runs
             assert self.assets is not None
             execution = RunExecution(network, exp, run, self.assets, partial)
@@ -411,7 +417,8 @@ class ExperimentRunner:
             hops = wireless_hops(network.topology, exp.server, str(record.client))
             record.metrics = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitors", ()),
                                                execution.details.get("clients")),
-                              **cpu_metrics(execution.details.get("cpu")),
+                              # in virtual time computing takes no time: CPU figures say nothing of the run
+                              **(cpu_metrics(execution.details.get("cpu")) if record.clock == REAL else {}),
                               **stress_metrics(execution.details.get("stress"))}
             record.cpu_bound_reasons = execution.details.get("cpu_bound_reasons", [])
             record.cpu_unknown_reasons = execution.details.get("cpu_unknown_reasons", [NO_CPU_RECORD])
@@ -451,6 +458,14 @@ def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:
 
 def _shard_text(shard: dict[str, Any] | None) -> str:
     return "none (all runs)" if not shard else f"{shard['index']}/{shard['count']} by {shard['by']}"
+
+
+def random_stream(seed: int, run_id: str, attempt: int = 1) -> int:
+    """The random stream (1 .. 2**31 - 1) of the network built for attempt ``attempt`` of run
+    ``run_id``: the same experiment file draws the same numbers again (in virtual time, the same
+    figures), while its repetitions, cells and remade attempts draw independent ones, and
+    ``seed`` changes them all."""
+    return zlib.crc32(f"{seed}/{run_id}/{attempt}".encode()) % (2**31 - 1) + 1
 
 
 def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[str]:

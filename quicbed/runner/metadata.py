@@ -19,6 +19,7 @@ from typing import Any
 from quicbed import __version__
 from quicbed.backends.base import Network, NodeHandle
 from quicbed.errors import BackendError
+from quicbed.host.clock import current_clock
 from quicbed.paths import PACKAGE_ROOT
 
 #: offload features that change what captures see and how packets are batched
@@ -117,6 +118,7 @@ def host_info() -> dict[str, Any]:
                            if Path("/etc/os-release").exists() else ""),
         "cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_bytes": memory, "sysctls": sysctls(),
         "in_microvm": os.environ.get("QUICBED_IN_VM") == "1",
+        "clock": current_clock(),
         "tbf_burst_ms": os.environ.get("QUICBED_TBF_BURST_MS"),
     }
 

@@ -27,6 +27,7 @@ from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
 from quicbed.apps.tcp.port_cc import PortCongestionControl
 from quicbed.apps.launch import module_argv
 from quicbed.backends.base import MacStatistics, Network, NodeHandle, Process, WalkedStations
+from quicbed.host.clock import VIRTUAL, VIRTUAL_CPU, current_clock
 from quicbed.host.signals import how_it_ended
 from quicbed.errors import BackendError
 from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
@@ -408,6 +409,11 @@ class RunExecution:
         record does not say when the transfer was; whether a role was CPU-bound then, and what
         could not be seen (``cpu_unknown_reasons``): without accounting the run's CPU state is
         unknown, which must not read as "not CPU-bound"."""
+        if current_clock() == VIRTUAL:  # known without figures: nothing can be CPU-bound (record.clock says why)
+            self.details["cpu"] = {"note": VIRTUAL_CPU}
+            self.details["cpu_bound_reasons"] = []
+            self.details["cpu_unknown_reasons"] = []
+            return
         if accounting is None:  # it could not start: details["cpu"] says why
             self.details["cpu_bound_reasons"] = []
             self.details["cpu_unknown_reasons"] = [self.details.get("cpu", {}).get("error") or "no CPU accounting"]

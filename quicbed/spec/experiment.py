@@ -259,6 +259,15 @@ class Experiment:
     def stress_of(self, cell: dict[str, Any]) -> Stress:
         return Stress(cell.get("stress.cpu_quota", self.stress.cpu_quota), cell.get("stress.load", self.stress.load))
 
+    def cpu_subject(self) -> str | None:
+        """The field that makes the client's CPU this experiment's subject (a quota or busy
+        processes in some cell), or None: virtual time cannot show such a cost."""
+        for axis, default in (("stress.cpu_quota", self.stress.cpu_quota), ("stress.load", self.stress.load)):
+            values = self.matrix.get(axis, [default])
+            if any(value not in (None, 0) for value in values):
+                return axis
+        return None
+
 
 def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[str, Any]) -> Topology:
     """The run's topology: the script with the experiment's parameters, the command line's

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.backends.ns3 import build
+from quicbed.host.uml import build as uml_build
 from quicbed.paths import SHIPPED_FOLDERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +93,10 @@ def test_the_package_carries_its_files_and_lists_its_labs(installed: Installed) 
     for name in SHIPPED_FOLDERS:  # every file of the checkout's folder is in the package
         assert _files(shipped / name) == _files(ROOT / name), name
     assert channel_sources == [p.name for p in build.sources()]
+    recipe = json.loads(installed.python("import json; from quicbed.host.uml import build; "
+                                         "print(json.dumps([str(build.CONFIG_FRAGMENT), build.recipe_digest()]))"))
+    assert installed.venv in Path(recipe[0]).parents and Path(recipe[0]).is_file()
+    assert recipe[1] == uml_build.recipe_digest()  # the same kernel recipe as the checkout's
     listed = installed.quicbed("lab", "list")
     assert listed.returncode == 0, listed.stderr
     listed_names = [line.split()[0] for line in listed.stdout.splitlines()[1:]

@@ -225,7 +225,7 @@ def test_doctor_turns_a_failing_check_into_a_line_of_its_own(capsys, monkeypatch
 
 def test_readme_tells_one_story_in_a_newcomers_order():
     """Install and first run, doctor, reading the results, own topology and experiment, labs,
-    Vagrant and several machines, then reference; two commands under "Two commands"; every
+    Vagrant and several machines, the two clocks, then reference; two commands under "Two commands"; every
     word the README leans on is in its glossary."""
     import re
 
@@ -233,7 +233,8 @@ def test_readme_tells_one_story_in_a_newcomers_order():
     sections = re.findall(r"(?m)^## (.+)$", readme)
     assert sections == ["Two commands (fresh Debian 12 or Ubuntu 22.04+, as root)", "Reading `quicbed doctor`",
                         "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
-                        "Teaching labs", "Vagrant and several machines", "The microVM", "Cleaning up", "Tests",
+                        "Teaching labs", "Vagrant and several machines", "Real time or virtual time", "The microVM",
+                        "Cleaning up", "Tests",
                         "Glossary", "Where the rest is"]
     first_screen = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     two, own = first_screen.split("**Then your own network**")
