@@ -28,7 +28,7 @@ for arg in "$@"; do
     --no-vm) with_vm=false ;;
     --no-uml) with_uml=false ;;
     --no-native) with_native=false ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
