@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from quicbed.errors import VmError
-from quicbed.host.uml.build import UmlKernel, cached_uml_kernel, ensure_uml_kernel
+from quicbed.host.uml.build import UmlKernel, cached_uml_kernel
 from quicbed.host.vm import GUEST_TMPFS, Progress, VmResult, guest_private_dirs, inside_vm, job_result, prepare_job
 from quicbed.host.vm_job import source_root
 from quicbed.host.vm_processes import supervise
@@ -115,13 +115,13 @@ def boot_command(kernel: UmlKernel, init: Path, job_dir: Path, run_id: str, *, m
 def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None, *,
                memory: str = DEFAULT_MEMORY, timeout: float | None = DEFAULT_TIMEOUT, time_travel: bool = True,
                log_path: Path | str | None = None, verbose: bool = False, stream: TextIO | BinaryIO | None = None,
-               progress: Progress | None = None, kernel: UmlKernel | None = None, build: bool = False,
+               progress: Progress | None = None, kernel: UmlKernel | None = None,
                job_dir: Path | str | None = None, share: Iterable[Path] = ()) -> VmResult:
     """Boot the User-Mode Linux kernel, run ``argv`` in ``cwd`` as root, return its exit status
     and output (as :func:`quicbed.host.vm.run_in_vm` does for the microVM).
 
-    ``timeout`` counts host seconds (boot included). ``build``: build the kernel first if it
-    is not there (minutes); otherwise a missing kernel is an error that says how to build it.
+    ``timeout`` counts host seconds (boot included); a kernel not built yet is an error that
+    says how to build it.
     ``share``: folders (made here if missing) that must be the host's even under a private
     tmpfs of the guest, e.g. a results folder under /var/tmp; the working directory, this
     Python's environment and quicbed's source are always shared.
@@ -132,7 +132,7 @@ def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[
         raise VmError("no command given to run in the virtual-time kernel")
     if inside_vm():
         raise VmError("already inside a quicbed guest kernel: run the command directly (guests do not nest)")
-    kernel = kernel or (ensure_uml_kernel(progress) if build else cached_uml_kernel())
+    kernel = kernel or cached_uml_kernel()
     if kernel is None:
         raise VmError("the virtual-time kernel is not built (fix: 'quicbed uml setup' as root builds it once, "
                       "in a few minutes; scripts/install.sh does it too)")
