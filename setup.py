@@ -55,9 +55,10 @@ setup(
     extras_require={
         "vm": ["virtme-ng>=1.30"],
         # What Mininet-WiFi (installed from upstream git by roles/mininet_wifi) imports at load time.
-        # FlightRadarAPI 1.6 removed the FlightRadar24 module mn_wifi.net imports.
-        "mininet-wifi": ["FlightRadarAPI<1.6", "matplotlib>=3.7", "pillow", "bitstring", "skyfield", "requests",
-                         "six", "psutil", "pexpect"],
+        # FlightRadarAPI 1.6 removed the FlightRadar24 module mn_wifi.net imports; setuptools 82
+        # removed pkg_resources, which mn_wifi.wmediumdConnector imports.
+        "mininet-wifi": ["FlightRadarAPI<1.6", "setuptools<82", "matplotlib>=3.7", "pillow", "bitstring", "skyfield",
+                         "requests", "six", "psutil", "pexpect"],
         "test": ["pytest>=7", "hypothesis>=6.100", "ansible-core==2.17.14", "ansible-lint==25.12.2"],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},

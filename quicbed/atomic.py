@@ -20,7 +20,7 @@ def replacing(path: Path) -> Iterator[Path]:
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, path)
-        _sync_folder(path.parent)
+        sync_folder(path.parent)
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()
@@ -34,8 +34,22 @@ def write_text_atomic(path: Path, text: str) -> Path:
     return path
 
 
-def _sync_folder(folder: Path) -> None:
-    """The rename on disk too (some file systems refuse to sync a folder: then it is left)."""
+def sync_tree(root: Path) -> None:
+    """Every file and folder under ``root``, and ``root`` itself, on disk: call it before a
+    folder is renamed into place, then :func:`sync_folder` on its new parent."""
+    for folder, _, files in os.walk(root, topdown=False):
+        for name in files:
+            path = Path(folder) / name
+            if path.is_symlink():
+                continue
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+        sync_folder(Path(folder))
+
+
+def sync_folder(folder: Path) -> None:
+    """A rename (or new entries) in ``folder`` on disk too (some file systems refuse to sync a
+    folder: then it is left)."""
     with contextlib.suppress(OSError):
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:

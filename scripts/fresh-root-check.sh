@@ -112,6 +112,14 @@ mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
 mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
 mount -t tmpfs -o mode=755 tmpfs "$root/run"
 mkdir -p "$root/run/lock"
+# Where upstream git hosts are unreachable, Mininet-WiFi installs from local mirrors beside the
+# checkout (scripts/install-mininet-wifi.sh): the root sees them at the same relative place.
+mirrors=${QUICBED_MIRRORS:-$repo/../shared/mirrors}
+if [ -d "$mirrors" ]; then
+  mkdir -p "$root$checkout/../shared/mirrors"
+  mount --bind "$mirrors" "$root$checkout/../shared/mirrors"
+  mount -o remount,bind,ro "$root$checkout/../shared/mirrors"
+fi
 
 environment=(HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TERM=dumb)
 for name in CI http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_EXTRA_INDEX_URL \

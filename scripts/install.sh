@@ -3,15 +3,17 @@
 #
 #   scripts/install.sh            the main job (ns-3 backend, endpoints, captures) and, if it
 #                                 can, the microVM (QEMU, busybox-static, a distribution kernel)
-#   scripts/install.sh --test     also what the test suite needs (ansible, vagrant); the microVM
-#                                 is then required, because the netem tests run in it
+#   scripts/install.sh --test     also what the test suite needs (ansible, vagrant, Mininet-WiFi);
+#                                 the microVM is then required, because the netem tests run in it
+#   scripts/install.sh --mininet-wifi  also Mininet-WiFi and wmediumd (scripts/install-mininet-wifi.sh)
+#   scripts/install.sh --no-mininet-wifi  --test without Mininet-WiFi (its tests then skip)
 #   scripts/install.sh --no-vm    skip the microVM
 #   scripts/install.sh --no-uml   skip the virtual-time kernel (User-Mode Linux, built from source)
 #   scripts/install.sh --no-native  skip the native QUIC endpoint (Rust, native/quinn)
 #
 # The main job's parts must install or this script fails. The microVM, the virtual-time kernel
 # and the native QUIC endpoint are optional for the main job: when one fails, the script warns
-# with the fix and goes on (with --test all three are required).
+# with the fix and goes on (with --test all three are required, and Mininet-WiFi too).
 # The virtualenv is QUICBED_VENV (default: .venv in this checkout); `quicbed` is linked into
 # /usr/local/bin unless that name is taken by something else.
 set -euo pipefail
@@ -22,17 +24,21 @@ with_tests=false
 with_vm=true
 with_uml=true
 with_native=true
+with_mininet_wifi=default
 for arg in "$@"; do
   case $arg in
     --test) with_tests=true ;;
     --no-vm) with_vm=false ;;
     --no-uml) with_uml=false ;;
     --no-native) with_native=false ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --mininet-wifi) with_mininet_wifi=true ;;
+    --no-mininet-wifi) with_mininet_wifi=false ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
 vm_required=$with_tests
+[ "$with_mininet_wifi" = default ] && with_mininet_wifi=$with_tests
 
 say() { printf '\n== %s\n' "$*"; }
 warn() { printf '\ninstall.sh: warning: %s\n' "$*" >&2; }
@@ -90,6 +96,7 @@ apt_install() {
 
 wanted=("${required_packages[@]}")
 $with_tests && wanted+=("${test_packages[@]}")
+$with_mininet_wifi && wanted+=(git)
 mapfile -t missing < <(missing_of "${wanted[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing distribution packages: ${missing[*]}"
@@ -123,9 +130,17 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 extras="vm"
 $with_tests && extras="vm,test"
-say "installing quicbed[$extras] into $venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -e "$repo[$extras]"
+# Mininet-WiFi is installed by Ansible roles, run from the virtualenv
+$with_mininet_wifi && ! $with_tests && extras="vm,test"
+# Every Python package at the version constraints.txt pins (scripts/refresh-constraints.sh makes
+# it), so that machines installed weeks apart measure with the same stack; QUICBED_CONSTRAINTS=
+# (empty) installs within setup.py's ranges instead.
+constraints=${QUICBED_CONSTRAINTS-$repo/constraints.txt}
+pinned=()
+[ -n "$constraints" ] && pinned=(--constraint "$constraints")
+say "installing quicbed[$extras] into $venv${constraints:+ (versions from $constraints)}"
+"$venv/bin/python" -m pip install -q --upgrade "${pinned[@]}" pip setuptools wheel
+"$venv/bin/python" -m pip install -q "${pinned[@]}" -e "$repo[$extras]"
 # pip resolves one install at a time; 'pip check' proves that everything installed fits together.
 "$venv/bin/python" -m pip check || die "the virtualenv $venv has conflicting requirements (above); fix setup.py's pins"
 
@@ -193,5 +208,10 @@ if $with_uml; then
   say "the virtual-time kernel (User-Mode Linux with time travel, built once into /var/lib/quicbed/uml: about 4 minutes on 2 cores)"
   "$venv/bin/quicbed" uml setup \
     || uml_failed "the virtual-time kernel is not ready ('quicbed uml setup' failed above; fix what it names, then run it again)"
+fi
+if $with_mininet_wifi; then
+  say "Mininet-WiFi and wmediumd (Ansible roles mininet_wifi and wmediumd, from upstream or local mirrors)"
+  "$repo/scripts/install-mininet-wifi.sh" \
+    || die "Mininet-WiFi is not installed (above; --no-mininet-wifi installs without it, and its tests skip)"
 fi
 say "done: quicbed $("$venv/bin/quicbed" --version | cut -d' ' -f2) in $venv"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Install what the tests need, then run them. Run as root on Debian 12 / Ubuntu 22.04+.
 # Extra arguments go to pytest, e.g.  scripts/test.sh -m "not provisioning" -x
-# Slow tests are deselected; add --run-slow to include them.
+# Slow tests are deselected; add --run-slow to include them. The install step includes
+# Mininet-WiFi, so a Mininet-WiFi test (mac80211_hwsim, openvswitch) that skips fails the run.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/scripts/install.sh" --test
 venv=${QUICBED_VENV:-$repo/.venv}
 cd "$repo"
 set +e
-"$venv/bin/python" -m pytest tests -ra "$@"
+"$venv/bin/python" -m pytest tests -ra --require-feature mac80211_hwsim --require-feature openvswitch "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

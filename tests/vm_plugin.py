@@ -1,14 +1,25 @@
-"""pytest plugin: kernel-feature tests run for real, in a microVM when the host kernel lacks the feature.
+"""pytest plugin: kernel-feature tests run for real, in a guest kernel when the host kernel lacks the feature.
 
 Markers
   needs_kernel("netem", ...)   the test needs these kernel features (netem, mac80211_hwsim,
                                openvswitch) and root. If the host kernel has them, the test runs
                                here; otherwise every such test of the session runs in ONE microVM
                                (quicbed.host.vm) and is reported here with its in-VM outcome.
+  needs_kernel(..., virtual_time=True)
+                               the test may run in the virtual-time kernel instead (User-Mode
+                               Linux, quicbed.host.uml: the features built in, sleeps cost no host
+                               time). Where that kernel is built, all such tests run in ONE boot of
+                               it; the Mininet-WiFi tests take 4 min there against 14 in the
+                               software-emulated microVM. Without it they join the microVM.
   needs_root                   skipped unless pytest runs as root.
   slow                         deselected unless --run-slow or a -m expression naming "slow".
 
-How the microVM session works: the first time a test that needs the VM is due, the plugin
+--require-feature FEATURE (repeatable; the test command gives it for mac80211_hwsim, because it
+installs Mininet-WiFi): a test needing FEATURE that skips, here or in the microVM, fails
+instead, with its skip reason, so that a run cannot pass while the tests of a backend never ran.
+
+How a guest session works (the microVM's; the virtual-time kernel's is the same with
+quicbed.host.uml.boot.run_in_uml): the first time a test that needs the VM is due, the plugin
 boots the VM once with ``python -m pytest -p no:cacheprovider --junitxml=JOB/junit.xml
 <all such node ids>`` (cwd = rootdir, environment QUICBED_PYTEST_IN_VM=1 so that the
 in-VM pytest runs them directly, modules for the features loaded first). Each host-side
@@ -45,8 +56,11 @@ FEATURES = {"netem": "sch_netem", "mac80211_hwsim": "mac80211_hwsim", "openvswit
 #: root-namespace wlan0 would take the name a station radio needs to return there)
 VM_MODULES = {**FEATURES, "mac80211_hwsim": "mac80211_hwsim radios=0"}
 
-_VM_ITEM = pytest.StashKey[bool]()
-_SESSION = pytest.StashKey["VmSession"]()
+#: the guest kernels, by what the plugin calls them
+MICROVM, UML = "microVM", "virtual-time kernel"
+#: the guest an item runs in
+_VM_ITEM = pytest.StashKey[str]()
+_SESSION = pytest.StashKey[dict[str, "VmSession"]]()
 
 
 # --- options and markers ---------------------------------------------------------------
@@ -55,27 +69,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("quicbed", "quicbed kernel features and microVM")
     group.addoption("--run-slow", action="store_true", default=False, help="also run tests marked slow")
     group.addoption("--no-vm", action="store_true", default=False,
-                    help="skip needs_kernel tests this kernel cannot run instead of running them in the microVM")
+                    help="skip needs_kernel tests this kernel cannot run instead of running them in a guest kernel")
     group.addoption("--vm-verbose", action="store_true", default=False,
-                    help="show the microVM console and the output of the pytest run inside it")
+                    help="show the guest kernel's console and the output of the pytest run inside it")
     group.addoption("--vm-timeout", type=float, default=None, metavar="S",
-                    help="kill the microVM test session after S seconds (default 600 + 120 per test)")
+                    help="kill a guest's test session after S seconds (default 600 + 120 per test)")
     group.addoption("--vm-memory", default="2G", help="microVM memory (default 2G)")
+    group.addoption("--require-feature", action="append", default=[], metavar="FEATURE",
+                    help="a needs_kernel(FEATURE) test that skips fails instead (repeatable)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs_kernel(*features): needs root and these kernel features (netem, mac80211_hwsim, "
-                   "openvswitch); runs in the quicbed microVM if this kernel lacks them")
+                   "openvswitch); runs in the quicbed microVM if this kernel lacks them (with virtual_time=True "
+                   "in the virtual-time kernel where it is built)")
     config.addinivalue_line("markers", "needs_root: skipped unless run as root")
     config.addinivalue_line("markers", "slow: takes long; deselected unless --run-slow or -m slow")
-    config.stash[_SESSION] = VmSession(config)
+    unknown = [f for f in config.getoption("require_feature") if f not in FEATURES]
+    if unknown:
+        raise pytest.UsageError(f"--require-feature: unknown feature {', '.join(unknown)} (known: {', '.join(FEATURES)})")
+    config.stash[_SESSION] = {guest: VmSession(config, guest=guest) for guest in (MICROVM, UML)}
 
 
 # --- probing the running kernel --------------------------------------------------------
 
 def running_in_vm_session() -> bool:
-    """True in the pytest that the plugin started inside the microVM."""
+    """True in the pytest that the plugin started inside a guest kernel."""
     return os.environ.get(IN_VM_PYTEST) == "1"
 
 
@@ -119,6 +139,51 @@ def kernel_has(feature: str) -> bool:
     return _module_probe(FEATURES[feature])
 
 
+def required_skip(item: pytest.Item) -> str:
+    """Why a skip of ``item`` is a failure: it needs a feature --require-feature names (else '')."""
+    required = [f for f in item_features(item) if f in item.config.getoption("require_feature")]
+    if not required:
+        return ""
+    return (f"this test needs {', '.join(required)}, which this test run requires "
+            f"(--require-feature), but it was skipped: ")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: CallInfo[None]) -> Any:
+    outcome = yield
+    report: TestReport = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail"):
+        failure = required_skip(item)
+        if failure:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            report.outcome = "failed"
+            report.longrepr = failure + reason
+
+
+def item_guest(item: pytest.Item) -> str:
+    """The guest kernel for an item this kernel cannot run: the virtual-time kernel where the
+    test allows it and that kernel is built with its features, the microVM otherwise."""
+    allowed = all(marker.kwargs.get("virtual_time", False) for marker in item.iter_markers("needs_kernel"))
+    return UML if allowed and uml_kernel_has(tuple(item_features(item))) else MICROVM
+
+
+@functools.cache
+def uml_kernel_has(features: tuple[str, ...]) -> bool:
+    try:
+        from quicbed.host.capabilities import MODULE_SYMBOLS, config_has
+        from quicbed.host.uml.build import cached_uml_kernel
+    except ImportError:
+        return False
+    kernel = cached_uml_kernel()
+    if kernel is None or not kernel.binary.exists():
+        return False
+    try:
+        config = (kernel.root / "config").read_text()
+    except OSError:
+        return False
+    return all(config_has(MODULE_SYMBOLS[FEATURES[feature]], config) for feature in features)
+
+
 def item_features(item: pytest.Item) -> list[str]:
     features: list[str] = []
     for marker in item.iter_markers("needs_kernel"):
@@ -152,7 +217,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             continue
         features = item_features(item)
         if running_in_vm_session():
-            continue  # the host sent it here because the microVM has what it needs
+            continue  # the host sent it here because the guest has what it needs
         missing = [feature for feature in features if not kernel_has(feature)]
         if not missing:
             continue
@@ -160,21 +225,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             item.add_marker(pytest.mark.skip(
                 reason=f"this kernel lacks {', '.join(missing)} and --no-vm was given"))
             continue
-        item.stash[_VM_ITEM] = True
+        item.stash[_VM_ITEM] = item_guest(item)
         vm_items.append(item)
 
-    if vm_items:
-        vm_session = config.stash[_SESSION]
+    for guest, vm_session in config.stash[_SESSION].items():
+        guest_items = [item for item in vm_items if item.stash[_VM_ITEM] == guest]
+        if not guest_items:
+            continue
         usable, reason = vm_session.available()
         if not usable:
-            for item in vm_items:
+            for item in guest_items:
                 del item.stash[_VM_ITEM]
                 missing = [f for f in item_features(item) if not kernel_has(f)]
                 item.add_marker(pytest.mark.skip(
-                    reason=f"this kernel lacks {', '.join(missing)} and the microVM that would provide it is "
+                    reason=f"this kernel lacks {', '.join(missing)} and the {guest} that would provide it is "
                            f"not available: {reason}"))
         else:
-            vm_session.items = vm_items
+            vm_session.items = guest_items
 
 
 # --- running: one VM for all, reports from its junit.xml --------------------------------
@@ -192,14 +259,20 @@ class Outcome:
 @dataclass
 class VmSession:
     config: pytest.Config
+    guest: str = MICROVM
     items: list[pytest.Item] = field(default_factory=list)
     outcomes: dict[str, Outcome] | None = None
     failure: str = ""
     job_dir: Path | None = None
     seconds: float = 0.0
     reported_failure: bool = False
+    #: the in-VM pytest's exit status and its session-level ERROR lines (e.g. leftover folders)
+    returncode: int | None = None
+    session_errors: list[str] = field(default_factory=list)
 
     def available(self) -> tuple[bool, str]:
+        if self.guest == UML:
+            return True, ""  # item_guest chose it because it is built
         try:
             from quicbed.host import vm
         except ImportError as error:
@@ -224,24 +297,20 @@ class VmSession:
             return self.outcomes[item.nodeid]
         if self.failure:
             if self.reported_failure:
-                return Outcome("failed", "microVM session failed", "the microVM test session failed; see the "
-                               "first test that ran in it for the details")
+                return Outcome("failed", f"{self.guest} session failed", f"the {self.guest} test session failed; "
+                               "see the first test that ran in it for the details")
             self.reported_failure = True
-            return Outcome("failed", "microVM session failed", self.failure)
-        return Outcome("failed", "no result from the microVM",
-                       f"the pytest run inside the microVM reported nothing for {item.nodeid}; "
+            return Outcome("failed", f"{self.guest} session failed", self.failure)
+        return Outcome("failed", f"no result from the {self.guest}",
+                       f"the pytest run inside the {self.guest} reported nothing for {item.nodeid}; "
                        f"see {self.job_dir}/output")
 
     def _run(self) -> None:
         from quicbed.host import vm
-        from quicbed.host.kernel import cached_kernel
 
         config = self.config
         nodeids = [item.nodeid for item in self.items]
         features = sorted({f for item in self.items for f in item_features(item)})
-        modules = [VM_MODULES[f] for f in features]
-        image = cached_kernel()
-        kvm, _ = vm.kvm_status(image)
         timeout = config.getoption("vm_timeout") or 600.0 + 120.0 * len(nodeids)
         verbose = config.getoption("vm_verbose")
         try:
@@ -256,27 +325,26 @@ class VmSession:
         if config.inipath is not None:
             argv += ["-c", str(config.inipath)]
         argv += nodeids
+        run, described = self._runner(features)
         self._write(f"\nquicbed: this kernel lacks {', '.join(f for f in features if not kernel_has(f))}: "
-                    f"running {len(nodeids)} test(s) in one microVM (kernel "
-                    f"{image.version if image else '?'}, {'KVM' if kvm else 'software emulation ~13x slower'}; "
-                    f"boot 15-90 s; job {self.job_dir})")
+                    f"running {len(nodeids)} test(s) in one {described}; job {self.job_dir})")
         started = time.monotonic()
         capture = config.pluginmanager.getplugin("capturemanager")
         context = capture.global_and_fixture_disabled() if (capture and verbose) else contextlib.nullcontext()
         try:
             with context:
-                result = vm.run_in_vm(argv, cwd=config.rootpath, env={IN_VM_PYTEST: "1"},
-                                      memory=config.getoption("vm_memory"),
-                                      cpus=min(2, os.cpu_count() or 1), timeout=timeout, modules=modules,
-                                      verbose=verbose, stream=sys.stdout if verbose else None,
-                                      progress=self._write if verbose else None, job_dir=self.job_dir)
+                result = run(argv, cwd=config.rootpath, env={IN_VM_PYTEST: "1"}, timeout=timeout, verbose=verbose,
+                             stream=sys.stdout if verbose else None, progress=self._write if verbose else None,
+                             job_dir=self.job_dir)
         except vm.VmError as error:
             self.seconds = time.monotonic() - started
-            self.failure = f"the microVM test session failed after {self.seconds:.0f} s: {error}"
+            self.failure = f"the {self.guest} test session failed after {self.seconds:.0f} s: {error}"
             return
         self.seconds = time.monotonic() - started
+        self.returncode = result.returncode
+        self.session_errors = [line for line in result.output.splitlines() if line.startswith("ERROR: ")]
         if not junit.exists():
-            self.failure = (f"the pytest run inside the microVM wrote no {junit} (exit code {result.returncode}); "
+            self.failure = (f"the pytest run inside the {self.guest} wrote no {junit} (exit code {result.returncode}); "
                             f"its output ends with:\n" + "\n".join(result.output.splitlines()[-30:]))
             return
         try:
@@ -284,8 +352,28 @@ class VmSession:
         except ET.ParseError as error:
             self.failure = f"{junit} is not valid XML ({error})"
             return
-        self._write(f"quicbed: microVM test session done in {self.seconds:.0f} s "
-                    f"(in-VM pytest exit code {result.returncode}; output in {self.job_dir}/output)")
+        self._write(f"quicbed: {self.guest} test session done in {self.seconds:.0f} s "
+                    f"(in-guest pytest exit code {result.returncode}; output in {self.job_dir}/output)")
+
+    def _runner(self, features: list[str]) -> tuple[Any, str]:
+        """The function that runs a command in this session's guest, and how to describe it."""
+        from quicbed.host import vm
+
+        if self.guest == UML:
+            from quicbed.host.uml import boot
+            from quicbed.host.uml.build import cached_uml_kernel
+
+            kernel = cached_uml_kernel()
+            return boot.run_in_uml, (f"boot of the virtual-time kernel ({kernel.describe() if kernel else '?'}, "
+                                     "its features built in, sleeps cost no host time")
+        from quicbed.host.kernel import cached_kernel
+
+        image = cached_kernel()
+        kvm, _ = vm.kvm_status(image)
+        run = functools.partial(vm.run_in_vm, memory=self.config.getoption("vm_memory"),
+                                cpus=min(2, os.cpu_count() or 1), modules=[VM_MODULES[f] for f in features])
+        return run, (f"microVM (kernel {image.version if image else '?'}, "
+                     f"{'KVM' if kvm else 'software emulation ~13x slower'}; boot 15-90 s")
 
 
 def junit_key(nodeid: str) -> tuple[str, str]:
@@ -333,13 +421,13 @@ class _CrashLine:
 
 
 class VmFailureRepr:
-    """A failure that happened in the microVM: its text, plus the one line summaries show."""
+    """A failure that happened in a guest: its text, plus the one line summaries show."""
 
-    def __init__(self, item: pytest.Item, result: Outcome, where: str) -> None:
+    def __init__(self, item: pytest.Item, result: Outcome, where: str, guest: str = MICROVM) -> None:
         self.text = f"{result.text or result.message}\n{where}"
         first = (result.message or result.text or "failed").strip().splitlines()
         self.reprcrash = _CrashLine(str(item.path), (item.location[1] or 0) + 1,
-                                    f"{first[0] if first else 'failed'} (in the microVM)")
+                                    f"{first[0] if first else 'failed'} (in the {guest})")
 
     def toterminal(self, out: Any) -> None:
         for line in self.text.splitlines():
@@ -358,20 +446,24 @@ def _report(item: pytest.Item, when: str, outcome: str, longrepr: Any = None, se
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    if not item.stash.get(_VM_ITEM, False):
+    guest = item.stash.get(_VM_ITEM, "")
+    if not guest:
         return None
-    session: VmSession = item.config.stash[_SESSION]
+    session: VmSession = item.config.stash[_SESSION][guest]
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     result = session.outcome(item)
-    where = f"(in the microVM; job {session.job_dir})"
-    if result.outcome == "skipped":
+    where = f"(in the {guest}; job {session.job_dir})"
+    if result.outcome == "skipped" and required_skip(item):
+        ihook.pytest_runtest_logreport(report=_report(
+            item, "setup", "failed", f"{required_skip(item)}{result.message or 'skipped'} {where}"))
+    elif result.outcome == "skipped":
         line = item.location[1]
         reason = result.message or "skipped"
         ihook.pytest_runtest_logreport(report=_report(
             item, "setup", "skipped", (str(item.path), (line or 0) + 1, f"Skipped: {reason} {where}")))
     elif result.outcome == "error":
-        ihook.pytest_runtest_logreport(report=_report(item, "setup", "failed", VmFailureRepr(item, result, where)))
+        ihook.pytest_runtest_logreport(report=_report(item, "setup", "failed", VmFailureRepr(item, result, where, guest)))
     else:
         ihook.pytest_runtest_logreport(report=_report(item, "setup", "passed"))
         if result.outcome == "xfailed":
@@ -380,7 +472,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         elif result.outcome == "passed":
             call = _report(item, "call", "passed", seconds=result.seconds)
         else:
-            call = _report(item, "call", "failed", VmFailureRepr(item, result, where), result.seconds)
+            call = _report(item, "call", "failed", VmFailureRepr(item, result, where, guest), result.seconds)
         ihook.pytest_runtest_logreport(report=call)
     # Host-side teardown: finishes fixtures of earlier tests that the next one does not share
     # (this test set none up here; the teardown hooks of other plugins expect a setup, so
@@ -397,16 +489,36 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return True
 
 
+def unexplained_vm_failure(session: VmSession) -> str:
+    """Why the in-VM pytest failed although none of its tests did (a check at the end of its
+    session, such as the one for leftover temporary folders), or ''."""
+    if session.outcomes is None or session.returncode in (None, 0):
+        return ""
+    if any(outcome.outcome in ("failed", "error") or outcome.teardown_error for outcome in session.outcomes.values()):
+        return ""
+    detail = "; ".join(session.session_errors) or f"see {session.job_dir}/output"
+    return (f"the pytest run inside the {session.guest} ended with exit code {session.returncode}, its tests "
+            f"passed: {detail}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    sessions = session.config.stash.get(_SESSION, {})
+    if any(unexplained_vm_failure(vm_session) for vm_session in sessions.values()) and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    session = config.stash.get(_SESSION, None)
-    if session is None or session.outcomes is None:
-        return
-    counts: dict[str, int] = {}
-    for outcome in session.outcomes.values():
-        counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
-    summary = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no results"
-    terminalreporter.write_sep("-", "quicbed microVM")
-    terminalreporter.write_line(f"{len(session.items)} test(s) ran in the microVM in {session.seconds:.0f} s: "
-                                f"{summary}; job directory {session.job_dir}")
-    if session.failure:
-        terminalreporter.write_line(session.failure.splitlines()[0])
+    for guest, session in config.stash.get(_SESSION, {}).items():
+        if session.outcomes is None:
+            continue
+        counts: dict[str, int] = {}
+        for outcome in session.outcomes.values():
+            counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
+        summary = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no results"
+        terminalreporter.write_sep("-", f"quicbed {guest}")
+        terminalreporter.write_line(f"{len(session.items)} test(s) ran in the {guest} in {session.seconds:.0f} s: "
+                                    f"{summary}; job directory {session.job_dir}")
+        if session.failure:
+            terminalreporter.write_line(session.failure.splitlines()[0])
+        if unexplained_vm_failure(session):
+            terminalreporter.write_line(f"ERROR: {unexplained_vm_failure(session)}")

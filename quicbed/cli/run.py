@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--retry-failed", action="store_true",
                         help="with --resume: make the runs that failed again (their first attempt moves to "
                              "attempts/)")
+    parser.add_argument("--force", action="store_true",
+                        help="with --resume: continue although the code, tools, topology script, traces or "
+                             "kernel differ from the folder's first session (metadata.json records the difference)")
     parser.add_argument("--backend", choices=sorted(BACKENDS), help="override the file's backend")
     parser.add_argument("--repetitions", type=int, metavar="N", help="override the file's repetitions")
     parser.add_argument("--warmup", type=int, metavar="N", help="override the file's warm-up runs per cell")
@@ -173,8 +176,9 @@ def handle(args: argparse.Namespace) -> int:
         print(f"note: {choice.note}", flush=True)
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
-    if args.retry_failed and not args.resume:
-        raise QuicbedError("--retry-failed goes with --resume (fix: add --resume --out FOLDER)")
+    for flag in ("retry_failed", "force"):
+        if getattr(args, flag) and not args.resume:
+            raise QuicbedError(f"--{flag.replace('_', '-')} goes with --resume (fix: add --resume --out FOLDER)")
     try:
         needs_vm = _needs_vm_reason(experiment, backend, params)
     except SpecError as error:
@@ -256,7 +260,7 @@ def _run_in_guest(args: argparse.Namespace, experiment_file: Path, out: Path, *,
         print(f"running in the microVM {reason} (without KVM its CPU is ~13x slower)", file=sys.stderr)
     argv = [sys.executable, "-m", "quicbed", "run", str(experiment_file), "--no-vm", "--no-report",
             "--out", str(out), *(f"-p{p}" for p in args.param), *(f"--set={f}" for f in args.fields)]
-    for flag in ("resume", "retry_failed", "yes"):
+    for flag in ("resume", "retry_failed", "force", "yes"):
         if getattr(args, flag):
             argv.append(f"--{flag.replace('_', '-')}")
     for option in ("repetitions", "warmup", "shard"):
@@ -291,7 +295,8 @@ def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], o
           flush=True)
     runner = ExperimentRunner(experiment, RunnerOptions(out=out, resume=args.resume, retry_failed=args.retry_failed,
                                                         backend=plan.backend, params=params, command=sys.argv,
-                                                        shard=plan.shard, backend_note=backend_note))
+                                                        shard=plan.shard, backend_note=backend_note,
+                                                        force=args.force))
     summary = runner.run()
     skipped = f", {summary.skipped} done before" if summary.skipped else ""
     print(f"{summary.ok} ok, {summary.invalid} invalid, {summary.failed} failed{skipped}")

@@ -99,6 +99,11 @@ MODULE_SYMBOLS = {"sch_netem": "CONFIG_NET_SCH_NETEM", "mac80211_hwsim": "CONFIG
                   "openvswitch": "CONFIG_OPENVSWITCH"}
 
 
+def config_has(symbol: str, config_text: str) -> bool:
+    """Whether a kernel configuration (the text of a .config) builds ``symbol`` in."""
+    return f"\n{symbol}=y\n" in f"\n{config_text}"
+
+
 def built_in(name: str, config: Path = Path("/proc/config.gz")) -> bool:
     """Whether the running kernel has module ``name`` built in, by its /proc/config.gz (a
     built-in module without parameters has no /sys/module entry, and modinfo cannot see it)."""
@@ -107,7 +112,7 @@ def built_in(name: str, config: Path = Path("/proc/config.gz")) -> bool:
         text = gzip.decompress(config.read_bytes()).decode("utf-8", "replace")
     except (OSError, EOFError, gzip.BadGzipFile):
         return False
-    return symbol is not None and f"\n{symbol}=y\n" in f"\n{text}"
+    return symbol is not None and config_has(symbol, text)
 
 
 def _kernel_module(name: str) -> tuple[bool, str]:

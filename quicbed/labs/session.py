@@ -175,7 +175,7 @@ class CheckSession:
         backend = self.backend(topology)
         self.log(f"building {name} on {backend}")
         network = create(backend, topology, **(MININET_WIFI_IN_VM if backend == "mininet-wifi" and inside_vm() else {}))
-        network.start()
+        network.__enter__()  # as the runner starts one: a failed start leaves nothing behind
         self._network = (key, network)
         if backend not in self.backends_used:
             self.backends_used.append(backend)

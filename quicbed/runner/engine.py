@@ -32,12 +32,13 @@ from quicbed.host import bench_results
 from quicbed.host.clock import REAL, VIRTUAL, current_clock, kernel_release
 from quicbed.host.steal import QUIET_STEAL, wait_for_quiet_machine
 from quicbed.results import FORMAT_VERSION, NO_CPU_RECORD, RunRecord, check_version
+from quicbed.runner import fingerprint
 from quicbed.runner import metadata as meta
 from quicbed.runner.analyse import cpu_metrics, run_metrics_of, stress_metrics
 from quicbed.runner.folder import ResultsFolder, StorageError, storage_error, writing
 from quicbed.runner.plan import Plan
 from quicbed.runner.transfer import Assets, RunExecution, prepare_assets, workload_of
-from quicbed.spec.experiment import Experiment, Run, Transport, topology_for
+from quicbed.spec.experiment import Experiment, Run, Transport, Validity, topology_for
 from quicbed.spec.link import WiredLink, WirelessLink
 from quicbed.spec.shard import Shard
 from quicbed.spec.topology import Topology
@@ -56,6 +57,7 @@ class RunnerOptions:
     command: list[str] = field(default_factory=list)  # what the user typed, for the metadata
     shard: Shard | None = None  # only this shard's runs (--shard K/N)
     backend_note: str | None = None  # why this backend, when quicbed chose it
+    force: bool = False  # with resume: continue even with other code, tools, traces or kernel
 
 
 @dataclass
@@ -150,15 +152,15 @@ def _without_shapes(description: dict[str, Any]) -> dict[str, Any]:
 class Progress:
     """One line per finished run; with a terminal, a live bar with cell, count and ETA."""
 
-    def __init__(self, total: int, done: int, stream: TextIO = sys.stdout) -> None:
+    def __init__(self, total: int, done: int, stream: TextIO | None = None) -> None:
         self.total = total
         self.done = done
-        self.stream = stream
+        self.stream = stream or sys.stdout  # the one of the moment (not of import time)
         self.started = time.monotonic()
         self.measured = 0  # runs performed in this session (for the ETA)
         self.bar: Any = None
         self.task: Any = None
-        if stream.isatty():
+        if self.stream.isatty():
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -268,10 +270,21 @@ class ExperimentRunner:
                 raise QuicbedError(f"{self.options.out} holds shard {_shard_text(previous.get('shard'))}, not "
                                    f"{_shard_text(shard)} (fix: resume with the --shard and --shard-by it was "
                                    "started with, see metadata.json)")
+        fingerprint_now = fingerprint.fingerprint(exp, self.options.params)
+        mixed = list(previous.get("mixed_fingerprints") or [])
+        if self.options.resume and previous.get("fingerprint"):
+            changed = fingerprint.differences(previous["fingerprint"], fingerprint_now)
+            if changed and not self.options.force:
+                raise QuicbedError(f"{self.options.out} was started with other code, tools, traces or kernel: "
+                                   f"{'; '.join(changed)}; resuming would mix runs of both in one result (fix: "
+                                   "resume where and with what it was started, or add --force to mix them, "
+                                   "which metadata.json then records)")
+            mixed += [f"session {len(previous.get('sessions', [])) + 1}: {change}" for change in changed]
         now = time.time()
         session = {"started": now, "started_utc": meta.utc(now), "finished": None, "status": "running",
                    "command": self.options.command,
                    "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
+                   "fingerprint": fingerprint_now,
                    "calibration": bench_results.calibration(), "backend": self.backend, "networks": []}
         self.metadata = {
             "format": FORMAT_VERSION,
@@ -282,6 +295,8 @@ class ExperimentRunner:
             "backend": self.backend, "backend_note": self.options.backend_note,
             "host": session["host"], "versions": session["versions"],
             "git": session["git"], "calibration": session["calibration"],
+            "fingerprint": previous.get("fingerprint") or fingerprint_now,
+            **({"mixed_fingerprints": mixed} if mixed else {}),
             "sessions": [*previous.get("sessions", []), session],
         }
         folder.write_metadata(self.metadata)
@@ -322,6 +337,10 @@ class ExperimentRunner:
             finished = folder.finished()
             if self.options.retry_failed:
                 finished = {run_id: line for run_id, line in finished.items() if line["status"] != "failed"}
+            # a run stopped between an attempt that did not count and the next one is not done
+            continuing = {run_id: earlier for run_id, line in finished.items()
+                          if (earlier := attempts_to_continue(line, self.experiment.validity)) is not None}
+            finished = {run_id: line for run_id, line in finished.items() if run_id not in continuing}
             done = sum(1 for run in runs if run.run_id in finished) if finished else 0
             todo = (run for run in runs if run.run_id not in finished)  # made as the runs go
             summary = RunnerSummary(total=len(runs), skipped=done)
@@ -342,8 +361,13 @@ class ExperimentRunner:
                 for run in todo:
                     raise_if_interrupted()
                     progress.starting(run)
-                    record = self._one_run(run, keeper, folder)
-                    record = self._make_again(run, record, keeper, folder)
+                    earlier = continuing.get(run.run_id, [])
+                    if earlier:
+                        progress.note(f"{run.run_id}: attempt {len(earlier)} was {earlier[-1]['status']} and the "
+                                      f"last session stopped before the next: making it again "
+                                      f"(attempt {len(earlier) + 1})")
+                    record = self._one_run(run, keeper, folder, earlier)
+                    record = self._make_again(run, record, keeper, folder, earlier)
                     setattr(summary, record.status, getattr(summary, record.status) + 1)
                     progress.finished(run, record)
                 status = "complete"
@@ -359,17 +383,16 @@ class ExperimentRunner:
         return summary
 
     def _make_again(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
-                    folder: ResultsFolder) -> RunRecord:
+                    folder: ResultsFolder, earlier: list[dict[str, Any]] | None = None) -> RunRecord:
         """Make a run that does not count again: an invalid one up to ``validity.reruns`` times, so
         that its cell ends with the repetitions asked for, a failed one up to
         ``validity.retry_failed`` times (a fault, such as a process it depends on dying, closed
-        its network: the next attempt gets a new one). Earlier attempts stay in attempts/ and
-        are named in the record; a warm-up run is never made again."""
-        budget = {"invalid": self.experiment.validity.reruns, "failed": self.experiment.validity.retry_failed}
-        earlier: list[dict[str, Any]] = []
-        while not run.warmup and record.status in budget and \
-                sum(1 for attempt in earlier if attempt["status"] == record.status) < budget[record.status]:
-            earlier.append(_attempt_summary(len(earlier) + 1, record))
+        its network: the next attempt gets a new one). Earlier attempts (``earlier``: those of
+        an earlier session too) stay in attempts/ and are named in the record; a warm-up run is
+        never made again."""
+        earlier = list(earlier or [])
+        while not run.warmup and has_attempts_left(record.status, earlier, self.experiment.validity):
+            earlier.append(_attempt_summary(len(earlier) + 1, record.status, record.error, record.invalid_reasons))
             if self.progress is not None:
                 why = record.error if record.status == "failed" else "; ".join(record.invalid_reasons)
                 self.progress.note(f"{run.run_id} {record.status} ({why}): making it again "
@@ -445,19 +468,43 @@ class ExperimentRunner:
         return record
 
 
-def _attempt_summary(number: int, record: RunRecord) -> dict[str, Any]:
+def _attempt_summary(number: int, status: str, error: str | None, invalid_reasons: list[str]) -> dict[str, Any]:
     """What a run's later attempts keep of an earlier one: how it went and why it did not count."""
-    why = {"error": record.error} if record.status == "failed" else {"invalid_reasons": record.invalid_reasons}
-    return {"attempt": number, "status": record.status, **why}
+    why = {"error": error} if status == "failed" else {"invalid_reasons": invalid_reasons}
+    return {"attempt": number, "status": status, **why}
+
+
+def has_attempts_left(status: str, earlier: list[dict[str, Any]], validity: Validity) -> bool:
+    """Whether a run whose last attempt ended ``status`` is made again: an invalid one while
+    fewer than ``validity.reruns`` earlier attempts were invalid, a failed one likewise with
+    ``validity.retry_failed``."""
+    budget = {"invalid": validity.reruns, "failed": validity.retry_failed}
+    return status in budget and sum(1 for attempt in earlier if attempt["status"] == status) < budget[status]
+
+
+def attempts_to_continue(line: dict[str, Any], validity: Validity) -> list[dict[str, Any]] | None:
+    """For a results line whose run the runner would have made again had its session not
+    stopped first: the attempts so far (its earlier ones, then its own), from which the next
+    continues; None for a run that is done."""
+    earlier = list(line.get("earlier_attempts") or [])
+    if line.get("warmup") or not has_attempts_left(line.get("status", ""), earlier, validity):
+        return None
+    return [*earlier, _attempt_summary(int(line.get("attempt") or len(earlier) + 1), line["status"], line.get("error"),
+                                       line.get("invalid_reasons") or [])]
 
 
 def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:
     """Which shard a folder holds (its run count may grow with --repetitions on resume)."""
-    return None if not shard else (shard.get("index"), shard.get("count"), shard.get("by"))
+    return None if not shard else (shard.get("index"), shard.get("count"), shard.get("by"), shard.get("split"))
 
 
 def _shard_text(shard: dict[str, Any] | None) -> str:
-    return "none (all runs)" if not shard else f"{shard['index']}/{shard['count']} by {shard['by']}"
+    if not shard:
+        return "none (all runs)"
+    text = f"{shard['index']}/{shard['count']} by {shard['by']}"
+    if shard["by"] == "run" and not shard.get("split"):
+        text += " (dealt out by position, as quicbed did before runs kept their shard across resumes)"
+    return text
 
 
 def random_stream(seed: int, run_id: str, attempt: int = 1) -> int:

@@ -102,6 +102,33 @@ def append_line(path: Path, line: str) -> None:
             os.close(fd)
 
 
+def repair_torn_end(path: Path) -> Path | None:
+    """Cut a file of lines back to its last newline, keeping the cut bytes beside it (in
+    ``NAME.torn-N``); returns that file, or None when the file ends with a whole line.
+
+    A power loss or a crashed guest kernel can leave results.jsonl without its final newline.
+    The next append would glue its line onto the torn one and a reader would drop both as one
+    unparsable last line, silently losing a run (seen after a resume)."""
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return None
+    keep = data.rfind(b"\n") + 1
+    number = 1 + sum(1 for _ in path.parent.glob(f"{path.name}.torn-*"))
+    torn = path.with_name(f"{path.name}.torn-{number}")
+    with writing(torn), atomic.replacing(torn) as temporary:
+        temporary.write_bytes(data[keep:])
+    with writing(path):
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return torn
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
     """The records of a results.jsonl, strictly (quicbed.results.read_records): a torn last
     line is left out with a warning on stderr, a damaged one before it is an error."""
@@ -154,6 +181,10 @@ class ResultsFolder:
                                "choose another --out)") from None
         if resume:
             self._check_same_experiment(experiment_file)
+            torn = repair_torn_end(self.results_path)
+            if torn is not None:
+                print(f"warning: {self.results_path} ended in a torn line (an interrupted write); it was cut "
+                      f"off and kept in {torn}, and its run is made again", file=sys.stderr)
         else:
             try:
                 write_text_atomic(path / EXPERIMENT_COPY, experiment_file.read_text())
@@ -202,7 +233,11 @@ class ResultsFolder:
             (partial / "run.json").write_text(json.dumps(record, indent=1) + "\n")
         line = json.dumps({k: v for k, v in record.items() if k != "details"}, separators=(",", ":"))
         with writing(final):
+            # the folder's files on disk before it is renamed into place, and the rename before
+            # the line that says it is a result
+            atomic.sync_tree(partial)
             os.replace(partial, final)
+            atomic.sync_folder(self.runs_dir)
         try:
             append_line(self.results_path, line)
         except StorageError:

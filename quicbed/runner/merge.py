@@ -12,16 +12,21 @@ into place, so a failed merge leaves nothing behind and the shards are never cha
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from quicbed import atomic
 from quicbed.errors import QuicbedError
-from quicbed.runner.folder import EXPERIMENT_COPY, LOCK, METADATA, RESULTS, read_results, write_json_atomic
+from quicbed.runner.fingerprint import differences as fingerprint_differences
+from quicbed.runner.folder import (EXPERIMENT_COPY, LOCK, METADATA, RESULTS, read_results, write_json_atomic,
+                                   write_text_atomic)
 from quicbed.spec.experiment import Run
 
 #: metadata.json keys of the resolved experiment that may differ between shards
@@ -63,20 +68,28 @@ class MergeResult:
         return [run_id for run_id in self.expected if run_id not in present]
 
 
+@contextlib.contextmanager
+def holding(path: Path) -> Iterator[None]:
+    """The shard folder's lock, held while the merge reads and copies it, so that no resumed
+    experiment writes into it meanwhile (a folder without a lock file is not being written)."""
+    lock = path / LOCK
+    if not lock.exists():
+        yield
+        return
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise QuicbedError(f"{path} is being written by a running experiment (fix: wait until it has "
+                               "finished)") from None
+        yield
+
+
 def read_shard(path: Path) -> ShardFolder:
     for name in (METADATA, EXPERIMENT_COPY):
         if not (path / name).is_file():
             raise QuicbedError(f"{path} is not a results folder of 'quicbed run' (no {name}) (fix: give the "
                                "folders that 'quicbed run --shard K/N' wrote)")
-    lock = path / LOCK
-    if lock.exists():
-        with lock.open("a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(handle, fcntl.LOCK_UN)
-            except BlockingIOError:
-                raise QuicbedError(f"{path} is being written by a running experiment (fix: wait until it has "
-                                   "finished)") from None
     try:
         metadata = json.loads((path / METADATA).read_text())
     except ValueError as error:
@@ -133,10 +146,16 @@ def differences(shards: list[ShardFolder]) -> list[str]:
                              if _settings(other).get(key) != _settings(first).get(key))
             problems.append(f"{other.path} ran the experiment with other settings than {first.path} "
                             f"({', '.join(changed)} differ: --set, -p or --backend)")
-        if _code(other) != _code(first):
+        prints = (first.metadata.get("fingerprint"), other.metadata.get("fingerprint"))
+        if all(prints):
+            changed = fingerprint_differences(prints[0], prints[1])  # type: ignore[arg-type]
+            if changed:
+                problems.append(f"{other.path} ran with other code, tools, traces or kernel than {first.path} "
+                                f"({'; '.join(changed)})")
+        elif _code(other) != _code(first):  # folders of a quicbed that recorded no fingerprint
             problems.append(f"{other.path} ran other code than {first.path} (commit {_code(other)[0]}, quicbed "
                             f"{_code(other)[1]} against commit {_code(first)[0]}, quicbed {_code(first)[1]})")
-    splits = {((s.shard or {}).get("count"), (s.shard or {}).get("by")) for s in shards}
+    splits = {((s.shard or {}).get("count"), (s.shard or {}).get("by"), (s.shard or {}).get("split")) for s in shards}
     if len(splits) > 1:
         problems.append("the folders come from different splits (" + ", ".join(s.describe() for s in shards) + ")")
     problems += [f"{shard.path} has uncommitted code changes (git status was not clean)"
@@ -196,7 +215,14 @@ def merge(folders: list[Path], out: Path, force: bool = False) -> MergeResult:
         raise QuicbedError(f"{twice} is given twice (fix: name each shard's folder once)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise QuicbedError(f"{out} exists; results are never overwritten (fix: choose another --out)")
-    shards = [read_shard(folder) for folder in folders]
+    with contextlib.ExitStack() as locks:
+        for folder in folders:
+            if (folder / METADATA).is_file():
+                locks.enter_context(holding(folder))
+        return _merge_locked([read_shard(folder) for folder in folders], out, force)
+
+
+def _merge_locked(shards: list[ShardFolder], out: Path, force: bool) -> MergeResult:
     doubled = duplicates(shards)
     if doubled:
         run_id, paths = next(iter(doubled.items()))
@@ -227,12 +253,14 @@ def merge(folders: list[Path], out: Path, force: bool = False) -> MergeResult:
                 shutil.copytree(shard.path / "attempts", building / "attempts", copy_function=_link_or_copy,
                                 dirs_exist_ok=True)
         lines.sort(key=lambda record: int(record.get("index", 0)))  # stable: a run's later line stays later
-        (building / RESULTS).write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
+        write_text_atomic(building / RESULTS, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
         shutil.copyfile(shards[0].path / EXPERIMENT_COPY, building / EXPERIMENT_COPY)
         write_json_atomic(building / METADATA, _merged_metadata(shards, result, force))
+        atomic.sync_tree(building)  # copies on disk before the folder appears under its name
         if out.exists():
             out.rmdir()  # empty (checked above)
         os.replace(building, out)
+        atomic.sync_folder(out.parent)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise

@@ -6,8 +6,13 @@ cell's repetitions share one machine and its warm-up: cell ``c`` belongs to shar
 (``--shard-by link.bottleneck.loss``) the cells that share that axis's value go to one
 shard (the i-th value to shard ``i mod N + 1``), so the cells compared along the other
 axes (e.g. the transports at one loss rate) share a machine. By run (``--shard-by run``)
-the runs in execution order are dealt out in turn, which balances shards when there are
-fewer cells than machines; a shard may then measure a cell it did not warm up.
+the runs are dealt out in turn by their identity, cell C and repetition R of M cells:
+measured run ``cC-rR`` has number ``n = (R - 1) M + C`` (its place in round-robin order)
+and belongs to shard ``n mod N + 1``; warm-up ``cC-wR`` is dealt the same way from the
+last shard down, so that the shards' sizes differ by at most one run. A run keeps its
+shard when a resume changes ``--repetitions``, ``--warmup`` or ``order: random``, which a
+split by position in execution order would not; a shard may measure a cell it did not
+warm up.
 Within a shard the runs keep the experiment's order. Every run lands in exactly one shard.
 """
 
@@ -23,6 +28,9 @@ from quicbed.spec.experiment import Experiment, Run
 
 #: besides these, --shard-by takes the name of a matrix axis
 SHARD_BY = ("cell", "run")
+#: how --shard-by run deals runs out, as recorded in metadata.json (folders without it were
+#: dealt out by position in execution order, and cannot be resumed or merged with these)
+RUN_SPLIT = "cell+repetition"
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
@@ -49,8 +57,9 @@ class Shard:
                                f"({', '.join(axes) or 'it has none'})")
 
     def select(self, runs: list[Run]) -> list[Run]:
-        if self.by == "run":
-            return [run for run in runs if run.index % self.count == self.index - 1]
+        if self.by == "run":  # runs: all of an experiment's, so the last cell is among them
+            cells = 1 + max((run.cell_index for run in runs), default=0)
+            return [run for run in runs if self._owns_run(run, cells)]
         if self.by == "cell":
             return [run for run in runs if run.cell_index % self.count == self.index - 1]
         # by axis: the axis's values in cell order, each value (and all its cells) to one shard
@@ -64,7 +73,8 @@ class Shard:
         """Whether a run of ``experiment`` is this shard's, from its numbers alone (the same
         split as :meth:`select`, without the list of every run)."""
         if self.by == "run":
-            return lambda run: run.index % self.count == self.index - 1
+            cells = experiment.cell_count()
+            return lambda run: self._owns_run(run, cells)
         owns_cell = self._cell_owner(experiment)
         return lambda run: owns_cell(run.cell_index)
 
@@ -73,12 +83,18 @@ class Shard:
         per_cell = experiment.repetitions + experiment.warmup
         cells = experiment.cell_count()
         if self.by == "run":
-            return len(range(self.index - 1, cells * per_cell, self.count))
+            measured = len(range(self.index - 1, experiment.repetitions * cells, self.count))
+            return measured + len(range(self.count - self.index, experiment.warmup * cells, self.count))
         if self.by == "cell":
             return len(range(self.index - 1, cells, self.count)) * per_cell
         values = experiment.matrix[self.by]
         mine = sum(1 for group in _value_groups(values) if group % self.count == self.index - 1)
         return mine * (cells // len(values)) * per_cell
+
+    def _owns_run(self, run: Run, cells: int) -> bool:
+        number = (run.repetition - 1) * cells + run.cell_index
+        shard = self.count - 1 - number % self.count if run.warmup else number % self.count
+        return shard == self.index - 1
 
     def _cell_owner(self, experiment: Experiment) -> Callable[[int], bool]:
         if self.by == "cell":
@@ -90,7 +106,8 @@ class Shard:
         return lambda cell_index: groups[cell_index // stride % len(values)] % self.count == self.index - 1
 
     def describe(self) -> dict[str, object]:
-        return {"index": self.index, "count": self.count, "by": self.by}
+        return {"index": self.index, "count": self.count, "by": self.by,
+                **({"split": RUN_SPLIT} if self.by == "run" else {})}
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count} (by {self.by})"

@@ -1,7 +1,8 @@
 """Every lab's reference solution passes its checker, and every wrong solution in tests/labs
 fails with the message it is meant to, through ``quicbed lab check --json`` on this
-machine's backends. A check this machine cannot run (no Mininet-WiFi, no ns-3) makes the
-test skip with the checker's own reason."""
+machine's backends. The Mininet-WiFi labs run in the microVM when this kernel has no
+mac80211_hwsim (with the other kernel-feature tests, in one boot). A check this machine
+cannot run (no Mininet-WiFi, no ns-3) makes the test skip with the checker's own reason."""
 
 from __future__ import annotations
 
@@ -23,7 +24,16 @@ LABS = sorted(lab.name for lab in all_labs() if lab.folder.parent == ROOT / "lab
 #: labs whose reference solution takes minutes to check (each of its runs builds its network
 #: again, and the channel's invalid runs are made again): run with --run-slow
 SLOW_SOLUTIONS = {"handover"}
+#: labs built on the real 802.11 stack (Mininet-WiFi)
+STACK_LABS = {lab.name for lab in all_labs() if lab.backend == "mininet-wifi"}
 pytestmark = [pytest.mark.needs_root]
+
+
+def _marks(lab: str) -> list[pytest.MarkDecorator]:
+    marks = [pytest.mark.slow] if lab in SLOW_SOLUTIONS else []
+    if lab in STACK_LABS:
+        marks.append(pytest.mark.needs_kernel("mac80211_hwsim", "openvswitch", virtual_time=True))
+    return marks
 
 
 def _check(lab: str, folder: Path) -> tuple[int, dict]:
@@ -46,8 +56,7 @@ def _start(lab: str, folder: Path) -> None:
                    cwd=ROOT, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-@pytest.mark.parametrize("lab", [pytest.param(lab, marks=pytest.mark.slow) if lab in SLOW_SOLUTIONS else lab
-                                 for lab in LABS])
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=_marks(lab)) for lab in LABS])
 def test_the_reference_solution_passes(lab: str, tmp_path: Path) -> None:
     folder = tmp_path / lab
     _start(lab, folder)
@@ -66,7 +75,8 @@ def test_every_lab_has_a_wrong_solution() -> None:
     assert sorted({lab for lab, _ in WRONG}) == LABS
 
 
-@pytest.mark.parametrize("lab, case", WRONG, ids=[f"{lab}/{case}" for lab, case in WRONG])
+@pytest.mark.parametrize("lab, case", [pytest.param(lab, case, marks=_marks(lab), id=f"{lab}/{case}")
+                                       for lab, case in WRONG])
 def test_a_wrong_solution_fails_with_the_intended_message(lab: str, case: str, tmp_path: Path) -> None:
     folder = tmp_path / lab
     _start(lab, folder)

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from quicbed.backends.mininet_wifi.motion import aps_in_order
 from quicbed.spec.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.needs_kernel("mac80211_hwsim", "openvswitch")]
+pytestmark = [pytest.mark.needs_kernel("mac80211_hwsim", "openvswitch", virtual_time=True)]
 
 GE_LOSS = {"gemodel": {"p": 1, "r": 30, "loss_bad": 100, "loss_good": 0}}
 DOWNLOAD_SIZE = 100_000
@@ -293,6 +294,7 @@ def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: No
         previous.stop()
     _LIVE.clear()
     daemons_before = _live_daemons()
+    folders_before = set(Path(tempfile.gettempdir()).glob("quicbed-mnwifi-*"))
     victim = subprocess.Popen([sys.executable, "-m", "quicbed", "topo", "up", "topologies/wifi_ap.py",
                                "--backend", "mininet-wifi"], cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -323,6 +325,8 @@ def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: No
     assert not left, (cleaner.stdout, subprocess.run(["iw", "dev"], capture_output=True, text=True).stdout,
                       _processes_outside_the_root_namespace())
     assert not daemons & _live_daemons()
+    # the network's working folder (hostapd's configuration and log) goes too
+    assert set(Path(tempfile.gettempdir()).glob("quicbed-mnwifi-*")) <= folders_before
 
 
 def _live_daemons() -> set[tuple[int, str]]:

@@ -11,7 +11,7 @@ QUICBED_SKIP_PROVISIONING=1.
 
 What they check:
   * ansible-lint (production profile, offline) reports no violation;
-  * ansible-playbook --syntax-check passes for site.yml and run-experiment.yml;
+  * ansible-playbook --syntax-check passes for site.yml, mininet-wifi.yml and run-experiment.yml;
   * the playbook converges on this machine with quicbed_online=false and a second run
     changes nothing (PLAY RECAP changed=0 failed=0);
   * `quicbed doctor --json` from the provisioned virtualenv finds what the roles installed;
@@ -43,7 +43,7 @@ VENV = Path(os.environ.get("QUICBED_TEST_VENV", "/opt/quicbed/venv"))
 PROVISIONED = ("tcpdump", "iperf3", "nginx", "aioquic", "quinn", "ns3", "qemu")
 # What ansible-lint sees: the Ansible content only, copied so that its cache directory
 # (.ansible/, created in the project it lints) does not land in the checkout.
-ANSIBLE_CONTENT = ("site.yml", "run-experiment.yml", "ansible.cfg", ".ansible-lint", "roles", "group_vars",
+ANSIBLE_CONTENT = ("site.yml", "mininet-wifi.yml", "run-experiment.yml", "ansible.cfg", ".ansible-lint", "roles", "group_vars",
                    "inventory")
 RECAP = re.compile(
     r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)"
@@ -121,7 +121,7 @@ def test_ansible_lint_is_clean(tmp_path: Path) -> None:
     assert "Profile 'production' was required, and it passed" in output, _tail(output)
 
 
-@pytest.mark.parametrize("playbook_file, extra", [("site.yml", []),
+@pytest.mark.parametrize("playbook_file, extra", [("site.yml", []), ("mininet-wifi.yml", []),
                                                   ("run-experiment.yml", ["-e", "experiment=experiments/quickstart.yaml"])])
 def test_syntax_check(playbook_file: str, extra: list[str]) -> None:
     playbook = _require("ansible-playbook", "pip ansible-core")

@@ -360,3 +360,33 @@ def test_bursty_loss_lab_fails_a_cell_that_failed_otherwise_or_a_channel_without
     assert not crashed.passed and "no completed run in {'transport': 'tcp'" in crashed.seen
     silent = _bursty_loss_outcome(tmp_path, ["download failed: timeout after 60s"], quic_ge_ok=False)
     assert not silent.passed and "no completed run on the channel {'gemodel'" in silent.seen
+
+
+def test_a_network_that_fails_to_start_is_torn_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab check whose network fails half-built (Mininet exits when a tool is missing) must
+    leave nothing behind: its folders and daemons went unremoved when start() was called bare."""
+    from quicbed.backends.base import Network
+    from quicbed.labs import session as sessions
+    from quicbed.spec.topology import Topology
+
+    torn_down: list[bool] = []
+
+    class HalfBuilt(Network):
+        def start(self) -> None:
+            raise SystemExit(1)  # what Mininet's pathCheck does
+
+        def _teardown(self) -> None:
+            torn_down.append(True)
+
+        def node(self, name):  # type: ignore[no-untyped-def]
+            raise AssertionError("never reached")
+
+    topology = Topology("half")
+    topology.add_host("a")
+    check = sessions.CheckSession(find_lab("first-topology"), tmp_path)
+    monkeypatch.setattr(check, "topology", lambda name, **params: topology)
+    monkeypatch.setattr(check, "backend", lambda topo: "netns")
+    monkeypatch.setattr(sessions, "create", lambda backend, topo, **options: HalfBuilt(topo))
+    with pytest.raises(SystemExit):
+        check.network("topology.py")
+    assert torn_down == [True]

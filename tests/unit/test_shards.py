@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -40,6 +41,22 @@ def test_every_run_lands_in_exactly_one_shard_for_n_1_to_5(repetitions, warmup, 
         sizes = [len(shard) for shard in shards]  # balanced: by whole cells, or by single runs
         if by != "link.bottleneck.loss":
             assert max(sizes) - min(sizes) <= (1 if by == "run" else repetitions + warmup)
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_by_run_a_run_keeps_its_shard_when_a_resume_changes_the_plan(count):
+    """Ownership is a function of the run's identity (cell, repetition), not of its position:
+    more repetitions, warm-ups or a random order on resume move no run to another shard."""
+    before = expand(load_experiment(E4, {"repetitions": 2}))
+    after_experiment = load_experiment(E4, {"repetitions": 4, "warmup": 1, "order": "random"})
+    after = expand(after_experiment)
+    for k in range(1, count + 1):
+        shard = Shard(k, count, "run")
+        owned_before = {run.run_id for run in shard.select(before)}
+        owned_after = {run.run_id for run in shard.select(after)}
+        assert owned_before <= owned_after
+        assert owned_after == {run.run_id for run in after if shard.owner(after_experiment)(run)}
+        assert len(owned_after) == shard.size(after_experiment)
 
 
 def test_the_split_is_deterministic():
@@ -176,6 +193,40 @@ def test_merged_shards_hold_every_run_once_and_say_where_each_ran(shards, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["merged", "shards", "whole"]
 
 
+def test_merge_holds_every_shard_locked_and_puts_the_merged_folder_on_disk(shards, tmp_path, monkeypatch):
+    """A resume of a shard while the merge copies it would add runs the merged folder lacks:
+    the merge holds each shard's lock until it is done. The merged folder's files (copies and
+    results.jsonl, once a plain write) are on disk before it appears under its name."""
+    from quicbed import atomic
+    from quicbed.runner import merge as merging
+    from quicbed.runner.folder import ResultsFolder
+
+    for shard in shards:
+        (shard / ".lock").touch()
+    refused: list[str] = []
+    synced: list[Path] = []
+    real_merge, real_sync = merging._merge_locked, atomic.sync_tree
+
+    def merge_while_a_resume_tries(found, out, force):
+        with pytest.raises(QuicbedError) as error:
+            ResultsFolder(shards[0], shards[0] / "experiment.yaml", resume=True)
+        refused.append(str(error.value))
+        return real_merge(found, out, force)
+
+    def sync_tree(root):
+        synced.append(root)
+        assert (root / "results.jsonl").exists() and not (tmp_path / "merged").exists()
+        real_sync(root)
+
+    monkeypatch.setattr(merging, "_merge_locked", merge_while_a_resume_tries)
+    monkeypatch.setattr(atomic, "sync_tree", sync_tree)
+    merge(shards, tmp_path / "merged")
+    assert refused and "another experiment is writing into" in refused[0]
+    assert len(synced) == 1
+    with ResultsFolder(shards[0], shards[0] / "experiment.yaml", resume=True):  # free again after the merge
+        pass
+
+
 def test_merge_writes_a_report_with_a_calibration_line_per_host(shards, tmp_path, capsys):
     out = tmp_path / "merged"
     assert main(["merge", *map(str, shards), "--out", str(out)]) == 0
@@ -212,6 +263,7 @@ def _edit_metadata(folder: Path, **changes: object) -> None:
     ("experiment_file", "ran another experiment file"),
     ("settings", "ran the experiment with other settings"),
     ("code", "ran other code"),
+    ("fingerprint", "ran with other code, tools, traces or kernel than .*aioquic 1.2.0 -> 1.3.0"),
     ("split", "come from different splits"),
 ])
 def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp_path, change, message):
@@ -222,6 +274,9 @@ def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp
         _edit_metadata(other, experiment__backend="ns3")
     elif change == "code":
         _edit_metadata(other, git={"commit": "0123456789", "dirty": False})
+    elif change == "fingerprint":  # the same commit, another aioquic
+        _edit_metadata(shards[0], fingerprint={"code": "abc", "aioquic": "1.2.0", "kernel": "6.1.0"})
+        _edit_metadata(other, fingerprint={"code": "abc", "aioquic": "1.3.0", "kernel": "6.1.0"})
     else:
         _edit_metadata(other, shard={"index": 2, "count": 3, "by": "cell"})
     out = tmp_path / "merged"
@@ -230,7 +285,7 @@ def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp
     assert "--force" in str(refused.value)
     assert not out.exists() and not list(tmp_path.glob(".merged*"))
     result = merge(shards, out, force=True)
-    assert any(message in warning for warning in result.warnings)
+    assert any(re.search(message, warning) for warning in result.warnings)
     assert json.loads((out / "metadata.json").read_text())["merged"]["force"] is True
 
 
@@ -274,3 +329,14 @@ def test_the_microvm_run_gets_the_same_shard(monkeypatch, shard, expected):
     assert argv[argv.index("--repetitions"):][:2] == ["--repetitions", "1"]
     tail = [word for word in argv if word in ("--shard", "--shard-by") or word in expected[1::2]]
     assert tail == expected and not out.exists()
+
+
+def test_a_folder_dealt_out_by_run_position_is_not_resumed_as_one_dealt_by_identity():
+    """Folders of an older quicbed split by run position: resuming one with this split would
+    redo another shard's runs, so the shards differ and the message says why."""
+    from quicbed.runner.engine import _shard_identity, _shard_text
+
+    old = {"index": 1, "count": 2, "by": "run", "runs": 3, "of": 6}
+    new = {**Shard(1, 2, "run").describe(), "runs": 3, "of": 6}
+    assert _shard_identity(old) != _shard_identity(new)
+    assert "dealt out by position" in _shard_text(old) and "position" not in _shard_text(new)

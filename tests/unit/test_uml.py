@@ -4,6 +4,8 @@ guest's PID 1 and command line, the clock a process reads, and what --clock virt
 from __future__ import annotations
 
 import gzip
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -111,6 +113,29 @@ def test_the_command_line_boots_hostfs_and_asks_for_time_travel_only_in_virtual_
         assert option in argv
     real = boot.boot_command(kernel, tmp_path / "init.sh", tmp_path, "abc123", memory="2G", time_travel=False)
     assert not any(option.startswith("time-travel") for option in real)
+
+
+def test_modprobe_of_a_built_in_module_succeeds_in_the_guest_and_of_others_fails(tmp_path):
+    """Mininet-WiFi runs 'modprobe mac80211_hwsim radios=0' to choose hwsim_mgmt: in the guest
+    that must succeed for what is built in, and nothing else may look present."""
+    if shutil.which("modprobe") is None or shutil.which("depmod") is None:
+        pytest.skip("kmod (modprobe, depmod) is not installed")
+    (tmp_path / "config").write_text("CONFIG_MAC80211_HWSIM=y\n# CONFIG_OPENVSWITCH is not set\nCONFIG_IFB=y\n")
+    (tmp_path / build.BUILD_INFO).write_text(json.dumps({"release": "6.12.0-quicbed"}))
+    folder = boot.write_builtin_modules(build.UmlKernel(tmp_path), tmp_path / "modules")
+    assert folder is not None
+
+    def modprobe(*args: str) -> int:
+        return subprocess.run(["modprobe", "-d", str(folder), "-S", "6.12.0-quicbed", *args],
+                              capture_output=True, check=False).returncode
+
+    assert modprobe("mac80211_hwsim", "radios=0") == 0 and modprobe("ifb", "numifbs=2") == 0
+    assert modprobe("openvswitch") != 0 and modprobe("sch_netem") != 0
+    script = boot.render_init_script("/job", [], python="/venv/bin/python", modules=folder)
+    assert f"export MODPROBE_OPTIONS='-d {folder}'" in script.splitlines()
+    argv = boot.boot_command(build.UmlKernel(tmp_path), tmp_path / "init.sh", tmp_path, "abc", memory="2G",
+                             time_travel=True)
+    assert "mac80211_hwsim.radios=0" in argv  # Mininet-WiFi's radios only; a wlan0 of its own takes their name
 
 
 def test_the_clock_is_read_from_the_kernel_command_line():

@@ -423,6 +423,58 @@ def test_parse_junit_from_a_real_pytest_run(tmp_path):
     assert "fixture broke" in outcomes[base + "test_error"].text
 
 
+@pytest.mark.parametrize("required", [False, True])
+def test_a_skipped_test_of_a_required_feature_fails(tmp_path, required):
+    """The test command requires the Mininet-WiFi tests: a skip of a test needing a required
+    feature (on this kernel, or --no-vm) is a failure that keeps the skip's reason."""
+    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(Path(vm_plugin_dir()))!r})\n"
+                                          "pytest_plugins = ['vm_plugin']\n")
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent('''
+        import pytest
+
+        @pytest.mark.needs_kernel("netem")
+        def test_needs_netem():
+            pytest.skip("deliberately skipped")
+
+        def test_plain():
+            pytest.skip("not a kernel test")
+    '''))
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfEs",
+            "--no-vm", "test_sample.py"] + (["--require-feature", "netem"] if required else [])
+    result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    summary = result.stdout.strip().splitlines()[-1]
+    if not required:
+        assert "2 skipped" in summary and result.returncode == 0, result.stdout
+        return
+    # here the skip comes in setup (this kernel lacks netem, --no-vm) or in the call (it has netem):
+    # an error or a failure, with the reason
+    assert "1 skipped" in summary and ("1 error" in summary or "1 failed" in summary), result.stdout
+    assert "which this test run requires (--require-feature), but it was skipped" in result.stdout
+    assert result.returncode == 1
+
+
+def test_a_failed_in_vm_session_whose_tests_passed_still_fails():
+    """The in-VM pytest can fail after its tests (leftover temporary folders): junit.xml does not
+    say so, its exit status and ERROR lines do."""
+    import vm_plugin
+
+    session = vm_plugin.VmSession(config=None)  # type: ignore[arg-type]
+    session.outcomes = {"t.py::a": vm_plugin.Outcome("passed"), "t.py::b": vm_plugin.Outcome("skipped")}
+    session.returncode, session.session_errors = 1, ["ERROR: the tests left 1 folder(s) in /tmp: quicbed-x"]
+    assert "exit code 1" in vm_plugin.unexplained_vm_failure(session)
+    assert "quicbed-x" in vm_plugin.unexplained_vm_failure(session)
+    session.returncode = 0
+    assert vm_plugin.unexplained_vm_failure(session) == ""
+    session.returncode = 1  # a failed test explains it (and is reported as such)
+    session.outcomes["t.py::c"] = vm_plugin.Outcome("failed")
+    assert vm_plugin.unexplained_vm_failure(session) == ""
+
+
+def vm_plugin_dir() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
 def test_ownership_record_shape_is_what_clean_expects(tmp_path, monkeypatch):
     """quicbed clean kills record.pids of dead owners; the VM runner relies on that field."""
     monkeypatch.setattr(ownership, "STATE_DIR", tmp_path)

@@ -22,6 +22,7 @@ from quicbed.backends.mininet_wifi.plan import (
     MininetWifiOptions,
 )
 from quicbed.errors import BackendError, MissingDependency
+from quicbed.host.clock import VIRTUAL, current_clock
 from quicbed.host.prctl import become_subreaper
 from quicbed.spec.node import AccessPoint
 from quicbed.spec.topology import Topology
@@ -138,6 +139,7 @@ def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
         raise MissingDependency(problem)
     require_root_and_tools("the mininet-wifi backend needs root", (
         ("mnexec", "Mininet's mnexec (roles/mininet_wifi builds it)"),
+        ("ifconfig", "apt-get install net-tools (Mininet calls it)"),
         ("hostapd", "apt-get install hostapd"), ("wpa_supplicant", "apt-get install wpasupplicant"),
         ("iw", "apt-get install iw"), ("tc", "apt-get install iproute2"),
         ("nsenter", "apt-get install util-linux"), ("ethtool", "apt-get install ethtool")))
@@ -160,13 +162,19 @@ def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
 # -- host-wide helpers -------------------------------------------------------------------------
 
 class PrivateOpenVSwitch:
-    """An ovsdb-server + ovs-vswitchd of our own, for hosts (the microVM) where none runs.
+    """An ovsdb-server + ovs-vswitchd of our own, for hosts (the guest kernels) where none runs.
 
     The database lives in a temporary folder; the sockets in /run/openvswitch, where
     ovs-vsctl (and so Mininet) looks for them. Stopped (and its database removed) on exit.
     """
 
     RUN_DIR = Path("/run/openvswitch")
+    #: In the virtual-time kernel, ovs-vswitchd (3.1) counts no CPU for its first 10 s: a bridge
+    #: made then gets no upcall handler thread ("Overriding n-handler-threads to 0" in its log)
+    #: and the datapath loses every packet that misses its flow table, so a station's ARP never
+    #: reaches the server. Bridges made after 10 s get one handler. Measured there; the wait
+    #: costs no host time under time travel.
+    VIRTUAL_TIME_SETTLE_S = 11.0
 
     def __init__(self) -> None:
         self.folder: Path | None = None
@@ -200,6 +208,8 @@ class PrivateOpenVSwitch:
                 "--detach", f"--log-file={self.folder}/ovs-vswitchd.log"], "starting ovs-vswitchd")
         if not ovs_running():
             raise BackendError(f"the private Open vSwitch did not come up (logs in {self.folder})")
+        if current_clock() == VIRTUAL:
+            time.sleep(self.VIRTUAL_TIME_SETTLE_S)
 
     def undo_commands(self) -> list[list[str]]:
         """What stops the daemons if this process dies without stop() (for ``quicbed clean``)."""

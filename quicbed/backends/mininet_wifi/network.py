@@ -299,6 +299,8 @@ class MininetWifiNetwork(Network):
             *(["ovs-vsctl", "--if-exists", "del-br", name] for name in [*self.plan.access_points, *self.plan.switches]),
             *(["hwsim_mgmt", "-x", radio] for radio in hwsim_radios_of(os.getpid())),
             *(self._ovs.undo_commands() if self._ovs else []),
+            # a folder of our own (not the run's log folder) goes with the network
+            *([["rm", "-rf", str(self.work_dir)]] if self.work_dir is not None and self.log_dir is None else []),
         ]
         self.record.save()
 
