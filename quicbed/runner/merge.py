@@ -158,6 +158,9 @@ def differences(shards: list[ShardFolder]) -> list[str]:
     splits = {((s.shard or {}).get("count"), (s.shard or {}).get("by"), (s.shard or {}).get("split")) for s in shards}
     if len(splits) > 1:
         problems.append("the folders come from different splits (" + ", ".join(s.describe() for s in shards) + ")")
+    problems += [f"{shard.path} mixes fingerprints already (resumed with --force: "
+                 f"{'; '.join(shard.metadata['mixed_fingerprints'])})"
+                 for shard in shards if shard.metadata.get("mixed_fingerprints")]
     problems += [f"{shard.path} has uncommitted code changes (git status was not clean)"
                  for shard in shards if (shard.metadata.get("git") or {}).get("dirty")]
     return problems

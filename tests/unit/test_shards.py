@@ -265,6 +265,7 @@ def _edit_metadata(folder: Path, **changes: object) -> None:
     ("code", "ran other code"),
     ("fingerprint", "ran with other code, tools, traces or kernel than .*aioquic 1.2.0 -> 1.3.0"),
     ("split", "come from different splits"),
+    ("mixed", "mixes fingerprints already \\(resumed with --force: session 2: kernel 6.1 -> 6.12\\)"),
 ])
 def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp_path, change, message):
     other = shards[1]
@@ -277,6 +278,8 @@ def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp
     elif change == "fingerprint":  # the same commit, another aioquic
         _edit_metadata(shards[0], fingerprint={"code": "abc", "aioquic": "1.2.0", "kernel": "6.1.0"})
         _edit_metadata(other, fingerprint={"code": "abc", "aioquic": "1.3.0", "kernel": "6.1.0"})
+    elif change == "mixed":
+        _edit_metadata(other, mixed_fingerprints=["session 2: kernel 6.1 -> 6.12"])
     else:
         _edit_metadata(other, shard={"index": 2, "count": 3, "by": "cell"})
     out = tmp_path / "merged"
