@@ -4,7 +4,7 @@
 On a host whose kernel lacks mac80211_hwsim or openvswitch these tests run in the shared
 microVM boot (tests/vm_plugin.py); there no Open vSwitch runs (its /run is private), so the
 backend starts a private one. Without Mininet-WiFi they skip, naming what is missing
-(install it with the Ansible role roles/mininet_wifi; docs/mininet-wifi.md).
+(install it with sudo scripts/install.sh --mininet-wifi; docs/mininet-wifi.md).
 
 The VM emulates its CPU (~13x slower): building a network takes minutes, so each topology
 is built once per module and the traffic is small.

@@ -163,7 +163,7 @@ def test_nodes_without_processes_are_refused() -> None:
 
 def test_import_problem_names_the_fix_or_nothing() -> None:
     problem = import_problem()
-    assert problem is None or "fix" in problem or "roles/mininet_wifi" in problem
+    assert problem is None or "scripts/install.sh --mininet-wifi" in problem
 
 
 def test_one_network_at_a_time(tmp_path: Path) -> None:

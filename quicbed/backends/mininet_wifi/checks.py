@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib.metadata
 import re
 
-from quicbed.backends.mininet_wifi.host import import_problem, networkmanager_problem, ovs_running, versions
+from quicbed.backends.mininet_wifi.host import (INSTALL_FIX, import_problem, networkmanager_problem, ovs_running,
+                                                versions)
 from quicbed.host.capabilities import Capability, Check, binary_capability
 
-MININET_WIFI_FIX = "install Mininet-WiFi with the Ansible role roles/mininet_wifi (docs/mininet-wifi.md)"
+MININET_WIFI_FIX = f"install Mininet-WiFi: {INSTALL_FIX}"
 
 
 def _mininet_wifi() -> Capability:
@@ -33,7 +34,7 @@ def _mininet_version() -> Capability:
     version = getattr(mininet.net, "VERSION", "?")
     ok = hasattr(mininet.util, "fmtBps")
     return Capability("mininet", ok, f"{version}" + ("" if ok else " (too old: no fmtBps, needs >= 2.3.1b2)"),
-                      "the mininet-wifi backend", "install Mininet >= 2.3.1b2 from upstream git (roles/mininet_wifi)")
+                      "the mininet-wifi backend", f"install Mininet >= 2.3.1b2 from upstream git: {INSTALL_FIX}")
 
 
 def _flightradar() -> Capability:
@@ -69,9 +70,9 @@ def _networkmanager() -> Capability:
 def _mininet_wifi_tools() -> list[Capability]:
     backend = "the mininet-wifi backend"
     return [
-        binary_capability("mnexec", ["mnexec", "-v"], backend, "roles/mininet_wifi builds it from Mininet", r"(\S+)"),
+        binary_capability("mnexec", ["mnexec", "-v"], backend, INSTALL_FIX, r"(\S+)"),
         binary_capability("hwsim_mgmt", ["hwsim_mgmt", "-h"], backend + " (creates radios at run time)",
-                "roles/mininet_wifi builds it from ramonfontes/mac80211_hwsim_mgmt", r"(\d+\.\d+)"),
+                INSTALL_FIX, r"(\d+\.\d+)"),
         binary_capability("hostapd", ["hostapd", "-v"], backend + " (access points)", "apt-get install hostapd"),
         binary_capability("wpa_supplicant", ["wpa_supplicant", "-v"], backend + " (stations)", "apt-get install wpasupplicant"),
         binary_capability("iw", ["iw", "--version"], backend + " (radios, 802.11s mesh)", "apt-get install iw"),

@@ -29,7 +29,8 @@ from quicbed.spec.topology import Topology
 
 LOCK_PATH = Path(os.environ.get("QUICBED_MININET_WIFI_LOCK", "/run/quicbed/mininet-wifi.lock"))
 WMEDIUMD_SOCKET = "/var/run/wmediumd.sock"
-INSTALL_FIX = "install it with the Ansible role roles/mininet_wifi, see docs/mininet-wifi.md"
+#: how Mininet-WiFi gets installed (the Ansible roles mininet_wifi and wmediumd, run for you)
+INSTALL_FIX = "sudo scripts/install.sh --mininet-wifi, see docs/mininet-wifi.md"
 #: daemons Mininet-WiFi starts with -B (they are orphaned and must be reaped)
 DAEMONS = ("hostapd", "wpa_supplicant", "wmediumd")
 
@@ -138,7 +139,7 @@ def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
     if problem:
         raise MissingDependency(problem)
     require_root_and_tools("the mininet-wifi backend needs root", (
-        ("mnexec", "Mininet's mnexec (roles/mininet_wifi builds it)"),
+        ("mnexec", f"Mininet's mnexec ({INSTALL_FIX})"),
         ("ifconfig", "apt-get install net-tools (Mininet calls it)"),
         ("hostapd", "apt-get install hostapd"), ("wpa_supplicant", "apt-get install wpasupplicant"),
         ("iw", "apt-get install iw"), ("tc", "apt-get install iproute2"),
@@ -150,7 +151,7 @@ def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
                                 "linux-modules-extra-$(uname -r) on Ubuntu)")
     if Path("/sys/module/mac80211_hwsim").exists() and shutil.which("hwsim_mgmt") is None:
         raise MissingDependency("'hwsim_mgmt' is not installed; Mininet-WiFi creates radios with it "
-                                "(fix: roles/mininet_wifi builds it from ramonfontes/mac80211_hwsim_mgmt)")
+                                f"(fix: {INSTALL_FIX})")
     if options.wmediumd and shutil.which("wmediumd") is None:
         raise MissingDependency("wmediumd is not installed (fix: build ramonfontes/wmediumd, or run without "
                                 "wmediumd)")
