@@ -12,7 +12,9 @@
 # Run as root on Debian 12 (or a machine whose apt sources are Debian 12's). Only what says how
 # this machine reaches the package registries is carried into the root (apt sources and
 # Acquire options, extra CA certificates, /etc/pip.conf, proxy and CA-bundle variables), as a
-# new machine on the same network would have it. The root lives under /var/tmp (the
+# new machine on the same network would have it, and the local git mirrors Mininet-WiFi installs
+# from where upstream is unreachable ($QUICBED_MIRRORS or ../shared/mirrors, bound read-only at
+# the same place beside the copied checkout). The root lives under /var/tmp (the
 # microVM cannot share a folder under /tmp) and is removed on exit, also on Ctrl-C.
 set -euo pipefail
 
