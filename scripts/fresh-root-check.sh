@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=true ;;
     --skip-quickstart) quickstart=false ;;
     --) shift; test_args=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "fresh-root-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
