@@ -359,12 +359,7 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     directory from :func:`new_job_dir` (so that ``argv`` can name files in it), else a
     new one; the guest also finds it in ``$QUICBED_VM_JOB_DIR``.
     """
-    argv = [str(part) for part in argv]
-    cwd = Path(cwd or os.getcwd()).resolve()
-    if not argv:
-        raise VmError("no command given to run in the microVM")
-    if inside_vm():
-        raise VmError("already inside the microVM: run the command directly (nested microVMs are not supported)")
+    argv, cwd = guest_command(argv, cwd, "the microVM")
     shared = guest_private_dirs([cwd, Path(sys.prefix), Path(source_root() or cwd)])
     vng = find_vng()
     if vng is None:
@@ -403,6 +398,17 @@ class Job:
     run_id: str
     script: Path
     log: Path
+
+
+def guest_command(argv: Sequence[str], cwd: Path | str | None, guest: str) -> tuple[list[str], Path]:
+    """The command as strings and its resolved working directory, for ``guest`` (the microVM or
+    the virtual-time kernel); an empty command, or one asked for inside a guest, is refused."""
+    words = [str(part) for part in argv]
+    if not words:
+        raise VmError(f"no command given to run in {guest}")
+    if inside_vm():
+        raise VmError("already inside a quicbed guest kernel: run the command directly (guests do not nest)")
+    return words, Path(cwd or os.getcwd()).resolve()
 
 
 def prepare_job(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, modules: Sequence[str], *,

@@ -32,7 +32,8 @@ from typing import BinaryIO, TextIO
 from quicbed.errors import VmError
 from quicbed.host.capabilities import config_has
 from quicbed.host.uml.build import UmlKernel, cached_uml_kernel
-from quicbed.host.vm import GUEST_TMPFS, Progress, VmResult, guest_private_dirs, inside_vm, job_result, prepare_job
+from quicbed.host.vm import (GUEST_TMPFS, Progress, VmResult, guest_command, guest_private_dirs, job_result,
+                             prepare_job)
 from quicbed.host.vm_job import source_root
 from quicbed.host.vm_processes import supervise
 
@@ -160,12 +161,7 @@ def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[
     tmpfs of the guest, e.g. a results folder under /var/tmp; the working directory, this
     Python's environment and quicbed's source are always shared.
     """
-    argv = [str(part) for part in argv]
-    cwd = Path(cwd or os.getcwd()).resolve()
-    if not argv:
-        raise VmError("no command given to run in the virtual-time kernel")
-    if inside_vm():
-        raise VmError("already inside a quicbed guest kernel: run the command directly (guests do not nest)")
+    argv, cwd = guest_command(argv, cwd, "the virtual-time kernel")
     kernel = kernel or cached_uml_kernel()
     if kernel is None:
         raise VmError("the virtual-time kernel is not built (fix: 'quicbed uml setup' as root builds it once, "
