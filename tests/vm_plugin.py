@@ -454,9 +454,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     result = session.outcome(item)
     where = f"(in the {guest}; job {session.job_dir})"
-    if result.outcome == "skipped" and required_skip(item):
+    required = required_skip(item)
+    if result.outcome == "skipped" and required:
         ihook.pytest_runtest_logreport(report=_report(
-            item, "setup", "failed", f"{required_skip(item)}{result.message or 'skipped'} {where}"))
+            item, "setup", "failed", f"{required}{result.message or 'skipped'} {where}"))
     elif result.outcome == "skipped":
         line = item.location[1]
         reason = result.message or "skipped"
