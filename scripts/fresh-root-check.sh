@@ -55,8 +55,8 @@ cleanup() {
   trap - EXIT INT TERM
   # Whatever still runs from the root (a daemon a package started, a test's leftover) goes first.
   local pid
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$root" ] && kill -9 "$pid" 2>/dev/null
+  for pid in /proc/[0-9]*; do
+    [ "$(readlink "$pid/root" 2>/dev/null)" = "$root" ] && kill -9 "${pid#/proc/}" 2>/dev/null
   done
   sleep 1
   local target

@@ -10,6 +10,12 @@
 #   scripts/install.sh --no-vm    skip the microVM
 #   scripts/install.sh --no-uml   skip the virtual-time kernel (User-Mode Linux, built from source)
 #   scripts/install.sh --no-native  skip the native QUIC endpoint (Rust, native/quinn)
+#   scripts/install.sh --plan     print the packages and host settings it would install, and stop
+#   scripts/install.sh --host-settings  only apply the host settings (sysctls, kernel modules,
+#                                 NetworkManager exclusions), and stop
+#
+# The package lists, sysctls, boot-time modules and NetworkManager exclusions are the Ansible
+# roles' own (roles/*/defaults/main.yml), read from there, so both install paths install the same.
 #
 # The main job's parts must install or this script fails. The microVM, the virtual-time kernel
 # and the native QUIC endpoint are optional for the main job: when one fails, the script warns
@@ -25,6 +31,8 @@ with_vm=true
 with_uml=true
 with_native=true
 with_mininet_wifi=default
+plan_only=false
+host_settings_only=false
 for arg in "$@"; do
   case $arg in
     --test) with_tests=true ;;
@@ -33,7 +41,9 @@ for arg in "$@"; do
     --no-native) with_native=false ;;
     --mininet-wifi) with_mininet_wifi=true ;;
     --no-mininet-wifi) with_mininet_wifi=false ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --plan) plan_only=true ;;
+    --host-settings) host_settings_only=true ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,22 +70,63 @@ optional_failed() {
   warn "$1. The main job (scripts/quickstart.sh, ns-3 backend) does not need it and works without it."
 }
 
+# A list or mapping from a role's defaults/main.yml, one item per line ("key: value" for a
+# mapping). Those files keep these variables in block style so that this reader suffices.
+role_default() {
+  local file=$repo/roles/$1/defaults/main.yml
+  awk -v key="$2:" '
+    $0 == key { found = 1; next }
+    found && /^[^ #]/ { exit }
+    found && /^ *#/ { next }
+    found && /^  - / { sub(/^  - /, ""); sub(/ +#.*/, ""); gsub(/"/, ""); print; next }
+    found && /^  [^ ]/ { sub(/^  /, ""); sub(/ +#.*/, ""); gsub(/"/, ""); print }
+  ' "$file"
+}
+# A scalar from a role's defaults/main.yml.
+role_scalar() { awk -v key="$2:" '$1 == key { print $2; exit }' "$repo/roles/$1/defaults/main.yml"; }
+
+# The main job: endpoints, captures, the ns-3 channel (built with g++), Python.
+mapfile -t common_packages < <(role_default common common_packages)
+mapfile -t ns3_packages < <(role_default ns3 ns3_packages)
+mapfile -t nginx_packages < <(role_default nginx nginx_packages)
+required_packages=("${common_packages[@]}" "${ns3_packages[@]}" "${nginx_packages[@]}")
+# The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
+mapfile -t vm_packages < <(role_default common common_microvm_packages)
+# The virtual-time kernel: Debian's kernel source and what compiling it needs.
+mapfile -t uml_packages < <(role_default uml_kernel uml_kernel_packages)
+# What the tests need beyond the main job.
+mapfile -t test_packages < <(role_default common common_test_packages)
+# Host settings (what roles/common does): minimum sysctls, congestion controls namespaces may
+# pick, modules loaded now and at boot, interfaces NetworkManager must leave alone.
+mapfile -t sysctls < <(role_default common common_sysctls)
+mapfile -t congestion_controls < <(role_default common common_tcp_congestion_controls)
+mapfile -t kernel_modules < <(role_default common common_kernel_modules)
+mapfile -t module_params < <(role_default common common_kernel_module_params)
+mapfile -t modules_at_boot < <(role_default common common_modules_load_at_boot)
+mapfile -t nm_unmanaged < <(role_default common common_nm_unmanaged_devices)
+sysctl_file=$(role_scalar common common_sysctl_file)
+nm_conf_file=$(role_scalar common common_nm_conf_file)
+
+if $plan_only; then
+  planned=("${required_packages[@]}")
+  $with_vm && planned+=("${vm_packages[@]}")
+  $with_uml && planned+=("${uml_packages[@]}")
+  $with_tests && planned+=("${test_packages[@]}")
+  printf 'package %s\n' "${planned[@]}"
+  printf 'sysctl %s\n' "${sysctls[@]}"
+  printf 'congestion-control %s\n' "${congestion_controls[@]}"
+  printf 'module %s\n' "${kernel_modules[@]}"
+  printf 'module-param %s\n' "${module_params[@]}"
+  printf 'module-at-boot %s\n' "${modules_at_boot[@]}"
+  printf 'nm-unmanaged %s\n' "${nm_unmanaged[@]}"
+  printf 'file %s\n' "$sysctl_file" "$nm_conf_file" /etc/modules-load.d/quicbed.conf
+  exit 0
+fi
+
 if [ "$(id -u)" -ne 0 ]; then
   echo "install.sh: run as root (sudo $0 $*): it installs packages and the microVM kernel" >&2
   exit 1
 fi
-
-# The main job: endpoints, captures, the ns-3 channel (built with g++), Python.
-required_packages=(iproute2 iputils-ping ethtool tcpdump iperf3 nginx curl kmod procps psmisc ca-certificates
-                   python3 python3-venv python3-pip util-linux libns3-dev libjemalloc-dev g++ make sysbench)
-# The microVM: QEMU, virtme-ng's initramfs needs a static busybox and 'file' to check it.
-vm_packages=(qemu-system-x86 busybox-static file binutils)
-# The virtual-time kernel: Debian's kernel source and what compiling it needs (libssl-dev: cfg80211
-# checks the regulatory database's signature, and the build makes its certificate tool)
-uml_packages=(linux-source-6.12 make gcc libc6-dev libssl-dev bc flex bison xz-utils patch mount)
-# hostapd, wpa_supplicant, iw and the regulatory database: the microVM test that HE radios of
-# mac80211_hwsim associate as HE
-test_packages=(vagrant git nftables tshark chromium hostapd wpasupplicant iw wireless-regdb)
 
 missing_of() {
   local package
@@ -94,9 +145,65 @@ apt_install() {
   apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "$@"
 }
 
+# The host settings roles/common makes. Like the role, a refused write (a container's read-only
+# /proc/sys, a kernel without the module) is reported and does not stop the install.
+apply_host_settings() {
+  local entry key value current params cc available allowed wanted=() persist=() not_loaded=()
+  for entry in "${kernel_modules[@]}"; do
+    [ -d "/sys/module/$entry" ] && continue
+    params=$(printf '%s\n' "${module_params[@]}" | awk -v m="$entry:" '$1 == m { $1 = ""; print }')
+    # shellcheck disable=SC2086  # the parameters are words
+    modprobe "$entry" $params 2>/dev/null || not_loaded+=("$entry")
+  done
+  [ ${#not_loaded[@]} -eq 0 ] \
+    || warn "kernel modules not loaded: ${not_loaded[*]} (the microVM and the virtual-time kernel have them; 'quicbed doctor' says which backends need them)"
+  mkdir -p /etc/modules-load.d
+  { echo "# quicbed: kernel modules loaded at boot (scripts/install.sh, as roles/common)."
+    printf '%s\n' "${modules_at_boot[@]}"; } > /etc/modules-load.d/quicbed.conf
+  for entry in "${sysctls[@]}"; do
+    key=${entry%%:*}; value=${entry#*: }
+    current=$(sysctl -n "$key" 2>/dev/null || echo 0)
+    if [ "$current" -lt "$value" ]; then
+      sysctl -q -w "$key=$value" >/dev/null || warn "the kernel refused sysctl $key=$value"
+    else
+      value=$current
+    fi
+    persist+=("$key = $value")
+  done
+  available=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  for cc in "${congestion_controls[@]}"; do
+    [[ " $available " == *" $cc "* ]] && wanted+=("$cc")
+  done
+  for cc in $allowed; do
+    [[ " ${wanted[*]} " == *" $cc "* ]] || wanted+=("$cc")
+  done
+  # The kernel lists them in its own order: only a missing one calls for a write.
+  if printf '%s\n' "${wanted[@]}" | grep -qvxF -f <(tr ' ' '\n' <<<"$allowed"); then
+    sysctl -q -w "net.ipv4.tcp_allowed_congestion_control=${wanted[*]}" >/dev/null \
+      || warn "the kernel refused the allowed TCP congestion controls ${wanted[*]}"
+  fi
+  persist+=("net.ipv4.tcp_allowed_congestion_control = ${wanted[*]}")
+  mkdir -p "$(dirname "$sysctl_file")"
+  { echo "# quicbed: socket buffer ceilings and TCP congestion controls for namespaces."
+    printf '%s\n' "${persist[@]}"; } > "$sysctl_file"
+  if [ -x /usr/sbin/NetworkManager ]; then
+    mkdir -p "$(dirname "$nm_conf_file")"
+    printf '# quicbed: NetworkManager must leave emulated wireless interfaces alone.\n[keyfile]\nunmanaged-devices=%s\n' \
+      "$(IFS=';'; echo "${nm_unmanaged[*]}")" > "$nm_conf_file"
+    nmcli general reload >/dev/null 2>&1 || true
+  fi
+}
+if $host_settings_only; then
+  if ! command -v sysctl >/dev/null || ! command -v modprobe >/dev/null; then
+    die "--host-settings needs sysctl and modprobe (procps, kmod): run install.sh without it first"
+  fi
+  apply_host_settings
+  exit 0
+fi
+
 wanted=("${required_packages[@]}")
 $with_tests && wanted+=("${test_packages[@]}")
-$with_mininet_wifi && wanted+=(git)
 mapfile -t missing < <(missing_of "${wanted[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing distribution packages: ${missing[*]}"
@@ -120,6 +227,9 @@ if $with_uml; then
   fi
 fi
 
+say "host settings: sysctls ($sysctl_file), kernel modules, NetworkManager exclusions"
+apply_host_settings
+
 python=$(command -v python3)
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   die "quicbed needs Python >= 3.10; $python is $("$python" --version)"
@@ -140,7 +250,7 @@ pinned=()
 [ -n "$constraints" ] && pinned=(--constraint "$constraints")
 say "installing quicbed[$extras] into $venv${constraints:+ (versions from $constraints)}"
 "$venv/bin/python" -m pip install -q --upgrade "${pinned[@]}" pip setuptools wheel
-"$venv/bin/python" -m pip install -q "${pinned[@]}" -e "$repo[$extras]"
+"$venv/bin/python" -m pip install -q "${pinned[@]}" -e "${repo}[$extras]"
 # pip resolves one install at a time; 'pip check' proves that everything installed fits together.
 "$venv/bin/python" -m pip check || die "the virtualenv $venv has conflicting requirements (above); fix setup.py's pins"
 

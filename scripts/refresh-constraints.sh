@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --upgrade pip setuptools wheel
-"$work/venv/bin/python" -m pip install -q "$repo[vm,test,mininet-wifi]"
+"$work/venv/bin/python" -m pip install -q "${repo}[vm,test,mininet-wifi]"
 "$work/venv/bin/python" -m pip check
 {
   echo "# Exact versions of quicbed's Python requirements (all extras), made by scripts/refresh-constraints.sh"

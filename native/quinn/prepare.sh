@@ -30,7 +30,10 @@ done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 crate=$scratch/$name-$version.crate
-cached=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$name-$version.crate" 2>/dev/null | head -n1 || true)
+cached=
+for candidate in "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$name-$version.crate"; do
+  [ -f "$candidate" ] && { cached=$candidate; break; }
+done
 if [ -n "$cached" ]; then
   cp "$cached" "$crate"
 else
