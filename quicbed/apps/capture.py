@@ -20,6 +20,16 @@ packets over in blocks, retired only every second, and what sits in the last blo
 tcpdump is interrupted is lost (measured: all 300 packets of a short burst), so stopping
 then waits 1.2 s first; :attr:`CaptureStats.unwritten` counts such packets.
 
+**Before the qdisc.** tcpdump sees an interface's outgoing packets after its qdisc. When the
+node's own interface is shaped (a netem or tbf root qdisc: a link direction leaving an endpoint
+on the netns and Mininet-WiFi backends), a capture there would show departures already spaced
+by the shaping and never the packets its queue dropped. Such a capture (``before_qdisc=None``,
+the default, decides from the interface's root qdisc; True or False forces it) taps the
+interface at its clsact hooks instead: a u32 filter on egress (which runs before the root
+qdisc) and on ingress mirrors every packet to an ifb device in the same namespace, and tcpdump
+listens there. The ifb discards what it is given, so nothing is sent twice; the device and the
+filters are removed when the capture stops (and with the namespace).
+
 Started: :meth:`Capture.start` returns when tcpdump printed "listening on" (bounded).
 Stopped: SIGINT, so tcpdump flushes and closes the pcap file, then prints its counters,
 which :class:`CaptureStats` holds (``packets dropped by kernel``: the ring buffer was full;
@@ -51,6 +61,9 @@ DEFAULT_BUFFER_KIB = 8192
 READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 BLOCK_TIMEOUT = 1.2  # > libpcap's 1 s block timeout (TPACKET_V3) when not in immediate mode
+# Root qdiscs that hold no packet on an emulated link's device (it is never busy): a capture
+# at the interface then sees departures as sent. Any other root qdisc is tapped before.
+UNSHAPED_ROOT_QDISCS = frozenset({"noqueue", "pfifo_fast", "fq_codel", "mq", "fq", "noop"})
 _COUNTER = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|"
                       r"dropped by interface)", re.MULTILINE)
 
@@ -118,7 +131,7 @@ class Capture:
                  snaplen: int = DEFAULT_SNAPLEN, bpf_filter: str | None = None,
                  buffer_kib: int = DEFAULT_BUFFER_KIB, immediate: bool = True,
                  direction: str | None = None, adapter_clock: bool = True,
-                 log_dir: Path | None = None) -> None:
+                 before_qdisc: bool | None = None, log_dir: Path | None = None) -> None:
         if direction not in (None, "in", "out", "inout"):
             raise ValueError("direction must be in, out or inout")
         self.node = node
@@ -130,6 +143,8 @@ class Capture:
         self.immediate = immediate
         self.direction = direction
         self.adapter_clock = adapter_clock
+        self.before_qdisc = before_qdisc
+        self.tap: QdiscBypass | None = None
         self.log_dir = Path(log_dir) if log_dir is not None else None  # tcpdump's own output
         self.process: Process | None = None
         self.stats: CaptureStats | None = None
@@ -140,9 +155,14 @@ class Capture:
     def name(self) -> str:
         return f"{self.node.name}-{self.interface}"
 
+    @property
+    def listen_on(self) -> str:
+        """The device tcpdump reads: the interface, or the tap that sees it before its qdisc."""
+        return self.tap.device if self.tap else self.interface
+
     def argv(self) -> list[str]:
         features = tcpdump_features()
-        argv = [TCPDUMP, "-i", self.interface, "-s", str(self.snaplen), "-w", str(self.path),
+        argv = [TCPDUMP, "-i", self.listen_on, "-s", str(self.snaplen), "-w", str(self.path),
                 "-n", "-Z", "root", "-B", str(self.buffer_kib)]
         if self.timestamp_type != "host":
             argv += ["-j", self.timestamp_type]
@@ -162,10 +182,23 @@ class Capture:
         if self.process is not None:
             raise BackendError(f"capture {self.name} already started")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.adapter_clock and "adapter_unsynced" in timestamp_types(self.node, self.interface):
+        root = root_qdisc(self.node, self.interface)
+        shaped = root is not None and root not in UNSHAPED_ROOT_QDISCS
+        if self.before_qdisc or (self.before_qdisc is None and shaped):
+            self.tap = QdiscBypass(self.node, self.interface, root)
+            self.tap.install()
+        elif self.adapter_clock and "adapter_unsynced" in timestamp_types(self.node, self.interface):
             self.timestamp_type = "adapter_unsynced"
-        self.process = self.node.start(self.argv(), name=f"{self.path.stem}.tcpdump",
-                                       log_dir=self.log_dir or self.path.parent)
+        try:
+            self.process = self.node.start(self.argv(), name=f"{self.path.stem}.tcpdump",
+                                           log_dir=self.log_dir or self.path.parent)
+        except BaseException:
+            self._remove_tap()
+            raise
+
+    def _remove_tap(self) -> None:
+        if self.tap is not None:
+            self.tap.remove()
 
     def wait_listening(self, timeout: float = READY_TIMEOUT) -> None:
         assert self.process is not None
@@ -200,6 +233,8 @@ class Capture:
             self.process.wait(timeout)
         except BackendError:
             self.process.stop()
+        finally:
+            self._remove_tap()
         self.stats = parse_stats(self.process.errors())
         return self.stats
 
@@ -217,6 +252,7 @@ class Capture:
                 "snaplen": self.snaplen, "filter": self.bpf_filter,
                 "timestamp_type": self.timestamp_type, "nanoseconds": self.nanoseconds,
                 "immediate": self.immediate,
+                "tapped": self.tap.describe() if self.tap else "at the interface",
                 "stats": self.stats.to_dict() if self.stats else None}
 
     def __enter__(self) -> Capture:
@@ -224,6 +260,58 @@ class Capture:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def root_qdisc(node: NodeHandle, interface: str) -> str | None:
+    """The kind of the interface's root qdisc (None when tc cannot tell)."""
+    from quicbed.backends.tc import parse_qdiscs
+
+    result = node.run(["tc", "qdisc", "show", "dev", interface, "root"], timeout=10, check=False)
+    kinds = [q["kind"] for q in parse_qdiscs(result.stdout) if q.get("parent") == "root"]
+    return kinds[0] if kinds else None
+
+
+class QdiscBypass:
+    """Mirrors an interface's packets, outgoing before its root qdisc and incoming on arrival,
+    to an ifb device for a capture (see the module's docstring)."""
+
+    def __init__(self, node: NodeHandle, interface: str, qdisc: str | None) -> None:
+        self.node = node
+        self.interface = interface
+        self.qdisc = qdisc
+        self.device = f"qbtap-{interface}"[:15]  # IFNAMSIZ
+        self.installed = False
+
+    def commands(self) -> list[list[str]]:
+        mirror = ["protocol", "all", "u32", "match", "u32", "0", "0",
+                  "action", "mirred", "egress", "mirror", "dev", self.device]
+        return [["ip", "link", "add", self.device, "type", "ifb"],
+                ["ip", "link", "set", "dev", self.device, "up"],
+                # no queue of its own: a burst must not overflow the ifb's 32-packet default
+                ["tc", "qdisc", "replace", "dev", self.device, "root", "noqueue"],
+                ["tc", "qdisc", "replace", "dev", self.interface, "clsact"],
+                ["tc", "filter", "add", "dev", self.interface, "egress", *mirror],
+                ["tc", "filter", "add", "dev", self.interface, "ingress", *mirror]]
+
+    def install(self) -> None:
+        self.remove()  # a leftover of an interrupted run
+        self.installed = True
+        for argv in self.commands():
+            result = self.node.run(argv, timeout=10, check=False)
+            if result.returncode != 0:
+                self.remove()
+                raise BackendError(
+                    f"capturing {self.node.name}:{self.interface} before its qdisc ({self.qdisc}) failed: "
+                    f"'{' '.join(argv)}': {result.stderr.strip()} (the kernel needs ifb, clsact, u32 and "
+                    "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED)")
+
+    def remove(self) -> None:
+        self.node.run(["tc", "qdisc", "del", "dev", self.interface, "clsact"], timeout=10, check=False)
+        self.node.run(["ip", "link", "del", self.device], timeout=10, check=False)
+        self.installed = False
+
+    def describe(self) -> str:
+        return f"before the {self.qdisc} qdisc, mirrored to {self.device}"
 
 
 class CaptureSet:

@@ -118,3 +118,41 @@ def test_bad_interface_fails_fast(net: NamespaceNetwork, tmp_path: Path) -> None
     with pytest.raises(BackendError, match="tcpdump on server-nope"):
         Capture(net.node("server"), "nope", tmp_path / "x.pcap").start()
     assert time.monotonic() - started < 10
+
+
+@pytest.fixture(scope="module")
+def shaped_sender() -> Iterator[NamespaceNetwork]:
+    """client --- server, the client's own interface (only) shaped to 2 Mbit/s with a 20-packet queue."""
+    from quicbed import Topology
+
+    topo = Topology("shaped-sender")
+    client, server = topo.add_host("client"), topo.add_host("server")
+    topo.add_link(client, server, name="access", forward={"rate": "2mbit", "queue_limit": 20})
+    with NamespaceNetwork(topo) as network:
+        yield network
+
+
+def test_a_shaped_senders_capture_sees_what_it_sent(shaped_sender: NamespaceNetwork, tmp_path: Path) -> None:
+    """tcpdump at a shaped interface sees departures after the qdisc; the capture taps before it,
+    so the sender's capture holds every datagram, at the sending rate, and the queue's drops show
+    as packets the receiver's capture lacks."""
+    captures = CaptureSet(tmp_path)
+    captures.add(shaped_sender.node("client"), "eth0")
+    captures.add(shaped_sender.node("server"), "eth0")
+    with captures:
+        captures.start()
+        _send(shaped_sender, 5997, count=COUNT, rate=4000)  # 9.6 Mbit/s into a 2 Mbit/s link
+        time.sleep(0.5)  # the queue drains
+    sent = _udp_to(captures.path("client-eth0"), 5997)
+    received = _udp_to(captures.path("server-eth0"), 5997)
+    assert len(sent) == COUNT  # the old capture, after the qdisc, missed what the queue dropped
+    assert sent[-1].ts - sent[0].ts < 0.5 * COUNT * (PAYLOAD + 42) * 8 / 2e6  # not spaced by the link
+    assert 0 < len(received) < COUNT * 0.5
+    assert {p.payload_hash for p in received} <= {p.payload_hash for p in sent}
+    info = captures.info()
+    assert info["client-eth0"]["tapped"].startswith("before the tbf qdisc")
+    assert info["server-eth0"]["tapped"] == "at the interface"
+    # the tap is gone with the capture
+    links = shaped_sender.node("client").run(["ip", "-o", "link", "show"]).stdout
+    filters = shaped_sender.node("client").run(["tc", "qdisc", "show", "dev", "eth0"]).stdout
+    assert "qbtap" not in links and "clsact" not in filters
