@@ -149,8 +149,11 @@ apt_install() {
 # /proc/sys, a kernel without the module) is reported and does not stop the install.
 apply_host_settings() {
   local entry key value current params cc available allowed wanted=() persist=() not_loaded=()
+  available=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
   for entry in "${kernel_modules[@]}"; do
     [ -d "/sys/module/$entry" ] && continue
+    # a congestion control built into the kernel has no module
+    [[ $entry == tcp_* && " $available " == *" ${entry#tcp_} "* ]] && continue
     params=$(printf '%s\n' "${module_params[@]}" | awk -v m="$entry:" '$1 == m { $1 = ""; print }')
     # shellcheck disable=SC2086  # the parameters are words
     modprobe "$entry" $params 2>/dev/null || not_loaded+=("$entry")
@@ -170,7 +173,7 @@ apply_host_settings() {
     fi
     persist+=("$key = $value")
   done
-  available=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
+  available=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)  # a module may have added one
   allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
   for cc in "${congestion_controls[@]}"; do
     [[ " $available " == *" $cc "* ]] && wanted+=("$cc")
