@@ -43,6 +43,8 @@ class RunRecord:
     clock: str = "real"
     #: the kernel the run's network ran on (uname -r)
     kernel: str | None = None
+    #: the machine the run ran on (its hostname; a guest's host for the microVM and virtual time)
+    host: str | None = None
     #: epoch seconds
     started: float | None = None
     finished: float | None = None

@@ -118,11 +118,12 @@ def _legend(axes: Axes, **kwargs: object) -> None:
 
 def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
            hue: str | None = None, xlabel: str | None = None, notes: Mapping[str, str] | None = None,
-           formats: Sequence[str] = FORMATS) -> list[Path]:
+           marked_label: str = "marked", formats: Sequence[str] = FORMATS) -> list[Path]:
     """Grouped bars of ``mean`` with error bars ``[ci_low, ci_high]`` per cell.
 
     ``summary``: one row per cell, columns ``x``, optionally ``hue``, ``mean``,
-    ``ci_low``, ``ci_high`` (e.g. :func:`quicbed.analysis.stats.summarize`). ``notes``: a
+    ``ci_low``, ``ci_high`` (e.g. :func:`quicbed.analysis.stats.summarize`), optionally
+    ``marked`` (bool: the bar is hatched and the legend names ``marked_label``). ``notes``: a
     short text per x category, written above its bars (e.g. a relative change).
     """
     with _style():
@@ -140,9 +141,19 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
             # no interval (a single run) draws no error bar rather than a flat cap on the bar
             empty = (low == 0) & (high == 0)
             low[empty], high[empty] = np.nan, np.nan
-            axes.bar(positions + offset, values["mean"], width * 0.92, color=shade,
-                     label=name or None, yerr=np.vstack([low, high]), capsize=2,
-                     error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+            bars = axes.bar(positions + offset, values["mean"], width * 0.92, color=shade,
+                            label=name or None, yerr=np.vstack([low, high]), capsize=2,
+                            error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+            if "marked" in values:
+                for bar, marked in zip(bars, values["marked"].fillna(False), strict=True):
+                    if marked:
+                        bar.set_hatch("///")
+                        bar.set_edgecolor("#333333")
+        if "marked" in summary and summary["marked"].any():
+            from matplotlib.patches import Patch
+
+            axes.add_artist(axes.legend(handles=[Patch(facecolor="white", edgecolor="#333333", hatch="///",
+                                                       label=marked_label)], loc="upper right", fontsize="small"))
         axes.set_xticks(positions, categories)
         if notes:
             axes.margins(y=0.15)  # room for the notes above the highest bar

@@ -262,13 +262,14 @@ class Capture:
         self.stop()
 
 
+_ROOT_QDISC = re.compile(r"^qdisc (\S+) \S+ root\b", re.MULTILINE)
+
+
 def root_qdisc(node: NodeHandle, interface: str) -> str | None:
     """The kind of the interface's root qdisc (None when tc cannot tell)."""
-    from quicbed.backends.tc import parse_qdiscs
-
     result = node.run(["tc", "qdisc", "show", "dev", interface, "root"], timeout=10, check=False)
-    kinds = [q["kind"] for q in parse_qdiscs(result.stdout) if q.get("parent") == "root"]
-    return kinds[0] if kinds else None
+    match = _ROOT_QDISC.search(result.stdout)
+    return match.group(1) if match else None
 
 
 class QdiscBypass:

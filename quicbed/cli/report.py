@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     folder: Path = args.results
     from quicbed.report import ReportOptions, build_report
     from quicbed.report.markdown import excluded_runs
-    from quicbed.report.tables import clock_headline, cpu_bound_headline, overview_table, rerun_bias_headline
+    from quicbed.report.tables import headlines, overview_table
 
     if args.max_runs_per_figure < 1:
         raise QuicbedError("--max-runs-per-figure must be at least 1")
@@ -78,10 +78,8 @@ def handle(args: argparse.Namespace) -> int:
     warmups = int(runs["warmup"].sum())
     if warmups:
         print(f"{warmups} warm-up run(s) excluded")
-    for headline in (clock_headline(report.results.runs), rerun_bias_headline(report.summary),
-                     cpu_bound_headline(report.summary)):
-        if headline:
-            print(headline)
+    for headline in headlines(report.results.runs, report.summary):
+        print(headline)
     for line in excluded_runs(report.results, args.include_invalid):
         print(f"  {line}")
     for note in report.figures.notes:

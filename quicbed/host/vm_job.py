@@ -5,6 +5,7 @@ is the only trustworthy status (vng's own is 255 whatever the command did)."""
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shlex
 import sys
@@ -57,6 +58,10 @@ def source_root() -> str | None:
     return str(root)
 
 
+#: the machine a guest runs on, as results record it (quicbed.runner.metadata.machine_name)
+MACHINE_VARIABLE = "QUICBED_MACHINE"
+
+
 def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping[str, str] | None = None,
                       python: str | None = None, emulated_cpu: bool = True) -> dict[str, str]:
     """The environment the command gets in the guest (the guest starts with almost none).
@@ -89,6 +94,8 @@ def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping
     for key, value in host_env.items():
         if key.startswith("QUICBED_") and key not in ("QUICBED_STATE_DIR",):
             result[key] = value
+    # the guest's own hostname names the guest: results name the machine it runs on
+    result.setdefault(MACHINE_VARIABLE, platform.node())
     result[IN_VM_VARIABLE] = "1"
     for key, value in (env or {}).items():
         if not _NAME.fullmatch(key):

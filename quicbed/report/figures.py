@@ -33,7 +33,7 @@ from quicbed.report.artifacts import Progress, RunFiles
 from quicbed.report.files import move_into, remove_tree
 from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary, catalogue_entry, counted
-from quicbed.report.tables import difference
+from quicbed.report.tables import CPU_MARK_LABEL, cpu_marked, difference, marks_caption
 from quicbed.spec.study import HUE_JOINER, axis_text
 
 FIGURES_FOLDER = "report"
@@ -191,12 +191,14 @@ def bar_figures(context: _Context, metric_names: Sequence[str]) -> None:
             "ci_high": rows["ci_high_shown"].fillna(rows["mean_shown"]).to_numpy()})
         if hue:
             frame["transport"] = rows["transport"].astype(str).to_numpy()
+        frame["marked"] = cpu_marked(context.summary, rows)
         xlabel = _combination_axis_label(results) if results.other_axes else ("" if hue else "cell")
         n_text = f"n = {rows['n'].min()}" + (f"-{rows['n'].max()}" if rows["n"].max() != rows["n"].min() else "")
         context.draw(f"bars-{slug(column)}", title,
                      f"{entry.label} ({entry.unit or 'no unit'}): mean per cell, error bars the 95 % "
-                     f"Student-t confidence interval; {n_text} runs per cell.",
-                     partial(plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel))
+                     f"Student-t confidence interval; {n_text} runs per cell.{marks_caption(context.summary, rows)}",
+                     partial(plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel,
+                             marked_label=CPU_MARK_LABEL))
 
 
 #: the CPU roles that are run metrics (quicbed/runner/analyse.py), in stacking order
@@ -332,7 +334,8 @@ def headline_figures(context: _Context) -> None:
         hue_of = list(_labels(part, headline.hue, HUE_JOINER))
         frame = pd.DataFrame({"x": x_of, "hue": hue_of, "mean": part["mean_shown"].to_numpy(),
                               "ci_low": part["ci_low_shown"].fillna(part["mean_shown"]).to_numpy(),
-                              "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy()})
+                              "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy(),
+                              "marked": cpu_marked(context.summary, part)})
         changes: dict[str, str] = {}  # x label -> "+12% [+3%, +21%]"
         if headline.compare:
             mask = np.ones(len(runs), dtype=bool)
@@ -355,9 +358,10 @@ def headline_figures(context: _Context) -> None:
         stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
         context.draw(stem, headline.title + (f" ({where})" if where else ""),
                      f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "
-                     f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}",
+                     f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}"
+                     f"{marks_caption(context.summary, part)}",
                      partial(plots.bar_ci, frame, x="x", hue="hue", ylabel=entry.axis_label,
-                             xlabel=" / ".join(headline.x),
+                             xlabel=" / ".join(headline.x), marked_label=CPU_MARK_LABEL,
                              notes={label: change.split(" [")[0] for label, change in changes.items()}))
     context.out.headline += context.out.figures[drawn:]
     del context.out.figures[drawn:]

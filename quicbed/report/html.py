@@ -24,15 +24,13 @@ from quicbed.report.markdown import cpu_bound_runs, cpu_unknown_runs, excluded_r
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
     Table,
-    clock_headline,
     counts_table,
-    cpu_bound_headline,
     gains_explanation,
     gains_table,
+    headlines,
     metric_heading,
     metric_table,
     overview_table,
-    rerun_bias_headline,
 )
 
 CSS = """
@@ -196,9 +194,8 @@ def render_html(results: LoadedResults, summary: Summary, metrics: list[str], fi
         dump = dump if len(dump) < 200_000 else dump[:200_000] + "\n… (truncated; see metadata.json)"
         parts.append(f"<details><summary>metadata.json</summary><pre>{escape(dump)}</pre></details>")
     counted = "ok and invalid" if summary.include_invalid else "ok"
-    for headline in (clock_headline(results.runs), cpu_bound_headline(summary), rerun_bias_headline(summary)):
-        if headline:
-            parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
+    for headline in headlines(results.runs, summary):
+        parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
     for figure in figures.headline:
         parts += [f"<h2>{escape(figure.title)}</h2>", _figure(figure)]
     parts += ["<h2>Overview</h2>",

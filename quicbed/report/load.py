@@ -27,7 +27,7 @@ EXPERIMENT_FILE = "experiment.yaml"
 #: the columns every runs frame has, before the cell axes and the metrics
 RUN_COLUMNS = ("run_id", "cell_index", "cell", "repetition", "warmup", "status", "error",
                "invalid_reasons", "cpu_bound_reasons", "cpu_unknown_reasons", "attempt", "earlier_invalid",
-               "transport", "transport_kind", "folder", "started", "finished", "clock", "kernel")
+               "transport", "transport_kind", "folder", "started", "finished", "clock", "kernel", "host")
 #: why a record without ``cpu_unknown_reasons`` (written before runs said) and without CPU
 #: figures has an unknown CPU state
 NO_CPU_FIGURES = "no CPU figures in the record"
@@ -219,6 +219,7 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
             "folder": str(record.get("folder") or f"runs/{record['run_id']}"),
             "started": record.get("started"), "finished": record.get("finished"),
             "clock": str(record.get("clock") or "real"), "kernel": str(record.get("kernel") or ""),
+            "host": str(record.get("host") or ""),
             "__cell": {axis: axis_value(value) for axis, value in cell.items()},
             "__metrics": metrics,
         })

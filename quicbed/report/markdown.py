@@ -7,15 +7,13 @@ from quicbed.report.hosts import hosts_table
 from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary
 from quicbed.report.tables import (
-    clock_headline,
     counts_table,
-    cpu_bound_headline,
     gains_explanation,
     gains_table,
+    headlines,
     metric_heading,
     metric_table,
     overview_table,
-    rerun_bias_headline,
 )
 
 #: run ids a line about runs of unknown CPU state names before "…"
@@ -69,9 +67,8 @@ def render_markdown(results: LoadedResults, summary: Summary, metrics: list[str]
                f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
                "interval. Base-unit values: `summary.csv`."),
               ""]
-    for headline in (clock_headline(results.runs), cpu_bound_headline(summary), rerun_bias_headline(summary)):
-        if headline:
-            parts += [f"**{headline}**", ""]
+    for headline in headlines(results.runs, summary):
+        parts += [f"**{headline}**", ""]
     for figure in figures.headline:
         parts += [f"## {figure.title}", "", *_figure_markdown(figure)]
     parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",

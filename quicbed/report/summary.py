@@ -1,6 +1,15 @@
 """Statistics per matrix cell and metric, and relative gains against a baseline transport.
 
 Runs that count: status ``ok`` (and ``invalid`` with ``include_invalid``), not warm-up.
+Failed runs are counted beside n in every table (``failed``, of which ``timed_out``). A run
+whose download timed out is a result, not a gap: it is a right-censored observation (the
+download would have taken longer than the limit). The mean of the completed runs leaves it
+out, so each row also carries ``median_with_timeouts``: the median of the completed runs' values
+with the timed-out runs ranked worst (the longest time, the lowest goodput), for metrics with a
+better direction. With every timeout censored at one limit beyond every completed download,
+this is the Kaplan-Meier estimate of the median; it is infinite (shown "timed out") when at
+least half the runs timed out. Other failures (a crashed process) say nothing about the
+network and are only counted.
 Values stay in base units (catalogue); ``*_shown`` columns carry them in display units.
 Confidence intervals are Student t, cut at the metric's declared range (catalogue ``bounds``;
 ``ci_method`` "t-truncated" then: :func:`quicbed.analysis.stats.metric_mean_ci`).
@@ -11,6 +20,7 @@ so read ``ci_low``/``ci_high``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,10 +38,15 @@ BASE_UNITS = {"s": "s", "ms": "s", "Mbit/s": "bit/s", "kbit/s": "bit/s", "%": "s
 SUMMARY_COLUMNS = ("metric", "label", "n", "mean", "ci_low", "ci_high", "ci_half_width", "ci_method", "median",
                    "std", "base_unit", "unit", "scale", "mean_shown", "ci_low_shown", "ci_high_shown",
                    "ci_half_width_shown", "median_shown", "std_shown", "runs_total", "failed_excluded",
-                   "invalid_excluded", "warmup_excluded")
+                   "invalid_excluded", "warmup_excluded", "timed_out", "median_with_timeouts",
+                   "median_with_timeouts_shown")
 GAIN_COLUMNS = ("metric", "label", "baseline", "transport", "n_baseline", "n_transport", "mean_baseline",
                 "mean_transport", "comparison", "gain", "ci_low", "ci_high", "difference", "difference_ci_low",
-                "difference_ci_high", "better", "verdict", "note")
+                "difference_ci_high", "better", "verdict", "note", "failed_baseline", "failed_transport",
+                "timed_out_baseline", "timed_out_transport", "median_with_timeouts_baseline",
+                "median_with_timeouts_transport", "hosts")
+#: what the clients (quicbed's, curl, the native one) write when the download hit the timeout
+TIMEOUT_ERROR = re.compile(r"timeout after|timed out", re.IGNORECASE)
 
 
 def catalogue_entry(column: str) -> Metric:
@@ -64,9 +79,35 @@ def counted(runs: pd.DataFrame, include_invalid: bool) -> pd.Series:
     return runs["status"].isin(statuses) & ~runs["warmup"]
 
 
+def failed(runs: pd.DataFrame) -> pd.Series:
+    """Measured (not warm-up) runs that did not complete."""
+    return ~runs["warmup"] & ~runs["status"].isin({"ok", "invalid"})
+
+
+def timed_out(runs: pd.DataFrame) -> pd.Series:
+    """Failed runs whose download hit the experiment's timeout (censored observations)."""
+    return failed(runs) & runs["error"].fillna("").astype(str).str.contains(TIMEOUT_ERROR)
+
+
+def median_with_timeouts(values: Any, timeouts: int, better: str | None) -> float:
+    """The median of ``values`` and ``timeouts`` runs ranked worst (``better`` "lower": +inf,
+    "higher": -inf); infinite when at least half timed out, NaN without a better direction or runs."""
+    completed = np.asarray(pd.Series(values).dropna(), dtype=float)
+    if better not in ("lower", "higher") or completed.size + timeouts == 0:
+        return math.nan
+    worst = math.inf if better == "lower" else -math.inf
+    ranked = np.sort(np.concatenate([completed, np.full(timeouts, worst)]))
+    middle = ranked.size // 2
+    # (np.median would average inf and -inf halves into nan; the lower or upper middle decides)
+    if ranked.size % 2:
+        return float(ranked[middle])
+    low, high = ranked[middle - 1], ranked[middle]
+    return float(worst) if worst in (low, high) else float((low + high) / 2)
+
+
 def cell_counts(results: LoadedResults, include_invalid: bool) -> pd.DataFrame:
     """Per cell: runs, ``used`` (counted), of those ``cpu_bound`` and ``cpu_unknown`` (no CPU
-    figures, or only some), ``failed``, ``invalid``, ``warmup``, ``remade`` (kept runs that
+    figures, or only some), ``failed`` (of which ``timed_out``), ``invalid``, ``warmup``, ``remade`` (kept runs that
     were made again), and ``attempts`` (completed attempts, the superseded invalid ones
     included) of which ``invalid_attempts``: the share of the cell's attempts that did not
     count, which the kept runs alone hide."""
@@ -74,19 +115,18 @@ def cell_counts(results: LoadedResults, include_invalid: bool) -> pd.DataFrame:
     used = counted(runs, include_invalid)
     measured = ~runs["warmup"]
     completed = measured & runs["status"].isin({"ok", "invalid"})
-    failed = measured & ~runs["status"].isin({"ok", "invalid"})
     invalid = measured & (runs["status"] == "invalid")
     cpu_bound = used & (runs["cpu_bound_reasons"] != "")
     cpu_unknown = used & (runs["cpu_unknown_reasons"] != "")
     remade = measured & (runs["attempt"] > 1)
     earlier = runs["earlier_invalid"].where(measured, 0)
     frame = runs[["cell_index", "cell", *results.axes]].assign(
-        used=used, failed=failed, invalid=invalid, warmup=runs["warmup"], cpu_bound=cpu_bound,
+        used=used, failed=failed(runs), timed_out=timed_out(runs), invalid=invalid, warmup=runs["warmup"], cpu_bound=cpu_bound,
         cpu_unknown=cpu_unknown, remade=remade, attempts=completed.astype(int) + earlier,
         invalid_attempts=invalid.astype(int) + earlier)
     grouped = frame.groupby("cell_index", sort=True)
     first = grouped[["cell", *results.axes]].first()
-    totals = grouped[["used", "failed", "invalid", "warmup", "cpu_bound", "cpu_unknown", "remade", "attempts",
+    totals = grouped[["used", "failed", "timed_out", "invalid", "warmup", "cpu_bound", "cpu_unknown", "remade", "attempts",
                       "invalid_attempts"]].sum().astype(int)
     totals.insert(0, "runs", grouped.size())
     return first.join(totals).reset_index()
@@ -135,12 +175,14 @@ def summarize_cells(results: LoadedResults, include_invalid: bool = False,
     used = counted(runs, include_invalid)
     counts = cell_counts(results, include_invalid).set_index("cell_index")
     rows = []
-    for cell_index, part in runs[used].groupby("cell_index", sort=True):
-        cell: Any = counts.loc[cell_index]
+    for cell_index, cell in counts.iterrows():
+        part = runs[used & (runs["cell_index"] == cell_index)]
+        timeouts = int(cell["timed_out"])
         for column in results.metric_names:
             entry = catalogue_entry(column)
             stats = metric_mean_ci(part[column], entry.bounds, confidence)
-            if stats.n == 0:
+            censored = median_with_timeouts(part[column], timeouts, entry.better)
+            if stats.n == 0 and (not timeouts or math.isnan(censored)):
                 continue
             row: dict[str, Any] = {"cell_index": cell_index, "cell": cell["cell"],
                    **{axis: cell[axis] for axis in results.axes},
@@ -148,11 +190,12 @@ def summarize_cells(results: LoadedResults, include_invalid: bool = False,
                    "ci_low": stats.low, "ci_high": stats.high, "ci_half_width": stats.half_width,
                    "ci_method": stats.method,
                    "median": stats.median, "std": stats.std, "base_unit": base_unit(entry),
-                   "unit": entry.unit, "scale": entry.scale}
-            for name in ("mean", "ci_low", "ci_high", "ci_half_width", "median", "std"):
+                   "unit": entry.unit, "scale": entry.scale, "median_with_timeouts": censored}
+            for name in ("mean", "ci_low", "ci_high", "ci_half_width", "median", "std", "median_with_timeouts"):
                 row[f"{name}_shown"] = row[name] * entry.scale
             row.update({"runs_total": int(cell["runs"]), "failed_excluded": int(cell["failed"]),
-                        "invalid_excluded": 0 if include_invalid else int(cell["invalid"]), "warmup_excluded": int(cell["warmup"])})
+                        "invalid_excluded": 0 if include_invalid else int(cell["invalid"]),
+                        "warmup_excluded": int(cell["warmup"]), "timed_out": timeouts})
             rows.append(row)
     columns = ["cell_index", "cell", *results.axes, *SUMMARY_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
@@ -175,14 +218,22 @@ def relative_gains(results: LoadedResults, baseline: str, metrics: list[str],
     difference ``mean(T) - mean(baseline)`` with Welch's interval (stats.compare_means).
     ``comparison`` says which one the report shows: "relative", or "absolute" when the
     baseline's mean is too uncertain to divide by (``note`` says why)."""
-    runs = results.runs[counted(results.runs, include_invalid)]
+    every = results.runs
+    keep = counted(every, include_invalid)
+    every = every.assign(_counted=keep, _failed=failed(every), _timed_out=timed_out(every))
     others = results.other_axes
     rows = []
-    groups = runs.groupby(others, sort=False, dropna=False) if others else [((), runs)]
-    for key, part in groups:
+    groups = every.groupby(others, sort=False, dropna=False) if others else [((), every)]
+    for key, whole in groups:
         values = key if isinstance(key, tuple) else (key,)
         where = dict(zip(others, values, strict=True))
+        part = whole[whole["_counted"]]
         reference = part[part["transport"] == baseline]
+        outcome = {transport: (int(whole.loc[whole["transport"] == transport, "_failed"].sum()),
+                               int(whole.loc[whole["transport"] == transport, "_timed_out"].sum()))
+                   for transport in results.transports}
+        hosts = {transport: sorted(set(part.loc[part["transport"] == transport, "host"]) - {""})
+                 for transport in results.transports}
         for column in metrics:
             entry = catalogue_entry(column)
             base_values = reference[column].dropna().to_numpy(dtype=float)
@@ -199,11 +250,26 @@ def relative_gains(results: LoadedResults, baseline: str, metrics: list[str],
                        "mean_transport": float(other_values.mean()) if other_values.size else math.nan,
                        "comparison": "", "gain": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                        "difference": math.nan, "difference_ci_low": math.nan, "difference_ci_high": math.nan,
-                       "better": entry.better or "", "verdict": "", "note": ""}
+                       "better": entry.better or "", "verdict": "", "note": "",
+                       "failed_baseline": outcome[baseline][0], "failed_transport": outcome[transport][0],
+                       "timed_out_baseline": outcome[baseline][1], "timed_out_transport": outcome[transport][1],
+                       "median_with_timeouts_baseline": median_with_timeouts(base_values, outcome[baseline][1],
+                                                                             entry.better),
+                       "median_with_timeouts_transport": median_with_timeouts(other_values, outcome[transport][1],
+                                                                              entry.better),
+                       "hosts": _hosts_apart(hosts[transport], hosts[baseline])}
                 row.update(_comparison_columns(base_values, other_values, baseline, transport, entry.better,
                                                confidence))
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*others, *GAIN_COLUMNS])
+
+
+def _hosts_apart(transport: list[str], baseline: list[str]) -> str:
+    """"a vs b" when the runs of a comparison ran on different machines (a host effect enters
+    the gain), else "" (one machine, or machines not recorded)."""
+    if not transport or not baseline or (transport == baseline and len(transport) == 1):
+        return ""
+    return f"{', '.join(transport)} vs {', '.join(baseline)}"
 
 
 def _comparison_columns(base_values: np.ndarray, other_values: np.ndarray, baseline: str, transport: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from quicbed.analysis.stats import MAX_BASELINE_RSE
@@ -103,26 +104,78 @@ def _cell_header(summary: Summary) -> list[str]:
     return summary.cell_columns[2:] or ["cell"]
 
 
+def cpu_mark(counts: pd.Series) -> str:
+    """What a cell's counted runs were limited by, when not only the network: "CPU-bound 3/10",
+    "CPU unknown 2/10" (both when both), or "" (the tables' "CPU" column)."""
+    marks = []
+    if counts["cpu_bound"]:
+        marks.append(f"CPU-bound {counts['cpu_bound']}/{counts['used']}")
+    if counts["cpu_unknown"]:
+        marks.append(f"CPU unknown {counts['cpu_unknown']}/{counts['used']}")
+    return ", ".join(marks)
+
+
+#: the legend of hatched bars: cells whose counted runs include CPU-bound or CPU-unknown ones
+CPU_MARK_LABEL = "CPU-bound or CPU unknown runs"
+
+
+def cpu_marked(summary: Summary, rows: pd.DataFrame) -> np.ndarray:
+    """Per summary row: whether its cell's counted runs include CPU-bound or CPU-unknown ones."""
+    counts = summary.counts.set_index("cell_index")
+    flagged = (counts["cpu_bound"] + counts["cpu_unknown"]) > 0
+    return rows["cell_index"].map(flagged).fillna(False).to_numpy(dtype=bool)
+
+
+def marks_caption(summary: Summary, rows: pd.DataFrame) -> str:
+    """The caption's words on hatched bars and on failed runs the means leave out."""
+    counts = summary.counts.set_index("cell_index").loc[rows["cell_index"].unique()]
+    words = ""
+    if ((counts["cpu_bound"] + counts["cpu_unknown"]) > 0).any():
+        words += (" Hatched bars: cells whose counted runs include CPU-bound runs or runs of unknown CPU state "
+                  "(the tables' CPU column); their figures may measure the CPU rather than the network.")
+    if counts["failed"].any():
+        words += (f" {int(counts['failed'].sum())} failed run(s) ({int(counts['timed_out'].sum())} timed out) are "
+                  "not in the means (the tables' failed column and median with timeouts last).")
+    return words
+
+
+def failed_text(failed: int, timed_out: int) -> str:
+    """Failed runs, with how many timed out: ``3 (2 timed out)``, ``0``."""
+    return f"{failed} ({timed_out} timed out)" if timed_out and timed_out != failed else (
+        f"{failed} timed out" if timed_out else str(failed))
+
+
+def censored_median(value: float, scale: float) -> str:
+    """A median with timeouts ranked last: "timed out" when at least half the runs did."""
+    return "timed out" if math.isinf(value) else number(value * scale)
+
+
 def metric_table(summary: Summary, column: str) -> Table:
-    """Per cell: n, mean, 95 % CI, median, std of one metric, in display units. The "±" column
-    is the half-width, or ``−a +b`` (the ends' distances from the mean) of an interval cut at
-    the metric's range."""
+    """Per cell: n (completed runs counted), failed runs, mean, 95 % CI, median, the median with
+    timed-out runs ranked last, std of one metric, in display units, and the cell's CPU state.
+    The "±" column is the half-width, or ``−a +b`` (the ends' distances from the mean) of an
+    interval cut at the metric's range."""
     rows = summary.table[summary.table["metric"] == column].sort_values("cell_index")
+    counts = summary.counts.set_index("cell_index")
     body = []
     for _, row in rows.iterrows():
+        cell = counts.loc[row["cell_index"]]
         interval = (f"[{number(row['ci_low_shown'])}, {number(row['ci_high_shown'])}]"
                     if not math.isnan(row["ci_low_shown"]) else DASH)
         pm = (minus_plus(row["mean_shown"], row["ci_low_shown"], row["ci_high_shown"])
               if _method(row) == "t-truncated" else number(spread(row["ci_half_width_shown"], row["mean_shown"])))
-        body.append([*_cell_values(summary, row), str(row["n"]), number(row["mean_shown"]),
-                     pm, interval, number(row["median_shown"]),
-                     number(spread(row["std_shown"], row["mean_shown"]))])
-    return Table([*_cell_header(summary), "n", "mean", "± 95 % CI", "95 % CI", "median", "std"], body)
+        body.append([*_cell_values(summary, row), str(row["n"]), failed_text(int(cell["failed"]), int(cell["timed_out"])),
+                     number(row["mean_shown"]), pm, interval, number(row["median_shown"]),
+                     censored_median(row["median_with_timeouts"], row["scale"]),
+                     number(spread(row["std_shown"], row["mean_shown"])), cpu_mark(cell) or DASH])
+    return Table([*_cell_header(summary), "n", "failed", "mean", "± 95 % CI", "95 % CI", "median",
+                  "median, timeouts last", "std", "CPU"], body)
 
 
 def overview_table(summary: Summary, metrics: list[str]) -> Table:
     """Cells as rows, the chosen metrics as columns: ``mean ± CI half-width``, or
-    ``mean [CI low, CI high]`` for an interval cut at the metric's range (:func:`mean_interval`)."""
+    ``mean [CI low, CI high]`` for an interval cut at the metric's range (:func:`mean_interval`);
+    beside n the failed runs, and the cell's CPU state."""
     table = summary.table
     body = []
     for _, cell in summary.counts.sort_values("cell_index").iterrows():
@@ -130,9 +183,10 @@ def overview_table(summary: Summary, metrics: list[str]) -> Table:
         shown = [mean_interval(values.loc[m, "mean_shown"], values.loc[m, "ci_low_shown"],
                                values.loc[m, "ci_high_shown"], values.loc[m, "ci_half_width_shown"],
                                _method(values.loc[m]))
-                 if m in values.index else DASH for m in metrics]
-        body.append([*_cell_values(summary, cell), str(cell["used"]), *shown])
-    return Table([*_cell_header(summary), "n", *(metric_heading(m) for m in metrics)], body)
+                 if m in values.index and values.loc[m, "n"] else DASH for m in metrics]
+        body.append([*_cell_values(summary, cell), str(cell["used"]),
+                     failed_text(int(cell["failed"]), int(cell["timed_out"])), *shown, cpu_mark(cell) or DASH])
+    return Table([*_cell_header(summary), "n", "failed", *(metric_heading(m) for m in metrics), "CPU"], body)
 
 
 def difference(value: float, unit: str, scale: float) -> str:
@@ -163,10 +217,27 @@ def gains_table(summary: Summary, metrics: list[str]) -> Table:
             interval = (f"[{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
                         if not math.isnan(row["ci_low"]) else DASH)
             verdict = row["verdict"] or row["note"]
+        failures = (f"{failed_text(row['failed_transport'], row['timed_out_transport'])} vs "
+                    f"{failed_text(row['failed_baseline'], row['timed_out_baseline'])}")
         body.append([*(str(row[axis]) for axis in others), metric_heading(row["metric"]), str(row["transport"]),
-                     f"{row['n_transport']} vs {row['n_baseline']}", shown, interval, verdict or DASH])
-    return Table([*others, "metric", f"transport vs {summary.baseline}", "n", "gain (or difference)", "95 % CI",
-                  "verdict"], body)
+                     f"{row['n_transport']} vs {row['n_baseline']}", failures, shown, interval, verdict or DASH,
+                     _gain_cpu(summary, row, others)])
+    return Table([*others, "metric", f"transport vs {summary.baseline}", "n", "failed", "gain (or difference)",
+                  "95 % CI", "verdict", "CPU"], body)
+
+
+def _gain_cpu(summary: Summary, row: pd.Series, others: list[str]) -> str:
+    """The CPU state of the two cells a gain compares ("quic: CPU-bound 3/10"), or a dash."""
+    counts = summary.counts
+    marks = []
+    for transport in (row["transport"], row["baseline"]):
+        match = counts["transport"] == transport
+        for axis in others:
+            match &= counts[axis].astype(str) == str(row[axis])
+        mark = ", ".join(filter(None, (cpu_mark(cell) for _, cell in counts[match].iterrows())))
+        if mark:
+            marks.append(f"{transport}: {mark}")
+    return "; ".join(marks) or DASH
 
 
 def gains_explanation(baseline: str) -> str:
@@ -228,6 +299,52 @@ def cpu_bound_headline(summary: Summary) -> str | None:
                           for _, row in unknown.iterrows())
         sentences.append(f"CPU state unknown (no CPU figures, or only some: it may have been CPU-bound): {cells}.")
     return " ".join(sentences) or None
+
+
+def failures_headline(summary: Summary) -> str | None:
+    """The cells with failed runs, which means and gains leave out, and the compared transports
+    whose failures differ (one sentence each), or None when no measured run failed."""
+    counts = summary.counts.sort_values("cell_index")
+    with_failures = counts[counts["failed"] > 0]
+    if with_failures.empty:
+        return None
+    cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {failed_text(int(row['failed']), int(row['timed_out']))}"
+                      f" of {row['runs'] - row['warmup']}" for _, row in with_failures.iterrows())
+    sentences = [f"Failed runs, left out of every mean and gain: {cells}. A timed-out download is a result (it "
+                 "would have taken longer than the limit): the tables' 'median, timeouts last' counts it "
+                 "(docs/metrics.md, 'Statistics over runs')."]
+    gains = summary.gains
+    if not gains.empty:
+        others = [column for column in summary.cell_columns[2:] if column != "transport"]
+        differing = gains[gains["failed_transport"] != gains["failed_baseline"]].drop_duplicates(
+            subset=[*others, "transport"])
+        pairs = [" ".join([*(str(row[axis]) for axis in others), f"{row['transport']} {row['failed_transport']} vs "
+                           f"{row['baseline']} {row['failed_baseline']}"]) for _, row in differing.iterrows()]
+        if pairs:
+            sentences.append("The compared transports failed unequally (" + "; ".join(pairs) + "): their means "
+                             "compare survivors, so read the medians with timeouts last.")
+    return " ".join(sentences)
+
+
+def hosts_headline(summary: Summary) -> str | None:
+    """The comparisons whose runs ran on different machines (sharding by cell can do that)."""
+    gains = summary.gains
+    if gains.empty or not (gains["hosts"] != "").any():
+        return None
+    others = [column for column in summary.cell_columns[2:] if column != "transport"]
+    apart = gains[gains["hosts"] != ""].drop_duplicates(subset=[*others, "transport"])
+    pairs = "; ".join(" ".join([*(str(row[axis]) for axis in others), f"{row['transport']} vs {row['baseline']}: "
+                                f"{row['hosts']}"]) for _, row in apart.iterrows())
+    return (f"Comparisons across machines: {pairs}. A difference between the hosts enters these gains (shard by "
+            "an axis the comparison does not vary, or check the Hosts table; docs/multi-host.md).")
+
+
+def headlines(runs: pd.DataFrame, summary: Summary) -> list[str]:
+    """The warnings a report puts first, in order: the clock, CPU-bound runs, failed runs,
+    comparisons across machines, invalid attempts that differ from the valid runs."""
+    found = (clock_headline(runs), cpu_bound_headline(summary), failures_headline(summary),
+             hosts_headline(summary), rerun_bias_headline(summary))
+    return [headline for headline in found if headline]
 
 
 def rerun_bias_warnings(summary: Summary) -> list[str]:

@@ -417,7 +417,7 @@ class ExperimentRunner:
             workload=workload_of(exp, run.cell),
             competitor=competitors_described(exp.competitors_of(run.cell)),
             client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
-            clock=current_clock(), kernel=kernel_release(), started=time.time(), attempt=1 + len(earlier_attempts or []),
+            clock=current_clock(), kernel=kernel_release(), host=meta.machine_name(), started=time.time(), attempt=1 + len(earlier_attempts or []),
             earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}")
         details: dict[str, Any] = {}  # run.json's, beside the record: what the run measured and set
         partial = folder.begin_run(run.run_id)
@@ -519,8 +519,18 @@ def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[st
     """Why a completed run must not count: the simulator fell behind or the TAP path lost or
     held frames, a capture lost packets, the measurements themselves are flawed (a capture
     that did not write what it accepted, a trace overrun, super-packets), an endpoint or the
-    channel was CPU-bound (with ``cpu_bound: exclude``)."""
+    channel was CPU-bound (with ``cpu_bound: exclude``), a competing download failed or the
+    background traffic delivered nothing (the download then ran without the load it was to
+    share the network with, yet would count as a competing run)."""
     reasons = list((details.get("mac_stats") or {}).get("invalid_reasons") or [])
+    for number, competitor in enumerate(details.get("competitors") or [], start=1):
+        if not competitor.get("ok"):
+            reasons.append(f"competitor {number} failed ({competitor.get('error') or 'no error given'}): the "
+                           "download did not compete with it to the end")
+    background = details.get("background")
+    if background is not None and not background.get("bytes_received"):
+        reasons.append(f"the background traffic ({background.get('kind')}, {background.get('from')} -> "
+                       f"{background.get('to')}) delivered nothing: the download ran without it")
     reasons += (details.get("measurement") or {}).get("invalid_reasons") or []
     if cpu_bound == "exclude":
         reasons += details.get("cpu_bound_reasons") or []

@@ -106,6 +106,12 @@ def utc(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def machine_name() -> str:
+    """The machine's hostname; inside the microVM or the virtual-time kernel, the hostname of the
+    machine that booted it (QUICBED_MACHINE), so that runs made there name the real host."""
+    return os.environ.get("QUICBED_MACHINE") or platform.node()
+
+
 def host_info() -> dict[str, Any]:
     memory = None
     try:
@@ -113,7 +119,7 @@ def host_info() -> dict[str, Any]:
     except (OSError, ValueError, IndexError):
         pass
     return {
-        "hostname": platform.node(), "kernel": platform.release(), "machine": platform.machine(),
+        "hostname": machine_name(), "kernel": platform.release(), "machine": platform.machine(),
         "os": _first_match(r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text()
                            if Path("/etc/os-release").exists() else ""),
         "cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_bytes": memory, "sysctls": sysctls(),

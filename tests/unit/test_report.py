@@ -173,7 +173,7 @@ def test_summary_md_tables_and_images(matrix_report: Path) -> None:
     text = (matrix_report / "summary.md").read_text()
     assert text.startswith("# report-test")
     assert "## goodput (Mbit/s)" in text and "## Relative gain over quic" in text
-    assert "| transport | link.bottleneck.loss | n | mean |" in text
+    assert "| transport | link.bottleneck.loss | n | failed | mean |" in text
     assert "c000-r004 failed: client timed out after 300 s" in text
     for target in re.findall(r"\]\(([^)]+)\)", text):
         assert (matrix_report / target).exists(), target
@@ -361,6 +361,14 @@ def test_cpu_bound_runs_are_counted_named_and_drawn(tmp_path: Path) -> None:
     assert "c000-r001: client was CPU-bound" in summary_md
     assert "of which CPU-bound" in summary_md and "made again" in summary_md
     assert "CPU-bound runs" in (folder / "index.html").read_text()
+    # every table and figure marks the cells that hold them
+    assert "| quic | 0 | 3 | 1 timed out |" in summary_md
+    assert "CPU-bound 3/3" in summary_md.split("## Overview")[1].split("\n\n")[1].splitlines()[2]
+    gains = summary_md[summary_md.index("## Relative gain over quic"):]
+    assert "quic: CPU-bound 3/3" in gains
+    assert "Hatched bars: cells whose counted runs include CPU-bound runs" in summary_md
+    svg = (folder / "report" / "bars-goodput.svg").read_text()
+    assert "<pattern" in svg and "CPU-bound or CPU unknown runs" in svg
     assert (folder / "report" / "cpu-by-role.png").exists() and (folder / "report" / "cpu-by-role.svg").exists()
     client = _row(_summary(folder), "quic", 0, "cpu_client_bound")
     assert client["mean"] == pytest.approx(0.64)
@@ -403,7 +411,7 @@ def test_intervals_are_cut_at_the_metric_range(tmp_path: Path) -> None:
         assert numbers and all(0 <= value <= 100 for value in numbers), cells[column]
     assert overview.rows[1][column] == "50 ± 0"  # equal values: a zero-width interval
     table = metric_table(result.summary, "cpu_client_bound")
-    assert table.rows[0][3:6] == ["63.3", "−63.3 +36.7", "[0, 100]"]
+    assert table.rows[0][4:7] == ["63.3", "−63.3 +36.7", "[0, 100]"]
     assert "63.3 [0, 100]" in (folder / "summary.md").read_text()
 
 
@@ -487,8 +495,8 @@ def test_a_baseline_too_uncertain_to_divide_by_is_compared_by_the_difference(tmp
                   & (gains["link.bottleneck.loss"] == 2)].iloc[0]
     assert other["comparison"] == "relative" and other["ci_low"] > -1
     text = (folder / "summary.md").read_text()
-    assert "| link.bottleneck.loss | metric | transport vs quic | n | gain (or difference) |" in text
-    assert "| 0 | goodput (Mbit/s) | bquic | 3 vs 3 | -3.17 Mbit/s | [" in text
+    assert "| link.bottleneck.loss | metric | transport vs quic | n | failed | gain (or difference) |" in text
+    assert "| 0 | goodput (Mbit/s) | bquic | 3 vs 3 | 0 vs 1 timed out | -3.17 Mbit/s | [" in text
     assert "Where quic's mean is too uncertain to divide by" in text
     caption = text[text.index("## goodput by link.bottleneck.loss"):text.index("## Overview")]
     assert "0: -3.17 Mbit/s [" in caption and "(a difference: quic's mean is too uncertain to divide by)" in caption
@@ -624,3 +632,61 @@ def test_moving_stations_are_drawn_the_downloads_client_first(tmp_path: Path) ->
                      for suffix in ("csv", "png", "svg")]
     page = (folder / "index.html").read_text()
     assert page.index("Station sta2 (the download&#x27;s client)") < page.index("Station sta1 (another station)")
+
+
+# --------------------------------------------------------------------------- failed runs
+
+
+def test_the_median_with_timeouts_ranks_them_worst() -> None:
+    from quicbed.report.summary import median_with_timeouts
+
+    assert median_with_timeouts([1.0, 2.0, 3.0], 0, "lower") == 2.0
+    assert median_with_timeouts([1.0, 2.0, 3.0], 1, "lower") == 2.5  # [1, 2, 3, inf]
+    assert median_with_timeouts([1.0, 2.0, 3.0], 2, "lower") == 3.0
+    assert median_with_timeouts([1.0, 2.0, 3.0], 3, "lower") == math.inf  # half timed out: beyond the limit
+    assert median_with_timeouts([1.0, 2.0, 3.0], 1, "higher") == 1.5  # [-inf, 1, 2, 3]
+    assert median_with_timeouts([], 2, "higher") == -math.inf
+    assert math.isnan(median_with_timeouts([1.0], 1, None))  # no better direction: no ranking
+
+
+def test_timed_out_runs_are_counted_beside_n_and_in_a_median_and_unequal_failures_are_named(tmp_path: Path) -> None:
+    """Cell 0 (quic, loss 0) has one run that timed out: the mean leaves it out, the table shows it
+    beside n, the median with timeouts ranks it last, and the gains against quic say that the
+    compared transports failed unequally."""
+    folder = make_matrix_folder(tmp_path / "e")
+    build_report(folder, ReportOptions())
+    summary = _summary(folder)
+    goodput = _row(summary, "quic", 0, "goodput")
+    values = sorted(GOODPUT["quic"])
+    assert goodput["n"] == 3 and goodput["failed_excluded"] == 1 and goodput["timed_out"] == 1
+    assert goodput["mean"] == pytest.approx(np.mean(values))
+    assert goodput["median_with_timeouts"] == pytest.approx((values[0] + values[1]) / 2)  # [-inf, a, b, c]
+    runs = pd.read_csv(folder / "runs.csv")
+    times = sorted(runs[(runs["cell_index"] == 0) & (runs["status"] == "ok") & ~runs["warmup"]]["download_time"])
+    download = _row(summary, "quic", 0, "download_time")
+    assert download["median_with_timeouts"] == pytest.approx((times[1] + times[2]) / 2)  # [a, b, c, inf]
+    assert _row(summary, "tcp", 0, "goodput")["timed_out"] == 0
+    gains = pd.read_csv(folder / "gains.csv")
+    row = gains[(gains["transport"] == "tcp") & (gains["link.bottleneck.loss"] == 0) & (gains["metric"] == "goodput")]
+    assert list(row[["failed_baseline", "failed_transport", "timed_out_baseline"]].iloc[0]) == [1, 0, 1]
+    text = (folder / "summary.md").read_text()
+    assert "Failed runs, left out of every mean and gain: quic 0: 1 timed out of 5" in text
+    assert "The compared transports failed unequally (0 bquic 0 vs quic 1; 0 tcp 0 vs quic 1)" in text
+    assert "| quic | 0 | 3 | 1 timed out |" in text
+
+
+def test_a_comparison_across_machines_is_flagged(tmp_path: Path) -> None:
+    """Sharding by cell can put the compared transports on different hosts: each run names its
+    host, and the gains that compare runs of different hosts say so, first."""
+    folder = make_matrix_folder(tmp_path / "e")
+    _rewrite(folder, lambda line: [{**line, "host": "alpha" if line["transport"]["name"] == "quic" else "beta"}])
+    build_report(folder, ReportOptions())
+    gains = pd.read_csv(folder / "gains.csv", keep_default_na=False)
+    assert set(gains["hosts"]) == {"beta vs alpha"}
+    runs = pd.read_csv(folder / "runs.csv")
+    assert set(runs["host"]) == {"alpha", "beta"}
+    text = (folder / "summary.md").read_text()
+    assert "Comparisons across machines: 0 bquic vs quic: beta vs alpha;" in text
+    _rewrite(folder, lambda line: [{**line, "host": "alpha"}])
+    build_report(folder, ReportOptions())
+    assert "Comparisons across machines" not in (folder / "summary.md").read_text()

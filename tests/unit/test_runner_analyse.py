@@ -404,6 +404,21 @@ def test_a_flawed_measurement_makes_the_run_invalid():
     assert invalid_reasons({"measurement": {"invalid_reasons": []}}) == []
 
 
+def test_a_run_whose_competition_failed_is_invalid():
+    """A failed competitor, or background traffic that delivered nothing, leaves a download that
+    ran alone: the run must not count as a competing one."""
+    from quicbed.runner.engine import invalid_reasons
+
+    competing = {"competitors": [{"ok": True}, {"ok": False, "error": "timed out after 60 s"}]}
+    assert invalid_reasons(competing) == ["competitor 2 failed (timed out after 60 s): the download did not "
+                                          "compete with it to the end"]
+    assert invalid_reasons({"competitors": [{"ok": True}]}) == []
+    silent = {"background": {"kind": "udp", "from": "bg-src", "to": "bg-dst", "bytes_received": 0}}
+    assert invalid_reasons(silent) == ["the background traffic (udp, bg-src -> bg-dst) delivered nothing: "
+                                       "the download ran without it"]
+    assert invalid_reasons({"background": {"kind": "udp", "bytes_received": 125000}}) == []
+
+
 @pytest.mark.parametrize("name, times", [
     # first packet (tcpdump -ttnr client.pcap | head -1) less the record's started_at = lead;
     # handshake_time, the earliest object's first_byte and total_time of client.json, less it

@@ -178,6 +178,23 @@ def test_guest_environment():
     assert "SECRET" not in env
     with pytest.raises(vm.VmError):
         vm.guest_environment({"BAD NAME": "x"}, host_env=host)
+    # runs made in the guest name the machine that booted it, not the guest
+    import platform
+
+    assert env["QUICBED_MACHINE"] == platform.node()
+    nested = vm.guest_environment(host_env={**host, "QUICBED_MACHINE": "outer"})
+    assert nested["QUICBED_MACHINE"] == "outer"
+
+
+def test_runs_name_the_machine_not_the_guest(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    from quicbed.runner.metadata import host_info, machine_name
+
+    monkeypatch.delenv("QUICBED_MACHINE", raising=False)
+    assert machine_name() == platform.node()
+    monkeypatch.setenv("QUICBED_MACHINE", "bench-host-3")
+    assert machine_name() == "bench-host-3" and host_info()["hostname"] == "bench-host-3"
 
 
 def test_job_script_content():
