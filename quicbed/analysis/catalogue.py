@@ -60,7 +60,8 @@ _METRICS = [
            "the client record's application bytes over its download time (first request to last byte)",
            bounds=NON_NEGATIVE),
     Metric("throughput", "throughput", "Mbit/s", 1e-6, "higher", "captures",
-           "transport payload received over first-to-last data packet of the response at the client capture, "
+           "IP bytes (headers included, the same for TCP and QUIC) received over first-to-last data packet of the "
+           "response at the client capture, "
            "every connection of the download (handshake data before the response excluded)", bounds=NON_NEGATIVE),
     Metric("transfer_time", "transfer time", "s", 1.0, "lower", "captures",
            "first to last data packet of the response at the client capture, over every connection",

@@ -43,23 +43,25 @@ def _load(name: str) -> tuple[list[Packet], list[Packet], metrics.FlowKey]:
 
 # --------------------------------------------------------------------------- fixtures
 
-# name: (side, data packets, first, last, payload bytes, gaps < 100 us, ACKs from first data)
+# name: (side, data packets, first, last, payload bytes, gaps < 100 us, ACKs from first data,
+# IP bytes). IP bytes: TCP's from tcpdump -v (the IP lengths of the server port's packets with
+# payload); QUIC's are the payload and 28 bytes (IPv4, UDP) per datagram.
 TCPDUMP = {
     # quic: 118 client datagrams of <= 48 bytes, and 5 larger 1-RTT ones (its request, 76
     # bytes, and four of 77 bytes), all of them ACK-carrying packets now
-    ("quic", "server"): (233, 1795257016.322590, 1795257016.477310, 208400, 98, 123),
-    ("quic", "client"): (233, 1795257016.322606, 1795257016.502510, 208400, 11, 123),
-    ("bquic", "server"): (245, 1795257021.326307, 1795257021.595105, 212384, 107, 124),
-    ("bquic", "client"): (240, 1795257021.326321, 1795257021.595128, 208636, 33, 124),
-    ("tcp", "server"): (141, 1795257025.927792, 1795257026.091776, 201652, 65, 92),
-    ("tcp", "client"): (140, 1795257025.927805, 1795257026.092972, 200204, 0, 92),
+    ("quic", "server"): (233, 1795257016.322590, 1795257016.477310, 208400, 98, 123, 208400 + 233 * 28),
+    ("quic", "client"): (233, 1795257016.322606, 1795257016.502510, 208400, 11, 123, 208400 + 233 * 28),
+    ("bquic", "server"): (245, 1795257021.326307, 1795257021.595105, 212384, 107, 124, 212384 + 245 * 28),
+    ("bquic", "client"): (240, 1795257021.326321, 1795257021.595128, 208636, 33, 124, 208636 + 240 * 28),
+    ("tcp", "server"): (141, 1795257025.927792, 1795257026.091776, 201652, 65, 92, 208984),
+    ("tcp", "client"): (140, 1795257025.927805, 1795257026.092972, 200204, 0, 92, 207484),
 }
 
 
 @pytest.mark.parametrize("key", sorted(TCPDUMP))
 def test_data_packets_throughput_gaps_and_acks_match_tcpdump(key: tuple[str, str]) -> None:
     name, side = key
-    count, first, last, payload, short, acks = TCPDUMP[key]
+    count, first, last, payload, short, acks, ip_bytes = TCPDUMP[key]
     server, client, flow = _load(name)
     capture = server if side == "server" else client
     assert flow == (SERVER, 4433 if name != "tcp" else 8080, CLIENT, flow[3],
@@ -70,7 +72,8 @@ def test_data_packets_throughput_gaps_and_acks_match_tcpdump(key: tuple[str, str
     assert data[-1].ts == pytest.approx(last, abs=1e-6)
     duration = round(last - first, 6)
     assert metrics.transfer_time(data) == pytest.approx(duration, abs=1e-9)
-    assert metrics.throughput(data) == pytest.approx(8 * payload / duration, rel=1e-9)
+    assert sum(p.payload_len for p in data) == payload
+    assert metrics.throughput(data) == pytest.approx(8 * ip_bytes / duration, rel=1e-9)
     gaps = metrics.inter_packet_times(data)
     assert len(gaps) == count - 1
     assert metrics.short_gap_share(gaps) == pytest.approx(short / (count - 1))
@@ -162,7 +165,7 @@ def test_run_metrics_summary_of_the_bquic_run() -> None:
     .326307 (server), is the handshake's tail (HANDSHAKE_DONE, tickets), sent 8.5 ms before
     the response; the window starts at the next, the first of at least 600 bytes:
     server 244 packets from .334819, client 239 from .334846 to .595128 with 208377 bytes
-    (0.260282 s). Join on the IP ID of those: 239 matched, mean OWD 0.0080293 s, the same 5
+    (215069 IP bytes: 28 more per datagram) (0.260282 s). Join on the IP ID of those: 239 matched, mean OWD 0.0080293 s, the same 5
     lost IDs. ACKs: client 1-RTT datagrams from .334846 on: 123."""
     server, client, _ = _load("bquic")
     record = json.loads((FIXTURES / "bquic/client.json").read_text())
@@ -170,7 +173,7 @@ def test_run_metrics_summary_of_the_bquic_run() -> None:
     assert (summary.proto, summary.data_packets_sent, summary.data_packets_received) == (
         "udp", 244, 239)
     assert summary.loss == pytest.approx(5 / 244)
-    assert summary.throughput == pytest.approx(8 * 208377 / 0.260282)
+    assert summary.throughput == pytest.approx(8 * (208377 + 239 * 28) / 0.260282)
     assert summary.transfer_time == pytest.approx(0.260282, abs=1e-9)
     # goodput is the record's: application bytes over the download time
     assert summary.goodput == pytest.approx(8 * 200_000 / record["completion_time"])
@@ -268,15 +271,15 @@ def test_data_and_ack_classification() -> None:
 
 
 def test_throughput_and_bins_of_equal_spacing() -> None:
-    # 11 packets of 1000 B every 10 ms: 11000 B over 0.1 s = 880 kbit/s
+    # 11 packets of 1000 B payload (1028 IP bytes) every 10 ms: 11308 B over 0.1 s = 904.64 kbit/s
     data = [_udp(i * 0.01, i, size=1000) for i in range(11)]
     assert metrics.transfer_time(data) == pytest.approx(0.1)
-    assert metrics.throughput(data) == pytest.approx(880_000)
+    assert metrics.throughput(data) == pytest.approx(904_640)
     assert metrics.throughput(data[:1]) != metrics.throughput(data[:1])  # NaN for one packet
     bins = metrics.binned_throughput(data, bin_width=0.05)
     # bins [0,50) ms: 5 packets, [50,100): 5, [100,150): 1
-    assert bins["bytes"].tolist() == [5000, 5000, 1000]
-    assert bins["throughput"].tolist() == pytest.approx([800_000, 800_000, 160_000])
+    assert bins["bytes"].tolist() == [5140, 5140, 1028]
+    assert bins["throughput"].tolist() == pytest.approx([822_400, 822_400, 164_480])
     assert bins["time"].tolist() == pytest.approx([0, 0.05, 0.1])
 
 
@@ -355,7 +358,8 @@ def test_the_tls_download_window_starts_at_the_response() -> None:
     session tickets of 287 bytes (.595105, .595137: OpenSSL sends them on the client's
     Finished, which travelled with the request) and the response from .595322 (1448 bytes;
     upper median of the sizes from R on: 1448). Response window: 140 packets, .595322 to
-    .761077, 200513 bytes, 0.165755 s. From the first data packet instead (the old rule):
+    .761077, 200513 bytes (207793 IP bytes: tcpdump -v of the server port's packets from
+    .595322), 0.165755 s. From the first data packet instead (the old rule):
     143 packets from .593645, 201845 bytes, 0.167432 s. Server capture: 173 packets from
     .595310."""
     server, client, flow = _load("tls")
@@ -364,7 +368,7 @@ def test_the_tls_download_window_starts_at_the_response() -> None:
     summary = metrics.run_metrics(server, client, record)
     assert (summary.data_packets_sent, summary.data_packets_received) == (173, 140)
     assert summary.transfer_time == pytest.approx(0.165755, abs=1e-9)
-    assert summary.throughput == pytest.approx(8 * 200513 / 0.165755)
+    assert summary.throughput == pytest.approx(8 * 207793 / 0.165755)
     assert summary.connections[0].first == pytest.approx(1795676544.595322, abs=1e-6)
     everything = metrics.data_packets(client, flow)
     assert len(everything) == 143 and metrics.transfer_time(everything) == pytest.approx(0.167432, abs=1e-9)
