@@ -122,7 +122,8 @@ _METRICS = [
            "TCP: every byte of the retransmission had been sent before in segments the client capture saw)",
            bounds=FRACTION),
     Metric("ampdu_mean", "MPDUs per A-MPDU", "", 1.0, None, "mac",
-           "mean MPDUs per PSDU sent by the radio carrying the download (the AP for a station client)",
+           "mean MPDUs per PSDU the radio carrying the download (the AP for a station client) sent to the "
+           "client",
            bounds=NON_NEGATIVE),
     Metric("ofdma_users_per_ppdu", "stations per OFDMA PPDU", "", 1.0, None, "mac",
            "mean number of stations a downlink multi-user (OFDMA) PPDU of the radio carrying the download "
@@ -147,7 +148,7 @@ _METRICS = [
     Metric("mac_delay_median", "MAC delay, median", "ms", 1e3, "lower", "mac",
            "median time a data frame of the node sending the download's last hop (the AP for a station) "
            "spent from entering its radio queue to the receiver's MAC acknowledgement (queueing, channel "
-           "access, retries), over its frames to every receiver", bounds=NON_NEGATIVE),
+           "access, retries), over its frames to the client", bounds=NON_NEGATIVE),
     Metric("mac_delay_p95", "MAC delay, 95th percentile", "ms", 1e3, "lower", "mac",
            "95th percentile of that time", bounds=NON_NEGATIVE),
     Metric("queue_delay_median", "queue delay, median", "ms", 1e3, "lower", "mac",
@@ -162,11 +163,12 @@ _METRICS = [
              "(that hop's sender to its receiver)", bounds=NON_NEGATIVE)
       for k in range(1, MAX_HOP_METRICS + 1)),
     Metric("airtime_share", "airtime", "%", 100.0, None, "mac",
-           "share of the run's time the radio carrying the download was transmitting", bounds=FRACTION),
+           "share of the download's time (first connection to last byte) the radio carrying it spent "
+           "transmitting data PSDUs to the client", bounds=FRACTION),
     Metric("airtime_per_mb", "airtime per MB", "ms", 1e3, "lower", "mac",
-           "transmit time of the radio carrying the download (data, control, management) per megabyte "
-           "delivered: what aggregation saves", bounds=NON_NEGATIVE),
-    Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio",
+           "transmit time of the data PSDUs the radio carrying the download sent to the client, per "
+           "megabyte delivered: what aggregation saves", bounds=NON_NEGATIVE),
+    Metric("mac_retries", "MAC retries", "", 1.0, "lower", "mac", "retransmitted MPDUs of that radio to the client",
            bounds=NON_NEGATIVE),
     Metric("lag_max", "ns-3 lag max", "ms", 1e3, "lower", "mac", "largest lag of the simulator behind the wall clock",
            bounds=NON_NEGATIVE),

@@ -67,3 +67,21 @@ def merge_nodes(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {key: sum(s.get(key, 0) for s in summaries) for key in NODE_SUMS}
     merged.update({key: merge_histograms(*(s.get(key, {}) for s in summaries)) for key in NODE_HISTOGRAMS})
     return summarise_node(merged)
+
+
+def receiver_summary(radios: dict[str, Any], senders: list[str], receiver: str) -> dict[str, Any] | None:
+    """What the ``senders``' radios sent to ``receiver`` alone (their ``per_receiver`` entries):
+    PSDUs, MPDUs, retries, airtime, the A-MPDU and MAC delay histograms, and the figures made
+    from them. Other receivers of the same AP, and a relay's other radio (its upstream ACKs),
+    stay out. None when no radio kept per-receiver figures with histograms (older folders)."""
+    entries = [radio["per_receiver"][receiver] for radio in radios.values()
+               if radio.get("node") in senders and receiver in (radio.get("per_receiver") or {})]
+    if not entries or any("mac_delay_100us" not in entry for entry in entries):
+        return None
+    summary: dict[str, Any] = {key: sum(entry[key] for entry in entries)
+                               for key in ("psdus", "mpdus", "retries", "airtime_s")}
+    summary["histogram"] = merge_histograms(*(entry["histogram"] for entry in entries))
+    summary["mac_delay_100us"] = merge_histograms(*(entry["mac_delay_100us"] for entry in entries))
+    summary["mean_mpdus_per_ampdu"] = summary["mpdus"] / summary["psdus"] if summary["psdus"] else 0.0
+    summary["mac_delay"] = delay_summary(summary["mac_delay_100us"])
+    return summary

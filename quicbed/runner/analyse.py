@@ -34,7 +34,7 @@ from quicbed.analysis.metrics import (
     tcp_retransmissions,
     total_time,
 )
-from quicbed.analysis.mac import merge_nodes
+from quicbed.analysis.mac import merge_nodes, receiver_summary
 from quicbed.analysis.mobility import aps_used, capture_outages, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
@@ -443,12 +443,15 @@ def bdp_metrics(series: CwndSeries | None, delivery_rate: float | None) -> dict[
     return {"cwnd_over_bdp": mean / bdp, "cwnd_above_bdp": shares.get("above", 0.0)}
 
 
-def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None) -> dict[str, float]:
-    """A-MPDU size, airtime (and per megabyte of the ``app_bytes`` delivered), retries, MAC
-    delay and downlink OFDMA of the node that transmits the download's last hop to the client
-    (the AP for a station), and the client's uplink OFDMA;
+def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None,
+                window_s: float | None = None) -> dict[str, float]:
+    """A-MPDU size, airtime (its share of the download's ``window_s``, and per megabyte of the
+    ``app_bytes`` delivered), retries and MAC delay of what the node that transmits the
+    download's last hop (the AP for a station, every AP a roaming client used) sent to the
+    client alone; its queue discipline and downlink OFDMA, and the client's uplink OFDMA;
     MPDUs per A-MPDU on each wireless hop (sender to receiver, from the server's side); and
-    the simulator's lag."""
+    the simulator's lag. Folders from before per-receiver histograms fall back to the sender's
+    figures over every receiver and the whole snapshot."""
     path = folder / "mac-stats.json"
     if not path.exists():
         return {}
@@ -462,14 +465,24 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
     # one AP's summary as written: results folders from before the node histograms were kept
     # have its figures but not the histograms a merge needs
     node = summaries[0] if len(summaries) == 1 else merge_nodes(summaries) if summaries else None
-    if node:
-        values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
-                      mac_retries=node["retries"])
+    own = receiver_summary(stats.get("radios", {}), senders, hops[-1][1]) if hops else None
+    if own:
+        values.update(ampdu_mean=own["mean_mpdus_per_ampdu"], mac_retries=own["retries"])
+        if window_s:
+            values["airtime_share"] = own["airtime_s"] / window_s
         if app_bytes:
-            values["airtime_per_mb"] = node["airtime_s"] / (app_bytes / 1e6)
-        delay = node.get("mac_delay") or {}
-        if delay.get("frames"):
-            values.update(mac_delay_median=delay["median_s"], mac_delay_p95=delay["p95_s"])
+            values["airtime_per_mb"] = own["airtime_s"] / (app_bytes / 1e6)
+        if own["mac_delay"]["frames"]:
+            values.update(mac_delay_median=own["mac_delay"]["median_s"], mac_delay_p95=own["mac_delay"]["p95_s"])
+    if node:
+        if not own:
+            values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
+                          mac_retries=node["retries"])
+            if app_bytes:
+                values["airtime_per_mb"] = node["airtime_s"] / (app_bytes / 1e6)
+            delay = node.get("mac_delay") or {}
+            if delay.get("frames"):
+                values.update(mac_delay_median=delay["median_s"], mac_delay_p95=delay["p95_s"])
         sojourn = node.get("queue_disc_sojourn") or {}
         if sojourn.get("frames"):
             values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
@@ -618,7 +631,8 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tup
         sender, series = sender_metrics(folder, record)
         values.update(sender)
         values.update(bdp_metrics(series, values.get("throughput") or values.get("goodput")))
-    values.update(mac_metrics(folder, wireless_hops or [], record.get("bytes") if record.get("ok") else None))
+    values.update(mac_metrics(folder, wireless_hops or [], record.get("bytes") if record.get("ok") else None,
+                              record.get("total_time") if record.get("ok") else None))
     if wireless_hops and "handovers" not in values:
         values.update(association_metrics(folder, record, wireless_hops[-1][1]))
     return _finite(values)

@@ -117,6 +117,37 @@ def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
 
 
 
+def test_mac_metrics_are_the_clients_own_over_the_transfer(tmp_path: Path) -> None:
+    """An AP sends to the client (sta1) and to a competitor's station (sta2); the snapshot was
+    taken 2 s after a 0.5 s transfer. The last hop's figures are the frames to sta1 alone, and
+    its airtime share is over the transfer, not over the snapshot's idle tail. On a relay
+    (mp1, two radios) only the radio that sends to the client counts, not the upstream one
+    whose frames are ACKs."""
+    def receiver(psdus: int, mpdus: int, retries: int, airtime: float, delays: dict[str, int]) -> dict:
+        return {"psdus": psdus, "mpdus": mpdus, "retries": retries, "airtime_s": airtime,
+                "mean_mpdus_per_ampdu": mpdus / psdus, "histogram": {str(mpdus // psdus): psdus},
+                "mac_delay_100us": delays}
+    (tmp_path / "mac-stats.json").write_text(json.dumps({
+        "nodes": {"ap1": summarise_node({"airtime_s": 0.6, "airtime_share": 0.24, "data_psdus": 150,
+                                         "data_mpdus": 2100, "retries": 25, "mac_drops": 0, "queue_drops": 0,
+                                         "discipline_drops": 0, "histogram": {}, "mac_delay_100us": {"30": 150},
+                                         "sojourn_100us": {}})},
+        "radios": {"r0": {"node": "ap1", "per_receiver": {
+            "sta1": receiver(100, 2000, 5, 0.2, {"10": 100}),  # the download
+            "sta2": receiver(50, 100, 20, 0.4, {"80": 50})}}},  # the competitor's station
+        "interval": {"sim_s": 2.5}}))
+    values = mac_metrics(tmp_path, [("ap1", "sta1")], app_bytes=1_000_000, window_s=0.5)
+    assert values["ampdu_mean"] == 20.0 and values["mac_retries"] == 5
+    assert values["airtime_share"] == pytest.approx(0.2 / 0.5) and values["airtime_per_mb"] == pytest.approx(0.2)
+    assert values["mac_delay_median"] == pytest.approx(1.05e-3)
+    (tmp_path / "mac-stats.json").write_text(json.dumps({
+        "nodes": {"mp1": {"mean_mpdus_per_ampdu": 5.0, "airtime_share": 0.5, "airtime_s": 1.0, "retries": 9}},
+        "radios": {"up": {"node": "mp1", "per_receiver": {"mp0": receiver(400, 400, 8, 0.3, {"5": 400})}},
+                   "down": {"node": "mp1", "per_receiver": {"sta1": receiver(40, 800, 1, 0.1, {"12": 40})}}}}))
+    values = mac_metrics(tmp_path, [("mp0", "mp1"), ("mp1", "sta1")], window_s=1.0)
+    assert values["ampdu_mean"] == 20.0 and values["mac_retries"] == 1 and values["airtime_share"] == pytest.approx(0.1)
+
+
 def test_mac_metrics_of_a_roaming_client_take_every_ap_it_used(tmp_path: Path) -> None:
     """The route names ap1 (the topology's first AP), but sta1 walked to ap2: the last hop's
     figures are both APs' frames together, not ap1's alone."""
@@ -272,7 +303,8 @@ def test_every_connection_of_a_six_connection_page_is_analysed(tmp_path: Path) -
     59678: 50 69487 .413500 .657499   59684: 37 52423 .458068 .656290
     59688: 23 31051 .469002 .633225   59690: 20 28942 .467802 .576919
     59702: 27 37899 .464809 .612345   59716: 31 44619 .466579 .630403
-    so 188 packets, 264421 bytes from .413500 to .657499 (0.243999 s). Server side, joined
+    so 188 packets, 264421 bytes (274197 IP bytes: 52 more per packet, IP and TCP with
+    timestamps) from .413500 to .657499 (0.243999 s). Server side, joined
     on the IP ID: sent 59 46 36 31 40 47 (259), lost 9 9 13 11 13 16 (71). The tcp_probe
     events of the six sockets (``zcat | grep dest=10.0.0.1:c``, mono_to_epoch of
     tcp_probe.json added), each from its first event to its last snd_una advance, plain
@@ -280,7 +312,7 @@ def test_every_connection_of_a_six_connection_page_is_analysed(tmp_path: Path) -
     0.254939 0.231698 0.175143 0.210383 0.227883 s: 11.163306 segments, x 1448 bytes."""
     folder, record = _copy_run(tmp_path, "page")
     values = run_metrics_of(folder, record)
-    assert values["throughput"] == pytest.approx(8 * 264421 / 0.243999)
+    assert values["throughput"] == pytest.approx(8 * (264421 + 188 * 52) / 0.243999)
     assert values["transfer_time"] == pytest.approx(0.243999, abs=1e-9)
     assert values["loss"] == pytest.approx(71 / 259)
     assert values["cwnd_mean"] == pytest.approx(11.163306283971016 * 1448)
@@ -343,8 +375,8 @@ def test_a_small_download_is_never_replaced_by_a_larger_flow(tmp_path: Path) -> 
     record = {"tool": "quicbed-quic-client", "ok": True, "bytes": 4800, "completion_time": 0.02,
               "server": {"host": "10.0.0.2", "port": 4433, "address": "10.0.0.2"}}
     values = run_metrics_of(tmp_path, record)
-    # the 5 kB response: 5 x 1000 bytes from 1000.0205 to 1000.0285 at the client, 3 ACKs
-    assert values["throughput"] == pytest.approx(8 * 5000 / 0.008)
+    # the 5 kB response: 5 x 1000 bytes (1028 IP bytes) from 1000.0205 to 1000.0285 at the client, 3 ACKs
+    assert values["throughput"] == pytest.approx(8 * 5 * 1028 / 0.008)
     assert values["ack_ratio"] == pytest.approx(3 / 5)
     # a record whose port sent nothing has no capture metrics, and says why
     values = run_metrics_of(tmp_path, {**record, "server": {"port": 4434}})

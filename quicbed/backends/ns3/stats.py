@@ -171,7 +171,8 @@ def _receiver(raw: dict[str, Any]) -> dict[str, Any]:
     """One receiver's share of a radio's transmissions, and (mac80211 queues) its own queue."""
     entry = {"psdus": raw["psdus"], "mpdus": raw["mpdus"], "retries": raw["retries"],
              "airtime_s": raw.get("airtime_s", 0.0), "mean_mpdus_per_ampdu": raw["mean_mpdus_per_psdu"],
-             "histogram": raw["mpdus_per_psdu"], "mac_delay": delay_summary(raw.get("mac_delay_100us", {}))}
+             "histogram": raw["mpdus_per_psdu"], "mac_delay": delay_summary(raw.get("mac_delay_100us", {})),
+             "mac_delay_100us": raw.get("mac_delay_100us", {})}
     if queue := raw.get("queue"):
         entry["queue"] = {**_queue(queue), "backlog_packets": queue["backlog_packets"],
                           "airtime_s": queue["airtime_s"], "turns": queue["turns"]}
