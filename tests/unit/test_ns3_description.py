@@ -605,3 +605,34 @@ def test_the_frame_ledger_is_on_by_default_and_its_settle_time_checked():
     assert (described["frame_ledger"], described["frame_ledger_settle_ms"]) == (False, 500)
     with pytest.raises(BackendError, match="frame_ledger_settle_s=0: must be more than 0"):
         Ns3Network(topo, frame_ledger_settle_s=0)
+
+
+def test_fastack_is_refused_for_stations_that_move():
+    """A station that leaves its AP's range still acknowledges frames at the MAC and drops them:
+    the AP's acknowledgements for it would be lies, so FastACK and a trajectory do not mix."""
+    from quicbed import Topology
+
+    topo = Topology("walker")
+    server, ap = topo.add_host("server"), topo.add_access_point("ap1", fastack=True)
+    topo.add_link(ap, server, rate="1gbit")
+    still = topo.add_station("sta1", position=(5, 0, 0))
+    walker = topo.add_station("sta2", waypoints=[(0, 5, 0, 0), (10, 300, 0, 0)])
+    topo.add_wireless_link(still, ap)
+    topo.add_wireless_link(walker, ap)
+    with pytest.raises(BackendError, match=r"nodes\[ap1\]\.fastack: sta2 move\(s\).*fix: drop fastack, or the trajectory"):
+        build(topo)
+
+
+def test_a_fastack_that_gave_up_on_a_flow_makes_the_run_invalid():
+    """After its resends ran out the AP drops the data it had acknowledged: the sender never
+    sends it again, the connection stalls, and the run must not count."""
+    raw = {"final": True, "ready": True, "interval": {"sim_s": 2.0, "wall_s": 2.0, "cpu_s": 1.0, "cpu_share": 0.5},
+           "lag": {"samples": 2000, "max_ms": 0.5, "mean_ms": 0.1}, "radios": [], "wires": [], "taps": [],
+           "mesh": [], "bridges": [{"node": "ap1", "fastack": {"flows_abandoned": 0, "flows_ended": 1}}]}
+    assert summarize(raw)["valid"]
+    raw["bridges"][0]["fastack"]["flows_abandoned"] = 1
+    summary = summarize(raw)
+    assert not summary["valid"]
+    assert summary["invalid_reasons"] == ["access point ap1's FastACK gave up on 1 flow(s) after acknowledging data "
+                                          "its station never got: the sender's connection stalled "
+                                          "(docs/ns3-backend.md, 'ACK acceleration')"]

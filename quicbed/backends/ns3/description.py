@@ -252,6 +252,11 @@ def _number_first(value: Any) -> tuple[int, Any]:
     return (0, value) if number else (1, str(value))
 
 
+def links_stations(links: list[WirelessLink], ap: str) -> list[str]:
+    """The stations of an AP's wireless links (the other end of each)."""
+    return [link.node1 if link.node2 == ap else link.node2 for link in links]
+
+
 def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
     """The settings a radio serving ``links`` transmits with; refuses conflicting ones."""
     first = links[0].radio
@@ -486,6 +491,13 @@ class _Description:
                     f"{common.queue.kind} discipline in front of it (the discipline drops data the AP has "
                     "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')")
             roamers = sorted(s for s, aps in roaming.items() if ap.name in aps)
+            movers = sorted(name for name in links_stations(links, ap.name)
+                            if getattr(self.topo.nodes[name], "trajectory", None))
+            if ap.fastack and movers:
+                raise BackendError(
+                    f"nodes[{ap.name}].fastack: {', '.join(movers)} move(s), and a station that moves out of "
+                    f"{ap.name}'s range still acknowledges frames at the MAC and drops them, so the AP would "
+                    "acknowledge bytes the station never got (fix: drop fastack, or the trajectory)")
             if ap.fastack and roamers:
                 raise BackendError(
                     f"nodes[{ap.name}].fastack: {', '.join(roamers)} roam(s) to and from {ap.name}, and the "

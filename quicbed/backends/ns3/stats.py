@@ -253,6 +253,14 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         for radio_id in channel["radios"]:
             radios[radio_id]["channel_airtime_share"] = (radios[radio_id]["airtime_s"]["total"] / channel["airtime_s"]
                                                          if channel["airtime_s"] else 0.0)
+    bridges = {b["node"]: {k: v for k, v in b.items() if k != "node"} for b in raw.get("bridges", [])}
+    for name, bridge in bridges.items():
+        abandoned = (bridge.get("fastack") or {}).get("flows_abandoned") or 0
+        if abandoned:  # the sender freed data the AP acknowledged for it: that connection stalled for good
+            valid = False
+            reasons = [*reasons, f"access point {name}'s FastACK gave up on {abandoned} flow(s) after "
+                       "acknowledging data its station never got: the sender's connection stalled (docs/ns3-backend.md, "
+                       "'ACK acceleration')"]
     return {
         "valid": valid, "invalid_reasons": reasons, "max_behind_share": max_behind_share,
         "max_slow_share": MAX_SLOW_SHARE, **judged,
@@ -264,7 +272,7 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         "wires": {w["name"]: {"forward": w["forward"], "backward": w["backward"]} for w in raw.get("wires", [])},
         "taps": {t["id"]: {k: v for k, v in t.items() if k != "id"} for t in raw.get("taps", [])},
         "mesh": {m["node"]: {k: v for k, v in m.items() if k != "node"} for m in raw.get("mesh", [])},
-        "bridges": {b["node"]: {k: v for k, v in b.items() if k != "node"} for b in raw.get("bridges", [])},
+        "bridges": bridges,
         **({"motion": _motion(raw["motion"], owners)} if raw.get("motion") else {}),
     }
 
