@@ -526,3 +526,50 @@ def test_the_stations_ack_of_the_last_fin_ends_the_connection_though_the_ap_answ
     assert not swallowed.of("passed")
     stats = model.stats()
     assert (stats["flows_ended"], stats["flows_active"], stats["held_bytes"]) == (1, 0, 0)
+
+
+# --------------------------------------------------------------------------- probes and FINs the sender must hear
+
+
+def test_an_idle_keepalive_from_the_station_reaches_the_sender(model: Model) -> None:
+    """A keep-alive is a pure ACK one byte before the station's next sequence number, sent so
+    that the server answers: consumed at the AP it would go unanswered and, after the probes,
+    the station's TCP would drop an idle connection that is alive."""
+    flow = Connection(model)
+    flow.send(0)
+    model.air()
+    model.station(flow.ack(BASE + MSS))  # the ordinary ACK: swallowed, the AP answered already
+    keepalive = Segment(STATION, SERVER, flow.station_seq - 1, BASE + MSS, ACK, 512, 0, (flow.clock + 1, 7))
+    passed = model.station(keepalive).of("passed")
+    assert [(s.seq, s.ack) for s in passed] == [(flow.station_seq - 1, BASE + MSS)]
+    assert model.stats()["station_acks_passed"] >= 1
+
+
+def test_an_upload_to_a_slow_reader_keeps_probing_the_closed_window(model: Model) -> None:
+    """The station uploads; the server's reader is slow and its window closes. The station's
+    zero-window probes (Linux: a pure ACK at snd_una - 1) must reach the server, whose answers
+    reopen the window; consumed, the upload would wait for good."""
+    flow = Connection(model)
+    upload = flow.ack(BASE, payload=1000)
+    assert model.station(upload).of("passed")  # data always passes
+    model.sender(Segment(SERVER, STATION, BASE, flow.station_seq, ACK, 0, 0, (flow.clock + 1, 7)))  # window 0
+    probe = Segment(STATION, SERVER, flow.station_seq - 1, BASE, ACK, 512, 0, (flow.clock + 2, 7))
+    for _ in range(3):
+        assert [s.seq for s in model.station(probe).of("passed")] == [flow.station_seq - 1]
+
+
+def test_a_bare_fin_sent_again_after_its_ack_was_lost_is_answered(model: Model) -> None:
+    """The server's bare FIN reached the station, whose ACK passed to the server and was lost on
+    the wire; the server sends the FIN again. The station's ACK of the copy is no news to the AP
+    (it would stop there), so the AP answers the FIN itself, as it does for data sent again."""
+    flow = Connection(model)
+    flow.send(0)
+    model.air()
+    fin = Segment(SERVER, STATION, BASE + MSS, flow.station_seq, ACK | FIN, 502, 0, (flow.clock + 1, 7))
+    model.sender(fin)
+    model.air()
+    model.station(flow.ack(BASE + MSS + 1))  # ahead of the AP: passed, and lost after the AP
+    again = model.sender(Segment(SERVER, STATION, BASE + MSS, flow.station_seq, ACK | FIN, 502, 0,
+                                 (flow.clock + 2, 7)))
+    assert acks(again) == [MSS + 1]
+    assert not again.of("radio")  # not sent to the station again

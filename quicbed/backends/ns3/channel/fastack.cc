@@ -308,6 +308,13 @@ FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Addr
     {
         Repeat(flow, seg); // a window probe or keep-alive: the station's answer is consumed
     }
+    else if ((seg.flags & TcpView::FIN) && !After(seg.End(), flow.acked))
+    {
+        // a bare FIN sent again: the sender never heard the ACK it got (the station's, passed, or
+        // the AP's), and the station's answer to a copy would stop here, being no news
+        Repeat(flow, seg);
+        taken = true;
+    }
     EndIfClosed(flow);
     return taken;
 }
@@ -491,7 +498,10 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
         // sender would read as its retransmission's original arriving (Linux: TCPTSReorder)
         flow.tsRecent = seg.tsEcr;
     }
-    if (ahead || !seg.PureAck())
+    // a keep-alive or zero-window probe: a pure ACK from before the station's next sequence
+    // number, sent for the sender's answer (RFC 9293 3.8.4, 3.8.6.1); consumed, it would go unanswered
+    bool probe = seg.PureAck() && After(flow.stationSeq, seg.seq);
+    if (ahead || !seg.PureAck() || probe)
     {
         if (ahead)
         {
