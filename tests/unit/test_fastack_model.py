@@ -573,3 +573,26 @@ def test_a_bare_fin_sent_again_after_its_ack_was_lost_is_answered(model: Model) 
                                  (flow.clock + 2, 7)))
     assert acks(again) == [MSS + 1]
     assert not again.of("radio")  # not sent to the station again
+
+
+CWR = 0x80
+
+
+def test_a_late_ece_is_not_echoed_after_the_senders_cwr(model: Model) -> None:
+    """Linux's receiver sets ECE on every ACK from a CE mark until a segment with CWR reaches it
+    (RFC 3168 6.1.3). The sender reduces its window once and marks its next segment CWR; the
+    station's ACKs sent before that segment arrived still carry ECE. Echoed on the AP's ACKs of
+    data after the CWR, they would read as new congestion: a second reduction. A station ECE on
+    an ACK that covers the CWR segment is a new mark, and is echoed."""
+    flow = Connection(model)
+    flow.send(0, MSS)
+    model.air()
+    model.station(flow.ack(BASE + MSS, flags=ACK | ECE))
+    assert [a.flags & ECE for a in model.air().of("to_sender")] == [ECE]
+    cwr = flow.data(2 * MSS, flags=ACK | CWR)
+    model.sender(cwr)
+    model.station(flow.ack(BASE + 2 * MSS, flags=ACK | ECE))  # sent before the CWR segment reached it
+    assert [a.flags & ECE for a in model.air().of("to_sender")] == [0]  # the AP's ACK of the CWR segment
+    flow.send(3 * MSS)
+    model.station(flow.ack(BASE + 3 * MSS, flags=ACK | ECE))  # covers the CWR segment: a new CE
+    assert [a.flags & ECE for a in model.air().of("to_sender")] == [ECE]

@@ -295,6 +295,14 @@ FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Addr
         flow.senderFin = true;
         flow.senderFinSeq = seg.seq + seg.payload;
     }
+    if ((seg.flags & TcpView::CWR) && seg.payload > 0)
+    {
+        // the sender answered the ECE: echoing it again, from station ACKs sent before the
+        // station saw this segment, would make the sender reduce its window a second time
+        flow.cwrPending = true;
+        flow.cwrEnd = seg.End();
+        flow.ece = false;
+    }
     bool taken = false;
     if (seg.payload > 0)
     {
@@ -466,7 +474,7 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
     {
         flow.stationAcked = seg.ack;
         flow.stationWindow = seg.window;
-        flow.ece = seg.flags & TcpView::ECE;
+        flow.ece = StationEce(flow, seg);
         flow.duplicates = 0;
         if (flow.senderFin && After(seg.ack, flow.senderFinSeq))
         {
@@ -479,7 +487,7 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
         // RFC 5681: no data, no SYN/FIN, the highest ACK, the same window, data outstanding
         bool duplicate = seg.PureAck() && seg.window == flow.stationWindow && flow.heldBytes > 0;
         flow.stationWindow = seg.window;
-        flow.ece = seg.flags & TcpView::ECE;
+        flow.ece = StationEce(flow, seg);
         if (duplicate)
         {
             stationDuplicates++;
@@ -516,6 +524,23 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
     WindowUpdate(flow);
     EndIfClosed(flow); // the station's ACK of a FIN the AP already answered can be the last packet
     return true;
+}
+
+bool
+FastAck::StationEce(Flow& flow, const TcpView& seg)
+{
+    // the station echoes CE on every ACK until a segment with CWR reaches it: its ECE on an ACK
+    // below the sender's CWR segment is the congestion the sender already answered; on an ACK
+    // that covers it, a new CE mark
+    if (flow.cwrPending)
+    {
+        if (After(flow.cwrEnd, seg.ack))
+        {
+            return false;
+        }
+        flow.cwrPending = false;
+    }
+    return seg.flags & TcpView::ECE;
 }
 
 uint16_t

@@ -36,7 +36,7 @@ struct TcpView
     int windowScale = -1; // from a SYN's option (-1: none)
     bool sackPermitted = false;
 
-    static constexpr uint8_t FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10, ECE = 0x40;
+    static constexpr uint8_t FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10, ECE = 0x40, CWR = 0x80;
 
     /// False for anything that is not a whole IPv4 TCP segment (fragments included).
     bool Parse(const std::vector<uint8_t>& ip);
@@ -161,6 +161,8 @@ class FastAck
         uint32_t senderTsVal = 0; // the sender's latest TSval
         uint32_t tsRecent = 0; // RFC 7323 TS.Recent of this end
         bool ece = false;      // the station's last ACK asked for ECN echo
+        bool cwrPending = false; // the sender said CWR, and no station ACK covered that segment yet
+        uint32_t cwrEnd = 0;     // the end of the sender's last segment with CWR
         int duplicates = 0;    // consecutive duplicate ACKs from the station (RFC 5681)
         int silentExpiries = 0; // of the timer since the station's TCP last progressed
         bool ackScheduled = false;
@@ -201,6 +203,8 @@ class FastAck
     Flow* Established(std::map<Key, Flow>::iterator it, const TcpView& seg);
     /// A data segment of an accelerated connection from the sender.
     bool SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip);
+    /// Whether the AP's ACKs echo ECE after this ACK of the station (RFC 3168 6.1.3).
+    static bool StationEce(Flow& flow, const TcpView& seg);
     /// The AP's ACK again: its last one was lost between the AP and the sender.
     void Repeat(Flow& flow, const TcpView& seg);
     /// The held segment covering sequence number at (held.end() if none).
