@@ -240,6 +240,7 @@ class Download:
     station_acks_sent: int  # the station's pure ACKs, at the station
     station_acks_heard: int  # the station's pure ACKs (and the AP's on its behalf), at the server
     server_netstat: dict[str, int]  # TcpExt counters of the server during the downloads
+    ap_bytes_per_mpdu: float  # the AP radio's data bytes per data MPDU (above one MSDU's: A-MSDUs)
 
 
 def _stalls(judged: dict[str, Any], limit: float) -> list[str]:
@@ -282,11 +283,17 @@ def _download(tmp_path: Path, fastack: bool = True, wired_loss: float = 0, ack_l
                             station_address=cell.station.address, server_address=cell.server.address,
                             station_acks_sent=_pure_acks(captures.path("station"), cell.station.address),
                             station_acks_heard=_pure_acks(captures.path("server"), cell.station.address),
-                            server_netstat={k: after[k] - before.get(k, 0) for k in after}), []
+                            server_netstat={k: after[k] - before.get(k, 0) for k in after},
+                            ap_bytes_per_mpdu=_bytes_per_mpdu(judged, "ap1")), []
 
     download, _ = in_real_time(attempt, "download")
     assert download is not None
     return download
+
+
+def _bytes_per_mpdu(stats: dict[str, Any], node: str) -> float:
+    radio = next(radio for radio in stats["radios"].values() if radio["node"] == node)
+    return radio["data_bytes"] / radio["data_mpdus"] if radio["data_mpdus"] else 0.0
 
 
 def _ended_cleanly(fastack: dict[str, Any], flows: int) -> None:
@@ -722,6 +729,8 @@ def test_a_msdu_frames_confirm_their_segments(tmp_path: Path) -> None:
     subframes (it used to skip them, so nothing was ever confirmed and no ACK sent from the
     air)."""
     run = _download(tmp_path, amsdu=True)
+    # the AP formed A-MSDUs: an MPDU of one MSDU is at most 1500 + 8 (LLC) + MAC header bytes
+    assert run.ap_bytes_per_mpdu > 2000, run.ap_bytes_per_mpdu
     assert run.fastack["accelerated"] >= SIZE // MSS, run.fastack
     assert run.fastack["delivered_over_air"] >= run.fastack["accelerated"], run.fastack
     _ended_cleanly(run.fastack, 1)

@@ -136,6 +136,10 @@ class Model(DriverProcess):
     def drop(self, frames: int = 1) -> Events:
         return self.do(f"drop {frames}")
 
+    def air_at(self, frame: int) -> Events:
+        """The station's MAC confirms queued frame ``frame`` (0: the first) before those ahead of it."""
+        return self.do(f"air_at {frame}")
+
     def wait(self, ms: float) -> Events:
         return self.do(f"wait {ms}")
 
@@ -596,3 +600,15 @@ def test_a_late_ece_is_not_echoed_after_the_senders_cwr(model: Model) -> None:
     flow.send(3 * MSS)
     model.station(flow.ack(BASE + 3 * MSS, flags=ACK | ECE))  # covers the CWR segment: a new CE
     assert [a.flags & ECE for a in model.air().of("to_sender")] == [ECE]
+
+
+def test_a_frame_the_mac_confirms_out_of_order_is_acknowledged_with_those_before_it(model: Model) -> None:
+    """A block ACK may confirm a later MPDU first. The AP acknowledges only what the station has
+    without a gap: nothing while the frame before is pending, then both at once."""
+    flow = Connection(model)
+    flow.send(0, MSS, 2 * MSS)
+    assert acks(model.air_at(1)) == []  # the second segment first: the first is still pending
+    assert acks(model.air()) == [2 * MSS]  # the first: both
+    assert acks(model.air()) == [3 * MSS]
+    stats = model.stats()
+    assert stats["delivered_over_air"] == 3

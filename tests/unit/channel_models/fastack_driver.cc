@@ -8,6 +8,8 @@
 //   station HEX     an IPv4 packet from the station
 //   air N           the station's MAC acknowledges the first N queued frames
 //   drop N          the MAC gives up on the first N queued frames
+//   air_at K        the station's MAC acknowledges queued frame K (0: the first) alone, out of
+//                   order (a block ACK confirming a later MPDU first)
 //   wait MS         simulated time passes
 //   stats           the model's counters
 //
@@ -130,6 +132,16 @@ main()
                 std::vector<uint8_t> ip = radio.front();
                 radio.pop_front();
                 command == "air" ? model.Delivered(ip) : model.Dropped(ip);
+            }
+        }
+        else if (command == "air_at")
+        {
+            size_t at = std::stoul(argument);
+            if (at < radio.size())
+            {
+                std::vector<uint8_t> ip = radio[at];
+                radio.erase(radio.begin() + at);
+                model.Delivered(ip);
             }
         }
         else if (command == "wait")
