@@ -136,6 +136,9 @@ class Model(DriverProcess):
     def drop(self, frames: int = 1) -> Events:
         return self.do(f"drop {frames}")
 
+    def expire(self, frames: int = 1) -> Events:
+        return self.do(f"expire {frames}")
+
     def air_at(self, frame: int) -> Events:
         """The station's MAC confirms queued frame ``frame`` (0: the first) before those ahead of it."""
         return self.do(f"air_at {frame}")
@@ -612,3 +615,21 @@ def test_a_frame_the_mac_confirms_out_of_order_is_acknowledged_with_those_before
     assert acks(model.air()) == [3 * MSS]
     stats = model.stats()
     assert stats["delivered_over_air"] == 3
+
+
+def test_copies_that_outlive_the_queue_are_resent_without_giving_up(model: Model) -> None:
+    """A copy dropped for its age in a slow cell's queue says nothing of the station: it is sent
+    again every time, and the connection is never given up for it (before, the fourth expiry
+    abandoned the flow and the data the AP had acknowledged). The air's failures still count."""
+    flow = Connection(model)
+    flow.send(0)
+    for _ in range(3 * MAX_RESENDS):
+        assert [s.seq - BASE for s in model.expire().of("radio")] == [0]
+    assert acks(model.air()) == [MSS]
+    stats = model.stats()
+    assert stats["flows_abandoned"] == 0 and stats["most_resends"] == 0
+    flow.send(MSS)
+    for _ in range(MAX_RESENDS):
+        model.drop()
+    model.drop()  # the air failed a fifth time: the station is out of reach
+    assert model.stats()["flows_abandoned"] == 1

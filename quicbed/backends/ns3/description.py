@@ -252,6 +252,11 @@ def _number_first(value: Any) -> tuple[int, Any]:
     return (0, value) if number else (1, str(value))
 
 
+#: the MAC queue lifetime of an access point with FastACK (ms): an hour, longer than any run, so
+#: that only the air, never the queue's age, drops data the AP has acknowledged for a station
+FASTACK_QUEUE_LIFETIME_MS = 3_600_000
+
+
 def links_stations(links: list[WirelessLink], ap: str) -> list[str]:
     """The stations of an AP's wireless links (the other end of each)."""
     return [link.node1 if link.node2 == ap else link.node2 for link in links]
@@ -520,7 +525,10 @@ class _Description:
                     self.nodes.append(self.station_node(station, link, [ap], position))
             ap_radio = replace(common, guard_interval=sgi)
             ports.append(self.radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
-                                         {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {})}))
+                                         {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {}),
+                                          # an accelerating AP keeps what it acknowledged until the station
+                                          # has it: no 500 ms queue lifetime (ns-3's) in a slow cell
+                                          **({"queue_max_delay_ms": FASTACK_QUEUE_LIFETIME_MS} if ap.fastack else {})}))
         elif ap.fastack:
             raise BackendError(f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
                                "(fix: link stations to it, or drop fastack)")

@@ -258,9 +258,9 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         abandoned = (bridge.get("fastack") or {}).get("flows_abandoned") or 0
         if abandoned:  # the sender freed data the AP acknowledged for it: that connection stalled for good
             valid = False
-            reasons = [*reasons, f"access point {name}'s FastACK gave up on {abandoned} flow(s) after "
-                       "acknowledging data its station never got: the sender's connection stalled (docs/ns3-backend.md, "
-                       "'ACK acceleration')"]
+            reasons = [*reasons, f"access point {name}'s FastACK gave up on {abandoned} flow(s): data it had "
+                       "acknowledged for the station may never have reached it, and the flow ran on unaccelerated "
+                       "(docs/ns3-backend.md, 'ACK acceleration')"]
     return {
         "valid": valid, "invalid_reasons": reasons, "max_behind_share": max_behind_share,
         "max_slow_share": MAX_SLOW_SHARE, **judged,

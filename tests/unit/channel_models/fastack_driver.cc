@@ -7,7 +7,8 @@
 //   sender HEX      an IPv4 packet from the wired sender for the station
 //   station HEX     an IPv4 packet from the station
 //   air N           the station's MAC acknowledges the first N queued frames
-//   drop N          the MAC gives up on the first N queued frames
+//   drop N          the MAC gives up on the first N queued frames (its retries failed)
+//   expire N        the first N queued frames outlived the queue's lifetime
 //   air_at K        the station's MAC acknowledges queued frame K (0: the first) alone, out of
 //                   order (a block ACK confirming a later MPDU first)
 //   wait MS         simulated time passes
@@ -125,13 +126,13 @@ main()
                 Emit("passed", Hex(ip));
             }
         }
-        else if (command == "air" || command == "drop")
+        else if (command == "air" || command == "drop" || command == "expire")
         {
             for (size_t n = std::stoul(argument); n > 0 && !radio.empty(); n--)
             {
                 std::vector<uint8_t> ip = radio.front();
                 radio.pop_front();
-                command == "air" ? model.Delivered(ip) : model.Dropped(ip);
+                command == "air" ? model.Delivered(ip) : model.Dropped(ip, command == "expire");
             }
         }
         else if (command == "air_at")

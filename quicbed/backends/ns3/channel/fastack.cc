@@ -675,7 +675,7 @@ FastAck::QueuedCopy(const std::vector<uint8_t>& ip, HeldAt& held)
 }
 
 void
-FastAck::Dropped(const std::vector<uint8_t>& ip)
+FastAck::Dropped(const std::vector<uint8_t>& ip, bool expired)
 {
     HeldAt held;
     Flow* found = QueuedCopy(ip, held);
@@ -685,6 +685,7 @@ FastAck::Dropped(const std::vector<uint8_t>& ip)
     }
     Flow& flow = *found;
     uint32_t seq = flow.base + held->first;
+    held->second.expired = expired;
     SetCopy(flow, held, Copy::Dropped);
     // not from inside the MAC's drop notification: the queue is the MAC's own
     Simulator::ScheduleNow(&FastAck::ResendDropped, this, flow.key, flow.id, seq);
@@ -959,9 +960,13 @@ FastAck::SendAck(Flow& flow, uint16_t window)
 FastAck::Resent
 FastAck::Resend(Flow& flow, HeldAt held)
 {
-    if (held->second.resends >= MAX_RESENDS)
+    // only the air's failures count: a copy that outlived its queue lifetime in a slow cell says
+    // nothing of the station, and giving up loses data the sender already freed
+    bool counts = !held->second.expired;
+    held->second.expired = false;
+    if (counts && held->second.resends >= MAX_RESENDS)
     {
-        End(flow, true); // the station is out of reach: its sender's own timers take over
+        End(flow, true); // the station is out of reach: the data the AP acknowledged is lost
         return Resent::GaveUp;
     }
     std::vector<uint8_t>& ip = held->second.ip;
@@ -979,7 +984,7 @@ FastAck::Resend(Flow& flow, HeldAt held)
     {
         return Resent::Refused;
     }
-    held->second.resends++;
+    held->second.resends += counts;
     mostResends = std::max(mostResends, held->second.resends);
     localRetransmissions++;
     SetCopy(flow, held, Copy::Queued);

@@ -85,8 +85,9 @@ class FastAck
     bool FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in);
     /// An uplink IPv4 packet from a station; true when the AP consumes it.
     bool FromStation(const std::vector<uint8_t>& ip);
-    /// A downlink IPv4 packet the radio's MAC gave up on.
-    void Dropped(const std::vector<uint8_t>& ip);
+    /// A downlink IPv4 packet the radio's MAC gave up on: its retries failed, or (``expired``) it
+    /// waited in the queue past its lifetime, which says the cell is slow, not the station gone.
+    void Dropped(const std::vector<uint8_t>& ip, bool expired = false);
     /// A downlink IPv4 packet the station's MAC acknowledged.
     void Delivered(const std::vector<uint8_t>& ip);
 
@@ -120,7 +121,8 @@ class FastAck
         Copy copy = Copy::Queued;
         uint64_t copyId = 0; // of the copy in the radio queue last
         bool atStation = false; // the station's MAC delivered a copy (aired, nothing queued before it pending)
-        int resends = 0;
+        int resends = 0;         // local resends after the air failed (toward MAX_RESENDS)
+        bool expired = false;    // the last copy's drop was a queue lifetime's, not the air's
     };
 
     /// What one end's SYN offered.

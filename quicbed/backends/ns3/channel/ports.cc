@@ -208,7 +208,7 @@ Switch::OnRadioDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
     }
     for (const auto& ip : MpduIps(mpdu))
     {
-        fastAck->Dropped(ip);
+        fastAck->Dropped(ip, reason == WIFI_MAC_DROP_EXPIRED_LIFETIME);
     }
 }
 
