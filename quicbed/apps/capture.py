@@ -253,6 +253,7 @@ class Capture:
                 "timestamp_type": self.timestamp_type, "nanoseconds": self.nanoseconds,
                 "immediate": self.immediate,
                 "tapped": self.tap.describe() if self.tap else "at the interface",
+                **({"own_qdisc": self.tap.counters()} if self.tap else {}),
                 "stats": self.stats.to_dict() if self.stats else None}
 
     def __enter__(self) -> Capture:
@@ -263,6 +264,7 @@ class Capture:
 
 
 _ROOT_QDISC = re.compile(r"^qdisc (\S+) \S+ root\b", re.MULTILINE)
+_QDISC_COUNTERS = re.compile(r"dropped (\d+), overlimits (\d+)")
 
 
 def root_qdisc(node: NodeHandle, interface: str) -> str | None:
@@ -282,6 +284,10 @@ class QdiscBypass:
         self.qdisc = qdisc
         self.device = f"qbtap-{interface}"[:15]  # IFNAMSIZ
         self.installed = False
+        # the root qdisc's counters when the tap was removed (tc -s): packets it dropped, and how
+        # often it held one back (a token bucket out of tokens: the host's own link was the limit)
+        self.dropped: int | None = None
+        self.overlimits: int | None = None
 
     def commands(self) -> list[list[str]]:
         mirror = ["protocol", "all", "u32", "match", "u32", "0", "0",
@@ -307,12 +313,21 @@ class QdiscBypass:
                     "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED)")
 
     def remove(self) -> None:
+        if self.installed:  # what the qdisc did while tapped: did it hold the sender back?
+            shown = self.node.run(["tc", "-s", "qdisc", "show", "dev", self.interface, "root"], timeout=10,
+                                  check=False).stdout
+            counters = _QDISC_COUNTERS.search(shown)
+            if counters:
+                self.dropped, self.overlimits = int(counters.group(1)), int(counters.group(2))
         self.node.run(["tc", "qdisc", "del", "dev", self.interface, "clsact"], timeout=10, check=False)
         self.node.run(["ip", "link", "del", self.device], timeout=10, check=False)
         self.installed = False
 
     def describe(self) -> str:
         return f"before the {self.qdisc} qdisc, mirrored to {self.device}"
+
+    def counters(self) -> dict[str, int | None]:
+        return {"kind": self.qdisc, "dropped": self.dropped, "overlimits": self.overlimits}  # type: ignore[dict-item]
 
 
 class CaptureSet:

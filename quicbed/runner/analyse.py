@@ -271,8 +271,24 @@ def review_measurement(folder: Path, record: dict[str, Any], details: dict[str, 
     the reasons its measurements are invalid (:func:`measurement_invalid_reasons`)."""
     analysis = analyse_captures(folder, record, details.get("competitors", ())) if record.get("ok") \
         else CaptureAnalysis()
-    return {"connections": analysis.connections, "warnings": analysis.warnings, "setup_lead_s": analysis.setup_lead,
-            "invalid_reasons": measurement_invalid_reasons(folder, details, mtu)}
+    return {"connections": analysis.connections, "warnings": analysis.warnings + layout_warnings(details),
+            "setup_lead_s": analysis.setup_lead, "invalid_reasons": measurement_invalid_reasons(folder, details, mtu)}
+
+
+def layout_warnings(details: dict[str, Any]) -> list[str]:
+    """What the run's layout means for its figures: when the server's own interface was shaped
+    and its qdisc held packets back (the token bucket ran out) or dropped some, the bottleneck
+    was a queue on the sending host. Its capture stays right (taken before that qdisc), but
+    there Linux's TCP small queues throttle a TCP sender before the queue drops, while a QUIC
+    sender's excess is dropped; a router's queue treats both alike."""
+    server = (details.get("captures") or {}).get("server") or {}
+    own = server.get("own_qdisc") or {}
+    if not (own.get("overlimits") or own.get("dropped")):
+        return []
+    return [f"the server's own interface was the bottleneck (its {own.get('kind')} qdisc held packets back "
+            f"{own.get('overlimits') or 0} times and dropped {own.get('dropped') or 0}): the capture shows what the "
+            "server sent, but a queue on the sending host throttles TCP (TCP small queues) before it drops, unlike a "
+            "router's; shape a link between routers to emulate a network bottleneck (docs/metrics.md, section 1)"]
 
 
 def client_sockets(record: dict[str, Any]) -> set[str]:

@@ -712,3 +712,4 @@ class _Captures:
     def __exit__(self, *exc: object) -> None:
         stats = self.captures.stop()
         self.details["capture_stats"] = {name: s.to_dict() for name, s in stats.items()}
+        self.details["captures"] = self.captures.info()  # now with what a tapped interface's qdisc did

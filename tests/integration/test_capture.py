@@ -151,6 +151,8 @@ def test_a_shaped_senders_capture_sees_what_it_sent(shaped_sender: NamespaceNetw
     assert {p.payload_hash for p in received} <= {p.payload_hash for p in sent}
     info = captures.info()
     assert info["client-eth0"]["tapped"].startswith("before the tbf qdisc")
+    own = info["client-eth0"]["own_qdisc"]  # the token bucket held the burst back and its queue overflowed
+    assert own["kind"] == "tbf" and own["overlimits"] > 0 and own["dropped"] >= COUNT - len(received) > 0
     assert info["server-eth0"]["tapped"] == "at the interface"
     # the tap is gone with the capture
     links = shaped_sender.node("client").run(["ip", "-o", "link", "show"]).stdout

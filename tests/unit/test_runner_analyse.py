@@ -513,3 +513,17 @@ def test_the_first_packet_is_one_that_opens_the_connection() -> None:
     tcp = [packet(99.995, client, "ack"), packet(100.0004, client, "syn")]
     assert setup_lead(tcp, {"started_at": 100.0}, [(*server, *client, "tcp")]) == pytest.approx(0.0004)
     assert setup_lead(quic[:2], {"started_at": 100.0}, [data_flow]) is None  # no opening packet: no lead
+
+
+def test_a_server_shaped_on_its_own_interface_is_named_in_the_warnings() -> None:
+    from quicbed.runner.analyse import layout_warnings
+
+    limited = {"captures": {"server": {"tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
+                                       "own_qdisc": {"kind": "tbf", "dropped": 12, "overlimits": 3400}}}}
+    assert layout_warnings(limited)[0].startswith("the server's own interface was the bottleneck (its tbf qdisc held "
+                                                  "packets back 3400 times and dropped 12)")
+    # a 1 Gbit/s shaping that never held anything back (a WiFi cell behind it) is no bottleneck
+    idle = {"captures": {"server": {"tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
+                                    "own_qdisc": {"kind": "tbf", "dropped": 0, "overlimits": 0}}}}
+    assert layout_warnings(idle) == []
+    assert layout_warnings({"captures": {"server": {"tapped": "at the interface"}}}) == [] and layout_warnings({}) == []
