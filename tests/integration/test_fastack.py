@@ -673,6 +673,34 @@ def test_congestion_marks_reach_the_sender(tmp_path: Path) -> None:
     assert fastack["ece_echoed"] > 0 and len(echoed) >= fastack["ece_echoed"] * 0.9, fastack
 
 
+MARK_ONE_CE = """table ip fastack_ce {
+  chain prerouting {
+    type filter hook prerouting priority raw; policy accept;
+    tcp sport 8000 tcp flags & (syn | fin) == 0 numgen inc mod 1000000 == 300 ip ecn set ce
+  }
+}
+"""
+
+
+@needs_nft
+def test_one_congestion_mark_halves_the_senders_window_once(tmp_path: Path) -> None:
+    """One data segment marked CE. Linux's receiver echoes ECE on every ACK until the sender's
+    CWR segment reaches it, so the station's ACKs sent meanwhile still carry ECE; echoed on the
+    AP's ACKs of the CWR segment and after, they read as new congestion once the sender's CWR
+    state ended, and it reduced again. One mark, one reduction: one segment with CWR."""
+    sysctls = {"server": ["net.ipv4.tcp_ecn=1"], "sta1": ["net.ipv4.tcp_ecn=1"]}
+    with _running(tmp_path, _cell(air_loss=0), [SIZE], sysctls) as cell:
+        cell.station.run(["nft", "-f", "-"], input=MARK_ONE_CE)
+        with _captured(cell) as captures:
+            cell.fetch(SIZE, "fetched.bin")
+        fastack = cell.settled()
+        server = _segments(captures.path("server"))
+        server_address = cell.server.address
+    reduced = [s.seq for s in server if s.src == server_address and s.payload and s.flags & CWR]
+    assert fastack["ece_echoed"] > 0, fastack
+    assert len(reduced) == 1, f"one CE mark, {len(reduced)} segments with CWR at {reduced}"
+
+
 PEER = r"""
 import hashlib, random, socket, sys, threading
 role, host, send_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
