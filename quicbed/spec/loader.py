@@ -7,12 +7,14 @@ are converted to the type of the function's default (``hops=3`` -> int).
 from __future__ import annotations
 
 import inspect
+import re
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 from quicbed.errors import SpecError
 from quicbed.spec.pyfile import module_from_file
+from quicbed.spec.resolve import SpecErrors
 from quicbed.spec.topology import Topology
 
 ENTRY_POINT = "topology"
@@ -144,7 +146,7 @@ def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topol
     try:
         topo = function(**kwargs)
     except SpecError as error:
-        raise error.located(_script_location(path, error)) from None
+        raise _from_parameter(error, params or {}, kwargs).located(_script_location(path, error)) from None
     except (Exception, SystemExit) as error:  # noqa: BLE001
         raise _failure(path, error) from None
     if not isinstance(topo, Topology):
@@ -152,8 +154,30 @@ def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topol
                         source=str(path), fix="end the function with 'return topo'")
     try:
         topo.resolve()
+    except SpecErrors as errors:
+        raise SpecErrors([error.located(_defined_at(topo, path, error.field)) for error in errors.errors]) from None
     except SpecError as error:
-        raise error.located(str(path)) from None
+        raise error.located(_defined_at(topo, path, error.field)) from None
     return topo
+
+
+def _from_parameter(error: SpecError, given: dict[str, Any], values: dict[str, Any]) -> SpecError:
+    """The error, saying so when the value it refuses is a parameter given to the script (-p or an
+    experiment's params): the script's line only used it."""
+    for key in given:
+        value = values[key]
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and repr(value) in error.message:
+            return SpecError(f"the parameter {key}={given[key]!r} given to the script: {error.message}",
+                             field=error.field, fix=error.fix, source=error.source)
+    return error
+
+
+def _defined_at(topo: Topology, path: Path, field: str) -> str:
+    """'file.py:LINE' of the script line that added the node or link a check refused."""
+    match = re.match(r"(nodes|links)\[[^\]]+\]", field)
+    place = topo.defined_at.get(match.group(0)) if match else None
+    if place and Path(place[0]).resolve() == path.resolve():
+        return f"{path}:{place[1]}"
+    return str(path)
 
 

@@ -100,9 +100,11 @@ def check_structure(topo: Topology) -> list[SpecError]:
                                             "changes", field=f"{where}.distance",
                                             fix="leave distance out: its waypoints place the station"))
             elif kinds != {"mesh"}:
+                station = next((node for node in (a, b) if isinstance(node, Station)), None)
+                fix = (f"link {station.name} to an access point ({_known_aps(topo)}), or make both ends hosts "
+                       "and use add_link() for a cable") if station else "use add_link() for cables"
                 errors.append(SpecError(f"a wireless link joins a station to an access point or two mesh "
-                                        f"points, not a {a.kind} and a {b.kind}", field=where,
-                                        fix="use add_link() for cables"))
+                                        f"points, not a {a.kind} and a {b.kind}", field=where, fix=fix))
             try:
                 link.radio.check(where)
             except SpecError as error:
@@ -112,12 +114,19 @@ def check_structure(topo: Topology) -> list[SpecError]:
                 if isinstance(node, Station):
                     errors.append(SpecError(f"station {node.name} has a cable; stations connect through "
                                             "an access point", field=where,
-                                            fix="use add_host() for a wired node, or add_wireless_link()"))
+                                            fix=f"link {node.name} to an access point with add_wireless_link() "
+                                                f"({_known_aps(topo)}), or make it a host with add_host() to "
+                                                "give it a cable"))
     errors += _check_bss_radios(topo)
     errors += _check_connected(topo)
     if not errors:
         errors += _check_roaming(topo)
     return errors
+
+
+def _known_aps(topo: Topology) -> str:
+    names = [node.name for node in topo.nodes.values() if isinstance(node, AccessPoint)]
+    return f"known: {', '.join(names)}" if names else "there is none yet: add one with add_access_point()"
 
 
 def _check_roaming(topo: Topology) -> list[SpecError]:

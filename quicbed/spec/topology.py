@@ -13,11 +13,13 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+import sys
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from quicbed.errors import SpecError
 from quicbed.spec.link import (
+    STANDARDS,
     RADIO_FIELDS,
     SHAPE_FIELDS,
     Link,
@@ -38,6 +40,10 @@ NODE_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")
 DEFAULT_SUBNET_POOL = "10.0.0.0/16"
 
 
+_SPEC_DIR = __file__.rsplit("/", 1)[0] + "/"
+_BANDS = {band.lower(): band for bands in STANDARDS.values() for band in bands}
+
+
 class Topology:
     """A network description: nodes, links, optional address and route overrides."""
 
@@ -50,6 +56,9 @@ class Topology:
         self.links: list[Link] = []
         self.routes: list[tuple[str, str, str]] = []  # (node, destination prefix, gateway)
         self._ap_radio: dict[str, dict[str, Any]] = {}
+        #: where each node and link was added ("nodes[NAME]"/"links[NAME]" -> (file, line)): the
+        #: checks that run after the script name the line that made what they refuse
+        self.defined_at: dict[str, tuple[str, int]] = {}
 
     # -- nodes -------------------------------------------------------------------------
     def _add(self, node: Node) -> Node:
@@ -66,7 +75,16 @@ class Topology:
                                 field=f"nodes[{node.name}].position", fix="e.g. position=(10, 0)")
             node.position = position
         self.nodes[node.name] = node
+        self._note_caller(f"nodes[{node.name}]")
         return node
+
+    def _note_caller(self, key: str) -> None:
+        """Remember the first frame outside quicbed's spec package: the script's line."""
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_SPEC_DIR):
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is not None:
+            self.defined_at[key] = (frame.f_code.co_filename, frame.f_lineno)
 
     def add_host(self, name: str, **options: Any) -> Host:
         return self._add(Host(name, options=options))  # type: ignore[return-value]
@@ -150,6 +168,7 @@ class Topology:
                          backward=parse_shape(backward or {}, f"{where}.backward", both),
                          addr1=addr1, addr2=addr2)
         self.links.append(link)
+        self._note_caller(f"links[{link.name}]")
         return link
 
     def add_wireless_link(self, node1: Node | str, node2: Node | str, name: str | None = None,
@@ -177,6 +196,7 @@ class Topology:
                             distance=float(distance) if distance is not None else None,
                             loss=parse_percent(loss, f"{where}.loss"), addr1=addr1, addr2=addr2)
         self.links.append(link)
+        self._note_caller(f"links[{link.name}]")
         return link
 
     @classmethod
@@ -189,6 +209,9 @@ class Topology:
 
     @staticmethod
     def _check_radio_keys(radio: dict[str, Any], where: str) -> None:
+        band = radio.get("band")
+        if isinstance(band, str):  # '5ghz', '2.4 GHz': the band meant, written as the others are
+            radio["band"] = _BANDS.get(band.replace(" ", "").lower(), band)
         unknown = set(radio) - set(RADIO_FIELDS)
         if unknown:
             raise SpecError(f"unknown radio parameter(s) {sorted(unknown)}", field=where,

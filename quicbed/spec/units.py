@@ -45,8 +45,9 @@ def _split(value: str) -> tuple[float, str] | None:
     return float(match.group(1)), match.group(2).lower()
 
 
-#: a bare number below this many bit/s is taken for a forgotten unit (Mininet's bw is in Mbit/s)
-MIN_BARE_RATE = 1000
+#: a bare number below this many bit/s is taken for a forgotten unit (Mininet's bw is in Mbit/s,
+#: up to 1000 for 1 Gbit/s; no link quicbed emulates is slower than 10 kbit/s)
+MIN_BARE_RATE = 10_000
 
 
 def parse_rate(value: object, field: str = "rate") -> float:

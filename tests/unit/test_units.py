@@ -56,7 +56,10 @@ def test_a_bare_rate_too_small_to_mean_bits_asks_for_its_unit():
     """rate=10 is most likely Mininet's bw=10 (Mbit/s): refused with the unit to write."""
     with pytest.raises(SpecError, match=r"a rate of 10 is 10 bit/s: a bare number is bits per second.*'10mbit'"):
         parse_rate(10)
-    assert parse_rate(1000) == 1000.0 and parse_rate(20e6) == 20e6 and parse_rate("10bit") == 10.0
+    # Mininet's 1 Gbit/s is bw=1000: refused too, not taken for 1 kbit/s
+    with pytest.raises(SpecError, match=r"a rate of 1000 is 1000 bit/s.*'1000mbit' \(Mininet's bw=1000 is Mbit/s\)"):
+        parse_rate(1000)
+    assert parse_rate(10_000) == 10_000.0 and parse_rate(20e6) == 20e6 and parse_rate("10bit") == 10.0
 
 
 def test_mininet_link_names_get_a_hint():
