@@ -320,6 +320,7 @@ def print_plan(plan: Plan, every_run: bool = False) -> None:
         print("\n".join(summary_lines(plan)))
         return
     print(header(plan))
+    print(f"time: {estimate(plan)}")
     if plan.shard is not None and not plan.runs:
         print(f"shard {plan.shard} has no runs: the experiment has {plan.experiment.cell_count()} cell(s) for "
               f"{plan.shard.count} shards (fix: fewer shards, or --shard-by run)")

@@ -1,8 +1,9 @@
 """What an experiment (or one shard of it) will run, and about how long that takes.
 
-The time estimate has two parts: an upper bound (every run hitting its timeout) and, when
-earlier results folders of the same experiment are in ``results/``, the median duration of
-their runs times the number of runs. A plan above ``LARGE_PLAN`` runs is summarised instead
+The time estimate has two parts: an upper bound (every run hitting its timeout) and the
+number of runs times a run's duration: the median of earlier results folders of the same
+experiment in ``results/`` (measured on this host), else the experiment file's own
+``wall_time`` (measured where it was written). A plan above ``LARGE_PLAN`` runs is summarised instead
 of listed, and a real run (or shard) that large asks for ``--yes``.
 """
 
@@ -93,18 +94,26 @@ def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tup
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 600 else f"{seconds / 60:.1f} min"
 
 
 def estimate(plan: Plan, results_root: Path = Path("results")) -> str:
-    """'about 3.2 h at the 9.1 s median of 200 earlier runs; at most 41.7 h (every run at its 60 s timeout)'."""
+    """'about 3.2 h at the 9.1 s median of 200 earlier runs; at most 41.7 h (every run at its 60 s timeout)':
+    from this host's earlier runs of the experiment, else from the file's ``wall_time``, else none."""
     count = len(plan.runs)
     bound = f"at most {_hours(count * plan.experiment.timeout)} (every run at its {plan.experiment.timeout:g} s timeout)"
     measured = measured_run_seconds(plan.experiment.name, results_root)
-    if measured is None:
-        return f"{bound}; no earlier run of {plan.experiment.name} in {results_root}/ to estimate from"
-    median, runs = measured
-    return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs; {bound}"
+    if measured is not None:
+        median, runs = measured
+        return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here; {bound}"
+    wall = plan.experiment.wall_time
+    if wall is not None:
+        return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
+                f"{_hours(wall.seconds)} on {wall.host}: {wall.per_run:.1f} s a run); {bound}")
+    return (f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "
+            "the file (run it once with --repetitions 1 to have one)")
 
 
 def header(plan: Plan) -> str:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 MAX_NAME = 100
 TOP_LEVEL = ("name", "description", "topology", "backend", "backend_options", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor", "stress", "validity", "isolate_channel", "study")
+             "background", "competitor", "stress", "validity", "isolate_channel", "study", "wall_time")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -124,6 +124,20 @@ CPU_BOUND_POLICIES = ("flag", "exclude")
 
 
 @dataclass(frozen=True)
+class WallTime:
+    """How long this file's runs took where it was measured (``wall_time: {runs: 54, time: 89min,
+    host: ...}``): the dry run's estimate when this host has no earlier results of it."""
+
+    runs: int
+    seconds: float
+    host: str
+
+    @property
+    def per_run(self) -> float:
+        return self.seconds / self.runs
+
+
+@dataclass(frozen=True)
 class Validity:
     """What makes a run count (docs/metrics.md, "Validity")."""
 
@@ -193,6 +207,8 @@ class Experiment:
     validity: Validity = field(default_factory=Validity)
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
     study: Study | None = None
+    #: the file's own measured wall time (None: not stated)
+    wall_time: WallTime | None = None
     #: the ns-3 channel with all its threads ("process") or its simulator thread alone
     #: ("simulator") on a core of its own, the endpoints on the others; "off": no pinning
     #: (docs/metrics.md, "A core for the channel")
@@ -741,10 +757,28 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
     rivals = transports + [value for value in exp.matrix.get("competitor.transport", []) if value not in transports]
     exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": rivals})
+    exp.wall_time = _wall_time(doc, data.get("wall_time"))
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
                             _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
                             _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0))
     return exp
+
+
+def _wall_time(doc: Any, raw: Any) -> WallTime | None:
+    if raw is None:
+        return None
+    example = "wall_time: {runs: 54, time: 89min, host: '2 cores, ns3 backend'}"
+    wall = _expect_mapping(doc, raw, "wall_time")
+    unknown = set(wall) - {"runs", "time", "host"}
+    if unknown or not {"runs", "time"} <= set(wall):
+        raise doc.error(f"wall_time needs runs and time (and may name the host){f', not {sorted(unknown)}' if unknown else ''}",
+                        "wall_time", fix=f"write {example}")
+    runs = _count(doc, wall["runs"], "wall_time.runs", 1)
+    try:
+        seconds = parse_time(wall["time"], "wall_time.time", allow_zero=False)
+    except SpecError as error:
+        raise doc.error(error.message, "wall_time.time", fix=f"a duration such as 89min or 5340s ({example})") from None
+    return WallTime(runs, seconds, str(wall.get("host") or "unstated"))
 
 
 def expand(exp: Experiment) -> list[Run]:

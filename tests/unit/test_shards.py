@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from quicbed.cli import main
-from quicbed.errors import QuicbedError
+from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.merge import expected_run_ids, merge
 from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, measured_run_seconds
 from quicbed.spec.experiment import expand, load_experiment
@@ -134,8 +134,40 @@ def test_the_estimate_uses_earlier_runs_of_the_same_experiment(tmp_path):
     assert measured_run_seconds("e4-random-loss", results) == (12.0, 3)
     plan = Plan.of(load_experiment(E4, {"repetitions": 10, "warmup": 0}), "netns")
     text = estimate(plan, results)
-    assert text.startswith("about 36 min at the 12.0 s median of 3 earlier runs")  # 180 runs x 12 s
+    assert text.startswith("about 36 min at the 12.0 s median of 3 earlier runs here")  # 180 runs x 12 s
     assert "at most" in text
+
+
+def test_without_earlier_runs_the_estimate_is_the_files_wall_time(tmp_path, capsys):
+    """A shipped file states how long its runs took where they were measured (wall_time): the
+    dry run scales it to the plan and says where the figure comes from; a file without one says
+    that no estimate exists and how to get one."""
+    plan = Plan.of(load_experiment(E4, {"repetitions": 10, "warmup": 0}), "ns3")
+    text = estimate(plan, tmp_path / "none")
+    # 180 runs x (5340 s / 54 runs) = 4.9 h
+    assert text.startswith("about 4.9 h from the file's wall_time (54 run(s) in 89 min on a 2-core Debian 12 host")
+    assert text.endswith("(every run at its 300 s timeout)")
+    assert main(["run", str(E4), "--dry-run"]) == 0
+    assert "\ntime: about " in capsys.readouterr().out  # every dry run prints its time
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(E4.read_text().replace("wall_time:", "# wall_time:").replace("script: topologies/",
+                                                                                  f"script: {E4.parents[1]}/topologies/"))
+    text = estimate(Plan.of(load_experiment(bare, {}), "ns3"), tmp_path / "none")
+    assert "no estimate" in text and "--repetitions 1" in text
+
+
+@pytest.mark.parametrize("wall_time, message", [
+    ("{runs: 0, time: 10min}", "wall_time.runs: expected a whole number >= 1"),
+    ("{runs: 5}", "wall_time needs runs and time"),
+    ("{runs: 5, time: soon}", "wall_time.time"),
+    ("{runs: 5, time: 10min, when: today}", "not ['when']"),
+])
+def test_a_bad_wall_time_is_refused_with_the_field(tmp_path, wall_time, message):
+    bad = tmp_path / "bad.yaml"
+    text = re.sub(r"(?m)^wall_time: .*$", f"wall_time: {wall_time}", E4.read_text())
+    bad.write_text(text.replace("script: topologies/", f"script: {E4.parents[1]}/topologies/"))
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_experiment(bad, {})
 
 
 # --------------------------------------------------------------------------- merge
