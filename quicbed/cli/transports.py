@@ -44,6 +44,29 @@ def _what(transport: Transport) -> str:
     return what + (f", {RESUMED[transport.resumption]}" if transport.resumption in RESUMED else "")
 
 
+#: what decides between the implementations: the endpoint's CPU (docs/endpoints.md, "Ceilings")
+IMPLEMENTATION_NOTE = {
+    "aioquic": "Python (aioquic): one connection is CPU-bound at about 64-78 Mbit/s on a 2-core Debian 12 VM; "
+               "above that it measures the CPU, not the network.",
+    "quinn": "Native (quinn): about 2.5 Gbit/s on one core, so the network sets its rate.",
+}
+
+
+def _about(transport: Transport, profiles: dict[str, TransportProfile]) -> str:
+    """The profile's behaviour, what this transport changes of it, and its implementation's ceiling."""
+    if transport.kind != "quic":
+        return "nginx and quicbed's TCP client"
+    profile = profiles.get(transport.profile)
+    parts = [profile.description] if profile is not None else []
+    if transport.knobs and profile is not None:
+        # the description says what the profile does; a knob set apart from it undoes part of that
+        shown = profile.knobs()
+        parts.append("Unlike the profile: " + "; ".join(f"{knob}={value} (the profile's {shown.get(knob)!r})"
+                                                        for knob, value in transport.knobs.items()) + ".")
+    parts.append(IMPLEMENTATION_NOTE.get(transport.implementation or "aioquic", ""))
+    return " ".join(part for part in parts if part)
+
+
 def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
     """Every transport: the built-in ones, then those the experiment defines or redefines."""
     profiles = load_profiles()
@@ -52,8 +75,7 @@ def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
     listed = []
     for name, transport in transports.items():
         source = "built-in" if builtin.get(name) == transport else str(experiment)
-        about = profiles[transport.profile].description if transport.kind == "quic" and transport.profile in profiles \
-            else "nginx and quicbed's TCP client" if transport.kind == "tcp" else ""
+        about = _about(transport, profiles)
         listed.append({"name": name, "transport": _what(transport), "about": about, "source": source,
                        "spec": transport.describe()})
     return listed

@@ -258,3 +258,15 @@ def test_the_readmes_own_network_steps_work(tmp_path, monkeypatch, capsys):
     assert main(["run", str(ROOT / "experiments" / "quickstart.yaml"), "--set", "topology.script=mine.py",
                  "--dry-run"]) == 0
     assert "topology: mine.py" in capsys.readouterr().out
+
+
+def test_transports_say_what_sets_them_apart():
+    """quic and quic-native share a profile: the CPU ceiling of their implementations decides
+    between them, so it is in the text; bquic-native's text names what it does not do of its
+    profile rather than only describing the profile."""
+    from quicbed.cli.transports import rows
+
+    about = {row["name"]: row["about"] for row in rows()}
+    assert about["quic"] != about["quic-native"]
+    assert "CPU-bound at about 64-78 Mbit/s" in about["quic"] and "2.5 Gbit/s" in about["quic-native"]
+    assert "Unlike the profile: ack_decimation_after=0 (the profile's 100)" in about["bquic-native"]
