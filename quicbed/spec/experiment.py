@@ -32,6 +32,7 @@ from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
+from quicbed.spec.walltime import WallTime, parse_wall_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
 if TYPE_CHECKING:
@@ -124,20 +125,6 @@ CPU_BOUND_POLICIES = ("flag", "exclude")
 
 
 @dataclass(frozen=True)
-class WallTime:
-    """How long this file's runs took where it was measured (``wall_time: {runs: 54, time: 89min,
-    host: ...}``): the dry run's estimate when this host has no earlier results of it."""
-
-    runs: int
-    seconds: float
-    host: str
-
-    @property
-    def per_run(self) -> float:
-        return self.seconds / self.runs
-
-
-@dataclass(frozen=True)
 class Validity:
     """What makes a run count (docs/metrics.md, "Validity")."""
 
@@ -207,8 +194,7 @@ class Experiment:
     validity: Validity = field(default_factory=Validity)
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
     study: Study | None = None
-    #: the file's own measured wall time (None: not stated)
-    wall_time: WallTime | None = None
+    wall_time: WallTime | None = None  # the file's own measured wall time (quicbed.spec.walltime)
     #: the ns-3 channel with all its threads ("process") or its simulator thread alone
     #: ("simulator") on a core of its own, the endpoints on the others; "off": no pinning
     #: (docs/metrics.md, "A core for the channel")
@@ -757,28 +743,14 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
     rivals = transports + [value for value in exp.matrix.get("competitor.transport", []) if value not in transports]
     exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": rivals})
-    exp.wall_time = _wall_time(doc, data.get("wall_time"))
+    try:
+        exp.wall_time = parse_wall_time(data.get("wall_time"))
+    except SpecError as error:
+        raise doc.error(error.message, error.field, fix=error.fix) from None
     exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
                             _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
                             _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0))
     return exp
-
-
-def _wall_time(doc: Any, raw: Any) -> WallTime | None:
-    if raw is None:
-        return None
-    example = "wall_time: {runs: 54, time: 89min, host: '2 cores, ns3 backend'}"
-    wall = _expect_mapping(doc, raw, "wall_time")
-    unknown = set(wall) - {"runs", "time", "host"}
-    if unknown or not {"runs", "time"} <= set(wall):
-        raise doc.error(f"wall_time needs runs and time (and may name the host){f', not {sorted(unknown)}' if unknown else ''}",
-                        "wall_time", fix=f"write {example}")
-    runs = _count(doc, wall["runs"], "wall_time.runs", 1)
-    try:
-        seconds = parse_time(wall["time"], "wall_time.time", allow_zero=False)
-    except SpecError as error:
-        raise doc.error(error.message, "wall_time.time", fix=f"a duration such as 89min or 5340s ({example})") from None
-    return WallTime(runs, seconds, str(wall.get("host") or "unstated"))
 
 
 def expand(exp: Experiment) -> list[Run]:
