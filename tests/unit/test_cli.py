@@ -224,18 +224,18 @@ def test_doctor_turns_a_failing_check_into_a_line_of_its_own(capsys, monkeypatch
 
 
 def test_readme_tells_one_story_in_a_newcomers_order():
-    """Install and first run, doctor, reading the results, own topology and experiment, labs,
-    Vagrant and several machines, the two clocks, then reference; two commands under "Two commands"; every
-    word the README leans on is in its glossary."""
+    """The words it uses first, then install and first run, doctor, reading the results, own topology and
+    experiment, labs, Vagrant and several machines, the two clocks, then reference; two commands under
+    "Two commands"; every word the README leans on is in its glossary."""
     import re
 
     readme = (ROOT / "README.md").read_text()
     sections = re.findall(r"(?m)^## (.+)$", readme)
-    assert sections == ["Two commands (fresh Debian 12 or Ubuntu 22.04+, as root)", "Reading `quicbed doctor`",
+    assert sections == ["Glossary", "Two commands (fresh Debian 12 or Ubuntu 22.04+, as root)",
+                        "Reading `quicbed doctor`",
                         "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
                         "Teaching labs", "Vagrant and several machines", "Real time or virtual time", "The microVM",
-                        "Cleaning up", "Tests",
-                        "Glossary", "Where the rest is"]
+                        "Cleaning up", "Tests", "Where the rest is"]
     first_screen = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     two, own = first_screen.split("**Then your own network**")
     assert re.findall(r"(?m)^    (\S.*)$", two) == ["./scripts/quickstart.sh", "./scripts/test.sh"]
@@ -244,7 +244,9 @@ def test_readme_tells_one_story_in_a_newcomers_order():
         ["cp", "topologies/dumbbell.py", "mine.py"], ["quicbed", "topo", "show"], ["quicbed", "run",
                                                                                    "experiments/quickstart.yaml"]]
     glossary = readme.split("## Glossary", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == ["run", "cell", "transport", "BQUIC", "backend", "E1-E5"]
+    assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == ["run", "cell", "transport", "BQUIC", "backend", "E1-E5",
+                                                             "warm-up run", "valid run", "goodput", "ACK ratio",
+                                                             "MPDU", "MCS", "real"]
 
 
 def test_the_readmes_own_network_steps_work(tmp_path, monkeypatch, capsys):
