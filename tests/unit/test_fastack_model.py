@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: 
 FIN, SYN, RST, PSH, ACK, ECE = 0x01, 0x02, 0x04, 0x08, 0x10, 0x40
 MSS = 1448
 MAX_RESENDS = 4  # FastAck::MAX_RESENDS
+MAX_SILENT_EXPIRIES = 64  # FastAck::MAX_SILENT_EXPIRIES
 FIRST_TIMEOUT_MS = 300  # FastAck's repair timer, first expiry
 SERVER, STATION = (0x0A000001, 8000), (0x0A000002, 40000)  # 10.0.0.1:8000, 10.0.0.2:40000
 SERVER_ISN, STATION_ISN = 5000, 90000
@@ -480,17 +481,57 @@ def test_three_duplicate_acks_resend_what_the_station_lacks(model: Model) -> Non
     assert model.stats()["local_retransmissions"] == 1
 
 
-def test_a_mac_drop_is_resent_and_the_connection_given_up_after_the_limit(model: Model) -> None:
+def test_a_mac_drop_is_resent_at_once_then_by_the_timer_and_never_given_up(model: Model) -> None:
+    """The sender freed what the AP acknowledged, so the AP keeps it until the station has it:
+    the air's failures get MAX_RESENDS immediate resends, then the timer's backoff resends it
+    (before, the fifth failure abandoned the connection and the data with it)."""
     flow = Connection(model)
     flow.send(0)
     resends = []
     for _ in range(MAX_RESENDS + 1):
         resends += model.drop().of("radio")
-    assert [s.seq - BASE for s in resends] == [0] * MAX_RESENDS
+    assert [s.seq - BASE for s in resends] == [0] * MAX_RESENDS  # the fifth failure: none at once
+    assert [s.seq - BASE for s in model.wait(FIRST_TIMEOUT_MS).of("radio")] == [0]
+    assert acks(model.air()) == [MSS]
     stats = model.stats()
-    assert (stats["mac_drops_repaired"], stats["flows_abandoned"], stats["flows_active"]) == (MAX_RESENDS, 1, 0)
-    assert stats["held_bytes"] == 0
-    assert not model.wait(20_000).lines  # nothing more from the AP
+    assert (stats["mac_drops_repaired"], stats["timer_resends"], stats["flows_abandoned"]) == (MAX_RESENDS, 1, 0)
+    assert stats["flows_active"] == 1
+
+
+def test_after_a_timer_resend_each_partial_ack_brings_the_next_lacking_segment(model: Model) -> None:
+    """The station's MAC got five segments its TCP lost (a full socket buffer, a firewall): the
+    timer resends the first, and each ACK for a resend brings the next at once (RFC 6582's
+    partial ACK), not one segment per timer expiry (five would have taken 0.3+0.6+1.2+2+2 s)."""
+    flow = Connection(model)
+    flow.send(*(k * MSS for k in range(5)))
+    model.air(5)  # delivered to the station's MAC; its TCP says nothing
+    assert [s.seq - BASE for s in model.wait(FIRST_TIMEOUT_MS).of("radio")] == [0]
+    for k in range(1, 5):
+        model.air()
+        assert [s.seq - BASE for s in model.station(flow.ack(BASE + k * MSS)).of("radio")] == [k * MSS]
+    model.air()
+    assert not model.station(flow.ack(BASE + 5 * MSS)).of("radio")
+    stats = model.stats()
+    assert (stats["timer_resends"], stats["partial_ack_resends"], stats["held_bytes"]) == (1, 4, 0), stats
+    assert not model.wait(5000).of("radio")
+
+
+def test_a_station_silent_for_two_minutes_is_given_up(model: Model) -> None:
+    """Only a station whose TCP answers none of MAX_SILENT_EXPIRIES timer resends (300 ms
+    doubling to 2 s: about two minutes) has its connection given up: it crashed or was
+    removed, as a station that leaves its AP is refused with FastACK. Its run is invalid."""
+    flow = Connection(model)
+    flow.send(0)
+    model.air()  # the station's MAC has it; its TCP never answers
+    waited = 0.0
+    while model.stats()["flows_active"]:
+        assert waited < 200_000, model.stats()
+        model.wait(2000)
+        model.air()  # the timer's resend reaches the station's MAC, and again nothing
+        waited += 2000
+    stats = model.stats()
+    assert (stats["flows_abandoned"], stats["timer_resends"]) == (1, MAX_SILENT_EXPIRIES), stats
+    assert 110_000 < waited < 140_000, waited
 
 
 @pytest.mark.parametrize("side", ["sender", "station"])
@@ -619,8 +660,8 @@ def test_a_frame_the_mac_confirms_out_of_order_is_acknowledged_with_those_before
 
 def test_copies_that_outlive_the_queue_are_resent_without_giving_up(model: Model) -> None:
     """A copy dropped for its age in a slow cell's queue says nothing of the station: it is sent
-    again every time, and the connection is never given up for it (before, the fourth expiry
-    abandoned the flow and the data the AP had acknowledged). The air's failures still count."""
+    again every time, and counts towards nothing (before, the fourth expiry abandoned the flow
+    and the data the AP had acknowledged). The air's failures still count towards the timer."""
     flow = Connection(model)
     flow.send(0)
     for _ in range(3 * MAX_RESENDS):
@@ -630,6 +671,6 @@ def test_copies_that_outlive_the_queue_are_resent_without_giving_up(model: Model
     assert stats["flows_abandoned"] == 0 and stats["most_resends"] == 0
     flow.send(MSS)
     for _ in range(MAX_RESENDS):
-        model.drop()
-    model.drop()  # the air failed a fifth time: the station is out of reach
-    assert model.stats()["flows_abandoned"] == 1
+        assert [s.seq - BASE for s in model.drop().of("radio")] == [MSS]
+    assert not model.drop().of("radio")  # the air failed a fifth time: the timer resends it
+    assert model.stats()["flows_abandoned"] == 0

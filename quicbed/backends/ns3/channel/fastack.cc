@@ -22,9 +22,6 @@ constexpr uint32_t MAX_SEGMENT = 65536; // no IPv4 segment carries more: a held 
 // the fallback timer: well above the station's delayed ACK (40-200 ms) behind its uplink contention
 const Time FIRST_TIMEOUT = MilliSeconds(300);
 const Time LAST_TIMEOUT = Seconds(2);
-// timer expiries without the station's TCP progressing before the AP gives a connection up
-// (the timer's backoff makes that 12 s), when no single segment reached MAX_RESENDS first
-constexpr int MAX_SILENT_EXPIRIES = 8;
 // a connection whose second SYN never came: forgotten (Linux gives a SYN up after 63 s)
 const Time HANDSHAKE_TIMEOUT = Seconds(75);
 
@@ -492,10 +489,10 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
         {
             stationDuplicates++;
             HeldAt lacking = Covering(flow, seg.ack, false);
-            if (++flow.duplicates == 3 && lacking != flow.held.end() && Missing(lacking->second) &&
-                Resend(flow, lacking) == Resent::GaveUp)
+            if (++flow.duplicates == 3 && lacking != flow.held.end() && Missing(lacking->second))
             {
-                return true; // the station lacks it, it was resent MAX_RESENDS times already
+                Resend(flow, lacking, false);
+                Arm(flow); // deferred or refused: the timer's
             }
         }
     }
@@ -645,6 +642,20 @@ FastAck::Release(Flow& flow, uint32_t ack)
     flow.silentExpiries = 0;
     flow.timer.Cancel(); // the station's TCP is alive
     flow.timeout = FIRST_TIMEOUT;
+    if (flow.recovering && After(flow.recoverTo, ack))
+    {
+        // what else its TCP lost, one segment an ACK, rather than one a timer expiry
+        HeldAt lacking = Covering(flow, ack, false);
+        if (lacking != flow.held.end() && Missing(lacking->second) &&
+            Resend(flow, lacking, true) == Resent::Sent)
+        {
+            partialAckResends++;
+        }
+    }
+    else
+    {
+        flow.recovering = false;
+    }
     Arm(flow);
     if (After(flow.deliveredTo, flow.acked))
     {
@@ -704,12 +715,7 @@ FastAck::ResendDropped(Key key, uint64_t id, uint32_t seq)
     {
         return;
     }
-    Resent outcome = Resend(*flow, held);
-    if (outcome == Resent::GaveUp)
-    {
-        return;
-    }
-    if (outcome == Resent::Sent)
+    if (Resend(*flow, held, false) == Resent::Sent)
     {
         macDropsRepaired++;
     }
@@ -958,17 +964,16 @@ FastAck::SendAck(Flow& flow, uint16_t window)
 }
 
 FastAck::Resent
-FastAck::Resend(Flow& flow, HeldAt held)
+FastAck::Resend(Flow& flow, HeldAt held, bool byTimer)
 {
     // only the air's failures count: a copy that outlived its queue lifetime in a slow cell says
-    // nothing of the station, and giving up loses data the sender already freed
+    // nothing of the station
     bool counts = !held->second.expired;
-    held->second.expired = false;
-    if (counts && held->second.resends >= MAX_RESENDS)
+    if (counts && !byTimer && held->second.resends >= MAX_RESENDS)
     {
-        End(flow, true); // the station is out of reach: the data the AP acknowledged is lost
-        return Resent::GaveUp;
+        return Resent::Deferred; // no more at once: a station the air keeps failing gets the backoff
     }
+    held->second.expired = false;
     std::vector<uint8_t>& ip = held->second.ip;
     if (held->second.tsValAt && After(flow.senderTsVal, Get32(ip, held->second.tsValAt)))
     {
@@ -1028,12 +1033,12 @@ FastAck::OnTimer(Key key, uint64_t id)
     HeldAt lacking = Covering(*flow, flow->stationAcked, false);
     if (lacking != flow->held.end() && Missing(lacking->second))
     {
-        Resent outcome = Resend(*flow, lacking);
-        if (outcome == Resent::GaveUp)
+        if (Resend(*flow, lacking, true) == Resent::Sent)
         {
-            return;
+            timerResends++;
+            flow->recovering = true;
+            flow->recoverTo = flow->deliveredTo;
         }
-        timerResends += outcome == Resent::Sent;
     }
     flow->timeout = std::min(flow->timeout * 2, LAST_TIMEOUT);
     Arm(*flow);
@@ -1043,7 +1048,7 @@ void
 FastAck::ResetStats()
 {
     accelerated = deliveredOverAir = acksSent = stationAcksSwallowed = stationAcksPassed = stationAcksHeld =
-        stationDuplicates = localRetransmissions = macDropsRepaired = timerResends = outOfOrder = queueRefused =
+        stationDuplicates = localRetransmissions = macDropsRepaired = timerResends = partialAckResends = outOfOrder = queueRefused =
             duplicateAcksSent = windowUpdates = acksRepeated = eceEchoed = flowsStarted = flowsEnded =
                 flowsAbandoned = 0;
     mostResends = 0;
@@ -1065,7 +1070,7 @@ FastAck::Json() const
       << ", \"station_acks_passed\": " << stationAcksPassed << ", \"station_acks_held\": " << stationAcksHeld
       << ", \"station_duplicate_acks\": " << stationDuplicates
       << ", \"local_retransmissions\": " << localRetransmissions << ", \"mac_drops_repaired\": " << macDropsRepaired
-      << ", \"timer_resends\": " << timerResends << ", \"most_resends\": " << mostResends
+      << ", \"timer_resends\": " << timerResends << ", \"partial_ack_resends\": " << partialAckResends << ", \"most_resends\": " << mostResends
       << ", \"out_of_order\": " << outOfOrder << ", \"queue_refused\": " << queueRefused
       << ", \"duplicate_acks_sent\": " << duplicateAcksSent << ", \"window_updates\": " << windowUpdates
       << ", \"acks_repeated\": " << acksRepeated << ", \"ece_echoed\": " << eceEchoed

@@ -65,9 +65,12 @@ struct TcpView
 ///   below what the AP acknowledged gets the AP's ACK again (its last one was lost).
 /// - The AP resends a cached segment when the MAC gives up on it, and when the station's TCP
 ///   has been silent about delivered data for a while (a fallback timer, 300 ms doubling to
-///   2 s), with the sender's latest TSval (the station's PAWS check drops the old one); after
-///   MAX_RESENDS resends of one segment, or 8 silent timer expiries, it gives the connection
-///   up and the sender's own timers take over.
+///   2 s), with the sender's latest TSval (the station's PAWS check drops the old one). The
+///   sender freed what the AP acknowledged, so the AP keeps it until the station has it: after
+///   MAX_RESENDS failures on the air a segment is left to the timer's backoff, not given up.
+///   Only a station whose TCP stays silent through MAX_SILENT_EXPIRIES timer resends (about two
+///   minutes: a station that leaves its AP is refused with FastACK, so it crashed or was
+///   removed) has its connection given up, counted in flows_abandoned (the run is invalid).
 /// - A connection ends on RST either way, when both FINs are acknowledged, or when given up.
 class FastAck
 {
@@ -93,14 +96,17 @@ class FastAck
 
     uint64_t accelerated = 0, deliveredOverAir = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
              stationAcksHeld = 0, stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0,
-             timerResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0,
+             timerResends = 0, partialAckResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0,
              acksRepeated = 0, eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
     int mostResends = 0; // the most local resends of one segment since the statistics were reset
     std::string Json() const;
     void ResetStats();
 
-    /// Resends of one segment after which the AP gives its connection up.
+    /// Resends of one segment after failures on the air, after which only the timer resends it.
     static constexpr int MAX_RESENDS = 4;
+    /// Timer expiries without the station's TCP progressing after which the AP gives the
+    /// connection up (300 ms doubling to 2 s: about two minutes).
+    static constexpr int MAX_SILENT_EXPIRIES = 64;
 
   private:
     using Key = std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>; // sender ip, port, station ip, port
@@ -167,6 +173,10 @@ class FastAck
         uint32_t cwrEnd = 0;     // the end of the sender's last segment with CWR
         int duplicates = 0;    // consecutive duplicate ACKs from the station (RFC 5681)
         int silentExpiries = 0; // of the timer since the station's TCP last progressed
+        // after a timer resend: the station's TCP lacked what its MAC had got, up to here; each
+        // ACK below it brings the next lacking segment at once (NewReno's partial ACK, RFC 6582)
+        bool recovering = false;
+        uint32_t recoverTo = 0;
         bool ackScheduled = false;
         bool senderFin = false, stationFin = false, senderFinAcked = false, stationFinAcked = false;
         uint32_t senderFinSeq = 0, stationFinSeq = 0;
@@ -257,11 +267,11 @@ class FastAck
     enum class Resent
     {
         Sent,
-        Refused, // the radio queue was full: the timer tries again
-        GaveUp,  // the connection ended
+        Refused,  // the radio queue was full: the timer tries again
+        Deferred, // the air failed it MAX_RESENDS times: the timer's backoff resends it
     };
-    /// Sends a held segment again, or gives its connection up after MAX_RESENDS.
-    Resent Resend(Flow& flow, HeldAt held);
+    /// Sends a held segment again (byTimer: the fallback timer's resend, never deferred).
+    Resent Resend(Flow& flow, HeldAt held, bool byTimer);
     void ResendDropped(Key key, uint64_t id, uint32_t seq);
     void Arm(Flow& flow);
     void OnTimer(Key key, uint64_t id);
