@@ -17,7 +17,9 @@ from quicbed.runner.plan import (
     LARGE_PLAN,
     Plan,
     estimate,
+    finished_runs,
     header,
+    record_guest_wall_time,
     run_lines,
     summary_lines,
 )
@@ -191,7 +193,7 @@ def handle(args: argparse.Namespace) -> int:
     in_vm = (args.vm or bool(needs_vm)) and not vm.inside_vm() and not in_uml
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.dry_run:
-        print_plan(plan, every_run=args.all)
+        print_plan(plan, every_run=args.all, clock=VIRTUAL if in_uml else REAL)
         where = _where_lines(backend, in_vm, "as asked" if args.vm else f"because {needs_vm}", out, args)
         if in_uml:
             where[0] = f"backend: {backend}, in virtual time (quicbed's User-Mode Linux kernel, docs/clocks.md)"
@@ -274,7 +276,10 @@ def _run_in_guest(args: argparse.Namespace, experiment_file: Path, out: Path, *,
         from quicbed.host.uml.boot import run_in_uml, why_the_command_died
 
         argv += ["--clock", VIRTUAL]
+        before, started = finished_runs(out), time.monotonic()
         result = run_in_uml(argv, cwd=Path.cwd(), stream=sys.stdout, timeout=None, share=[out.resolve()])
+        # the guest's records hold its own clock: the wall time per run is known only here
+        record_guest_wall_time(out, finished_runs(out) - before, time.monotonic() - started)
         if result.returncode > 128:  # killed inside: its own last words never came out
             print(f"quicbed: the run inside the virtual-time kernel was killed by signal {result.returncode - 128}: "
                   f"{why_the_command_died(result)} (console log: {result.log}); finished runs are kept: continue "
@@ -315,12 +320,12 @@ def _require_endpoints(experiment: Experiment) -> None:
                            "them out, e.g. --set 'matrix.transport=[quic, bquic, tcp]')")
 
 
-def print_plan(plan: Plan, every_run: bool = False) -> None:
+def print_plan(plan: Plan, every_run: bool = False, clock: str = REAL) -> None:
     if plan.large and not every_run:
-        print("\n".join(summary_lines(plan)))
+        print("\n".join(summary_lines(plan, clock=clock)))
         return
     print(header(plan))
-    print(f"time: {estimate(plan)}")
+    print(f"time: {estimate(plan, clock=clock)}")
     if plan.shard is not None and not plan.runs:
         print(f"shard {plan.shard} has no runs: the experiment has {plan.experiment.cell_count()} cell(s) for "
               f"{plan.shard.count} shards (fix: fewer shards, or --shard-by run)")

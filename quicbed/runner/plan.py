@@ -3,18 +3,24 @@
 The time estimate has two parts: an upper bound (every run hitting its timeout) and the
 number of runs times a run's duration: the median of earlier results folders of the same
 experiment in ``results/`` (measured on this host), else the experiment file's own
-``wall_time`` (measured where it was written). A plan above ``LARGE_PLAN`` runs is summarised instead
-of listed, and a real run (or shard) that large asks for ``--yes``.
+``wall_time`` (measured where it was written). In virtual time a run's records hold the
+guest's clock, not the wall's, so the estimate reads what the host measured around each
+guest (``GUEST_WALL_TIME_FILE``), and a timeout bounds no wall time. A plan above
+``LARGE_PLAN`` runs is summarised instead of listed, and a real run (or shard) that large asks
+for ``--yes``.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from quicbed.errors import QuicbedError
+from quicbed.host.clock import REAL, VIRTUAL
 from quicbed.results import RESULTS_FILE, read_records
 from quicbed.spec.experiment import Experiment, Run, RunSequence
 from quicbed.spec.shard import Shard
@@ -23,6 +29,8 @@ from quicbed.spec.shard import Shard
 LARGE_PLAN = 2000
 #: how many earlier runs are enough to estimate a run's duration
 ESTIMATE_RUNS = 200
+#: a results folder's wall time around each virtual-time guest: one JSON line a guest
+GUEST_WALL_TIME_FILE = "guest-wall-time.jsonl"
 
 
 class ShardRuns:
@@ -70,27 +78,72 @@ class Plan:
         return [Shard(k, self.shard.count, self.shard.by).size(self.experiment) for k in range(1, self.shard.count + 1)]
 
 
-def measured_run_seconds(name: str, results_root: Path = Path("results")) -> tuple[float, int] | None:
-    """Median duration of the finished runs of earlier folders of experiment ``name`` under
-    ``results_root`` (newest folders first, up to ESTIMATE_RUNS runs), and how many runs."""
+def measured_run_seconds(name: str, results_root: Path = Path("results"),
+                         clock: str = REAL) -> tuple[float, int] | None:
+    """Median wall duration of the finished runs of earlier folders of experiment ``name``
+    under ``results_root`` on ``clock`` (newest folders first, up to ESTIMATE_RUNS runs), and
+    how many runs."""
     durations: list[float] = []
     folders = sorted(results_root.glob(f"{name}-*/{RESULTS_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if results_root.is_dir() else []
     for results in folders:
-        try:
-            records, _ = read_records(results, strict=False)
-        except QuicbedError:  # a folder of a newer quicbed: no estimate from it
-            continue
-        for record in records:
-            try:
-                duration = float(record["finished"]) - float(record["started"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            if duration > 0:
-                durations.append(duration)
+        if clock == VIRTUAL:
+            durations += _guest_run_seconds(results.parent)
+        else:
+            durations += _record_seconds(results, clock)
         if len(durations) >= ESTIMATE_RUNS:
             break
     return (statistics.median(durations), len(durations)) if durations else None
+
+
+def _record_seconds(results: Path, clock: str) -> list[float]:
+    try:
+        records, _ = read_records(results, strict=False)
+    except QuicbedError:  # a folder of a newer quicbed: no estimate from it
+        return []
+    durations = []
+    for record in records:
+        if (record.get("clock") or REAL) != clock:
+            continue
+        try:
+            duration = float(record["finished"]) - float(record["started"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if duration > 0:
+            durations.append(duration)
+    return durations
+
+
+def _guest_run_seconds(folder: Path) -> list[float]:
+    """Each run's share of the wall time of the virtual-time guests that made them."""
+    path = folder / GUEST_WALL_TIME_FILE
+    durations: list[float] = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            guest = json.loads(line)
+            runs, seconds = int(guest["runs"]), float(guest["wall_seconds"])
+        except (ValueError, KeyError, TypeError):  # a line torn by a crash
+            continue
+        if runs > 0 and seconds > 0:
+            durations += [seconds / runs] * runs
+    return durations
+
+
+def record_guest_wall_time(folder: Path, runs: int, seconds: float) -> None:
+    """Adds one virtual-time guest's wall time and the runs it made to ``folder``'s file."""
+    if runs > 0 and (folder / RESULTS_FILE).is_file():
+        line = json.dumps({"runs": runs, "wall_seconds": round(seconds, 1), "at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        with open(folder / GUEST_WALL_TIME_FILE, "a") as file:
+            file.write(line + "\n")
+
+
+def finished_runs(folder: Path) -> int:
+    """Lines in ``folder``'s results file: runs finished there, on any clock."""
+    try:
+        with open(folder / RESULTS_FILE, "rb") as file:
+            return sum(1 for line in file if line.endswith(b"\n"))
+    except FileNotFoundError:
+        return 0
 
 
 def _hours(seconds: float) -> str:
@@ -99,19 +152,28 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 600 else f"{seconds / 60:.1f} min"
 
 
-def estimate(plan: Plan, results_root: Path = Path("results")) -> str:
+def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL) -> str:
     """'about 3.2 h at the 9.1 s median of 200 earlier runs; at most 41.7 h (every run at its 60 s timeout)':
-    from this host's earlier runs of the experiment, else from the file's ``wall_time``, else none."""
+    from this host's earlier runs of the experiment on the same clock, else from the file's
+    ``wall_time`` (real time only), else none."""
     count = len(plan.runs)
-    bound = f"at most {_hours(count * plan.experiment.timeout)} (every run at its {plan.experiment.timeout:g} s timeout)"
-    measured = measured_run_seconds(plan.experiment.name, results_root)
+    if clock == VIRTUAL:  # the timeout is virtual too: it bounds no wall time
+        bound = f"the {plan.experiment.timeout:g} s timeout counts virtual time and bounds no wall time"
+    else:
+        bound = f"at most {_hours(count * plan.experiment.timeout)} (every run at its {plan.experiment.timeout:g} s timeout)"
+    measured = measured_run_seconds(plan.experiment.name, results_root, clock)
     if measured is not None:
         median, runs = measured
-        return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here; {bound}"
+        where = " in virtual time" if clock == VIRTUAL else ""
+        return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; {bound}"
     wall = plan.experiment.wall_time
-    if wall is not None:
+    if wall is not None and clock == REAL:
         return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
                 f"{_hours(wall.seconds)} on {wall.host}: {wall.per_run:.1f} s a run); {bound}")
+    if clock == VIRTUAL:
+        return (f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ (in "
+                "bench/clocks.py a cell took 1.7-11 times its real-time wall time here: run it once with "
+                f"--repetitions 1 to have one); {bound}")
     return (f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "
             "the file (run it once with --repetitions 1 to have one)")
 
@@ -127,13 +189,13 @@ def header(plan: Plan) -> str:
     return text
 
 
-def summary_lines(plan: Plan, results_root: Path = Path("results")) -> list[str]:
+def summary_lines(plan: Plan, results_root: Path = Path("results"), clock: str = REAL) -> list[str]:
     """What --dry-run prints for a large plan instead of every run."""
     lines = [header(plan)]
     if plan.shard is not None:
         sizes = plan.shard_sizes()
         lines.append(f"runs per shard (1..{plan.shard.count}): {', '.join(map(str, sizes))}")
-    lines.append(f"time: {estimate(plan, results_root)}")
+    lines.append(f"time: {estimate(plan, results_root, clock)}")
     lines.append(f"(more than {LARGE_PLAN} runs: not listed one by one; --all lists them)")
     return lines
 

@@ -113,6 +113,9 @@ def test_the_quickstart_in_virtual_time_is_valid_and_says_so(tmp_path: Path) -> 
         assert not any(name.startswith("cpu_") for name in line["metrics"])  # no figures that mean nothing
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["host"]["clock"] == "virtual"
+    # the records hold the guest's clock; the wall time the guest took is the host's to write
+    guest = json.loads((out / "guest-wall-time.jsonl").read_text())
+    assert guest["runs"] == len(lines) and guest["wall_seconds"] > max(line["finished"] - line["started"] for line in lines)
     summary = (out / "summary.md").read_text()
     assert "Virtual time: every run ran in quicbed's User-Mode Linux kernel" in summary
 

@@ -12,7 +12,9 @@ import pytest
 from quicbed.cli import main
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.merge import expected_run_ids, merge
-from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, measured_run_seconds
+from quicbed.host.clock import VIRTUAL
+from quicbed.runner.plan import (LARGE_PLAN, Plan, estimate, finished_runs, measured_run_seconds,
+                                  record_guest_wall_time)
 from quicbed.spec.experiment import expand, load_experiment
 from quicbed.spec.shard import Shard
 from report_fixtures import make_matrix_folder
@@ -154,6 +156,31 @@ def test_without_earlier_runs_the_estimate_is_the_files_wall_time(tmp_path, caps
                                                                                   f"script: {E4.parents[1]}/topologies/"))
     text = estimate(Plan.of(load_experiment(bare, {}), "ns3"), tmp_path / "none")
     assert "no estimate" in text and "--repetitions 1" in text
+
+
+def test_a_virtual_time_estimate_reads_the_guests_wall_time_not_the_records(tmp_path, capsys, monkeypatch):
+    """In virtual time a record's start and end are the guest's clock (a run of 12 s there took
+    minutes of wall time), so the estimate reads what the host measured around each guest,
+    never real-time runs or the file's wall_time, and no timeout bounds it."""
+    folder = tmp_path / "results" / "e4-random-loss-20261129-100000"
+    folder.mkdir(parents=True)
+    records = [{"run_id": f"c000-r{i:03d}", "started": 100.0, "finished": 112.0, "clock": VIRTUAL} for i in range(4)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[:3]) + '{"run_id": "c0')
+    assert finished_runs(folder) == 3  # the torn last line is not a run
+    record_guest_wall_time(folder, 3, 540.0)  # three runs in 9 min of wall time
+    with open(folder / "guest-wall-time.jsonl", "a") as file:
+        file.write('{"runs": 2, "wall_s')  # a guest's line torn by a crash is skipped
+    plan = Plan.of(load_experiment(E4, {"repetitions": 10, "warmup": 0}), "ns3")
+    assert measured_run_seconds("e4-random-loss", tmp_path / "results", VIRTUAL) == (180.0, 3)
+    assert measured_run_seconds("e4-random-loss", tmp_path / "results") is None  # no real-time run there
+    text = estimate(plan, tmp_path / "results", VIRTUAL)
+    assert text.startswith("about 9.0 h at the 180.0 s median of 3 earlier runs here in virtual time")  # 180 x 180 s
+    assert "bounds no wall time" in text
+    text = estimate(plan, tmp_path / "none", VIRTUAL)
+    assert text.startswith("no estimate: no earlier virtual-time run") and "wall_time" not in text
+    monkeypatch.chdir(tmp_path / "results")  # no results/ folder below it
+    assert main(["run", str(E4), "--dry-run", "--clock", "virtual"]) == 0
+    assert "\ntime: no estimate: no earlier virtual-time run" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wall_time, message", [
