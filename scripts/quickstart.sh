@@ -7,4 +7,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${QUICBED_VENV:-$repo/.venv}
 cd "$repo"
 "$venv/bin/quicbed" doctor
-"$venv/bin/quicbed" run experiments/quickstart.yaml "$@"
+transports=()
+if ! "$venv/bin/python" -c 'import sys; from quicbed.apps.quic.implementations import native_binary; sys.exit(native_binary() is None)'; then
+  # install.sh warned why the native endpoint did not build; aioquic may be CPU-bound (the report says)
+  echo "quickstart.sh: the native QUIC endpoint is not built: QUIC and BQUIC run on aioquic instead" >&2
+  transports=(--set 'matrix.transport=[quic, bquic, tcp]' --set 'study.headline.compare=[quic, bquic]')
+fi
+"$venv/bin/quicbed" run experiments/quickstart.yaml "${transports[@]}" "$@"

@@ -155,7 +155,7 @@ def _hours(seconds: float) -> str:
 def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL) -> str:
     """'about 3.2 h at the 9.1 s median of 200 earlier runs; at most 41.7 h (every run at its 60 s timeout)':
     from this host's earlier runs of the experiment on the same clock, else from the file's
-    ``wall_time`` (real time only), else none."""
+    ``wall_time`` measured on that clock, else none."""
     count = len(plan.runs)
     if clock == VIRTUAL:  # the timeout is virtual too: it bounds no wall time
         bound = f"the {plan.experiment.timeout:g} s timeout counts virtual time and bounds no wall time"
@@ -167,11 +167,13 @@ def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL
         where = " in virtual time" if clock == VIRTUAL else ""
         return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; {bound}"
     wall = plan.experiment.wall_time
-    if wall is not None and clock == REAL:
+    if wall is not None and wall.clock == clock:
         return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
-                f"{_hours(wall.seconds)} on {wall.host}: {wall.per_run:.1f} s a run); {bound}")
+                f"{_hours(wall.seconds)} on {wall.host}{' in virtual time' if clock == VIRTUAL else ''}: "
+                f"{wall.per_run:.1f} s a run); {bound}")
     if clock == VIRTUAL:
-        return (f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ (in "
+        return (f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ nor a "
+                "wall_time with clock: virtual in the file (in "
                 "bench/clocks.py a cell took 1.7-11 times its real-time wall time here: run it once with "
                 f"--repetitions 1 to have one); {bound}")
     return (f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "

@@ -55,7 +55,7 @@ def counted_or_late(line: dict[str, Any]) -> bool:
 def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
     out = tmp_path / "quickstart"
     lines = run_experiment("quickstart", out)
-    assert set(lines) == {"bquic", "quic", "tcp"}
+    assert set(lines) == {"bquic-native", "quic-native", "tcp"}
     for line in lines.values():
         assert counted_or_late(line), line
         # 20 Mbit/s bottleneck, 10 ms each way: the data cannot arrive faster, nor sooner
@@ -64,7 +64,7 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
         assert line["metrics"]["cwnd_mean"] > 0
         assert line["metrics"]["lag_max"] > 0
     # BQUIC acknowledges fewer packets than QUIC (ACK decimation), the point of the comparison
-    assert lines["bquic"]["metrics"]["ack_ratio"] < lines["quic"]["metrics"]["ack_ratio"]
+    assert lines["bquic-native"]["metrics"]["ack_ratio"] < lines["quic-native"]["metrics"]["ack_ratio"]
     # every run says who used the CPU: endpoints, the ns-3 channel, the machine
     for name, line in lines.items():
         cpu = json.loads((out / line["folder"] / "run.json").read_text())["details"]["cpu"]

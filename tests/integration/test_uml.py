@@ -102,7 +102,7 @@ def _run_virtual(out: Path, *options: str, env: dict[str, str] | None = None) ->
 def test_the_quickstart_in_virtual_time_is_valid_and_says_so(tmp_path: Path) -> None:
     out = tmp_path / "virtual"
     lines = _run_virtual(out, "--set", "workload.object=500KB")
-    assert sorted(line["cell"]["transport"] for line in lines) == ["bquic", "quic", "tcp"]
+    assert sorted(line["cell"]["transport"] for line in lines) == ["bquic-native", "quic-native", "tcp"]
     for line in lines:
         assert line["status"] == "ok" and line["attempt"] == 1, line  # valid at the first attempt
         assert line["clock"] == "virtual" and line["kernel"].endswith("-quicbed")

@@ -176,8 +176,15 @@ def test_a_virtual_time_estimate_reads_the_guests_wall_time_not_the_records(tmp_
     text = estimate(plan, tmp_path / "results", VIRTUAL)
     assert text.startswith("about 9.0 h at the 180.0 s median of 3 earlier runs here in virtual time")  # 180 x 180 s
     assert "bounds no wall time" in text
-    text = estimate(plan, tmp_path / "none", VIRTUAL)
-    assert text.startswith("no estimate: no earlier virtual-time run") and "wall_time" not in text
+    text = estimate(plan, tmp_path / "none", VIRTUAL)  # the file's wall_time was measured in real time
+    assert text.startswith("no estimate: no earlier virtual-time run") and "wall_time with clock: virtual" in text
+    # a file measured in virtual time serves that clock only
+    seed_scale = Plan.of(load_experiment(ROOT / "experiments" / "e5-seed-scale.yaml", {"repetitions": 1}), "ns3")
+    assert seed_scale.experiment.wall_time.clock == VIRTUAL
+    assert estimate(seed_scale, tmp_path / "none", VIRTUAL).startswith(
+        "about 24 min from the file's wall_time (1 run(s) in 3.0 min on a quiet 2-core Debian 12 host, one AP in "
+        "virtual time: 180.0 s a run)")  # 8 cells x 180 s
+    assert "no estimate" in estimate(seed_scale, tmp_path / "none")
     monkeypatch.chdir(tmp_path / "results")  # no results/ folder below it
     assert main(["run", str(E4), "--dry-run", "--clock", "virtual"]) == 0
     assert "\ntime: no estimate: no earlier virtual-time run" in capsys.readouterr().out
@@ -188,6 +195,7 @@ def test_a_virtual_time_estimate_reads_the_guests_wall_time_not_the_records(tmp_
     ("{runs: 5}", "wall_time needs runs and time"),
     ("{runs: 5, time: soon}", "wall_time.time"),
     ("{runs: 5, time: 10min, when: today}", "not ['when']"),
+    ("{runs: 5, time: 10min, clock: wall}", "wall_time.clock: expected one of real, virtual, got 'wall'"),
 ])
 def test_a_bad_wall_time_is_refused_with_the_field(tmp_path, wall_time, message):
     bad = tmp_path / "bad.yaml"
