@@ -174,8 +174,8 @@ def handle(args: argparse.Namespace) -> int:
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
     plan.backend = backend = choice.backend
-    if choice.note:
-        print(f"note: {choice.note}", flush=True)
+    for note in [*experiment.notes, *([choice.note] if choice.note else [])]:
+        print(f"note: {note}", flush=True)
     if args.resume and args.out is None:
         raise QuicbedError("--resume needs --out: the folder of the experiment to continue")
     for flag in ("retry_failed", "force"):

@@ -32,6 +32,7 @@ from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
+from quicbed.spec.overrides import apply_overrides, default_client, params_dropped_with_the_script
 from quicbed.spec.walltime import WallTime, parse_wall_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
@@ -195,6 +196,8 @@ class Experiment:
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
     study: Study | None = None
     wall_time: WallTime | None = None  # the file's own measured wall time (quicbed.spec.walltime)
+    #: what the loader decided for the user (a swapped script's params, a default client): said before a run
+    notes: list[str] = field(default_factory=list)
     #: the ns-3 channel with all its threads ("process") or its simulator thread alone
     #: ("simulator") on a core of its own, the endpoints on the others; "off": no pinning
     #: (docs/metrics.md, "A core for the channel")
@@ -566,33 +569,6 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
     return values
 
 
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with fields replaced: top-level names or dotted paths (``workload.object``,
-    ``topology.params.rate``, ``matrix.link.bottleneck.loss``: a matrix axis is one key)."""
-    result = dict(data)
-    for dotted, value in overrides.items():
-        top, _, rest = dotted.partition(".")
-        if not rest:
-            result[top] = value
-            continue
-        parts = [rest] if top == "matrix" else rest.split(".")
-        node = result[top] = _inner_mapping(result, top, dotted)
-        for depth, part in enumerate(parts[:-1], 2):
-            node[part] = _inner_mapping(node, part, dotted, ".".join(dotted.split(".")[:depth]))
-            node = node[part]
-        node[parts[-1]] = value
-    return result
-
-
-def _inner_mapping(parent: dict[str, Any], key: str, dotted: str, path: str = "") -> dict[str, Any]:
-    """A copy of the mapping at ``parent[key]`` (empty if unset), to set ``dotted`` inside it."""
-    inner = parent.get(key)
-    if inner is not None and not isinstance(inner, dict):
-        raise SpecError(f"cannot set {dotted!r}: {path or key} holds {inner!r}, not a mapping", field=dotted,
-                        fix=f"set {path or key} itself, e.g. --set {path or key}=VALUE")
-    return dict(inner or {})
-
-
 def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None) -> Experiment:
     """Read and validate an experiment file. ``overrides`` replace fields, by top-level name
     or dotted path (e.g. {"repetitions": 2, "workload.object": "1MB"} from the command line)."""
@@ -617,6 +593,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     if not isinstance(data, dict):
         raise SpecError("expected a mapping at the top level", source=str(path), fix="see experiments/quickstart.yaml")
     data = apply_overrides(data, overrides)
+    swapped = params_dropped_with_the_script(data, doc.data, overrides, lambda text: _script_path(doc.path, text))
     for key in data:
         if key not in TOP_LEVEL:
             raise doc.error(f"unknown field {key!r}", str(key), fix=f"{_suggest(key, TOP_LEVEL)}fields are "
@@ -647,8 +624,12 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     for backend, options in _expect_mapping(doc, data.get("backend_options"), "backend_options").items():
         _choice(doc, backend, "backend_options", BACKENDS)
         exp.backend_options[backend] = dict(_expect_mapping(doc, options, f"backend_options.{backend}"))
+    exp.notes = [swapped] if swapped else []
     for role in ("client", "server"):
         node = data.get(role, role)
+        if role == "client" and role not in data and node not in topo.nodes and default_client(topo):
+            node = default_client(topo)  # a topology of its own, e.g. a copy of wifi_ap.py
+            exp.notes.append(f"client: {node} (the topology has no node 'client'; set client: to choose)")
         if not _among(node, topo.nodes) or not topo.nodes[node].routed:
             raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,
                             fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")

@@ -52,6 +52,27 @@ def counted_or_late(line: dict[str, Any]) -> bool:
         any(words in reason for words in CHANNEL_HELD_BACK) for reason in line["invalid_reasons"]))
 
 
+@pytest.mark.parametrize("copied, edit, parameter", [
+    ("dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "delay=25ms"),
+    ("wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "wired_delay=25ms"),
+])
+def test_the_quickstart_runs_over_an_edited_copy_of_a_topology(tmp_path: Path, copied: str, edit: tuple[str, str],
+                                                               parameter: str) -> None:
+    """README's "Then your own network", step 3, for real: the copy's own defaults (edited)
+    and the -p given hold, and a WiFi copy's station downloads."""
+    mine = tmp_path / "mine.py"
+    mine.write_text((ROOT / "topologies" / copied).read_text().replace(*edit))
+    line, = run_lines("quickstart", tmp_path / "out", "--set", f"topology.script={mine}", "-p", parameter,
+                      "--set", "matrix.transport=[tcp]", "--set", "workload.object=500kB", "--no-report")
+    assert counted_or_late(line), line
+    assert line["metrics"]["owd_mean"] >= 0.025, line["metrics"]  # the -p: 25 ms one way, not the file's 10
+    if copied == "dumbbell.py":  # the edit: 5 Mbit/s, not the file's 20
+        assert 1e6 < line["metrics"]["goodput"] <= 5.2e6, line["metrics"]
+    else:  # sta1 is the client; MCS 3 (26 Mbit/s PHY) caps it well below MCS 7's 65
+        assert line["client"] == "sta1" and line["metrics"]["ampdu_mean"] > 1, line
+        assert line["metrics"]["goodput"] < 26e6, line["metrics"]
+
+
 def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
     out = tmp_path / "quickstart"
     lines = run_experiment("quickstart", out)

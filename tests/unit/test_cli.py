@@ -249,17 +249,41 @@ def test_readme_tells_one_story_in_a_newcomers_order():
                                                              "MPDU", "MCS", "real"]
 
 
-def test_the_readmes_own_network_steps_work(tmp_path, monkeypatch, capsys):
-    """README's "Then your own network": a copy of dumbbell.py shows and plans from its folder."""
-    import shutil
+def readme_own_network_steps() -> list[list[str]]:
+    """README's "Then your own network" commands, as a user types them."""
+    import re
+    import shlex
 
-    shutil.copy(ROOT / "topologies" / "dumbbell.py", tmp_path / "mine.py")
+    readme = (ROOT / "README.md").read_text()
+    own = readme.split("**Then your own network**", 1)[1].split("\n\n", 2)[1]
+    return [shlex.split(line.split("#")[0]) for line in re.findall(r"(?m)^    (\S.*)$", own)]
+
+
+@pytest.mark.parametrize("copied, edit, shown, parameter", [
+    ("topologies/dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "rate='5mbit'", "delay=25ms"),
+    ("topologies/wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "mcs=3", "wired_delay=25ms"),
+])
+def test_the_readmes_own_network_steps_work_as_typed(tmp_path, monkeypatch, capsys, copied, edit, shown, parameter):
+    """README's three steps with a wired and a WiFi copy: the edit in the copy holds in the run
+    (the file's topology.params are for its own script), the -p of step 2 is given again in step
+    3, and a WiFi copy's station is the client. Before, the file's params overrode the edit, and
+    a copy of wifi_ap.py failed on them and on the client 'client'."""
+    copy, show, run = readme_own_network_steps()
+    assert copy == ["cp", "topologies/dumbbell.py", "mine.py"] and show[0] == run[0] == "quicbed"
     monkeypatch.chdir(tmp_path)
-    assert main(["topo", "show", "mine.py", "-p", "delay=25ms"]) == 0
-    assert "delay='25ms' (given)" in capsys.readouterr().out
-    assert main(["run", str(ROOT / "experiments" / "quickstart.yaml"), "--set", "topology.script=mine.py",
-                 "--dry-run"]) == 0
-    assert "topology: mine.py" in capsys.readouterr().out
+    source = (ROOT / copied).read_text()
+    assert edit[0] in source
+    (tmp_path / "mine.py").write_text(source.replace(*edit))  # step 1: the copy, and an edit
+    name, value = parameter.split("=")
+    typed = {"delay=25ms": parameter}  # the WiFi copy's delay parameter has another name
+    assert main([typed.get(word, word) for word in show[1:]]) == 0
+    assert f"{name}='{value}' (given)" in capsys.readouterr().out
+    assert main([*(typed.get(word, word) for word in run[1:]), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    topology = next(line for line in out.splitlines() if line.startswith("topology: mine.py with"))
+    assert shown in topology and f"{name}='{value}'" in topology, topology
+    assert "are for topologies/dumbbell.py, not applied to mine.py" in out
+    assert ("note: client: sta1 (the topology has no node 'client'" in out) == ("wifi" in copied)
 
 
 def test_transports_say_what_sets_them_apart():

@@ -81,6 +81,21 @@ def test_command_line_override_of_repetitions(tmp_path):
     assert len(expand(exp)) == 6
 
 
+def test_a_swapped_script_keeps_its_own_defaults_unless_params_are_given(tmp_path):
+    """A file's topology.params are for its own script: --set topology.script=OTHER drops them
+    (with a note), the same script or params given on the command line keep them."""
+    quickstart = ROOT / "experiments" / "quickstart.yaml"
+    dumbbell = str(ROOT / "topologies" / "dumbbell.py")
+    kept = load_experiment(quickstart)
+    assert kept.topology_params == {"rate": "20mbit", "delay": "10ms", "queue_limit": 100} and not kept.notes
+    swapped = load_experiment(quickstart, {"topology.script": str(ROOT / "topologies" / "cellular.py")})
+    assert swapped.topology_params == {} and "not applied to" in swapped.notes[0]
+    for same in ("topologies/dumbbell.py", dumbbell):  # the same script, however written
+        assert load_experiment(quickstart, {"topology.script": same}).topology_params == kept.topology_params
+    given = load_experiment(quickstart, {"topology.script": dumbbell, "topology.params.rate": "5mbit"})
+    assert given.topology_params == {"rate": "5mbit", "delay": "10ms", "queue_limit": 100} and not given.notes
+
+
 @pytest.mark.parametrize("change, fragments", [
     ("repetitions: 3", ["exp.yaml:9", "repetitions", "whole number >= 1"], ),
     ("transport: [quic, bquic, tcp]", ["exp.yaml:7", "matrix.transport[1]", "unknown transport 'bqiuc'",
