@@ -100,8 +100,8 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
         assert isolation == {"applied": True, "threads": "process", "channel_cores": cores[-1:],
                              "endpoint_cores": cores[:-1]} \
             if len(cores) > 1 else isolation["applied"] is False, isolation
-    # aioquic's server spends CPU on every packet; nginx sends with the kernel's TCP
-    assert lines["quic"]["metrics"]["cpu_server"] > 5 * lines["tcp"]["metrics"]["cpu_server"]
+    # the servers are counted too: quinn's, and nginx (whose sending is the kernel's TCP)
+    assert all(line["metrics"]["cpu_server"] > 0 for line in lines.values()), lines
     assert "of which CPU-bound" in (out / "summary.md").read_text()
     for name in ("summary.csv", "summary.md", "index.html"):
         assert (out / name).stat().st_size > 0, name
