@@ -10,10 +10,10 @@ median and range, the virtual-time runs' median and range, and whether they agre
 more runs a side that is a two-sided exact Mann-Whitney test at p < 0.01 (a false DIFFER in
 about 1 row of 100); with fewer it is the virtual median inside the range of the valid
 real-time runs, or both within 2 % of each other (a range of 3 runs is narrow; 2 % is below
-the run-to-run spread of every WiFi figure in bench/README.md), and a DIFFER is a lead. A row that disagrees needs a mechanism, not a wider range: docs/clocks.md
-names the ones measured. Who limited the real-time runs is printed too (how many were
-CPU-bound or invalid), because a figure of a CPU-bound real-time run is the CPU's, not the
-network's.
+the run-to-run spread of every WiFi figure in bench/README.md), and a DIFFER is a lead. A row
+that disagrees needs a mechanism, not a wider range: docs/clocks.md names the ones measured.
+Who limited the real-time runs is printed too (how many were CPU-bound or invalid), because a
+figure of a CPU-bound real-time run is the CPU's, not the network's.
 
 --scale prints wall seconds per simulated second in virtual time for 1-40 stations on one
 802.11ac AP and for 2-6 mesh hops, so that a study's duration can be planned.

@@ -157,15 +157,17 @@ def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL
     from this host's earlier runs of the experiment on the same clock, else from the file's
     ``wall_time`` measured on that clock, else none."""
     count = len(plan.runs)
+    timeout = plan.experiment.timeout
     if clock == VIRTUAL:  # the timeout is virtual too: it bounds no wall time
-        bound = f"the {plan.experiment.timeout:g} s timeout counts virtual time and bounds no wall time"
+        bound = f"the {timeout:g} s timeout counts virtual time and bounds no wall time"
     else:
-        bound = f"at most {_hours(count * plan.experiment.timeout)} (every run at its {plan.experiment.timeout:g} s timeout)"
+        bound = f"at most {_hours(count * timeout)} (every run at its {timeout:g} s timeout)"
     measured = measured_run_seconds(plan.experiment.name, results_root, clock)
     if measured is not None:
         median, runs = measured
         where = " in virtual time" if clock == VIRTUAL else ""
-        return f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; {bound}"
+        return (f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; "
+                f"{bound}")
     wall = plan.experiment.wall_time
     if wall is not None and wall.clock == clock:
         return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from quicbed.errors import SpecError
 from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
+from quicbed.spec.overrides import apply_overrides, default_client, params_dropped_with_the_script
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.units import parse_rate, parse_size, parse_time
-from quicbed.spec.overrides import apply_overrides, default_client, params_dropped_with_the_script
 from quicbed.spec.walltime import WallTime, parse_wall_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
@@ -627,8 +627,9 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.notes = [swapped] if swapped else []
     for role in ("client", "server"):
         node = data.get(role, role)
-        if role == "client" and role not in data and node not in topo.nodes and default_client(topo):
-            node = default_client(topo)  # a topology of its own, e.g. a copy of wifi_ap.py
+        fallback = default_client(topo) if role == "client" and role not in data and node not in topo.nodes else None
+        if fallback:  # a topology of its own, e.g. a copy of wifi_ap.py
+            node = fallback
             exp.notes.append(f"client: {node} (the topology has no node 'client'; set client: to choose)")
         if not _among(node, topo.nodes) or not topo.nodes[node].routed:
             raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,

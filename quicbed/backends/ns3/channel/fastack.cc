@@ -491,7 +491,7 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
             HeldAt lacking = Covering(flow, seg.ack, false);
             if (++flow.duplicates == 3 && lacking != flow.held.end() && Missing(lacking->second))
             {
-                Resend(flow, lacking, false);
+                Resend(flow, lacking, true);
                 Arm(flow); // deferred or refused: the timer's
             }
         }
@@ -647,7 +647,7 @@ FastAck::Release(Flow& flow, uint32_t ack)
         // what else its TCP lost, one segment an ACK, rather than one a timer expiry
         HeldAt lacking = Covering(flow, ack, false);
         if (lacking != flow.held.end() && Missing(lacking->second) &&
-            Resend(flow, lacking, true) == Resent::Sent)
+            Resend(flow, lacking, false) == Resent::Sent)
         {
             partialAckResends++;
         }
@@ -715,7 +715,7 @@ FastAck::ResendDropped(Key key, uint64_t id, uint32_t seq)
     {
         return;
     }
-    if (Resend(*flow, held, false) == Resent::Sent)
+    if (Resend(*flow, held, true) == Resent::Sent)
     {
         macDropsRepaired++;
     }
@@ -964,12 +964,12 @@ FastAck::SendAck(Flow& flow, uint16_t window)
 }
 
 FastAck::Resent
-FastAck::Resend(Flow& flow, HeldAt held, bool byTimer)
+FastAck::Resend(Flow& flow, HeldAt held, bool deferrable)
 {
     // only the air's failures count: a copy that outlived its queue lifetime in a slow cell says
     // nothing of the station
     bool counts = !held->second.expired;
-    if (counts && !byTimer && held->second.resends >= MAX_RESENDS)
+    if (counts && deferrable && held->second.resends >= MAX_RESENDS)
     {
         return Resent::Deferred; // no more at once: a station the air keeps failing gets the backoff
     }
@@ -1033,7 +1033,7 @@ FastAck::OnTimer(Key key, uint64_t id)
     HeldAt lacking = Covering(*flow, flow->stationAcked, false);
     if (lacking != flow->held.end() && Missing(lacking->second))
     {
-        if (Resend(*flow, lacking, true) == Resent::Sent)
+        if (Resend(*flow, lacking, false) == Resent::Sent)
         {
             timerResends++;
             flow->recovering = true;
@@ -1048,9 +1048,9 @@ void
 FastAck::ResetStats()
 {
     accelerated = deliveredOverAir = acksSent = stationAcksSwallowed = stationAcksPassed = stationAcksHeld =
-        stationDuplicates = localRetransmissions = macDropsRepaired = timerResends = partialAckResends = outOfOrder = queueRefused =
-            duplicateAcksSent = windowUpdates = acksRepeated = eceEchoed = flowsStarted = flowsEnded =
-                flowsAbandoned = 0;
+        stationDuplicates = localRetransmissions = macDropsRepaired = timerResends = partialAckResends =
+            outOfOrder = queueRefused = duplicateAcksSent = windowUpdates = acksRepeated = eceEchoed = flowsStarted =
+                flowsEnded = flowsAbandoned = 0;
     mostResends = 0;
 }
 
@@ -1070,7 +1070,8 @@ FastAck::Json() const
       << ", \"station_acks_passed\": " << stationAcksPassed << ", \"station_acks_held\": " << stationAcksHeld
       << ", \"station_duplicate_acks\": " << stationDuplicates
       << ", \"local_retransmissions\": " << localRetransmissions << ", \"mac_drops_repaired\": " << macDropsRepaired
-      << ", \"timer_resends\": " << timerResends << ", \"partial_ack_resends\": " << partialAckResends << ", \"most_resends\": " << mostResends
+      << ", \"timer_resends\": " << timerResends << ", \"partial_ack_resends\": " << partialAckResends
+      << ", \"most_resends\": " << mostResends
       << ", \"out_of_order\": " << outOfOrder << ", \"queue_refused\": " << queueRefused
       << ", \"duplicate_acks_sent\": " << duplicateAcksSent << ", \"window_updates\": " << windowUpdates
       << ", \"acks_repeated\": " << acksRepeated << ", \"ece_echoed\": " << eceEchoed

@@ -96,8 +96,8 @@ class FastAck
 
     uint64_t accelerated = 0, deliveredOverAir = 0, acksSent = 0, stationAcksSwallowed = 0, stationAcksPassed = 0,
              stationAcksHeld = 0, stationDuplicates = 0, localRetransmissions = 0, macDropsRepaired = 0,
-             timerResends = 0, partialAckResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0, windowUpdates = 0,
-             acksRepeated = 0, eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
+             timerResends = 0, partialAckResends = 0, outOfOrder = 0, queueRefused = 0, duplicateAcksSent = 0,
+             windowUpdates = 0, acksRepeated = 0, eceEchoed = 0, flowsStarted = 0, flowsEnded = 0, flowsAbandoned = 0;
     int mostResends = 0; // the most local resends of one segment since the statistics were reset
     std::string Json() const;
     void ResetStats();
@@ -270,8 +270,9 @@ class FastAck
         Refused,  // the radio queue was full: the timer tries again
         Deferred, // the air failed it MAX_RESENDS times: the timer's backoff resends it
     };
-    /// Sends a held segment again (byTimer: the fallback timer's resend, never deferred).
-    Resent Resend(Flow& flow, HeldAt held, bool byTimer);
+    /// Sends a held segment again; a deferrable resend (after the air failed it, or three
+    /// duplicates) is left to the timer once the air failed it MAX_RESENDS times.
+    Resent Resend(Flow& flow, HeldAt held, bool deferrable);
     void ResendDropped(Key key, uint64_t id, uint32_t seq);
     void Arm(Flow& flow);
     void OnTimer(Key key, uint64_t id);
