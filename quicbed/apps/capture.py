@@ -28,7 +28,11 @@ the default, decides from the interface's root qdisc; True or False forces it) t
 interface at its clsact hooks instead: a u32 filter on egress (which runs before the root
 qdisc) and on ingress mirrors every packet to an ifb device in the same namespace, and tcpdump
 listens there. The ifb discards what it is given, so nothing is sent twice; the device and the
-filters are removed when the capture stops (and with the namespace).
+filters are removed when the capture stops (and with the namespace). TCP's packets reach
+the egress hook as GSO super-packets even where the interface's offloads are off (the kernel
+cuts them only on their way to the driver), so the ifb's segmentation offloads are turned
+off: it cuts them into the link's packets, each with the super-packet's time stamp, before
+tcpdump sees them.
 
 Started: :meth:`Capture.start` returns when tcpdump printed "listening on" (bounded).
 Stopped: SIGINT, so tcpdump flushes and closes the pcap file, then prints its counters,
@@ -296,6 +300,10 @@ class QdiscBypass:
                 ["ip", "link", "set", "dev", self.device, "up"],
                 # no queue of its own: a burst must not overflow the ifb's 32-packet default
                 ["tc", "qdisc", "replace", "dev", self.device, "root", "noqueue"],
+                # TCP hands the qdisc GSO super-packets whatever the interface's offloads (the
+                # kernel segments them only on their way to the driver): with segmentation off,
+                # the ifb cuts them into the packets the link carries before tcpdump sees them
+                ["ethtool", "-K", self.device, "tso", "off", "gso", "off"],
                 ["tc", "qdisc", "replace", "dev", self.interface, "clsact"],
                 ["tc", "filter", "add", "dev", self.interface, "egress", *mirror],
                 ["tc", "filter", "add", "dev", self.interface, "ingress", *mirror]]
@@ -310,7 +318,7 @@ class QdiscBypass:
                 raise BackendError(
                     f"capturing {self.node.name}:{self.interface} before its qdisc ({self.qdisc}) failed: "
                     f"'{' '.join(argv)}': {result.stderr.strip()} (the kernel needs ifb, clsact, u32 and "
-                    "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED)")
+                    "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED; and ethtool)")
 
     def remove(self) -> None:
         if self.installed:  # what the qdisc did while tapped: did it hold the sender back?

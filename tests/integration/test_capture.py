@@ -158,3 +158,36 @@ def test_a_shaped_senders_capture_sees_what_it_sent(shaped_sender: NamespaceNetw
     links = shaped_sender.node("client").run(["ip", "-o", "link", "show"]).stdout
     filters = shaped_sender.node("client").run(["tc", "qdisc", "show", "dev", "eth0"]).stdout
     assert "qbtap" not in links and "clsact" not in filters
+
+
+TCP_BYTES = 300_000
+TCP_SINK = ("import socket, sys; s = socket.create_server(('0.0.0.0', 5996)); c, _ = s.accept(); n = 0\n"
+            "while (b := c.recv(65536)): n += len(b)\n"
+            "print(n)")
+TCP_SOURCE = ("import socket, sys; c = socket.create_connection((sys.argv[1], 5996)); "
+              f"c.sendall(bytes({TCP_BYTES})); c.close()")
+
+
+def test_a_shaped_tcp_senders_capture_holds_the_links_packets(shaped_sender: NamespaceNetwork,
+                                                              tmp_path: Path) -> None:
+    """TCP hands the qdisc super-packets of up to 64 kB even with the interface's offloads off;
+    the tap before the qdisc must show the packets the link carried, none larger than the MTU
+    (the report counts a larger one as an offload left on and rejects the run)."""
+    import sys
+
+    client, server = shaped_sender.node("client"), shaped_sender.node("server")
+    captures = CaptureSet(tmp_path)
+    captures.add(client, "eth0")
+    with captures:
+        captures.start()
+        sink = server.start([sys.executable, "-c", TCP_SINK], name="sink", log_dir=tmp_path)
+        time.sleep(0.5)
+        client.run([sys.executable, "-c", TCP_SOURCE, server.address], timeout=30)
+        assert sink.wait(timeout=30) == 0
+    assert int(sink.output().strip()) == TCP_BYTES
+    from quicbed.analysis.packets import read_pcap
+
+    data = [p for p in read_pcap(captures.path("client-eth0")) if p.proto == "tcp" and p.dport == 5996]
+    assert captures.info()["client-eth0"]["tapped"].startswith("before the tbf qdisc")
+    assert max(p.ip_len for p in data) <= 1500  # was 7-26 kB before the tap's ifb segmented
+    assert sum(p.payload_len for p in data) >= TCP_BYTES  # every byte (resent ones counted again)
