@@ -59,7 +59,7 @@ class Cell:
 
 CELLS = (
     Cell("quickstart", "experiments/quickstart.yaml", transports=("quic", "bquic", "tcp")),
-    Cell("e1", "experiments/wifi-bquic.yaml", sets=("workload.object=5MB",)),
+    Cell("e1", "experiments/e1-wifi-bquic.yaml", sets=("workload.object=5MB",)),
     Cell("e4-loss5", "experiments/e4-random-loss.yaml", sets=("matrix.link.bottleneck.loss=[5]",
                                                               "workload.object=4MB")),
     Cell("mesh-2hops", "experiments/e2-hops.yaml", sets=("matrix.params.hops=[2]",

@@ -247,7 +247,7 @@ WIFI_OBJECT = "10MB"
 
 
 def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
-    """experiments/wifi-bquic.yaml (ns-3 802.11n cell, MCS 7) with both QUIC implementations,
+    """experiments/e1-wifi-bquic.yaml (ns-3 802.11n cell, MCS 7) with both QUIC implementations,
     through 'quicbed run': goodput, MPDUs per A-MPDU, ACK ratio and CPU per transport."""
     from quicbed.backends.ns3 import build
 
@@ -256,7 +256,7 @@ def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
         print(f"802.11n cell left out: ns-3 missing ({missing})", file=sys.stderr)
         return []
     transports = [t for t in WIFI_TRANSPORTS if BUILTIN_TRANSPORTS[t].get("impl") != "quinn" or native_binary()]
-    command = [sys.executable, "-m", "quicbed", "run", str(ROOT / "experiments" / "wifi-bquic.yaml"),
+    command = [sys.executable, "-m", "quicbed", "run", str(ROOT / "experiments" / "e1-wifi-bquic.yaml"),
                "--repetitions", str(rounds), "--warmup", "0", "--out", str(work), "--no-report",
                "--set", f"workload.object={WIFI_OBJECT}", "--set", f"matrix.transport=[{', '.join(transports)}]"]
     print("802.11n cell: " + " ".join(command[3:]), file=sys.stderr, flush=True)

@@ -13,6 +13,7 @@ from quicbed.host.signals import install_termination_handlers
 from quicbed.cli.topo import parse_params
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.backend_choice import NO_NETEM, choose_backend, require_realisable
+from quicbed.runner.capacity import beyond_real_time
 from quicbed.runner.plan import (
     LARGE_PLAN,
     Plan,
@@ -71,11 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--yes", action="store_true",
                         help=f"run an experiment (or shard) of more than {LARGE_PLAN} runs without asking")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
-    parser.add_argument("--clock", choices=CLOCKS, default=REAL,
+    parser.add_argument("--clock", choices=CLOCKS, default=None,
                         help="real (default): the host's clock, which a WiFi cell must keep pace with; virtual: "
                              "inside quicbed's User-Mode Linux kernel, whose clock waits for the computing, so "
                              "no cell falls behind and no endpoint is CPU-bound (docs/clocks.md; 'quicbed uml "
-                             "setup' builds the kernel once)")
+                             "setup' builds the kernel once). Runs this kernel cannot make (no netem, no "
+                             "mac80211_hwsim) go to that kernel when it is built, else to the microVM: "
+                             "--clock real keeps them in the microVM")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
     where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
@@ -186,11 +189,19 @@ def handle(args: argparse.Namespace) -> int:
     except SpecError as error:
         raise error.located(f"{experiment_file} (topology.script {experiment.topology_script})") from None
     in_uml = _virtual_clock_wanted(args, experiment, experiment_file)  # netem and hwsim are built in there
+    if needs_vm and not in_uml and _virtual_kernel_instead(args, experiment):
+        print(f"note: {needs_vm}: the runs go to quicbed's virtual-time kernel, which has it built in (their "
+              "records say clock: virtual, docs/clocks.md; --clock real runs them in the microVM instead, whose "
+              "CPU is ~13x slower)", flush=True)
+        in_uml = True
     if needs_vm and args.no_vm and not vm.inside_vm() and not in_uml:
         raise QuicbedError(f"{experiment_file}: the {backend} backend cannot run here: {needs_vm}, and --no-vm "
                            "forbids the microVM (fix: drop --no-vm" +
                            (", or use --backend ns3)" if backend == "netns" else ")"))
     in_vm = (args.vm or bool(needs_vm)) and not vm.inside_vm() and not in_uml
+    beyond = None if in_uml or current_clock() == VIRTUAL else beyond_real_time(experiment, backend, params)
+    if beyond:
+        print(f"warning: {beyond}", flush=True)
     out = args.out or Path("results") / f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.dry_run:
         print_plan(plan, every_run=args.all, clock=VIRTUAL if in_uml else REAL)
@@ -224,25 +235,41 @@ def handle(args: argparse.Namespace) -> int:
 def _virtual_clock_wanted(args: argparse.Namespace, experiment: Experiment, experiment_file: Path) -> bool:
     """Whether this run must move into the virtual-time kernel (it refuses what virtual time
     cannot show, and what it cannot start)."""
-    if args.clock != VIRTUAL or current_clock() == VIRTUAL:
+    if (args.clock or experiment.clock) != VIRTUAL or current_clock() == VIRTUAL:
         return False
+    asked = "--clock virtual" if args.clock else f"{experiment_file}: clock: virtual"
     subject = experiment.cpu_subject()
     if subject:
         raise QuicbedError(f"{experiment_file}: {subject} makes the client's CPU the subject of this experiment, and "
                            "in virtual time computing takes no time, so every cell would look alike (fix: run it "
                            "with --clock real)")
     if args.vm:
-        raise QuicbedError("--clock virtual runs in quicbed's User-Mode Linux kernel, which has netem and "
-                           "mac80211_hwsim built in: --vm has nothing to add (fix: drop --vm)")
+        raise QuicbedError(f"{asked} runs in quicbed's User-Mode Linux kernel, which has netem and "
+                           "mac80211_hwsim built in: --vm has nothing to add (fix: drop --vm, or give --clock real)")
     from quicbed.host import vm
     from quicbed.host.uml.build import cached_uml_kernel
 
     if vm.inside_vm():
-        raise QuicbedError("--clock virtual cannot start inside the microVM (fix: run it on the host)")
+        raise QuicbedError(f"{asked} cannot start inside the microVM (fix: run it on the host, or give --clock real)")
     if cached_uml_kernel() is None and not args.dry_run:
-        raise QuicbedError("--clock virtual needs quicbed's User-Mode Linux kernel, which is not built (fix: "
-                           "'quicbed uml setup' as root, once: a few minutes; or --clock real)")
+        raise QuicbedError(f"{asked} needs quicbed's User-Mode Linux kernel, which is not built (fix: "
+                           "'quicbed uml setup' as root, once: a few minutes; or --clock real"
+                           + (", where fewer stations keep pace)" if not args.clock else ")"))
     return True
+
+
+def _virtual_kernel_instead(args: argparse.Namespace, experiment: Experiment) -> bool:
+    """Whether runs this kernel cannot make go to the virtual-time kernel rather than the
+    microVM: it has netem and mac80211_hwsim built in and its CPU costs no time, where the
+    software-emulated microVM makes a WiFi cell's endpoints CPU-bound (measured in
+    docs/clocks.md). Not when a clock or the microVM was asked for, nor for an experiment about
+    the CPU."""
+    from quicbed.host import vm
+    from quicbed.host.uml.build import cached_uml_kernel
+
+    if args.clock is not None or args.vm or args.no_vm or vm.inside_vm() or current_clock() == VIRTUAL:
+        return False
+    return experiment.cpu_subject() is None and cached_uml_kernel() is not None
 
 
 def _run_in_guest(args: argparse.Namespace, experiment_file: Path, out: Path, *, virtual: bool = False,

@@ -3,9 +3,10 @@
 Experiment files without ``backend:`` mean netns (namespaces, veth, tc). When their links
 need netem (delay, jitter, loss, corruption) and this kernel has none, there are two ways
 to run them: the ns3 backend, which simulates the same wired links on this host at its
-full speed, or netns in the microVM, a real kernel with netem whose CPU is emulated (~13x
-slower). ns3 is taken when it can realise every link parameter the experiment uses and
-is installed; otherwise the microVM. Links that replay a delivery trace take ns3 whatever
+full speed, or netns in a guest kernel with netem (quicbed's virtual-time kernel, or the
+microVM, whose CPU is emulated ~13x slower: quicbed.cli.run chooses). ns3 is taken when it
+can realise every link parameter the experiment uses and is installed; otherwise netns in
+the guest. Links that replay a delivery trace take ns3 whatever
 the kernel, as only ns3 can replay one. A backend named in the file or with ``--backend``
 (and ``--vm``) is always kept. Before anything runs, links the backend cannot realise are
 refused: on ns3 reordering, duplication, slotting, other jitter distributions; on the kernel's
@@ -28,8 +29,9 @@ from quicbed.spec.topology import Topology
 #: doctor (tests/unit/test_cli.py holds them to it); a dry run shows the outcome for one file
 NO_NETEM = ("On a kernel without netem, an experiment file that names no backend runs on the ns3 backend, on "
             "this host, when ns3 can make every link it uses; otherwise, and whenever a netns or mininet-wifi "
-            "backend is named, 'quicbed run' moves the runs into the microVM by itself ('--vm' always, "
-            "'--no-vm' never).")
+            "backend is named, 'quicbed run' moves the runs by itself into quicbed's virtual-time kernel where "
+            "it is built (the runs' clock is then virtual), else into the microVM ('--clock real' or '--vm' "
+            "always the microVM, '--no-vm' never a guest).")
 
 #: the netem features a link may use, as shown to users
 NETEM_FIELDS = ("delay", "jitter", "loss", "corrupt", "reorder", "duplicate", "slot")
@@ -93,11 +95,11 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
     needing = f"this kernel has no netem, which the links {', '.join(uses)} of {experiment.source} need"
     if problems:
         return BackendChoice("netns", f"{needing}, and the ns3 backend cannot run them ({'; '.join(problems)}): "
-                                      "they run on netns in the microVM (a real kernel with netem, ~13x slower CPU)")
+                                      "they run on netns in a guest kernel with netem (below)")
     return BackendChoice("ns3", f"{needing}: running them on the ns3 backend, which simulates the same wired links "
-                                "on this host at its full speed (the other choice, --backend netns, runs netem in the "
-                                "microVM with a ~13x slower CPU; name a backend in the file or with --backend to "
-                                "choose)")
+                                "on this host at its full speed (the other choice, --backend netns, runs netem in a guest "
+                                "kernel: quicbed's virtual-time kernel, or the microVM with a ~13x slower CPU; name a "
+                                "backend in the file or with --backend to choose)")
 
 
 def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from quicbed.clocks import CLOCKS, REAL
 from quicbed.errors import SpecError
 from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 MAX_NAME = 100
 TOP_LEVEL = ("name", "description", "topology", "backend", "backend_options", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor", "stress", "validity", "isolate_channel", "study", "wall_time")
+             "background", "competitor", "stress", "validity", "isolate_channel", "study", "wall_time", "clock")
 BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
@@ -196,6 +197,8 @@ class Experiment:
     #: the comparison the report shows first, the metrics it tabulates (quicbed.spec.study)
     study: Study | None = None
     wall_time: WallTime | None = None  # the file's own measured wall time (quicbed.spec.walltime)
+    #: the clock the file's defaults need (virtual: beyond real time here); --clock overrides it
+    clock: str = REAL
     #: what the loader decided for the user (a swapped script's params, a default client): said before a run
     notes: list[str] = field(default_factory=list)
     #: the ns-3 channel with all its threads ("process") or its simulator thread alone
@@ -699,6 +702,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
     exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
     exp.order = _choice(doc, data.get("order", "round-robin"), "order", ORDERS)
+    exp.clock = _choice(doc, data.get("clock", REAL), "clock", CLOCKS)
     exp.seed = _count(doc, data.get("seed", 1), "seed", 0)
     exp.timeout = parse_time(data.get("timeout", "120s"), "timeout", allow_zero=False)
     exp.reuse = _choice(doc, data.get("reuse", "cell"), "reuse", REUSE)

@@ -1,9 +1,12 @@
 """Emulated wired links do what they were configured to do, within statistically sound bounds.
 
-netem cases need the netem qdisc: on a host kernel without it they run in the microVM
-(tests/vm_plugin.py), all in one VM boot and on one two-host network that is reshaped per
-case. Sizes are small because the microVM emulates its CPU in software; bench/links.py
-prints the same measurements with larger samples.
+netem cases need the netem qdisc: on a host kernel without it they run in the virtual-time
+kernel where it is built (netem built in; the whole file in about a minute), else in the
+microVM (about four minutes; tests/vm_plugin.py), all in one boot and on one two-host network
+that is reshaped per case. They test what the links do, which the clock does not change: in
+virtual time the delays are the kernel's exact timer expiries. Sizes are small because the
+microVM emulates its CPU in software; bench/links.py prints the same measurements with larger
+samples.
 
 Bounds: loss counts must fall in the 99.9 % interval for the sample (binomial for Bernoulli,
 the chain's own variance for Gilbert-Elliott); mean loss-burst lengths in the 99.9 % interval
@@ -26,7 +29,7 @@ from quicbed.calibration import LinkCalibrator, ProbePlan
 from quicbed.host.vm import inside_vm
 from quicbed.spec.loss import Bernoulli
 
-pytestmark = [pytest.mark.needs_root, pytest.mark.needs_kernel("netem")]
+pytestmark = [pytest.mark.needs_root, pytest.mark.needs_kernel("netem", virtual_time=True)]
 
 # How late a delayed packet may arrive: timer slack. A software-emulated microVM on a busy
 # 2-core host fires timers milliseconds late (bench/README.md); a real kernel, well under one.

@@ -22,8 +22,11 @@ def _experiment(tmp_path: Path, body: str, name: str = "choice.yaml") -> Path:
 
 @pytest.fixture
 def no_netem(monkeypatch):
+    from quicbed.host.uml import build
+
     monkeypatch.setattr(backend_choice, "has_netem", lambda: False)
     monkeypatch.setattr(backend_choice, "unavailable", lambda name: None)
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: None)  # (the microVM, unless a test says)
 
 
 def test_without_netem_ns3_is_chosen_and_said(no_netem, capsys):
@@ -46,18 +49,39 @@ def test_a_named_backend_is_kept(no_netem, capsys, tmp_path, how):
 
 
 def test_with_netem_nothing_changes(monkeypatch, capsys):
+    from quicbed.host import capabilities
+
     monkeypatch.setattr(backend_choice, "has_netem", lambda: True)
+    monkeypatch.setattr(capabilities, "has_netem", lambda: True)
     assert main(["run", str(E4), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
     out = capsys.readouterr().out
     assert "note:" not in out and "backend netns," in out
 
 
-def test_links_ns3_cannot_realise_go_to_the_microvm_and_say_why(no_netem, capsys, tmp_path):
+@pytest.mark.parametrize("virtual_time_kernel", [False, True], ids=["microVM", "virtual-time kernel"])
+def test_links_ns3_cannot_realise_go_to_a_guest_kernel_and_say_why(no_netem, capsys, tmp_path, monkeypatch,
+                                                                   virtual_time_kernel):
+    """Without netem here they run on netns in the virtual-time kernel where it is built (netem
+    built in, no CPU cost), else in the microVM; --clock real asks for the microVM."""
+    from quicbed.cli import run
+    from quicbed.host.uml import build
+
+    monkeypatch.setattr(run, "_needs_vm_reason", lambda *_: "this kernel has no netem")
+    monkeypatch.setattr(build, "cached_uml_kernel",
+                        lambda directory=None: build.UmlKernel(tmp_path) if virtual_time_kernel else None)
     exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\n  link.bottleneck.duplicate: [1]\n")
     assert main(["run", str(exp), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "the ns3 backend cannot run them (links[bottleneck].forward: the ns3 backend does not model duplicate" in out
-    assert "they run on netns in the microVM" in out and "backend netns," in out
+    assert "they run on netns in a guest kernel with netem" in out and "backend netns," in out
+    if virtual_time_kernel:
+        assert ("note: this kernel has no netem: the runs go to quicbed's virtual-time kernel, which has it built in "
+                "(their records say clock: virtual") in out
+        assert "backend: netns, in virtual time (quicbed's User-Mode Linux kernel" in out
+    else:
+        assert "virtual" not in out and "backend: netns, in the microVM because this kernel has no netem" in out
+    assert main(["run", str(exp), "--dry-run", "--clock", "real"]) == 0
+    assert "backend: netns, in the microVM because this kernel has no netem" in capsys.readouterr().out
 
 
 def test_ns3_refuses_what_it_cannot_realise_before_anything_runs(capsys, tmp_path):

@@ -383,3 +383,12 @@ def test_several_competitors_download_at_once(tmp_path):
     alone = text.replace("[quic, tcp, tcp-bbr]", "[quic]")
     with pytest.raises(SpecError, match=r"'others' means every other transport of the transport axis"):
         load_experiment(write(tmp_path, alone))
+
+
+def test_every_field_of_an_experiment_file_has_a_row_in_its_docs_table():
+    from quicbed.spec.experiment import TOP_LEVEL
+
+    table = (Path(__file__).resolve().parents[2] / "docs" / "experiment-files.md").read_text()
+    rows = {cell.strip("` ") for line in table.splitlines() if line.startswith("| `")
+            for cell in line.split("|")[1].split(",")}
+    assert set(TOP_LEVEL) <= rows, sorted(set(TOP_LEVEL) - rows)

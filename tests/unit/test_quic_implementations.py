@@ -99,12 +99,12 @@ def test_a_run_needing_the_missing_native_endpoint_stops_before_it_starts(monkey
     from quicbed.cli.run import _require_endpoints
     from quicbed.spec.experiment import load_experiment
 
-    experiment = load_experiment(str(ROOT / "experiments" / "wifi-bquic.yaml"))
+    experiment = load_experiment(str(ROOT / "experiments" / "e1-wifi-bquic.yaml"))
     monkeypatch.setattr(implementations, "native_binary", lambda: None)
     with pytest.raises(QuicbedError) as caught:
         _require_endpoints(experiment)
     message = str(caught.value)
-    assert "wifi-bquic.yaml: transport(s) bquic-native, quic-native run the native QUIC endpoint" in message
+    assert "e1-wifi-bquic.yaml: transport(s) bquic-native, quic-native run the native QUIC endpoint" in message
     assert "./scripts/install.sh" in message
     aioquic_only = load_experiment(str(ROOT / "experiments" / "quickstart.yaml"),
                                    {"matrix": {"transport": ["quic", "bquic", "tcp"]}})

@@ -257,3 +257,61 @@ def test_a_guest_command_killed_for_host_memory_is_explained(tmp_path):
     assert "could not map memory on the host" in boot.why_the_command_died(VmResult(139, "", log, tmp_path))
     log.write_text("reboot: Power down\n")
     assert boot.why_the_command_died(VmResult(137, "", log, tmp_path)) == "no explanation in the console"
+
+
+@pytest.mark.parametrize("experiment, kernel", [("e1-wifi-bquic", "virtual-time"), ("e2-cpu-stress", "microVM")])
+def test_mininet_wifi_without_hwsim_goes_to_the_virtual_time_kernel_unless_the_cpu_is_the_subject(
+        monkeypatch, tmp_path, capsys, experiment, kernel):
+    monkeypatch.setattr(capabilities, "has_hwsim", lambda: False)
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path))
+    assert main(["run", str(REPO / "experiments" / f"{experiment}.yaml"), "--backend", "mininet-wifi",
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    if kernel == "virtual-time":
+        assert "note: this kernel has no mac80211_hwsim: the runs go to quicbed's virtual-time kernel" in out
+        assert "backend: mininet-wifi, in virtual time" in out
+    else:  # in virtual time the stress would cost nothing
+        assert "virtual" not in out and "backend: mininet-wifi, in the microVM because this kernel has no " \
+                                          "mac80211_hwsim" in out
+
+
+def test_a_file_whose_defaults_need_virtual_time_says_so_and_runs_there(monkeypatch, tmp_path, capsys):
+    """e5-clients' 10-40 stations are beyond real time here: the file asks for virtual time,
+    --clock real takes it back (and is warned), and without the kernel the error names the field."""
+    e5 = str(REPO / "experiments" / "e5-clients.yaml")
+    assert load_experiment(REPO / "experiments" / "e5-clients.yaml").clock == "virtual"
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path))
+    assert main(["run", e5, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "backend: ns3, in virtual time" in out and "warning:" not in out
+    assert main(["run", e5, "--dry-run", "--clock", "real"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("warning: ") and "cells of 10, 20, 30, 40 stations are beyond what the ns-3 channel " \
+                                           "keeps in real time" in out and "fix: --clock virtual" in out
+    assert "backend: ns3, on this host" in out
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: None)
+    assert main(["run", e5, "--out", str(tmp_path / "out")]) != 0
+    error = capsys.readouterr().err
+    assert f"{e5}: clock: virtual needs quicbed's User-Mode Linux kernel, which is not built" in error
+    assert "'quicbed uml setup'" in error and not (tmp_path / "out").exists()
+
+
+def test_a_clock_field_that_is_neither_clock_is_refused(tmp_path):
+    from quicbed.errors import SpecError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text((REPO / "experiments" / "quickstart.yaml").read_text() + "clock: virtaul\n")
+    with pytest.raises(SpecError) as caught:
+        load_experiment(path)
+    assert "clock" in str(caught.value) and "did you mean 'virtual'?" in str(caught.value)
+
+
+def test_every_shipped_file_keeps_real_time_or_asks_for_virtual_time():
+    """The dry run's capacity warning, held against every shipped file's defaults: none may
+    plan cells beyond real time on the real clock (they would all be invalid)."""
+    from quicbed.runner.capacity import beyond_real_time
+
+    for path in sorted((REPO / "experiments").glob("*.yaml")):
+        experiment = load_experiment(path)
+        if experiment.clock == "real":
+            assert beyond_real_time(experiment, experiment.backend, {}) is None, path.name
