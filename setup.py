@@ -32,7 +32,7 @@ setup(
     description="WiFi and mesh network-emulation testbed for QUIC, BQUIC and TCP experiments",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     packages=find_packages(include=["quicbed", "quicbed.*"]),
     # the ns-3 channel's sources: quicbed builds the program on first use (quicbed.backends.ns3.build)
     package_data={"quicbed": ["py.typed", "**/*.yaml", "backends/ns3/channel/*.cc", "backends/ns3/channel/*.h",

@@ -205,6 +205,17 @@ if $host_settings_only; then
   exit 0
 fi
 
+# Debian 12 is where quicbed is built and tested. Ubuntu 22.04 was tried in a fresh root and
+# cannot run it (docs/provisioning.md): refused before anything is installed.
+# shellcheck source=/dev/null  # (QUICBED_OS_RELEASE: another file, for the tests)
+distribution=$( . "${QUICBED_OS_RELEASE:-/etc/os-release}" 2>/dev/null && echo "${ID:-unknown} ${VERSION_ID:-?}")
+case $distribution in
+  "debian "1[2-9]*) ;;
+  "ubuntu "2[0-3].*)
+    die "$distribution is not supported: its ns-3 (3.35) is older than the 3.37 the ns3 backend is written for, its Python (3.10) older than the pinned packages need (3.11), its cargo (1.75) older than the native endpoint needs (1.80), and it has no linux-source-6.12 for the virtual-time kernel (docs/provisioning.md). Use Debian 12 (Vagrant: the default box)" ;;
+  *) warn "$distribution is untested (quicbed is built and tested on Debian 12); going on" ;;
+esac
+
 wanted=("${required_packages[@]}")
 $with_tests && wanted+=("${test_packages[@]}")
 mapfile -t missing < <(missing_of "${wanted[@]}")
@@ -234,8 +245,8 @@ say "host settings: sysctls ($sysctl_file), kernel modules, NetworkManager exclu
 apply_host_settings
 
 python=$(command -v python3)
-if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
-  die "quicbed needs Python >= 3.10; $python is $("$python" --version)"
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  die "quicbed needs Python >= 3.11 (its pinned packages, constraints.txt); $python is $("$python" --version)"
 fi
 if [ ! -x "$venv/bin/python" ]; then
   say "creating the virtualenv $venv"

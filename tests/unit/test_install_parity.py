@@ -134,3 +134,28 @@ bash {INSTALL} --host-settings
     at_boot = [line for line in (tmp_path / "modules" / "quicbed.conf").read_text().splitlines()
                if line and not line.startswith("#")]
     assert at_boot == common["common_modules_load_at_boot"]
+
+
+@pytest.mark.parametrize("release, refused", [('ID=ubuntu\nVERSION_ID="22.04"\n', True),
+                                              ('ID=debian\nVERSION_ID="12"\n', False)])
+def test_install_sh_refuses_a_distribution_that_cannot_run_quicbed(tmp_path, release, refused) -> None:
+    """Ubuntu 22.04 (ns-3 3.35, Python 3.10, cargo 1.75) is refused before apt is touched;
+    Debian 12 goes on past the check (and stops at apt here: a PATH whose apt-get fails)."""
+    if os.geteuid() != 0:
+        pytest.skip("install.sh runs only as root")
+    os_release = tmp_path / "os-release"
+    os_release.write_text(release)
+    bin_dir = tmp_path / "bin"  # dpkg-query and apt-get fail at once: nothing can be installed
+    bin_dir.mkdir()
+    for tool in ("dpkg-query", "apt-get"):
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 1\n")
+        (bin_dir / tool).chmod(0o755)
+    result = subprocess.run(["bash", str(INSTALL)], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "QUICBED_OS_RELEASE": str(os_release),
+                                 "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert result.returncode != 0
+    if refused:
+        assert "install.sh: ubuntu 22.04 is not supported: its ns-3 (3.35)" in result.stderr
+        assert "Use Debian 12" in result.stderr and "installing distribution packages" not in result.stdout
+    else:
+        assert "not supported" not in result.stderr and "installing distribution packages" in result.stdout

@@ -55,3 +55,21 @@ def test_a_missing_allocator_gives_the_install_command(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "_library", lambda name: None if name == build.ALLOCATOR_LIBRARY else tmp_path / name)
     reason = build.missing()
     assert reason and "jemalloc" in reason and "apt-get install libns3-dev libjemalloc-dev" in reason
+
+
+def test_an_ns3_older_than_the_channel_s_api_is_named_not_taken_for_missing(tmp_path, monkeypatch):
+    """Ubuntu 22.04 ships ns-3 3.35 under /usr/include/ns3.35/ns3: the channel needs 3.37's API,
+    and both the build and doctor say so instead of 'headers not found' or 'yes'."""
+    from quicbed.backends.ns3 import build, checks
+
+    headers = tmp_path / "ns3.35" / "ns3"
+    headers.mkdir(parents=True)
+    (headers / "version-defines.h").write_text("#define NS3_VERSION_MAJOR 3\n#define NS3_VERSION_MINOR 35\n")
+    monkeypatch.setattr(build, "NS3_INCLUDE", tmp_path)
+    assert build.installed_version() == (3, 35)
+    reason = build.missing()
+    assert reason is not None and reason.startswith("ns-3 3.35 is installed; the channel program needs ns-3 3.37")
+    line = checks._ns3()
+    assert not line.available and line.detail == reason
+    (headers / "version-defines.h").write_text("#define NS3_VERSION_MAJOR 3\n#define NS3_VERSION_MINOR 37\n")
+    assert build.installed_version() == (3, 37) and not build.missing().startswith("ns-3 3.")

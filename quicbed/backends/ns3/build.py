@@ -12,8 +12,10 @@ Debian/Ubuntu's ns-3 pkg-config files are broken: the Makefile names the librari
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,8 +48,33 @@ def _library(file_name: str) -> Path | None:
     return None
 
 
+#: the oldest ns-3 whose API the channel program is written for (Debian 12's; Ubuntu 22.04 has 3.35)
+MINIMUM_VERSION = (3, 37)
+
+
+def installed_version(include: Path | None = None) -> tuple[int, int] | None:
+    """ns-3's (major, minor) from the first version-defines.h of its headers (Debian's under
+    /usr/include/ns3, Ubuntu 22.04's under /usr/include/ns3.35/ns3), or None."""
+    root = include or NS3_INCLUDE
+    for header in [root / "ns3" / "version-defines.h", *map(Path, sorted(glob.glob(f"{root}/ns3*/ns3/version-defines.h")))]:
+        try:
+            text = header.read_text()
+        except OSError:
+            continue
+        major = re.search(r"#define NS3_VERSION_MAJOR\s+(\d+)", text)
+        minor = re.search(r"#define NS3_VERSION_MINOR\s+(\d+)", text)
+        if major and minor:
+            return int(major.group(1)), int(minor.group(1))
+    return None
+
+
 def missing() -> str | None:
     """Why the channel program cannot be built here, or None when it can."""
+    version = installed_version()
+    if version is not None and version < MINIMUM_VERSION:
+        return (f"ns-3 {version[0]}.{version[1]} is installed; the channel program needs ns-3 "
+                f"{MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]} or later (Debian 12's libns3-dev; the ns3 backend is not "
+                "available on this distribution, docs/provisioning.md)")
     headers = [h for h in REQUIRED_HEADERS if not (NS3_INCLUDE / h).exists()]
     libraries = [f"libns3-{lib}.so" for lib in REQUIRED_LIBRARIES if _library(f"libns3-{lib}.so") is None]
     if headers or libraries:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
+from quicbed.backends.ns3 import build
 from quicbed.host.capabilities import Capability, Check, tool_version
 
 
@@ -13,8 +14,11 @@ def _ns3() -> Capability:
     headers = Path("/usr/include/ns3/wifi-module.h").exists() or bool(glob.glob("/usr/include/ns3*/ns3/wifi-module.h"))
     version = tool_version(["dpkg-query", "-W", "-f", "${Version}", "libns3-dev"], r"([\d.]+\S*)")
     allocator = bool(glob.glob("/usr/lib/*/libjemalloc.so") + glob.glob("/usr/lib/libjemalloc.so"))
-    ok = bool(libraries) and headers and allocator
-    detail = (f"libns3-dev {version}" if ok else "libraries without headers" if libraries and not headers
+    installed = build.installed_version()
+    too_old = build.missing() if installed is not None and installed < build.MINIMUM_VERSION else None
+    ok = bool(libraries) and headers and allocator and not too_old
+    detail = (f"libns3-dev {version}" if ok else too_old if too_old
+              else "libraries without headers" if libraries and not headers
               else "jemalloc (libjemalloc-dev), which the channel program is linked with, missing" if libraries
               else "not installed")
     return Capability("ns3", ok, detail, "the ns3 WiFi backend (airtime, A-MPDU, CSMA/CA)",
