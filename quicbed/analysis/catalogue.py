@@ -275,6 +275,26 @@ HEADLINE = ("download_time", "total_time", "connect_time", "goodput", "loss", "a
             "cpu_machine_busy")
 
 
+class UncataloguedMetric(UserWarning):
+    """A metric computed under a name METRICS does not list: it is left out of the results
+    (the test suite turns this warning into an error, pytest.ini)."""
+
+
+def markdown_table() -> str:
+    """Every metric as a Markdown table, the one docs/metrics.md carries (section 8):
+    ``python -m quicbed.analysis.catalogue`` prints it."""
+    lines = ["| metric | unit | better | from | what it is |", "| --- | --- | --- | --- | --- |"]
+    for entry in _METRICS:
+        description = entry.description.replace("|", "/")
+        lines.append(f"| `{entry.name}` | {entry.unit or '-'} | {entry.better or '-'} | {entry.source} | "
+                     f"{description} |")
+    return "\n".join(lines)
+
+
 def metric(name: str) -> Metric:
     """The catalogue entry of ``name`` (a descriptive stand-in for names it does not list)."""
     return METRICS.get(name) or Metric(name, name.replace("_", " "), "", 1.0, None, "other", "")
+
+
+if __name__ == "__main__":
+    print(markdown_table())

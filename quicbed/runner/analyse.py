@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from quicbed.analysis.catalogue import MAX_HOP_METRICS, METRICS
+from quicbed.analysis.catalogue import MAX_HOP_METRICS, METRICS, UncataloguedMetric
 from quicbed.analysis.metrics import (
     FlowKey,
     connect_time,
@@ -47,11 +48,14 @@ TRACE_META = "tcp_probe.json"
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:
-    """Only catalogued, finite numbers: NaN has no place in a JSON line."""
+    """Only catalogued, finite numbers: NaN has no place in a JSON line. A name the catalogue
+    lacks is said (UncataloguedMetric), not dropped in silence."""
     clean: dict[str, float] = {}
     for name, value in metrics.items():
-        if name in METRICS and isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and math.isfinite(value):
+        if name not in METRICS:
+            warnings.warn(f"metric {name!r} is not in quicbed.analysis.catalogue.METRICS, so it is left out of "
+                          "the results (fix: add its entry there)", UncataloguedMetric, stacklevel=2)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             clean[name] = float(value)
     return clean
 

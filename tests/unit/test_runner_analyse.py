@@ -527,3 +527,18 @@ def test_a_server_shaped_on_its_own_interface_is_named_in_the_warnings() -> None
                                     "own_qdisc": {"kind": "tbf", "dropped": 0, "overlimits": 0}}}}
     assert layout_warnings(idle) == []
     assert layout_warnings({"captures": {"server": {"tapped": "at the interface"}}}) == [] and layout_warnings({}) == []
+
+
+def test_every_metric_of_the_catalogue_is_in_the_docs_table() -> None:
+    from quicbed.analysis.catalogue import markdown_table
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    assert markdown_table() in docs, "regenerate docs/metrics.md section 8: python -m quicbed.analysis.catalogue"
+
+
+def test_a_metric_the_catalogue_lacks_is_said_not_dropped_in_silence() -> None:
+    from quicbed.analysis.catalogue import UncataloguedMetric
+    from quicbed.runner.analyse import _finite
+
+    with pytest.warns(UncataloguedMetric, match="'goodput_typo' is not in quicbed.analysis.catalogue.METRICS"):
+        assert _finite({"goodput": 1.0, "goodput_typo": 2.0}) == {"goodput": 1.0}
