@@ -24,19 +24,23 @@ def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band:
              ampdu: bool = True, same_channel: bool = False, distance: float = 5.0, spread: float = 0.0,
              wired_rate: str = "1gbit", wired_delay: str = "1ms", ap_spacing: float = 30.0,
              fastack: bool = False, spatial_streams: int = 0, ofdma: bool = False, ofdma_uplink: bool = False,
-             obss_pd: float | None = None) -> Topology:
+             obss_pd: float | None = None, queue: str | dict = "fifo") -> Topology:
     """``fastack``: the APs acknowledge TCP data to the server on their stations' behalf once
     their MAC has it, as Meraki's FastACK does (ns3; docs/ns3-backend.md). ``spatial_streams``:
     antennas and streams of every radio (0: one, or for 802.11n what the MCS index says).
     ``ofdma`` (802.11ax): the APs send to several stations at once in downlink OFDMA PPDUs;
     ``ofdma_uplink`` also: they trigger their stations' uplink OFDMA PPDUs.
     ``obss_pd`` (802.11ax, dBm): each AP gets its own BSS colour, and frames of another colour
-    heard below this level are ignored (spatial reuse; docs/ns3-backend.md)."""
+    heard below this level are ignored (spatial reuse; docs/ns3-backend.md). ``queue``: the
+    radios' transmit queue, as in wifi_ap.py ("fifo": the MAC queue alone, 500 frames shared by
+    every station; ``{"kind": "fifo", "packets": 4000}`` a deeper one; "mac80211": an FQ-CoDel
+    per station)."""
     topo = Topology("enterprise_ap", description=f"{stations} stations on {aps} {standard} AP(s), wired server")
     server = topo.add_host("server")
     radio = {"standard": standard, "band": band, "width": width, "guard_interval": guard_interval,
              "rate_control": rate_control, "mcs": mcs if rate_control == "constant" else None, "ampdu": ampdu,
-             "spatial_streams": spatial_streams or None, "ofdma": "both" if ofdma_uplink else ofdma}
+             "spatial_streams": spatial_streams or None, "ofdma": "both" if ofdma_uplink else ofdma,
+             "queue": None if queue == "fifo" else queue}
     access_points = []
     for index in range(1, aps + 1):
         plan = CHANNELS.get(band, CHANNELS["5GHz"])

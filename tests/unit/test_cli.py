@@ -231,7 +231,7 @@ def test_readme_tells_one_story_in_a_newcomers_order():
 
     readme = (ROOT / "README.md").read_text()
     sections = re.findall(r"(?m)^## (.+)$", readme)
-    assert sections == ["Glossary", "Two commands (fresh Debian 12 or Ubuntu 22.04+, as root)",
+    assert sections == ["Glossary", "Two commands (fresh Debian 12, as root)",
                         "Reading `quicbed doctor`",
                         "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
                         "Teaching labs", "Vagrant and several machines", "Real time or virtual time", "The microVM",
