@@ -4,7 +4,6 @@ tests/report_fixtures.py, their statistics against numpy and the stats module)."
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
