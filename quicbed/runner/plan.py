@@ -3,7 +3,8 @@
 The time estimate has two parts: an upper bound (every run hitting its timeout) and the
 number of runs times a run's duration: the median of earlier results folders of the same
 experiment in ``results/`` (measured on this host), else the experiment file's own
-``wall_time`` (measured where it was written). In virtual time a run's records hold the
+``wall_time`` (measured where it was written), else, for wired networks, a rough figure from
+the bytes over the narrowest link. In virtual time a run's records hold the
 guest's clock, not the wall's, so the estimate reads what the host measured around each
 guest (``GUEST_WALL_TIME_FILE``), and a timeout bounds no wall time. A plan above
 ``LARGE_PLAN`` runs is summarised instead of listed, and a real run (or shard) that large asks
@@ -12,6 +13,7 @@ for ``--yes``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import time
@@ -173,6 +175,12 @@ def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL
         return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
                 f"{_hours(wall.seconds)} on {wall.host}{' in virtual time' if clock == VIRTUAL else ''}: "
                 f"{wall.per_run:.1f} s a run); {bound}")
+    rough = rough_run_seconds(plan.experiment) if clock == REAL else None
+    if rough is not None:
+        return (f"roughly {_hours(count * rough)}, a rough figure: each run's objects over its narrowest wired link "
+                f"plus {SETUP_SECONDS:g} s of set-up ({rough:.1f} s a run; no earlier run of {plan.experiment.name} in "
+                f"{results_root}/ and no wall_time in the file: run it once with --repetitions 1 for a measured one); "
+                f"{bound}")
     if clock == VIRTUAL:
         return (f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ nor a "
                 "wall_time with clock: virtual in the file (in "
@@ -180,6 +188,38 @@ def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL
                 f"--repetitions 1 to have one); {bound}")
     return (f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "
             "the file (run it once with --repetitions 1 to have one)")
+
+
+#: what a real-time run costs besides its transfer (network, endpoints, captures, analysis):
+#: the quickstart's 18 runs took 48 s, 0.8 s of each the transfer (2 MB at 20 Mbit/s)
+SETUP_SECONDS = 1.9
+#: cells looked at for a rough figure (each loads its topology script)
+ROUGH_CELLS = 50
+
+
+def rough_run_seconds(experiment: Experiment) -> float | None:
+    """A run's mean duration from its workload's bytes over the narrowest rate-limited wired
+    link of its network, plus SETUP_SECONDS: for wired networks with one download at a time
+    (None otherwise: a WiFi cell's rate is the simulation's to find)."""
+    from quicbed.apps.objects import PAGE_SHAPES
+    from quicbed.runner.transfer import workload_of
+    from quicbed.spec.experiment import topology_for
+    from quicbed.spec.link import WiredLink
+
+    if experiment.clients is not None or experiment.competitor is not None:
+        return None
+    pages = {shape.name: shape.total_bytes for shape in PAGE_SHAPES}
+    seconds = []
+    for cell in itertools.islice(experiment.iter_cells(), ROUGH_CELLS):
+        workload = workload_of(experiment, cell)
+        size = workload.get("object") or pages.get(str(workload.get("page")), 0)
+        links = topology_for(experiment, cell, {}).links
+        rates = [shape.rate for link in links if isinstance(link, WiredLink)
+                 for shape in (link.forward, link.backward) if shape.rate]
+        if not rates or not size or not all(isinstance(link, WiredLink) for link in links):
+            return None
+        seconds.append(SETUP_SECONDS + 8 * size / min(rates))
+    return statistics.fmean(seconds) if seconds else None
 
 
 def header(plan: Plan) -> str:

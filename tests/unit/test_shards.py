@@ -155,6 +155,13 @@ def test_without_earlier_runs_the_estimate_is_the_files_wall_time(tmp_path, caps
     bare.write_text(E4.read_text().replace("wall_time:", "# wall_time:").replace("script: topologies/",
                                                                                   f"script: {E4.parents[1]}/topologies/"))
     text = estimate(Plan.of(load_experiment(bare, {}), "ns3"), tmp_path / "none")
+    # without: 8.9 MB over its 100 Mbit/s link plus the set-up, 0.7 + 1.9 s a run, 198 runs
+    assert text.startswith("roughly 8.6 min, a rough figure: each run's objects over its narrowest wired link plus "
+                           "1.9 s of set-up (2.6 s a run;") and "--repetitions 1" in text
+    wifi = tmp_path / "wifi.yaml"  # a WiFi cell's rate is the simulation's to find: no rough figure
+    wifi.write_text((ROOT / "experiments" / "e1-wifi-bquic.yaml").read_text().replace("wall_time:", "# wall_time:")
+                    .replace("script: topologies/", f"script: {ROOT}/topologies/"))
+    text = estimate(Plan.of(load_experiment(wifi, {}), "ns3"), tmp_path / "none")
     assert "no estimate" in text and "--repetitions 1" in text
 
 
