@@ -254,11 +254,14 @@ def test_check_refuses_a_folder_without_the_labs_files(toy: Path, tmp_path: Path
 
 def test_a_lab_the_machine_cannot_run_is_skipped_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """A Mininet-WiFi lab on a kernel without mac80211_hwsim goes to the microVM; when that
-    cannot start either, every check is skipped with both reasons, and nothing fails."""
+    """A Mininet-WiFi lab on a kernel without mac80211_hwsim goes to a guest kernel (here the
+    microVM: the virtual-time kernel is not built); when that cannot start either, every check
+    is skipped with both reasons, and nothing fails."""
     from quicbed.errors import MissingDependency
     from quicbed.host import capabilities, vm
+    from quicbed.host.uml import build
 
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: None)
     labs = tmp_path / "labs"
     _toy_lab(labs, backend="mininet-wifi")
     monkeypatch.setenv("QUICBED_LABS", str(labs))
@@ -274,8 +277,46 @@ def test_a_lab_the_machine_cannot_run_is_skipped_saying_why(tmp_path: Path, monk
     assert main(["lab", "check", "toy", str(student), "--json"]) == EXIT_UNCHECKED
     sheet = json.loads(capsys.readouterr().out)
     assert sheet["skip"] == 5 and sheet["fail"] == 0
-    assert all("this kernel has no mac80211_hwsim, and the microVM cannot run (virtme-ng (vng) is not installed)"
+    assert all("this kernel has no mac80211_hwsim, and no guest kernel can run (virtme-ng (vng) is not installed)"
                in check["seen"] for check in sheet["checks"])
+
+
+@pytest.mark.parametrize("option", [[], ["--vm"]], ids=["virtual-time kernel", "microVM asked for"])
+def test_a_lab_this_kernel_cannot_run_is_checked_in_the_virtual_time_kernel_where_it_is_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
+    from quicbed.host import capabilities, vm
+    from quicbed.host.uml import boot, build
+
+    labs = tmp_path / "labs"
+    _toy_lab(labs, backend="mininet-wifi")
+    monkeypatch.setenv("QUICBED_LABS", str(labs))
+    monkeypatch.setattr(capabilities, "has_hwsim", lambda: False)
+    monkeypatch.setattr(vm, "inside_vm", lambda: False)
+    monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path))
+    guests = []
+
+    def guest(name: str):
+        def run(argv, cwd, **options):  # the check inside: it writes the score sheet in the shared folder
+            guests.append((name, options.get("share")))
+            main(argv[3:])  # (its toy radio check skips here, which is not the point)
+            return vm.VmResult(0, "", tmp_path / "console.log", tmp_path)
+        return run
+
+    monkeypatch.setattr(boot, "run_in_uml", guest("uml"))
+    monkeypatch.setattr(vm, "run_in_vm", guest("microVM"))
+    student = tmp_path / "student"
+    main(["lab", "start", "toy", str(student), "--solution"])
+    monkeypatch.setattr(capabilities, "has_hwsim", lambda: True)  # inside the guest it is there
+    monkeypatch.setattr("quicbed.cli.lab._needs_vm", lambda lab: None if guests else "this kernel has no mac80211_hwsim")
+    capsys.readouterr()
+    assert main(["lab", "check", "toy", str(student), *option]) in (0, EXIT_UNCHECKED)
+    out = capsys.readouterr().out
+    assert "score sheet:" in out and "passed" in out
+    if option:
+        assert guests == [("microVM", None)] and "checking in the microVM as asked" in out
+    else:
+        assert guests == [("uml", [student.resolve()])]
+        assert "checking in quicbed's virtual-time kernel because this kernel has no mac80211_hwsim" in out
 
 
 def test_a_run_made_again_counts_by_its_last_attempt(tmp_path: Path) -> None:

@@ -133,6 +133,10 @@ def test_modprobe_of_a_built_in_module_succeeds_in_the_guest_and_of_others_fails
     assert modprobe("openvswitch") != 0 and modprobe("sch_netem") != 0
     script = boot.render_init_script("/job", [], python="/venv/bin/python", modules=folder)
     assert f"export MODPROBE_OPTIONS='-d {folder}'" in script.splitlines()
+    # lsmod (Mininet-WiFi's clean-up runs it; run_in_uml puts it first on the PATH) says that
+    # nothing is loaded instead of kmod's errors about a /proc/modules the kernel has not
+    listed = subprocess.run([str(folder / "bin" / "lsmod")], capture_output=True, text=True, check=True)
+    assert listed.stdout.split() == ["Module", "Size", "Used", "by"] and not listed.stderr
     argv = boot.boot_command(build.UmlKernel(tmp_path), tmp_path / "init.sh", tmp_path, "abc", memory="2G",
                              time_travel=True)
     assert "mac80211_hwsim.radios=0" in argv  # Mininet-WiFi's radios only; a wlan0 of its own takes their name

@@ -33,8 +33,8 @@ from quicbed.errors import VmError
 from quicbed.host.capabilities import config_has
 from quicbed.host.uml.build import UmlKernel, cached_uml_kernel
 from quicbed.host.vm import (GUEST_TMPFS, Progress, VmResult, guest_command, guest_private_dirs, job_result,
-                             prepare_job)
-from quicbed.host.vm_job import source_root
+                             new_job_dir, prepare_job)
+from quicbed.host.vm_job import guest_environment, source_root
 from quicbed.host.vm_processes import supervise
 
 DEFAULT_MEMORY = "4G"
@@ -66,6 +66,13 @@ def write_builtin_modules(kernel: UmlKernel, folder: Path) -> Path | None:
     release.mkdir(parents=True, exist_ok=True)
     (release / "modules.builtin").write_text("".join(f"kernel/builtin/{name}.ko\n" for name in built_in))
     subprocess.run([depmod, "-b", str(folder), kernel.release], capture_output=True, check=False)
+    # lsmod reads /proc/modules, which a kernel without module support lacks: Mininet-WiFi's
+    # clean-up runs it each time and would print kmod's errors; nothing is loaded, as it says
+    lsmod = folder / "bin" / "lsmod"
+    lsmod.parent.mkdir(exist_ok=True)
+    lsmod.write_text("#!/bin/sh\n# quicbed's virtual-time kernel: every module is built in, none is loaded\n"
+                     "echo 'Module                  Size  Used by'\n")
+    lsmod.chmod(0o755)
     return folder
 
 
@@ -172,9 +179,13 @@ def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[
     raised = ensure_map_count(memory)
     if raised and progress:
         progress(raised)
+    job_dir = Path(job_dir) if job_dir is not None else new_job_dir()
+    modules = write_builtin_modules(kernel, job_dir / "modules")
+    if modules is not None and not (env and "PATH" in env):  # its lsmod first
+        env = {**(env or {}), "PATH": f"{modules / 'bin'}:{guest_environment(emulated_cpu=False)['PATH']}"}
     job = prepare_job(argv, cwd, env, (), job_dir=job_dir, log_path=log_path, emulated_cpu=False)
     init = job.dir / "init.sh"
-    init.write_text(render_init_script(job.dir, shared, modules=write_builtin_modules(kernel, job.dir / "modules")))
+    init.write_text(render_init_script(job.dir, shared, modules=modules))
     init.chmod(0o755)
     command = boot_command(kernel, init, job.dir, job.run_id, memory=memory, time_travel=time_travel)
     clock = "virtual time" if time_travel else "real time"
