@@ -1,4 +1,4 @@
-"""quicbed run: run an experiment file; in the microVM when this kernel lacks what it needs."""
+"""quicbed run: run an experiment file; in a guest kernel (the virtual-time kernel, or the microVM) when this kernel lacks what it needs."""
 
 from __future__ import annotations
 
@@ -36,9 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run", help="run an experiment file",
         description="Run an experiment file (YAML) and write a results folder (see docs/results.md), then "
                     f"its report. {NO_NETEM} Mininet-WiFi without mac80211_hwsim goes there too. The "
-                    "microVM runs a distribution kernel and the results land here all the same; it emulates "
-                    "its CPU in software (~13x slower) unless KVM works. --dry-run says where the runs will "
-                    "happen.")
+                    "results land here all the same; the microVM emulates its CPU in software (~13x slower) "
+                    "unless KVM works. --dry-run says where the runs will happen.")
     parser.add_argument("experiment", help="experiment file, e.g. experiments/quickstart.yaml")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="override a topology parameter (repeatable)")
@@ -81,7 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "--clock real keeps them in the microVM")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run in the microVM even if this kernel could")
-    where.add_argument("--no-vm", action="store_true", help="never use the microVM (fail if the kernel lacks a feature)")
+    where.add_argument("--no-vm", action="store_true",
+                       help="never move the runs into a guest kernel by itself (fail if this kernel lacks a feature; "
+                            "--clock virtual still runs them in the virtual-time kernel)")
     parser.set_defaults(handler=handle)
 
 
