@@ -1,4 +1,5 @@
-"""quicbed run: run an experiment file; in a guest kernel (the virtual-time kernel, or the microVM) when this kernel lacks what it needs."""
+"""quicbed run: run an experiment file; in a guest kernel (the virtual-time kernel, or the
+microVM) when this kernel lacks what it needs."""
 
 from __future__ import annotations
 
