@@ -156,7 +156,7 @@ def _check_here(lab: Lab, folder: Path, out: object) -> ScoreSheet:
     return sheet
 
 
-def _check_in_vm(lab: Lab, folder: Path, reason: str, out: object, microvm: bool) -> ScoreSheet:
+def _check_in_guest(lab: Lab, folder: Path, reason: str, out: object, microvm: bool) -> ScoreSheet:
     """The same check in a guest kernel, in the student's folder (the guest shares it, wherever
     it is); the score sheet comes back through that folder. The virtual-time kernel where it is
     built (mac80211_hwsim built in, minutes faster), else or with --vm the microVM."""
@@ -213,7 +213,7 @@ def handle_check(args: argparse.Namespace) -> int:
     try:
         if in_vm:
             try:
-                sheet = _check_in_vm(lab, folder, f"because {reason}" if reason != "as asked" else reason, out,
+                sheet = _check_in_guest(lab, folder, f"because {reason}" if reason != "as asked" else reason, out,
                                      microvm=args.vm)
             except (MissingDependency, VmError) as error:
                 in_vm = False
