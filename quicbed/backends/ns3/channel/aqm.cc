@@ -3,6 +3,7 @@
 #include "aqm.h"
 
 #include "ledger.h"
+#include "packet_view.h"
 
 #include "ns3/fq-codel-queue-disc.h"
 #include "ns3/hash.h"
@@ -13,6 +14,7 @@
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <optional>
 #include <sstream>
 
 namespace qbchannel
@@ -45,27 +47,26 @@ class QbQueueDiscItem : public QueueDiscItem
 
     uint32_t Hash(uint32_t perturbation) const override
     {
-        uint8_t ip[24] = {};
-        if (GetProtocol() != PROTO_IPV4 || GetPacket()->CopyData(ip, sizeof(ip)) < 20)
+        if (GetProtocol() != PROTO_IPV4)
         {
             return 0;
         }
-        size_t headerLength = size_t(ip[0] & 0x0f) * 4;
-        uint8_t tuple[17] = {};
-        std::copy(ip + 12, ip + 20, tuple); // source and destination addresses
-        tuple[8] = ip[9];                   // protocol
-        uint8_t l4[4] = {};
-        bool ports = (ip[9] == 6 || ip[9] == 17) && (ip[6] & 0x1f) == 0 && ip[7] == 0; // not a later fragment
-        if (ports && GetPacket()->GetSize() >= headerLength + 4)
+        uint8_t head[64]; // the longest IPv4 header, and a transport header's ports
+        // unchecked (version, lengths): the hash takes the ethertype's word that this is IPv4
+        std::optional<Ipv4View> ip = Ipv4View::Unchecked(head, GetPacket()->CopyData(head, sizeof(head)));
+        if (!ip)
         {
-            uint8_t head[64];
-            uint32_t n = GetPacket()->CopyData(head, std::min<size_t>(sizeof(head), headerLength + 4));
-            if (n >= headerLength + 4)
-            {
-                std::copy(head + headerLength, head + headerLength + 4, l4);
-            }
+            return 0;
         }
-        std::copy(l4, l4 + 4, tuple + 9);
+        uint8_t tuple[17] = {};
+        std::copy(ip->Bytes() + 12, ip->Bytes() + 20, tuple); // source and destination addresses
+        tuple[8] = ip->Protocol();
+        bool ports = ip->Protocol() == Ipv4View::TCP || ip->Protocol() == Ipv4View::UDP;
+        // (a later fragment has none; the bytes, not the total length, bound them)
+        if (ports && ip->FragmentOffset() == 0 && ip->Size() >= ip->HeaderLength() + 4)
+        {
+            std::copy(ip->Payload(), ip->Payload() + 4, tuple + 9);
+        }
         std::copy(reinterpret_cast<uint8_t*>(&perturbation),
                   reinterpret_cast<uint8_t*>(&perturbation) + 4,
                   tuple + 13);

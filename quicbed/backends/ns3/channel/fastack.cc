@@ -8,6 +8,7 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 namespace qbchannel
@@ -16,7 +17,6 @@ namespace qbchannel
 namespace
 {
 
-constexpr uint8_t PROTO_TCP = 6;
 constexpr uint32_t SEGMENT = 1448; // a full-size TCP payload behind 1500-byte IP packets
 constexpr uint32_t MAX_SEGMENT = 65536; // no IPv4 segment carries more: a held one covering a byte starts this close
 // the fallback timer: well above the station's delayed ACK (40-200 ms) behind its uplink contention
@@ -87,42 +87,29 @@ Fold(uint32_t sum)
 } // namespace
 
 bool
-TcpView::Parse(const std::vector<uint8_t>& ip)
+TcpSegment::Parse(const std::vector<uint8_t>& ip)
 {
-    if (ip.size() < 20 || ip[0] >> 4 != 4 || ip[9] != PROTO_TCP)
+    std::optional<Ipv4View> packet = Ipv4View::Parse(ip);
+    std::optional<TcpView> tcp = packet ? TcpView::Parse(*packet) : std::nullopt;
+    if (!tcp)
     {
         return false;
     }
-    size_t ihl = (ip[0] & 0x0f) * 4;
-    size_t total = Get16(ip, 2);
-    if (Get16(ip, 6) & 0x3fff) // a fragment
-    {
-        return false;
-    }
-    if (ihl < 20 || total > ip.size() || total < ihl + 20)
-    {
-        return false;
-    }
-    size_t tcp = ihl;
-    size_t offset = (ip[tcp + 12] >> 4) * 4;
-    if (offset < 20 || tcp + offset > total)
-    {
-        return false;
-    }
-    srcIp = Get32(ip, 12);
-    dstIp = Get32(ip, 16);
-    srcPort = Get16(ip, tcp);
-    dstPort = Get16(ip, tcp + 2);
-    seq = Get32(ip, tcp + 4);
-    ack = Get32(ip, tcp + 8);
-    flags = ip[tcp + 13];
-    window = Get16(ip, tcp + 14);
-    payload = uint32_t(total - tcp - offset);
+    srcIp = packet->Src();
+    dstIp = packet->Dst();
+    srcPort = tcp->SrcPort();
+    dstPort = tcp->DstPort();
+    seq = tcp->Seq();
+    ack = tcp->Ack();
+    flags = tcp->Flags();
+    window = tcp->Window();
+    payload = tcp->PayloadLength();
     hasTimestamp = false;
     tsValAt = 0;
     windowScale = -1;
     sackPermitted = false;
-    for (size_t at = tcp + 20; at < tcp + offset;)
+    size_t end = tcp->At() + tcp->HeaderLength(); // of the options
+    for (size_t at = tcp->At() + TcpView::MIN_HEADER; at < end;)
     {
         uint8_t kind = ip[at];
         if (kind == 0)
@@ -134,11 +121,11 @@ TcpView::Parse(const std::vector<uint8_t>& ip)
             at++;
             continue;
         }
-        if (at + 1 >= tcp + offset || ip[at + 1] < 2)
+        if (at + 1 >= end || ip[at + 1] < 2)
         {
             break;
         }
-        if (kind == 3 && ip[at + 1] == 3 && at + 3 <= tcp + offset)
+        if (kind == 3 && ip[at + 1] == 3 && at + 3 <= end)
         {
             windowScale = std::min<int>(ip[at + 2], 14);
         }
@@ -146,7 +133,7 @@ TcpView::Parse(const std::vector<uint8_t>& ip)
         {
             sackPermitted = true;
         }
-        if (kind == 8 && ip[at + 1] == 10 && at + 10 <= tcp + offset)
+        if (kind == 8 && ip[at + 1] == 10 && at + 10 <= end)
         {
             hasTimestamp = true;
             tsValAt = at + 2;
@@ -220,7 +207,7 @@ FastAck::Find(Key key, uint64_t id)
 }
 
 FastAck::Flow*
-FastAck::Established(std::map<Key, Flow>::iterator it, const TcpView& seg)
+FastAck::Established(std::map<Key, Flow>::iterator it, const TcpSegment& seg)
 {
     if (it == m_flows.end())
     {
@@ -237,7 +224,7 @@ FastAck::Established(std::map<Key, Flow>::iterator it, const TcpView& seg)
 bool
 FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Address to, size_t in)
 {
-    TcpView seg;
+    TcpSegment seg;
     if (!seg.Parse(ip))
     {
         return false;
@@ -325,7 +312,7 @@ FastAck::FromSender(const std::vector<uint8_t>& ip, Mac48Address from, Mac48Addr
 }
 
 bool
-FastAck::SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip)
+FastAck::SenderData(Flow& flow, const TcpSegment& seg, const std::vector<uint8_t>& ip)
 {
     uint32_t end = seg.End();
     if (!After(end, flow.acked))
@@ -391,7 +378,7 @@ FastAck::SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& 
 }
 
 void
-FastAck::Repeat(Flow& flow, const TcpView& seg)
+FastAck::Repeat(Flow& flow, const TcpSegment& seg)
 {
     // RFC 7323 4.3: a segment at or below Last.ACK.sent updates TS.Recent; the ACK echoes it
     if (seg.hasTimestamp && !After(flow.tsRecent, seg.tsVal))
@@ -405,7 +392,7 @@ FastAck::Repeat(Flow& flow, const TcpView& seg)
 bool
 FastAck::FromStation(const std::vector<uint8_t>& ip)
 {
-    TcpView seg;
+    TcpSegment seg;
     if (!seg.Parse(ip))
     {
         return false;
@@ -524,7 +511,7 @@ FastAck::FromStation(const std::vector<uint8_t>& ip)
 }
 
 bool
-FastAck::StationEce(Flow& flow, const TcpView& seg)
+FastAck::StationEce(Flow& flow, const TcpSegment& seg)
 {
     // the station echoes CE on every ACK until a segment with CWR reaches it: its ECE on an ACK
     // below the sender's CWR segment is the congestion the sender already answered; on an ACK
@@ -666,7 +653,7 @@ FastAck::Release(Flow& flow, uint32_t ack)
 FastAck::Flow*
 FastAck::QueuedCopy(const std::vector<uint8_t>& ip, HeldAt& held)
 {
-    TcpView seg;
+    TcpSegment seg;
     if (!seg.Parse(ip) || seg.payload == 0)
     {
         return nullptr;
@@ -820,7 +807,7 @@ FastAck::Enqueue(Flow& flow, HeldAt held)
 }
 
 bool
-FastAck::HeldForRepair(Flow& flow, const TcpView& seg)
+FastAck::HeldForRepair(Flow& flow, const TcpSegment& seg)
 {
     // Ahead of the AP's ACK, the station's ACK covers segments behind the repair in the order
     // the AP reports (the station's MAC moved past the dropped frame) and its SACK blocks are
@@ -943,7 +930,7 @@ FastAck::SendAck(Flow& flow, uint16_t window)
     Put16(ip, 2, uint16_t(ip.size()));
     Put16(ip, 6, 0x4000); // don't fragment
     ip[8] = 64;
-    ip[9] = PROTO_TCP;
+    ip[9] = Ipv4View::TCP;
     Put32(ip, 12, std::get<2>(flow.key)); // from the station
     Put32(ip, 16, std::get<0>(flow.key));
     Put16(ip, 10, Fold(Sum16(ip, 0, 20)));
@@ -955,7 +942,7 @@ FastAck::SendAck(Flow& flow, uint16_t window)
     ip[33] = TcpView::ACK | (flow.ece ? TcpView::ECE : 0);
     Put16(ip, 34, window);
     std::copy(options.begin(), options.end(), ip.begin() + 40);
-    uint32_t pseudo = Sum16(ip, 12, 20) + PROTO_TCP + uint32_t(ip.size() - 20);
+    uint32_t pseudo = Sum16(ip, 12, 20) + Ipv4View::TCP + uint32_t(ip.size() - 20);
     Put16(ip, 36, Fold(Sum16(ip, 20, ip.size(), pseudo)));
     flow.lastWindow = window;
     acksSent++;
@@ -980,9 +967,10 @@ FastAck::Resend(Flow& flow, HeldAt held, bool deferrable)
         // the sender's latest TSval: with the copy's own, the station's PAWS check (RFC 7323)
         // discards it once a later segment moved its TS.Recent on
         Put32(ip, held->second.tsValAt, flow.senderTsVal);
-        size_t tcp = (ip[0] & 0x0f) * 4, total = Get16(ip, 2);
+        Ipv4View packet = *Ipv4View::Parse(ip); // (parsed as a TCP segment when the AP took it)
+        size_t tcp = packet.HeaderLength(), total = packet.TotalLength();
         Put16(ip, tcp + 16, 0);
-        uint32_t pseudo = Sum16(ip, 12, 20) + PROTO_TCP + uint32_t(total - tcp);
+        uint32_t pseudo = Sum16(ip, 12, 20) + Ipv4View::TCP + uint32_t(total - tcp);
         Put16(ip, tcp + 16, Fold(Sum16(ip, tcp, total, pseudo)));
     }
     if (!Enqueue(flow, held))

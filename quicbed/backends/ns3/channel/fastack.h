@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common.h"
+#include "packet_view.h"
 
 #include "ns3/event-id.h"
 #include "ns3/mac48-address.h"
@@ -21,8 +22,9 @@
 namespace qbchannel
 {
 
-/// The fields of an IPv4 TCP segment this model reads, from the packet's bytes.
-struct TcpView
+/// The fields of an IPv4 TCP segment this model reads, from the packet's bytes (its flags:
+/// TcpView's).
+struct TcpSegment
 {
     uint32_t srcIp = 0, dstIp = 0;
     uint16_t srcPort = 0, dstPort = 0;
@@ -36,13 +38,14 @@ struct TcpView
     int windowScale = -1; // from a SYN's option (-1: none)
     bool sackPermitted = false;
 
-    static constexpr uint8_t FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10, ECE = 0x40, CWR = 0x80;
-
     /// False for anything that is not a whole IPv4 TCP segment (fragments included).
     bool Parse(const std::vector<uint8_t>& ip);
-    bool PureAck() const { return payload == 0 && (flags & (FIN | SYN | RST)) == 0 && (flags & ACK); }
+    bool PureAck() const
+    {
+        return payload == 0 && (flags & (TcpView::FIN | TcpView::SYN | TcpView::RST)) == 0 && (flags & TcpView::ACK);
+    }
     /// The sequence number after the segment (its data and FIN).
-    uint32_t End() const { return seq + payload + ((flags & FIN) ? 1 : 0); }
+    uint32_t End() const { return seq + payload + ((flags & TcpView::FIN) ? 1 : 0); }
 };
 
 /// The accelerator of one access point, for IPv4 TCP connections whose handshake (both SYNs)
@@ -140,7 +143,7 @@ class FastAck
         int windowScale = -1;
         bool sackPermitted = false, timestamps = false;
 
-        void Take(const TcpView& syn)
+        void Take(const TcpSegment& syn)
         {
             seen = true;
             isn = syn.seq;
@@ -212,13 +215,13 @@ class FastAck
     void End(Flow& flow, bool abandoned);
     void EndIfClosed(Flow& flow);
     /// The accelerated connection of a segment other than a SYN, or null; a reset ends it.
-    Flow* Established(std::map<Key, Flow>::iterator it, const TcpView& seg);
+    Flow* Established(std::map<Key, Flow>::iterator it, const TcpSegment& seg);
     /// A data segment of an accelerated connection from the sender.
-    bool SenderData(Flow& flow, const TcpView& seg, const std::vector<uint8_t>& ip);
+    bool SenderData(Flow& flow, const TcpSegment& seg, const std::vector<uint8_t>& ip);
     /// Whether the AP's ACKs echo ECE after this ACK of the station (RFC 3168 6.1.3).
-    static bool StationEce(Flow& flow, const TcpView& seg);
+    static bool StationEce(Flow& flow, const TcpSegment& seg);
     /// The AP's ACK again: its last one was lost between the AP and the sender.
-    void Repeat(Flow& flow, const TcpView& seg);
+    void Repeat(Flow& flow, const TcpSegment& seg);
     /// The held segment covering sequence number at (held.end() if none).
     HeldAt Covering(Flow& flow, uint32_t at, bool atStationOnly);
     /// A held segment the station lacks for all the AP knows: the MAC gave up on it, or its
@@ -233,7 +236,7 @@ class FastAck
     /// station's duplicate ACKs or silence).
     bool AwaitingRepair(Flow& flow);
     /// A station's ACK the AP neither passes nor reads while it awaits its repair.
-    bool HeldForRepair(Flow& flow, const TcpView& seg);
+    bool HeldForRepair(Flow& flow, const TcpSegment& seg);
     void Advance(Flow& flow);
     void Release(Flow& flow, uint32_t ack);
     void SetCopy(Flow& flow, HeldAt held, Copy copy);

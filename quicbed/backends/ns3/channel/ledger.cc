@@ -2,9 +2,12 @@
 
 #include "ledger.h"
 
+#include "packet_view.h"
+
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -22,18 +25,6 @@ constexpr size_t TRANSPORT_BYTES = 24; // of the transport header, in the key: p
                                        // sequence and ACK numbers, UDP's length and checksum
 constexpr size_t VANISHED_KEPT = 20;
 
-uint16_t
-U16(const uint8_t* b)
-{
-    return uint16_t(b[0] << 8 | b[1]);
-}
-
-uint32_t
-U32(const uint8_t* b)
-{
-    return uint32_t(b[0]) << 24 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 8 | b[3];
-}
-
 /// Where the IPv4 header starts in buf (-1: not an IPv4 packet).
 long
 IpOffset(const uint8_t* buf, size_t n, uint16_t proto, Framing framing)
@@ -45,7 +36,7 @@ IpOffset(const uint8_t* buf, size_t n, uint16_t proto, Framing framing)
         {
             return -1;
         }
-        proto = U16(buf + 12);
+        proto = Be16(buf + 12);
         at = 14;
     }
     else if (framing == Framing::LLC)
@@ -54,7 +45,7 @@ IpOffset(const uint8_t* buf, size_t n, uint16_t proto, Framing framing)
         {
             return -1;
         }
-        proto = U16(buf + 6);
+        proto = Be16(buf + 6);
         at = LLC_BYTES;
     }
     if (proto == PROTO_MESH)
@@ -63,7 +54,7 @@ IpOffset(const uint8_t* buf, size_t n, uint16_t proto, Framing framing)
         {
             return -1;
         }
-        proto = U16(buf + at);
+        proto = Be16(buf + at);
         at += MESH_BYTES;
     }
     return proto == PROTO_IPV4 ? long(at) : -1;
@@ -79,19 +70,16 @@ struct Identity
 
 /// The frame's identity from its IPv4 header on (false: too short, or not IPv4).
 bool
-Identify(const uint8_t* ip, size_t n, Identity& id)
+Identify(const uint8_t* bytes, size_t n, Identity& id)
 {
-    if (n < 20 || (ip[0] >> 4) != 4)
+    std::optional<Ipv4View> ip = Ipv4View::Parse(bytes, n); // (only the packet's first bytes, maybe)
+    if (!ip)
     {
         return false;
     }
-    size_t header = (ip[0] & 0x0f) * 4;
-    size_t total = std::min<size_t>(U16(ip + 2), n);
-    if (header < 20 || header > total)
-    {
-        return false;
-    }
-    size_t transport = std::min(TRANSPORT_BYTES, total - header);
+    const uint8_t* header = ip->Bytes();
+    const uint8_t* transport = ip->Payload();
+    size_t length = std::min(TRANSPORT_BYTES, ip->PayloadBytes());
     // FNV-1a over what no hop inside the channel changes (not the TTL, not the checksum)
     uint64_t hash = 1469598103934665603ULL;
     auto mix = [&hash](const uint8_t* b, size_t len) {
@@ -100,27 +88,28 @@ Identify(const uint8_t* ip, size_t n, Identity& id)
             hash = (hash ^ b[i]) * 1099511628211ULL;
         }
     };
-    mix(ip + 2, 4);  // total length, identification
-    mix(ip + 9, 1);  // protocol
-    mix(ip + 12, 8); // addresses
-    if (ip[9] == 6 && transport >= 18)
+    mix(header + 2, 4);  // total length, identification
+    mix(header + 9, 1);  // protocol
+    mix(header + 12, 8); // addresses
+    if (ip->Protocol() == Ipv4View::TCP && length >= 18)
     {
-        mix(ip + header, 16); // not TCP's checksum: FastACK resends with the sender's latest TSval
-        mix(ip + header + 18, transport - 18);
+        mix(transport, 16); // not TCP's checksum: FastACK resends with the sender's latest TSval
+        mix(transport + 18, length - 18);
     }
     else
     {
-        mix(ip + header, transport);
+        mix(transport, length);
     }
     id.key = hash;
-    id.src = U32(ip + 12);
-    id.dst = U32(ip + 16);
-    id.size = U16(ip + 2);
-    id.proto = ip[9];
-    if ((id.proto == 6 || id.proto == 17) && transport >= 4)
+    id.src = ip->Src();
+    id.dst = ip->Dst();
+    id.size = ip->TotalLength();
+    id.proto = ip->Protocol();
+    // a TCP or UDP header's ports (a later fragment's first bytes, too: only shown, not the key)
+    if ((id.proto == Ipv4View::TCP || id.proto == Ipv4View::UDP) && length >= 4)
     {
-        id.sport = U16(ip + header);
-        id.dport = U16(ip + header + 2);
+        id.sport = Be16(transport);
+        id.dport = Be16(transport + 2);
     }
     return true;
 }
