@@ -9,7 +9,8 @@ from pathlib import Path
 from quicbed.analysis.catalogue import HEADLINE
 from quicbed.errors import SpecError
 from quicbed.report.artifacts import Progress
-from quicbed.report.figures import Figures, make_figures
+from quicbed.report.figure_context import Figures
+from quicbed.report.figures import make_figures
 from quicbed.report.files import write_text_atomic
 from quicbed.report.html import render_html
 from quicbed.report.load import ReportError, LoadedResults, load_results

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from quicbed.report.figures import FigureFile, Figures
+from quicbed.report.figure_context import FigureFile, Figures
 from quicbed.report.hosts import hosts_table
 from quicbed.report.load import (
     EXPERIMENT_FILE,

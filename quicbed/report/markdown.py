@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quicbed.report.figures import FigureFile, Figures
+from quicbed.report.figure_context import FigureFile, Figures
 from quicbed.report.hosts import hosts_table
 from quicbed.report.load import LoadedResults
 from quicbed.report.summary import Summary
