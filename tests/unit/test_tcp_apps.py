@@ -23,7 +23,8 @@ from quicbed.apps.quic import certs
 from quicbed.apps.quic.client import ClientSettings as QuicClientSettings
 from quicbed.apps.quic.client import new_record as quic_new_record
 from quicbed.apps.quic.profiles import get_profile
-from quicbed.apps.tcp import client, curl, nginx, tcpinfo
+from quicbed.apps.tcp import client, curl, fetch_record, nginx, tcpinfo
+from quicbed.apps.tcp.connection import read_tcp_info
 from quicbed.errors import MissingDependency, QuicbedError
 
 needs_h2 = pytest.mark.skipif(not client.h2_available(), reason="needs the Python package h2")
@@ -194,7 +195,7 @@ def test_netlink_snapshot_matches_getsockopt(loopback_pair: tuple[socket.socket,
     found = tcpinfo.snapshot(tcpinfo.Filter(port=port))
     assert len(found) == 2
     (mine,) = [i for i in found if i.local_port == near.getsockname()[1]]
-    own = client.read_tcp_info(near)
+    own = read_tcp_info(near)
     assert own is not None and own.key == mine.key
     assert mine.bytes_received == own.bytes_received == 500_000
     assert mine.congestion_control == own.congestion_control
@@ -219,7 +220,7 @@ def test_settings_are_checked() -> None:
 
 
 def test_record_has_the_http3_record_keys() -> None:
-    record = client.new_record(client.ClientSettings(host="10.0.0.2", paths=["/a"]))
+    record = fetch_record.new_record(client.ClientSettings(host="10.0.0.2", paths=["/a"]))
     quic = quic_new_record(QuicClientSettings(host="x", paths=["/"], profile=get_profile("quic")))
     assert set(quic) <= set(record)
     assert record["protocol"] == "h2" and record["tool"] == "quicbed-tcp-client"
@@ -294,9 +295,9 @@ def test_curl_reports_become_the_record() -> None:
     assert objects[0]["start"] == pytest.approx(9.505) and objects[0]["end"] == 10.0
     assert objects[1]["first_byte"] == pytest.approx(9.8)
     assert facts == {"connections": 1, "address": "10.0.0.2", "handshake_time": 0.004}
-    record = client.new_record(settings)
-    client.fill_times(record, objects, origin, 2)
-    client.judge(record, 2, "2")
+    record = fetch_record.new_record(settings)
+    fetch_record.fill_times(record, objects, origin, 2)
+    fetch_record.judge(record, 2, "2")
     assert record["ok"] and record["bytes"] == 200 and record["objects_completed"] == 2
     assert record["completion_time"] == pytest.approx(10.2 - 9.505)
     assert record["total_time"] == pytest.approx(0.7)
@@ -305,15 +306,15 @@ def test_curl_reports_become_the_record() -> None:
 
 def test_judge_names_the_first_problem() -> None:
     settings = client.ClientSettings(host="h", paths=["/a", "/b"])
-    record = client.new_record(settings)
+    record = fetch_record.new_record(settings)
     record["objects"] = [{"path": "/a", "status": 200, "http_version": "2"},
                          {"path": "/b", "status": 404, "http_version": "2"}]
-    client.judge(record, 2, "2")
+    fetch_record.judge(record, 2, "2")
     assert record["error"] == "HTTP status 404 for /b" and not record["ok"]
-    record = client.new_record(settings)
+    record = fetch_record.new_record(settings)
     record["objects"] = [{"path": "/a", "status": 200, "http_version": "1.1"}]
     record["objects_completed"] = 1
-    client.judge(record, 1, "2")
+    fetch_record.judge(record, 1, "2")
     assert record["error"] == "asked for HTTP/2, got HTTP/1.1 for /a"
 
 
@@ -326,14 +327,14 @@ def test_transport_summary_sums_connections() -> None:
         return tcpinfo.from_raw(raw, local=("10.0.0.1", port), remote=("10.0.0.2", 8443),
                                 congestion_control="cubic")
 
-    summary = client.transport_summary([info(1, 60, 10, 120, 100, 150_000, 0.002),
+    summary = fetch_record.transport_summary([info(1, 60, 10, 120, 100, 150_000, 0.002),
                                         info(2, 30, 5, 60, 50, 70_000, 0.001)], complete=True)
     assert summary["packets_sent"] == 90 and summary["data_packets_received"] == 150
     assert summary["ack_only_packets_sent"] == 75
     assert summary["ack_only_per_data_packet_received"] == pytest.approx(0.5)
     assert summary["rtt_min"] == pytest.approx(0.001) and summary["rtt_smoothed"] == pytest.approx(0.004)
     assert summary["bytes_received"] == 220_000 and len(summary["connections"]) == 2
-    empty = client.transport_summary([], complete=False)
+    empty = fetch_record.transport_summary([], complete=False)
     assert empty["packets_sent"] is None and empty["ack_only_per_data_packet_received"] is None
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quicbed.apps.tcp import tcpinfo
+from quicbed.apps.tcp.fetch_record import fill_times, transport_summary
 from quicbed.apps.tcp.settings import ClientSettings
 from quicbed.errors import MissingDependency
 
@@ -326,3 +327,40 @@ def run_curl(settings: ClientSettings) -> CurlRun:
                    timed_out=timed_out, usage=usage, sampler=sampler,
                    complete=state["complete"], spawned_wall=spawned_wall,
                    spawned_mono=spawned_mono)
+
+
+def fetch_with_curl(settings: ClientSettings, record: dict[str, Any]) -> None:
+    """Fetch ``settings.paths`` with curl and fill ``record`` in (its error too: a curl
+    without the asked HTTP version, a timeout, no transfer at all)."""
+    build = curl_build(settings.curl)
+    record["curl_version"] = build.version
+    feature = CURL_FEATURES.get(settings.http)
+    if feature and feature not in build.features:
+        record["error"] = (f"curl {build.version} has no {feature} (features: "
+                           f"{' '.join(sorted(build.features))})")
+        return
+    run = run_curl(settings)
+    if run.usage is not None:
+        record["cpu"] = {"process": "curl", "user_s": run.usage.ru_utime,
+                         "system_s": run.usage.ru_stime,
+                         "cpu_s": run.usage.ru_utime + run.usage.ru_stime,
+                         "max_rss_kb": run.usage.ru_maxrss}
+    if run.transfers:
+        objects, origin, facts = objects_from_transfers(settings, run.transfers)
+        record["started_at"] = run.spawned_wall + (origin - run.spawned_mono)
+        record["connections"] = facts["connections"]
+        record["handshake_time"] = facts["handshake_time"]
+        record["server"]["address"] = facts["address"]
+        fill_times(record, objects, origin, len(settings.paths))
+        if len(settings.paths) > 1:
+            record["timing"] = "approximate"
+    connections = sorted(run.sampler.last.values(),
+                         key=lambda c: run.sampler.first_seen.get(c.key, 0))
+    record["transport"] = transport_summary(connections, run.complete, run.sampler.samples,
+                                            settings.tcpinfo_interval)
+    if run.messages:
+        record["curl_messages"] = run.messages[-20:]
+    if run.timed_out:
+        record["error"] = f"timeout after {settings.timeout:g}s"
+    elif not run.transfers:
+        record["error"] = run.messages[-1] if run.messages else f"curl exit {run.returncode}"
