@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from quicbed.apps import iperf, ping  # noqa: E402
 from quicbed.backends.ns3 import build, stats  # noqa: E402
 from quicbed.backends.ns3.network import Ns3Network  # noqa: E402
-from quicbed.host.cpu import set_process_affinity  # noqa: E402
+from quicbed.host.affinity import set_process_affinity  # noqa: E402
 from quicbed.host.stalls import Stalls  # noqa: E402
 from quicbed.spec.loader import load_topology  # noqa: E402
 

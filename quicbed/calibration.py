@@ -20,7 +20,7 @@ from typing import Any
 from quicbed import Topology
 from quicbed.analysis.linkstats import HEADERS_BYTES, LinkStats, ProbeLog, link_stats
 from quicbed.backends import create
-from quicbed.backends.base import Network, Process
+from quicbed.backends.base import MacStatistics, Network, Process, ReshapableLinks
 from quicbed.errors import BackendError, MachineBusy
 from quicbed.host.steal import QUIET_STEAL, Steal, wait_for_quiet_machine
 from quicbed.spec.link import Shape
@@ -72,11 +72,11 @@ class LinkCalibrator:
         return topo
 
     def configure(self, shape: dict[str, Any]) -> Shape:
-        if self.backend == "netns":
-            self.network.set_link_shape("probed", direction="forward", reset=True, **shape)  # type: ignore[attr-defined]
-        else:
-            topo = self._topology()
-            topo.set_link_shape("probed", direction="forward", reset=True, **shape)
+        topo = self._topology()
+        topo.set_link_shape("probed", direction="forward", reset=True, **shape)
+        if isinstance(self.network, ReshapableLinks):  # (netns) on the live link
+            self.network.replace_link_shapes(topo.link("probed"))  # type: ignore[arg-type]
+        else:  # (ns3) a new network
             self.network.__exit__(None, None, None)
             self.network = create(self.backend, topo)
             self.network.__enter__()
@@ -127,15 +127,15 @@ class LinkCalibrator:
                 raise BackendError(f"probe receiver did not start: {receiver.errors()}")
             time.sleep(0.05)
         before = self._kernel_counters()
-        if self.backend == "ns3":
-            self.network.reset_stats()  # type: ignore[attr-defined]
+        if isinstance(self.network, MacStatistics):
+            self.network.reset_stats()
         started = time.monotonic()
         a.run([python, "-m", "quicbed.apps.udpprobe", "send", "--dest", b.address, "--port", str(PROBE_PORT),
                "--count", str(plan.count), "--rate", str(plan.rate), "--size", str(plan.size)],
               timeout=plan.count / plan.rate * 5 + 120)
         receiver.wait(timeout=180)
-        late = (self.network.mac_stats(window=(started, time.monotonic()))["invalid_reasons"]  # type: ignore[attr-defined]
-                if self.backend == "ns3" else [])
+        late = (self.network.mac_stats(window=(started, time.monotonic()))["invalid_reasons"]
+                if isinstance(self.network, MacStatistics) else [])
         after = self._kernel_counters()
         delta = {key: after[key] - before[key] for key in after}
         self._last_log = ProbeLog.read(log_path)

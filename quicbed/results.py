@@ -1,11 +1,11 @@
 """The run record: one line of a results folder's ``results.jsonl`` (docs/results.md), its
 format version, and the one reader every consumer uses (the runner, --resume, merge, the
-labs and the report)."""
+labs and the report), which upgrades older formats to this one."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +57,53 @@ class RunRecord:
     #: the run's folder, relative to the results folder
     folder: str | None = None
     format: int = FORMAT_VERSION
+    #: what a line read from a file holds besides the fields above (an older quicbed's keys, or
+    #: added by hand): kept, and written again by :meth:`to_dict`
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the fields the line it was read from lacked (written before they existed): left out by
+    #: :meth:`to_dict` while they hold their default, so a line read and written again is the
+    #: same line, and readers can tell "not said" from a default (the report does, e.g. for a
+    #: record written before runs said their CPU state)
+    absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The line's keys and values (copies): every field, then ``extra``."""
+        line = asdict(self)
+        extra, absent = line.pop("extra"), line.pop("absent")
+        for name in absent:
+            if name in line and line[name] == _default(name):
+                del line[name]
+        return {**line, **extra}
+
+    @classmethod
+    def from_dict(cls, line: dict[str, Any]) -> RunRecord:
+        """A record from a line as written (by any quicbed of this format): the fields it lacks
+        take their defaults (and are ``absent``), keys it has that this quicbed does not know
+        go to ``extra``. The values are taken as written: readers judge them."""
+        known = {name: line[name] for name in RECORD_FIELDS if name in line}
+        absent = frozenset(name for name in RECORD_FIELDS if name not in line)
+        return cls(**{**_read_fallbacks(), **known},
+                   extra={key: value for key, value in line.items() if key not in RECORD_FIELDS},
+                   absent=absent)
 
 
-RECORD_FIELDS = tuple(f.name for f in fields(RunRecord))
+#: the keys of a line, in order (the bookkeeping fields ``extra`` and ``absent`` are none)
+RECORD_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
+
+
+def _read_fallbacks() -> dict[str, Any]:
+    """What :meth:`RunRecord.from_dict` takes for a field without a default that a line lacks
+    (only a hand-made line can: quicbed has written them all since its first format)."""
+    return {"run_id": "", "index": 0, "cell_index": 0, "cell": {}, "repetition": 0, "warmup": False}
+
+
+def _default(name: str) -> Any:
+    """The value :meth:`RunRecord.from_dict` gives field ``name`` when a line lacks it."""
+    fallbacks = _read_fallbacks()
+    if name in fallbacks:
+        return fallbacks[name]
+    spec = next(f for f in fields(RunRecord) if f.name == name)
+    return spec.default_factory() if spec.default_factory is not MISSING else spec.default
 
 
 def record_version(record: dict[str, Any]) -> int:
@@ -77,18 +118,31 @@ def check_version(version: int, where: str) -> None:
                            f"{FORMAT_VERSION} (fix: read it with the quicbed that wrote it, or a newer one)")
 
 
-def read_records(path: Path, *, strict: bool) -> tuple[list[dict[str, Any]], list[str]]:
-    """The run records of a results.jsonl in file order, and what was said about its lines.
+def upgrade(record: dict[str, Any], version: int) -> dict[str, Any]:
+    """A line written in results format ``version`` as a line of this quicbed's format: the
+    one place a format change converts older lines (a key renamed, a value re-meant), step by
+    step from ``version`` up. Only format 1 exists, so a line is returned as it is; keys
+    added within format 1 (``clock``, ``cpu_unknown_reasons``, ...) are left out, not
+    invented: :meth:`RunRecord.from_dict` marks them ``absent``. ``version`` is at most
+    :data:`FORMAT_VERSION` (:func:`check_version` refused newer ones)."""
+    return record
+
+
+def read_records(path: Path, *, strict: bool) -> tuple[list[RunRecord], list[str]]:
+    """The run records of a results.jsonl in file order (each line upgraded to this format),
+    and what was said about its lines.
 
     A last line that does not parse is a run being appended (or a write a kill cut short):
     always left out, with a warning. A bad line before it is an error when ``strict`` (the
     runner, --resume, merge, the labs: a folder they would build on), a warning otherwise (the
-    report shows the rest). A line written in a newer format is an error either way.
+    report shows the rest). A line written in a newer format is an error either way. Keys
+    this quicbed does not know are kept (``RunRecord.extra``) either way: a key an older
+    quicbed wrote is no damage.
     """
     if not path.exists():
         return [], []
     lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-    records: list[dict[str, Any]] = []
+    records: list[RunRecord] = []
     warnings: list[str] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -113,6 +167,7 @@ def read_records(path: Path, *, strict: bool) -> tuple[list[dict[str, Any]], lis
                 raise QuicbedError(problem)
             warnings.append(f"{problem}; ignored")
             continue
-        check_version(record_version(record), f"{path}: line {number}")
-        records.append(record)
+        version = record_version(record)
+        check_version(version, f"{path}: line {number}")
+        records.append(RunRecord.from_dict(upgrade(record, version)))
     return records, warnings

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from quicbed.host.cpu import MachineTicks, parse_proc_stat
+from quicbed.host.procfs import MachineTicks, parse_proc_stat
 
 
 class MachineLog:

@@ -12,7 +12,7 @@ output of one ``ss -tin`` call::
 (the info line starts with a tab). The stamp line is ``# <epoch seconds>`` (also
 accepted: a bare number, ``ts=<number>``, ``time: <number>``). ``ss`` output with or
 without the ``State`` column (``ss -tin`` vs ``ss -tin state established``) is
-understood. :func:`ss_sampler_command` makes such a file.
+understood. :func:`quicbed.apps.transports.tcp_state.ss_sampler_command` makes such a file.
 
 Tracepoint text is what ``/sys/kernel/tracing/trace`` or ``trace_pipe`` print::
 
@@ -35,7 +35,6 @@ import gzip
 import math
 import os
 import re
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -419,32 +418,7 @@ def trace_clock_offset(meta: dict[str, Any] | None) -> float:
     return float((meta or {}).get("mono_to_epoch", 0.0))
 
 
-SS_SAMPLER = """
-import subprocess, sys, time
-interval, port = float(sys.argv[1]), sys.argv[2]
-argv = ["ss", "-tin", f"( sport = :{port} )"]
-while True:
-    text = subprocess.run(argv, capture_output=True, text=True).stdout
-    sys.stdout.write(f"# {time.time():.6f}\\n{text}")
-    sys.stdout.flush()
-    time.sleep(interval)
-"""
-
-
-def ss_sampler_command(port: int, interval: float = 0.01) -> list[str]:
-    """A sampler printing ``# <epoch>`` and ``ss -tin`` of the sockets with local ``port``
-    every ``interval`` s to stdout (run it in the sender's namespace; stop it with SIGTERM).
-
-    One fork per sample (ss itself): a shell loop with ``date`` forks three times and
-    samples about half as often on a loaded machine. The stamp is taken when ss has
-    returned (ss spends most of its run time starting up and reads the socket table at
-    its end). No state filter: once the application closes the socket (FIN-WAIT-1) the
-    rest of the transfer is still shown.
-    """
-    return [sys.executable, "-c", SS_SAMPLER, f"{interval:g}", str(port)]
-
-
 __all__ = ["CA_STATES", "STATES", "TcpSummary", "connection", "connections", "parse_ss", "parse_ss_info",
            "parse_trace", "probe_phases", "probes_by_socket", "read_ss", "read_text", "read_trace",
-           "sender_probes", "ss_phases", "ss_sampler_command", "summarize_probe", "summarize_ss",
+           "sender_probes", "ss_phases", "summarize_probe", "summarize_ss",
            "trace_clock_offset"]

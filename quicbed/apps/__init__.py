@@ -1,5 +1,7 @@
 """Applications quicbed runs inside emulated hosts, whichever backend built them.
 
+* :mod:`quicbed.apps.transports` - the transport kinds (``kind: quic``, ``kind: tcp``) by
+  name: what each reads of an experiment, starts in a run and records for the analysis.
 * :mod:`quicbed.apps.quic` - the HTTP/3 endpoints (aioquic with transport profiles, and
   the native quinn endpoint) and their qlog.
 * :mod:`quicbed.apps.tcp` - nginx and the HTTP/1.1 and HTTP/2 client, TCP_INFO and

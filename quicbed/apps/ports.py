@@ -1,4 +1,5 @@
-"""Readiness: wait (bounded) until a process in a node listens on a port.
+"""Readiness: wait (bounded) until a process in a node listens on a port, or has written
+its ready file.
 
 A socket in LISTEN state accepts connections (the kernel completes handshakes into its
 backlog), so "``ss`` shows the listener" is "the port accepts connections". ``ss`` runs in
@@ -8,6 +9,7 @@ the node's namespace; nothing is sent on the emulated links.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quicbed.errors import BackendError
@@ -47,3 +49,15 @@ def wait_for_listener(node: NodeHandle, port: int, *, protocol: str = "tcp",
             raise BackendError(f"{what} on {node.name} not listening on {protocol} port "
                                f"{port} after {timeout:g} s{detail}")
         time.sleep(POLL_INTERVAL)
+
+
+def wait_for_file(path: Path, process: Process, what: str, timeout: float) -> None:
+    """Wait until ``process`` has written ``path``; BackendError if it exits first or after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if not process.running:
+            raise BackendError(f"{what} exited at start-up: {process.errors().strip()[-500:]}")
+        if time.monotonic() > deadline:
+            raise BackendError(f"{what} not ready after {timeout:g} s")
+        time.sleep(0.05)

@@ -1,5 +1,6 @@
 """What every download client shares (HTTP/3 and TCP alike): its request options, the JSON
-record it writes, and how the record is emitted."""
+record it writes (:class:`ClientRecord`, which the runner reads), and how the record is
+emitted."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from quicbed import __version__
 from quicbed.apps.objects import load_manifest, page_objects
@@ -154,29 +155,133 @@ def requested_paths(args: argparse.Namespace) -> list[str]:
     return paths
 
 
+class ServerEndpoint(TypedDict):
+    """A client record's ``server``: where it downloaded from."""
+
+    host: str
+    port: int
+    address: str | None  # the address it connected to (null until resolved)
+
+
+class RequestAsked(TypedDict):
+    """A client record's ``request``: what the client was asked to fetch (its options)."""
+
+    page: str | None
+    paths: list[str]
+    parallel: int
+    timeout: float
+    resumption: str
+
+
+#: the fields of :class:`ClientRecord` that only some clients write (each says which)
+OPTIONAL_FIELDS = ("aioquic_version", "protocol", "profile", "knobs", "resumption", "implementation", "versions",
+                   "engine", "curl_version", "curl_messages", "connections", "cpu", "timing")
+
+
+@dataclass
+class ClientRecord:
+    """A download client's JSON record (a run folder's ``client.json``): what it was asked,
+    how it went, its times and its transport's counters. Times are seconds: ``started_at`` on
+    the wall clock, the others durations from it (objects: offsets from it).
+
+    Every client writes the fields down to ``error`` (:func:`base_record` builds them; the
+    native client receives them as ``--record-template`` and fills them in, in
+    native/quinn/src/client.rs); the fields after it are what some clients add. ``to_dict``
+    writes those when they are set, or when the record was read with them (the TCP client
+    writes ``curl_version: null``)."""
+
+    tool: str = ""  # quicbed-quic-client (aioquic and quinn) or quicbed-tcp-client
+    quicbed_version: str = __version__
+    label: str | None = None  # --label, copied
+    server: ServerEndpoint = field(default_factory=lambda: ServerEndpoint(host="", port=0, address=None))
+    request: RequestAsked = field(default_factory=lambda: RequestAsked(
+        page=None, paths=[], parallel=6, timeout=60.0, resumption="none"))
+    started_at: float | None = None  # wall clock, seconds since the epoch (a resumed run: the measured connection's)
+    handshake_time: float | None = None  # connect -> (TLS/QUIC) handshake complete
+    ttfb: float | None = None  # first request sent -> first response byte
+    completion_time: float | None = None  # first request sent -> last byte (download time / PLT)
+    total_time: float | None = None  # connect -> last byte
+    bytes: int = 0  # response body bytes
+    objects_completed: int = 0
+    #: per object: path, status, start, first_byte, end (offsets from started_at), size (the
+    #: TCP client adds its connection, HTTP version and error)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    transport: dict[str, Any] | None = None  # the client's transport counters (names shared where meanings are)
+    socket: dict[str, Any] | None = None  # the UDP socket's buffers (QUIC) or the TCP sysctls
+    qlog: list[str] | None = None  # the qlog files the client wrote
+    ok: bool = False
+    error: str | None = None
+    # -- what some clients add
+    aioquic_version: str | None = None  # aioquic client (the TCP client: null)
+    protocol: str | None = None  # "h3" (QUIC clients) or the TCP client's HTTP version
+    profile: str | None = None  # the transport profile (the TCP client: its protocol)
+    knobs: dict[str, Any] | None = None  # the profile's resolved knobs
+    #: --resumption ticket or 0rtt: asked, the priming connection's times, tickets received
+    #: and offered, early_data_accepted (quinn: the address-validation tokens too)
+    resumption: dict[str, Any] | None = None
+    implementation: str | None = None  # the native client: "quinn"
+    versions: dict[str, Any] | None = None  # the native client: its crates' versions
+    engine: str | None = None  # TCP client: "python" or "curl"
+    curl_version: str | None = None  # TCP client with the curl engine
+    curl_messages: list[str] | None = None  # TCP client: curl's last messages, when it said any
+    connections: int | None = None  # TCP client: TCP connections opened
+    cpu: dict[str, Any] | None = None  # TCP client: CPU seconds of the client process (or of curl)
+    timing: str | None = None  # TCP client: "exact", or "approximate" (curl engine, several objects)
+    #: keys of a record read that this quicbed does not know (e.g. a native binary built from
+    #: other sources): kept, and written again by :meth:`to_dict`
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the optional fields the record was read with (written again even when null)
+    carried: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (copies): the shared fields, the optional ones set or carried, ``extra``."""
+        record = asdict(self)
+        extra, carried = record.pop("extra"), record.pop("carried")
+        for name in OPTIONAL_FIELDS:
+            if record[name] is None and name not in carried:
+                del record[name]
+        return {**record, **extra}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> ClientRecord:
+        """A record as a client wrote it: fields it lacks take their defaults, keys this quicbed
+        does not know go to ``extra`` (kept: a run is not lost to a key more). Values are taken
+        as written, unchecked: readers judge them."""
+        known = {name: value for name, value in record.items() if name in CLIENT_RECORD_FIELDS}
+        return cls(**known, extra={key: value for key, value in record.items() if key not in CLIENT_RECORD_FIELDS},
+                   carried=frozenset(name for name in OPTIONAL_FIELDS if name in record))
+
+    @property
+    def ended_at(self) -> float | None:
+        """Wall clock of the last byte (``started_at + total_time``), None when the record does not say."""
+        if isinstance(self.started_at, (int, float)) and isinstance(self.total_time, (int, float)):
+            return self.started_at + self.total_time
+        return None
+
+    @property
+    def transfer(self) -> tuple[float, float] | None:
+        """Wall clock of the connect and of the last byte, None when the record does not say
+        (or says the transfer took no time)."""
+        start, seconds = self.started_at, self.total_time
+        if not isinstance(start, (int, float)) or not isinstance(seconds, (int, float)) or seconds <= 0:
+            return None
+        return start, start + seconds
+
+
+#: every key a client record may have (the bookkeeping fields ``extra`` and ``carried`` are none)
+CLIENT_RECORD_FIELDS = tuple(f.name for f in fields(ClientRecord) if f.name not in ("extra", "carried"))
+#: the keys every client's record has
+SHARED_FIELDS = tuple(name for name in CLIENT_RECORD_FIELDS if name not in OPTIONAL_FIELDS)
+
+
 def base_record(tool: str, settings: RequestSettings) -> dict[str, Any]:
-    """The keys shared by all clients' records, before a run fills them in."""
-    return {
-        "tool": tool,
-        "quicbed_version": __version__,
-        "label": settings.label,
-        "server": {"host": settings.host, "port": settings.port, "address": None},
-        "request": {"page": settings.page, "paths": list(settings.paths), "parallel": settings.parallel,
-                    "timeout": settings.timeout, "resumption": settings.resumption},
-        "started_at": None,  # wall clock, seconds since the epoch
-        "handshake_time": None,  # connect -> (TLS/QUIC) handshake complete
-        "ttfb": None,  # first request sent -> first response byte
-        "completion_time": None,  # first request sent -> last byte (download time / PLT)
-        "total_time": None,  # connect -> last byte
-        "bytes": 0,  # response body bytes
-        "objects_completed": 0,
-        "objects": [],  # per object: start, first_byte, end (offsets from started_at), size
-        "transport": None,  # the client's transport counters
-        "socket": None,
-        "qlog": None,
-        "ok": False,
-        "error": None,
-    }
+    """The keys shared by all clients' records (:data:`SHARED_FIELDS`), before a run fills them in."""
+    return ClientRecord(
+        tool=tool, label=settings.label,
+        server=ServerEndpoint(host=settings.host, port=settings.port, address=None),
+        request=RequestAsked(page=settings.page, paths=list(settings.paths), parallel=settings.parallel,
+                             timeout=settings.timeout, resumption=settings.resumption),
+    ).to_dict()
 
 
 def run_client(args: argparse.Namespace, make_settings: Callable[[argparse.Namespace], S],

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class CpuAccountant(Protocol):
-    """What a network needs of a CPU accounting (quicbed.host.cpu.CpuAccounting)."""
+    """What a network needs of a CPU accounting (quicbed.host.cpu_accounting.CpuAccounting)."""
 
     def preexec(self, role: str) -> Callable[[], None]: ...
 

@@ -166,6 +166,15 @@ class NamespaceNetwork(Network):
         remove_leftovers(self.record)
 
 
+def kernel_problem(topology: Topology | None) -> str | None:
+    """What this kernel lacks for the topology's links: netem, for delay, loss or jitter."""
+    from quicbed.host.capabilities import has_netem
+
+    if topology is not None and topology.needs_netem() and not has_netem():
+        return "this kernel has no netem"
+    return None
+
+
 def check_requirements(topology: Topology) -> None:
     from quicbed.host.capabilities import has_netem
 

@@ -7,7 +7,7 @@ import os
 
 from quicbed.backends.namespaces import clean
 from quicbed.errors import MissingDependency
-from quicbed.host.cpu import cleanup_leftovers
+from quicbed.host.cpu_accounting import cleanup_leftovers
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

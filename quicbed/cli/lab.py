@@ -102,11 +102,11 @@ def handle_start(args: argparse.Namespace) -> int:
 
 
 def _needs_vm(lab: Lab) -> str | None:
-    from quicbed.host.capabilities import has_hwsim
+    """What this kernel lacks for the lab's backend whatever its topology (the topology's own
+    needs are told by the check that builds it)."""
+    from quicbed.backends import kernel_problem
 
-    if lab.backend == "mininet-wifi" and not has_hwsim():
-        return "this kernel has no mac80211_hwsim"
-    return None
+    return None if lab.backend == "auto" else kernel_problem(lab.backend, None)
 
 
 def _print_result(number: int, total: int, result: CheckResult, out: object) -> None:
@@ -160,7 +160,7 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: object, microvm: b
     """The same check in a guest kernel, in the student's folder (the guest shares it, wherever
     it is); the score sheet comes back through that folder. The virtual-time kernel where it is
     built (mac80211_hwsim built in, minutes faster), else or with --vm the microVM."""
-    from quicbed.cli.run import VM_MODULES
+    from quicbed.backend_registry import BACKENDS
     from quicbed.host import vm
     from quicbed.host.uml.boot import run_in_uml
     from quicbed.host.uml.build import cached_uml_kernel
@@ -174,7 +174,7 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: object, microvm: b
     else:
         guest = "the microVM"
         print(f"checking in {guest} {reason} (without KVM its CPU is ~13x slower)", file=out, flush=True)  # type: ignore[arg-type]
-        result = vm.run_in_vm(argv, cwd=folder.resolve(), stream=out, modules=VM_MODULES.get(lab.backend, []),  # type: ignore[arg-type]
+        result = vm.run_in_vm(argv, cwd=folder.resolve(), stream=out, modules=list(BACKENDS[lab.backend].vm_modules) if lab.backend in BACKENDS else [],  # type: ignore[arg-type]
                               timeout=None)
     target = folder / CHECK_RESULTS / SCORE_FILE
     if not target.exists():

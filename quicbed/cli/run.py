@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from quicbed.backends import BACKENDS
+from quicbed.backend_registry import BACKEND_NAMES, BACKENDS
 from quicbed.host.clock import CLOCKS, REAL, VIRTUAL, current_clock
 from quicbed.host.signals import install_termination_handlers
 from quicbed.cli.topo import parse_params
@@ -28,8 +28,6 @@ from quicbed.runner.plan import (
 from quicbed.spec.experiment import Experiment, load_experiment
 from quicbed.spec.shard import Shard
 
-#: kernel modules the microVM loads for a backend (sch_netem is always loaded)
-VM_MODULES = {"mininet-wifi": ["mac80211_hwsim radios=0", "openvswitch"]}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--force", action="store_true",
                         help="with --resume: continue although the code, tools, topology script, traces or "
                              "kernel differ from the folder's first session (metadata.json records the difference)")
-    parser.add_argument("--backend", choices=sorted(BACKENDS), help="override the file's backend")
+    parser.add_argument("--backend", choices=sorted(BACKEND_NAMES), help="override the file's backend")
     parser.add_argument("--repetitions", type=int, metavar="N", help="override the file's repetitions")
     parser.add_argument("--warmup", type=int, metavar="N", help="override the file's warm-up runs per cell")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="fields",
@@ -135,23 +133,22 @@ def _where_lines(backend: str, in_vm: bool, why: str, out: Path, args: argparse.
     lines = [f"backend: {backend}, {where}",
              f"results folder: {out}" + ("" if args.out else " (the date and time of the start)")]
     if args.resume:
-        finished = {r["run_id"]: r for r in latest_records(read_results(out / RESULTS))}
+        finished = {r.run_id: r for r in latest_records(read_results(out / RESULTS))}
         redo = {"failed"} if args.retry_failed else set()
-        kept = sum(1 for record in finished.values() if record["status"] not in redo)
+        kept = sum(1 for record in finished.values() if record.status not in redo)
         lines.append(f"--resume: {kept} finished run(s) in {out} would be skipped")
     return lines
 
 
 def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
     """Why this experiment cannot run on this kernel (None if it can)."""
-    from quicbed.host.capabilities import has_hwsim, has_netem
+    from quicbed.backends import kernel_problem
     from quicbed.spec.experiment import topology_for
 
-    if backend == "netns" and not has_netem():
-        if any(topology_for(experiment, cell, params).needs_netem() for cell in experiment.topology_cells()):
-            return "this kernel has no netem"
-    if backend == "mininet-wifi" and not has_hwsim():
-        return "this kernel has no mac80211_hwsim"
+    for cell in experiment.topology_cells():
+        problem = kernel_problem(backend, topology_for(experiment, cell, params))
+        if problem:
+            return problem
     return None
 
 
@@ -218,7 +215,7 @@ def handle(args: argparse.Namespace) -> int:
             status = _run_in_guest(args, experiment_file, out, virtual=True, backend=backend)
         elif in_vm:
             status = _run_in_guest(args, experiment_file, out, reason="as asked" if args.vm else f"because {needs_vm}",
-                                   modules=VM_MODULES.get(backend, []))
+                                   modules=list(BACKENDS[backend].vm_modules))
         else:
             status = _run_here(args, plan, params, out, choice.note)
     except KeyboardInterrupt:
@@ -339,14 +336,18 @@ def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], o
 
 
 def _require_endpoints(experiment: Experiment) -> None:
-    """Refuse before the results folder exists when a transport's endpoint is not installed."""
-    from quicbed.apps.quic.implementations import NATIVE_BINARY, native_binary
+    """Refuse before the results folder exists when a transport's endpoint is not installed
+    (what its kind says this machine lacks for it)."""
+    from quicbed.apps.transports import transport_kind
 
-    native = sorted(transport.name for transport in experiment.transports_used() if transport.implementation == "quinn")
-    if native and native_binary() is None:
-        raise QuicbedError(f"{experiment.source}: transport(s) {', '.join(native)} run the native QUIC endpoint "
-                           f"({NATIVE_BINARY}), which is not built (fix: ./scripts/install.sh builds it; or leave "
-                           "them out, e.g. --set 'matrix.transport=[quic, bquic, tcp]')")
+    lacking: dict[tuple[str, str], list[str]] = {}
+    for transport in experiment.transports_used():
+        missing = transport_kind(transport.kind).missing(transport)
+        if missing is not None:
+            lacking.setdefault((missing[0], missing[1]), []).append(transport.name)
+    for (what, fix), names in lacking.items():
+        raise QuicbedError(f"{experiment.source}: transport(s) {', '.join(sorted(names))} run {what} (fix: {fix}; "
+                           "or leave them out, e.g. --set 'matrix.transport=[quic, bquic, tcp]')")
 
 
 def print_plan(plan: Plan, every_run: bool = False, clock: str = REAL) -> None:

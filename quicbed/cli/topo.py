@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from quicbed.backends import BACKENDS
+from quicbed.backend_registry import BACKEND_NAMES
 from quicbed.cli.console import output_console
 from quicbed.errors import BackendError, SpecError
 from quicbed.spec.link import WiredLink
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "down. WiFi topologies need --backend ns3 (802.11 airtime and "
                                     "aggregation) or --backend mininet-wifi (the Linux 802.11 stack).")
     up.add_argument("file", help="topology script")
-    up.add_argument("--backend", choices=list(BACKENDS), default="netns",
+    up.add_argument("--backend", choices=list(BACKEND_NAMES), default="netns",
                     help="emulator that realises the topology (default: netns, wired links only)")
     up.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
     up.add_argument("--exec", action="append", default=[], metavar="NODE:COMMAND", dest="commands",

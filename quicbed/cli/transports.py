@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from quicbed.apps.quic.profiles import TransportProfile, load_profiles
+from quicbed.apps.transports import transport_kind
 from quicbed.cli.console import output_console
 from quicbed.spec.experiment import Transport, builtin_transports, load_experiment
 
@@ -35,47 +36,19 @@ RESUMED = {"ticket": "resumes a TLS session", "0rtt": "resumes with 0-RTT data"}
 
 
 def _what(transport: Transport) -> str:
-    if transport.kind == "quic":
-        what = f"QUIC, HTTP/3, {transport.implementation or 'aioquic'}, profile {transport.profile}"
-        if transport.knobs:
-            what += ", except " + ", ".join(f"{k}={v}" for k, v in transport.knobs.items())
-    else:
-        what = f"TCP, HTTP/{transport.http}, {transport.cc}"
+    what = transport_kind(transport.kind).summary(transport)
     return what + (f", {RESUMED[transport.resumption]}" if transport.resumption in RESUMED else "")
-
-
-#: what decides between the implementations: the endpoint's CPU (docs/endpoints.md, "Ceilings")
-IMPLEMENTATION_NOTE = {
-    "aioquic": "Python (aioquic): one connection is CPU-bound at about 64-78 Mbit/s on a 2-core Debian 12 VM; "
-               "above that it measures the CPU, not the network.",
-    "quinn": "Native (quinn): about 2.5 Gbit/s on one core, so the network sets its rate.",
-}
-
-
-def _about(transport: Transport, profiles: dict[str, TransportProfile]) -> str:
-    """The profile's behaviour, what this transport changes of it, and its implementation's ceiling."""
-    if transport.kind != "quic":
-        return "nginx and quicbed's TCP client"
-    profile = profiles.get(transport.profile)
-    parts = [profile.description] if profile is not None else []
-    if transport.knobs and profile is not None:
-        # the description says what the profile does; a knob set apart from it undoes part of that
-        shown = profile.knobs()
-        parts.append("Unlike the profile: " + "; ".join(f"{knob}={value} (the profile's {shown.get(knob)!r})"
-                                                        for knob, value in transport.knobs.items()) + ".")
-    parts.append(IMPLEMENTATION_NOTE.get(transport.implementation or "aioquic", ""))
-    return " ".join(part for part in parts if part)
 
 
 def rows(experiment: Path | None = None) -> list[dict[str, Any]]:
     """Every transport: the built-in ones, then those the experiment defines or redefines."""
-    profiles = load_profiles()
     builtin = builtin_transports()
     transports = load_experiment(experiment).transports if experiment is not None else builtin
     listed = []
     for name, transport in transports.items():
         source = "built-in" if builtin.get(name) == transport else str(experiment)
-        about = _about(transport, profiles)
+        # (for QUIC: the profile's behaviour, what this transport changes of it, its implementation's ceiling)
+        about = transport_kind(transport.kind).about(transport)
         listed.append({"name": name, "transport": _what(transport), "about": about, "source": source,
                        "spec": transport.describe()})
     return listed

@@ -212,7 +212,7 @@ def _busybox() -> Capability:
 def _cpu_accounting() -> Capability:
     """Which CPU accounting runs get: cgroups count exited children; schedstat tells a starved
     endpoint (waiting for a core) from an idle one."""
-    from quicbed.host.cpu import CpuAccounting
+    from quicbed.host.cpu_accounting import CpuAccounting
 
     backend = CpuAccounting("doctor").backend
     schedstat = Path(f"/proc/{os.getpid()}/schedstat").exists()

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from quicbed.host.cpu import MachineTicks, parse_proc_stat
+from quicbed.host.procfs import MachineTicks, parse_proc_stat
 
 
 def steal_share(start: MachineTicks, end: MachineTicks) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from quicbed.backend_registry import BACKEND_NAMES
 from quicbed.errors import SpecError
 from quicbed.labs.checking import CHECK_MARK, Check
 from quicbed.paths import SHIPPED_ROOT
@@ -34,7 +35,8 @@ from quicbed.spec.yamlfile import load_yaml
 
 LAB_FILE = "lab.yaml"
 FIELDS = ("title", "summary", "order", "backend", "minutes", "files", "run")
-LAB_BACKENDS = ("auto", "netns", "ns3", "mininet-wifi")
+#: "auto": netns, or ns3 where the links need netem and this kernel has none
+LAB_BACKENDS = ("auto", *BACKEND_NAMES)
 RUN_FIELDS = ("repetitions", "warmup", "set")
 
 

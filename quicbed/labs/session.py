@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from quicbed.apps import iperf, ping
-from quicbed.backends import create
+from quicbed.backends import create, vm_options
 from quicbed.backends.base import Network
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.host.vm import inside_vm
@@ -37,8 +37,6 @@ from quicbed.spec.yamlfile import load_yaml
 CHECK_RESULTS = "check-results"
 #: the lines of ``quicbed run`` a check shows as it goes (all of them are kept in a log file)
 SHOWN_RUN_LINES = re.compile(r"\[\s*\d+/\d+\]|note:|running |warning|quicbed: error|interrupted|results: |\d+ ok, ")
-#: the microVM's emulated CPU makes association, mesh peering and teardown take minutes
-MININET_WIFI_IN_VM = {"association_timeout_s": 240.0, "mesh_timeout_s": 240.0, "stop_timeout_s": 240.0}
 
 
 class StudentError(SpecError):
@@ -59,7 +57,9 @@ class ExperimentOutcome:
     def read(cls, file: Path, folder: Path, status: int) -> ExperimentOutcome:
         metadata_file = folder / "metadata.json"
         metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
-        return cls(file, folder, status, latest_records(read_results(folder / RESULTS_FILE)), metadata)
+        # rows as the lines were written: lab checks read them as dicts
+        rows = [record.to_dict() for record in latest_records(read_results(folder / RESULTS_FILE))]
+        return cls(file, folder, status, rows, metadata)
 
     def runs(self, **cell: Any) -> list[dict[str, Any]]:
         """Measured (non-warm-up) runs whose cell has these values, e.g. ``transport="tcp"``;
@@ -141,29 +141,22 @@ class CheckSession:
     def backend(self, topology: Topology) -> str:
         """The backend that builds ``topology`` for this lab on this machine: the lab's, or for
         ``auto`` netns, and ns3 when the links need netem and this kernel has none."""
-        from quicbed.backends import unavailable, unrealisable
-        from quicbed.host.capabilities import has_hwsim, has_netem
+        from quicbed.backends import kernel_problem, unavailable, unrealisable
 
         wanted = self.lab.backend
-        if wanted == "mininet-wifi":
-            if not has_hwsim():
-                raise CannotCheck("this kernel has no mac80211_hwsim (check in the microVM: add --vm)")
-            problem = unavailable("mininet-wifi")
-            if problem:
-                raise CannotCheck(f"Mininet-WiFi is not installed here: {problem}")
-            return wanted
-        netem_missing = topology.needs_netem() and not has_netem()
-        if wanted == "netns" or (wanted == "auto" and not netem_missing):
-            if netem_missing:
-                raise CannotCheck("this kernel has no netem, which the links need (check in the microVM: add --vm)")
-            return "netns"
-        missing = unavailable("ns3")
+        if wanted == "auto":
+            wanted = "ns3" if kernel_problem("netns", topology) else "netns"
+        lacking = kernel_problem(wanted, topology)
+        if lacking:
+            raise CannotCheck(f"{lacking}, which the {wanted} backend needs for this topology (check in a guest "
+                              "kernel: add --vm)")
+        missing = unavailable(wanted)
         if missing:
-            raise CannotCheck(f"the ns3 backend is not available: {missing}")
-        problems = unrealisable("ns3", topology)
+            raise CannotCheck(f"the {wanted} backend is not available here: {missing}")
+        problems = unrealisable(wanted, topology)
         if problems:
-            raise QuicbedError(f"the ns3 backend cannot build this topology: {'; '.join(problems)}")
-        return "ns3"
+            raise QuicbedError(f"the {wanted} backend cannot build this topology: {'; '.join(problems)}")
+        return wanted
 
     def network(self, name: str = "topology.py", **params: Any) -> Network:
         """The network of the student's topology, built once and kept for the next checks."""
@@ -174,7 +167,7 @@ class CheckSession:
         topology = self.topology(name, **params)
         backend = self.backend(topology)
         self.log(f"building {name} on {backend}")
-        network = create(backend, topology, **(MININET_WIFI_IN_VM if backend == "mininet-wifi" and inside_vm() else {}))
+        network = create(backend, topology, **(vm_options(backend) if inside_vm() else {}))
         network.__enter__()  # as the runner starts one: a failed start leaves nothing behind
         self._network = (key, network)
         if backend not in self.backends_used:

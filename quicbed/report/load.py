@@ -94,11 +94,13 @@ def read_results_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def read_attempts(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Like :func:`read_results_lines`, and also the records a later line of the same run
     superseded, in file order (each line is one attempt of its run). Lines the reader cannot
-    use are skipped with a warning (quicbed.results.read_records, not strict)."""
+    use are skipped with a warning (quicbed.results.read_records, not strict). Each record
+    is its line as written (``RunRecord.to_dict``): the report reads every key warily, and
+    tells a key a line lacks (an older quicbed's) from its default."""
     lines, warnings = read_records(path, strict=False)
     by_id: dict[str, dict[str, Any]] = {}
     superseded: list[dict[str, Any]] = []
-    for record in lines:
+    for record in (line.to_dict() for line in lines):
         run_id = str(record["run_id"])
         if run_id in by_id:
             # an invalid or failed attempt made again is the normal case; a good run made again

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from quicbed.analysis import metrics, mobility, plots, stats
+from quicbed.apps.transports import transport_kinds
 from quicbed.errors import SpecError
 from quicbed.report.figure_context import FigureContext, slug
 from quicbed.report.load import LoadedResults
@@ -80,7 +81,8 @@ def _own_flow(context: FigureContext, transport: str, packets: list) -> metrics.
     """The data flow of the run's own transport: with a competitor on the same link (the
     shared-medium experiment) the largest flow may be the competitor's."""
     kinds = context.results.runs.loc[context.results.runs["transport"] == transport, "transport_kind"]
-    proto = {"quic": "udp", "tcp": "tcp"}.get(next((kind for kind in kinds if kind), ""))
+    kind = next((kind for kind in kinds if kind), None)
+    proto = transport_kinds()[kind].wire_protocol if kind in transport_kinds() else None
     flows = metrics.data_flows(packets)
     own = [flow for flow in flows if flow[4] == proto]
     if len(flows) > 1 and own:

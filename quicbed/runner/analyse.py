@@ -39,12 +39,11 @@ from quicbed.analysis.mac import merge_nodes, receiver_summary
 from quicbed.analysis.mobility import aps_used, capture_outages, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
+from quicbed.apps.transports.tcp_state import TRACE_META
 
 #: the interface MTU a captured packet must not exceed (bytes of IP packet): a larger one is
 #: a segmentation-offload super-packet, not what the link carried
 DEFAULT_MTU = 1500
-#: the tracepoints' clock and its offset to the epoch, beside the trace in a run folder
-TRACE_META = "tcp_probe.json"
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from quicbed.backend_registry import BACKENDS
 from quicbed.backends import create, unavailable, unrealisable
 from quicbed.errors import QuicbedError
 from quicbed.host.capabilities import has_netem
@@ -107,7 +108,7 @@ def require_realisable(experiment: Experiment, backend: str, params: dict[str, A
     topologies = _topologies(experiment, params)
     problems = [p for topo in topologies for p in unrealisable(backend, topo)]
     options = experiment.backend_options.get(backend, {})
-    if options or backend == "mininet-wifi":  # (its plan refuses what its options cannot build)
+    if options or BACKENDS[backend].checks_options_on_create:
         for topo in topologies:
             try:
                 create(backend, topo, **options)  # (built only when started)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from quicbed.analysis.catalogue import metric
+from quicbed.apps.record import ClientRecord
 from quicbed.backends import create, seeded_options
 from quicbed.backends.base import Network, ReshapableLinks
 from quicbed.host.signals import deferred_signals, raise_if_interrupted
@@ -336,7 +337,7 @@ class ExperimentRunner:
             self.folder = folder
             finished = folder.finished()
             if self.options.retry_failed:
-                finished = {run_id: line for run_id, line in finished.items() if line["status"] != "failed"}
+                finished = {run_id: line for run_id, line in finished.items() if line.status != "failed"}
             # a run stopped between an attempt that did not count and the next one is not done
             continuing = {run_id: earlier for run_id, line in finished.items()
                           if (earlier := attempts_to_continue(line, self.experiment.validity)) is not None}
@@ -432,8 +433,9 @@ class ExperimentRunner:
             finally:
                 details = {"qdiscs": qdiscs, **execution.details}
             failed = [client for client in execution.details.get("clients", [])[1:] if not client["ok"]]
-            if not client_record.get("ok"):
-                record.status, record.error = "failed", f"download failed: {client_record.get('error')}"
+            client = ClientRecord.from_dict(client_record)
+            if not client.ok:
+                record.status, record.error = "failed", f"download failed: {client.error}"
             elif failed:
                 record.status, record.error = "failed", (f"{len(failed)} of the other clients failed, e.g. "
                                                          f"{failed[0]['node']}: {failed[0]['error']}")
@@ -482,15 +484,15 @@ def has_attempts_left(status: str, earlier: list[dict[str, Any]], validity: Vali
     return status in budget and sum(1 for attempt in earlier if attempt["status"] == status) < budget[status]
 
 
-def attempts_to_continue(line: dict[str, Any], validity: Validity) -> list[dict[str, Any]] | None:
+def attempts_to_continue(line: RunRecord, validity: Validity) -> list[dict[str, Any]] | None:
     """For a results line whose run the runner would have made again had its session not
     stopped first: the attempts so far (its earlier ones, then its own), from which the next
     continues; None for a run that is done."""
-    earlier = list(line.get("earlier_attempts") or [])
-    if line.get("warmup") or not has_attempts_left(line.get("status", ""), earlier, validity):
+    earlier = list(line.earlier_attempts or [])
+    if line.warmup or not has_attempts_left(line.status, earlier, validity):
         return None
-    return [*earlier, _attempt_summary(int(line.get("attempt") or len(earlier) + 1), line["status"], line.get("error"),
-                                       line.get("invalid_reasons") or [])]
+    return [*earlier, _attempt_summary(int(line.attempt or len(earlier) + 1), line.status, line.error,
+                                       line.invalid_reasons or [])]
 
 
 def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:

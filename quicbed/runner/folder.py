@@ -129,7 +129,7 @@ def repair_torn_end(path: Path) -> Path | None:
     return torn
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
+def read_results(path: Path) -> list[RunRecord]:
     """The records of a results.jsonl, strictly (quicbed.results.read_records): a torn last
     line is left out with a warning on stderr, a damaged one before it is an error."""
     records, warnings = read_records(path, strict=True)
@@ -138,12 +138,12 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def latest_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def latest_records(records: list[RunRecord]) -> list[RunRecord]:
     """One record per run id, in first-seen order: a run made again (an invalid run's rerun,
     a resumed or retried run) appends a line that supersedes its earlier ones."""
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, RunRecord] = {}
     for record in records:
-        by_id[record["run_id"]] = record
+        by_id[record.run_id] = record
     return list(by_id.values())
 
 
@@ -205,11 +205,11 @@ class ResultsFolder:
             shutil.rmtree(partial, ignore_errors=True)
 
     # -- runs ------------------------------------------------------------------------------
-    def finished(self) -> dict[str, dict[str, Any]]:
+    def finished(self) -> dict[str, RunRecord]:
         """Runs already recorded, by run id (their folder must exist, too; the last line of a
         run made again counts)."""
-        return {r["run_id"]: r for r in latest_records(read_results(self.results_path))
-                if (self.path / r.get("folder", f"runs/{r['run_id']}")).is_dir()}
+        return {r.run_id: r for r in latest_records(read_results(self.results_path))
+                if (self.path / (r.folder or f"runs/{r.run_id}")).is_dir()}
 
     def begin_run(self, run_id: str) -> Path:
         """The partial folder of a run about to be made; an earlier attempt's folder (a failed run

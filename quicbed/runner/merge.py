@@ -24,6 +24,7 @@ from typing import Any
 
 from quicbed import atomic
 from quicbed.errors import QuicbedError
+from quicbed.results import RunRecord
 from quicbed.runner.fingerprint import differences as fingerprint_differences
 from quicbed.runner.folder import (EXPERIMENT_COPY, LOCK, METADATA, RESULTS, read_results, write_json_atomic,
                                    write_text_atomic)
@@ -38,11 +39,11 @@ class ShardFolder:
     path: Path
     metadata: dict[str, Any]
     experiment_file: bytes
-    records: list[dict[str, Any]]  # every line, in the order written
+    records: list[RunRecord]  # every line, in the order written
 
     @property
     def run_ids(self) -> list[str]:
-        return list(dict.fromkeys(record["run_id"] for record in self.records))
+        return list(dict.fromkeys(record.run_id for record in self.records))
 
     @property
     def shard(self) -> dict[str, Any] | None:
@@ -244,7 +245,7 @@ def _merge_locked(shards: list[ShardFolder], out: Path, force: bool) -> MergeRes
     shutil.rmtree(building, ignore_errors=True)
     try:
         (building / "runs").mkdir(parents=True)
-        lines = []
+        lines: list[RunRecord] = []
         for shard in shards:
             for record in shard.records:
                 lines.append(record)
@@ -255,8 +256,9 @@ def _merge_locked(shards: list[ShardFolder], out: Path, force: bool) -> MergeRes
             if (shard.path / "attempts").is_dir():
                 shutil.copytree(shard.path / "attempts", building / "attempts", copy_function=_link_or_copy,
                                 dirs_exist_ok=True)
-        lines.sort(key=lambda record: int(record.get("index", 0)))  # stable: a run's later line stays later
-        write_text_atomic(building / RESULTS, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
+        lines.sort(key=lambda record: int(record.index))  # stable: a run's later line stays later
+        write_text_atomic(building / RESULTS, "".join(json.dumps(r.to_dict(), separators=(",", ":")) + "\n"
+                                                      for r in lines))
         shutil.copyfile(shards[0].path / EXPERIMENT_COPY, building / EXPERIMENT_COPY)
         write_json_atomic(building / METADATA, _merged_metadata(shards, result, force))
         atomic.sync_tree(building)  # copies on disk before the folder appears under its name

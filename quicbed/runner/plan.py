@@ -105,11 +105,11 @@ def _record_seconds(results: Path, clock: str) -> list[float]:
         return []
     durations = []
     for record in records:
-        if (record.get("clock") or REAL) != clock:
+        if (record.clock or REAL) != clock:
             continue
         try:
-            duration = float(record["finished"]) - float(record["started"])
-        except (ValueError, KeyError, TypeError):
+            duration = float(record.finished) - float(record.started)  # type: ignore[arg-type]
+        except (ValueError, TypeError):  # not finished (None), or edited by hand
             continue
         if duration > 0:
             durations.append(duration)

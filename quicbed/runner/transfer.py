@@ -9,47 +9,43 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from quicbed.apps import iperf, objects
 from quicbed.apps.capture import CaptureSet
 from quicbed.apps.quic import certs
-from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION, IMPLEMENTATIONS
-from quicbed.apps.tcp import port_cc
-from quicbed.apps.tcp.nginx import NginxServer, NginxSettings
-from quicbed.apps.tcp.port_cc import PortCongestionControl
-from quicbed.apps.launch import module_argv
+from quicbed.apps.launch import Started
+from quicbed.apps.transports import Assets, Download, RunContext, transport_kind
+from quicbed.apps.record import ClientRecord
 from quicbed.backends.base import MacStatistics, Network, NodeHandle, Process, WalkedStations
 from quicbed.host.clock import VIRTUAL, VIRTUAL_CPU, current_clock
 from quicbed.host.signals import how_it_ended
 from quicbed.errors import BackendError
-from quicbed.host.cpu import CpuAccounting, CpuReport, saturation_reasons, set_process_affinity
-from quicbed.runner.analyse import TRACE_META, record_metrics, review_measurement
-from quicbed.spec.experiment import Experiment, Run, Stress, Transport
+from quicbed.host.affinity import set_process_affinity
+from quicbed.host.cpu_accounting import CpuAccounting
+from quicbed.host.cpu_report import CpuReport, saturation_reasons
+from quicbed.runner.analyse import record_metrics, review_measurement
+from quicbed.spec.experiment import Experiment, Run, Stress
 from quicbed.spec.link import WiredLink
 from quicbed.spec.topology import Topology
 from quicbed.spec.units import parse_rate, parse_size
 
-PORTS = {"quic": 4433, "tcp": 8443}
 BACKGROUND_PORT = 5201
 SERVER_NAME = "localhost"  # the certificate's name; clients connect by address
 READY_TIMEOUT = 120.0  # Python start-up in the software-emulated microVM, on a busy host, took > 30 s
 BACKGROUND_LEAD = 1.0  # seconds of background traffic before the download (the queue fills)
 CLOSING_GRACE = 0.3  # seconds for the last packets (CONNECTION_CLOSE, FIN) to reach the captures
-SS_INTERVAL = 0.01
 #: seconds between two looks at the processes a run depends on while it waits (a fault fails it at once)
 WATCH_INTERVAL = 0.05
 #: seconds a network's own failure may take to show after a process of the run ended: a killed
 #: ns-3 channel closes its TAP devices (ending the captures on them) before it can be reaped
 CAUSE_GRACE = 0.3
-#: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu.py)
+#: CPU roles of a run: every process it starts counts in one (quicbed/host/cpu_accounting.py)
 #: the clients' TLS secrets, beside the captures they decrypt (NSS key log format)
 TLS_KEYLOG = "tls-keys.log"
 #: bytes kept of each packet by a full capture (tcpdump's own maximum)
@@ -85,17 +81,6 @@ def isolated_channel(network: Network, threads: str = "process") -> Iterator[dic
         network.endpoint_cores = None
         with contextlib.suppress(OSError):
             set_process_affinity(channel, set(cores))
-
-
-@dataclass(frozen=True)
-class Assets:
-    """Files every run of an experiment serves: the objects, the TLS certificate and nginx's
-    session ticket key (the same in every run, as a server's that stays up)."""
-
-    www: Path
-    cert: Path
-    key: Path
-    ticket_key: Path
 
 
 def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
@@ -147,47 +132,14 @@ def background_rate(experiment: Experiment, cell: dict[str, Any]) -> float | Non
     return value if isinstance(value, float) else parse_rate(value, "background.rate")
 
 
-def _wait_for_file(path: Path, process: Process, what: str, timeout: float = READY_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if not process.running:
-            raise BackendError(f"{what} exited at start-up: {process.errors().strip()[-500:]}")
-        if time.monotonic() > deadline:
-            raise BackendError(f"{what} not ready after {timeout:g} s")
-        time.sleep(0.05)
-
-
-def _quic_profile_arguments(transport: Transport) -> list[str]:
-    argv = ["--profile", transport.profile or "quic"]
-    if transport.cc:
-        argv += ["--cc", transport.cc]
-    for knob, value in transport.knobs.items():
-        argv += ["--knob", f"{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
-    return argv
-
-
-@dataclass(frozen=True)
-class Download:
-    """One download of a run: the measured one, or a competitor sharing the medium."""
-
-    role: str  # "main", "competitor", "competitor-2", ...: names its files
-    transport: Transport
-    client: NodeHandle
-    port: int
-
-    @property
-    def record_name(self) -> str:
-        return "client.json" if self.role == "main" else f"{self.role}.json"
-
-
 def record_summary(record: dict[str, Any]) -> dict[str, Any]:
     """What a many-client run keeps of each client's record in its details: how it went, its
     bytes, download time and goodput, and when its download ended (wall clock, s), which
     places the downloads of clients that did not start together."""
-    summary = {"ok": bool(record.get("ok")), "error": record.get("error"), "bytes": record.get("bytes"),
-               **record_metrics(record)}
-    if isinstance(record.get("started_at"), (int, float)) and isinstance(record.get("total_time"), (int, float)):
-        summary["download_end"] = record["started_at"] + record["total_time"]
+    client = ClientRecord.from_dict(record)
+    summary = {"ok": bool(client.ok), "error": client.error, "bytes": client.bytes, **record_metrics(record)}
+    if client.ended_at is not None:
+        summary["download_end"] = client.ended_at
     return summary
 
 
@@ -198,9 +150,7 @@ def run_client(experiment: Experiment, run: Run) -> str:
 def transfer_window(records: list[dict[str, Any]]) -> tuple[float, float] | None:
     """From the first connection's start to the last byte of the clients' records, in
     CLOCK_MONOTONIC seconds (the records' times are wall-clock); None if no record says."""
-    spans = [(r["started_at"], r["started_at"] + r["total_time"]) for r in records
-             if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("total_time"), (int, float))
-             and r["total_time"] > 0]
+    spans = [span for record in records if (span := ClientRecord.from_dict(record).transfer) is not None]
     if not spans:
         return None
     offset = time.time() - time.monotonic()
@@ -290,19 +240,22 @@ class RunExecution:
         self.server: NodeHandle = network.node(experiment.server)
         transport = experiment.transport_of(run.cell)
         self.main = Download("main", transport, network.node(run_client(experiment, run)),
-                             PORTS[transport.kind])
+                             transport_kind(transport.kind).port)
         # each competitor on its own port, also when it uses the measured download's kind of transport
         self.competitors: list[Download] = []
         if experiment.competitor is not None:
             node = network.node(experiment.competitor.client)
             self.competitors = [Download("competitor" if number == 1 else f"competitor-{number}", rival, node,
-                                         PORTS[rival.kind] + number)
+                                         transport_kind(rival.kind).port + number)
                                 for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)]
         # the other clients of a many-client run: the same transport, workload and server
-        self.others = [Download(f"client-{name}", transport, network.node(name), PORTS[transport.kind])
+        self.others = [Download(f"client-{name}", transport, network.node(name), self.main.port)
                        for name in experiment.clients_of(network.topology)[1:]]
         self.details: dict[str, Any] = {}
         self.critical = CriticalProcesses(network)
+        #: what the transport kinds' hooks get of this run (quicbed.apps.transports)
+        self.context = RunContext(self.server, assets, folder, self.logs, experiment.timeout, READY_TIMEOUT,
+                                  experiment.qlog, self.details, self.critical.watch)
 
     @property
     def downloads(self) -> list[Download]:
@@ -317,7 +270,7 @@ class RunExecution:
             stack.enter_context(self._isolated_channel())
             for download in self.downloads:
                 with counted("server" if download.role == "main" else "competitor"):
-                    stack.enter_context(self._server(download))
+                    stack.enter_context(download.kind.start_server(self.context, download))
             self.critical.check("while the run started")
             downloads = [self.main, *self.others] if self.others else self.downloads
             # the clients start up (and make their priming connections, where they resume) before
@@ -335,8 +288,8 @@ class RunExecution:
             with counted("capture"):
                 if self.experiment.captures:
                     stack.enter_context(self._captures())
-                if self.main.transport.kind == "tcp" and self.experiment.qlog:
-                    stack.enter_context(self._tcp_state())
+                if self.experiment.qlog:  # the sender's state over time, as its kind records it
+                    stack.enter_context(self.main.kind.record_sender(self.context, self.main))
             stress = self.experiment.stress_of(self.run.cell)
             if stress.cpu_quota is not None or stress.load:
                 stack.enter_context(self._stress(stress, accounting))
@@ -357,7 +310,7 @@ class RunExecution:
                 self.details["competitors"] = records[1:]
             self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
         self._record_cpu(accounting, record)
-        self._collect_server_files()
+        self.main.kind.collect(self.context, self.main, shared=bool(self.others))
         topology = self.network.topology
         if isinstance(self.network, WalkedStations) and (topology.moving_stations() or topology.roaming_stations()):
             # (mininet-wifi: who associated where and when, from the APs' hostapd logs)
@@ -418,70 +371,16 @@ class RunExecution:
             self.details["cpu_bound_reasons"] = []
             self.details["cpu_unknown_reasons"] = [self.details.get("cpu", {}).get("error") or "no CPU accounting"]
             return
-        started, seconds = record.get("started_at"), record.get("total_time")
+        transfer = ClientRecord.from_dict(record).transfer
         report: CpuReport
-        if isinstance(started, (int, float)) and isinstance(seconds, (int, float)) and seconds > 0:
+        if transfer is not None:
             offset = time.time() - time.monotonic()  # the record's times are wall-clock
-            report, window = accounting.window(started - offset, started + seconds - offset), "transfer"
+            report, window = accounting.window(transfer[0] - offset, transfer[1] - offset), "transfer"
         else:
             report, window = accounting.stop(), "run"
         self.details["cpu"] = {"window": window, **report.to_dict()}
         self.details["cpu_bound_reasons"] = saturation_reasons(report)
         self.details["cpu_unknown_reasons"] = list(report.unknown)
-
-    # -- servers -----------------------------------------------------------------------------
-    def _server(self, download: Download) -> _Started:
-        if download.transport.kind == "quic":
-            return self._quic_server(download)
-        main = download.role == "main"
-        # the namespace's default is the main server's; a competitor's own port gets its own
-        settings = NginxSettings(root=self.assets.www, certificate=self.assets.cert, private_key=self.assets.key,
-                                 port=download.port, host=self.server.address,
-                                 congestion_control=download.transport.cc if main else None,
-                                 keepalive_timeout=self.experiment.timeout, send_timeout=self.experiment.timeout,
-                                 session_ticket_key=self.assets.ticket_key)
-        nginx = NginxServer(self.server, settings, self.folder / ("nginx" if main else f"nginx-{download.role}"))
-        undo_port_cc: Callable[[], None] = lambda: None
-        info: dict[str, Any] = {}
-        if not main and download.transport.cc:
-            setting = PortCongestionControl(download.port, download.client.address, download.transport.cc)
-            undo_port_cc = port_cc.apply(self.server, setting)
-            info["port_congestion_control"] = setting.describe()
-        try:
-            nginx.start()
-        except BaseException:
-            undo_port_cc()
-            raise
-        self.critical.watch(_server_name(download), nginx.process)
-
-        def stop() -> None:
-            try:
-                nginx.stop()
-            finally:
-                undo_port_cc()
-        return _Started(stop, lambda: self.details.setdefault("servers", {}).update(
-            {download.role: {**nginx.info(), **info}}))
-
-    def _quic_server(self, download: Download) -> _Started:
-        prefix = "" if download.role == "main" else f"{download.role}-"
-        ready = self.folder / f"{prefix}server-ready.json"
-        argv = ["--root", str(self.assets.www), "--cert", str(self.assets.cert), "--key", str(self.assets.key),
-                "--host", self.server.address, "--port", str(download.port), "--ready-file", str(ready),
-                "--stats-file", str(self.folder / f"{prefix}server-stats.jsonl"),
-                *_quic_profile_arguments(download.transport)]
-        if self.experiment.qlog and download.role == "main":
-            argv += ["--qlog-dir", str(self.folder / "qlog")]
-        module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].server
-        process = self.server.start(module_argv(module, [*leading, *argv]), name=f"{prefix}quic-server",
-                                    log_dir=self.logs)
-        try:
-            _wait_for_file(ready, process, "the HTTP/3 server")
-        except BaseException:
-            process.stop()
-            raise
-        self.critical.watch(_server_name(download), process)
-        # SIGTERM: the server closes its connections and writes their qlogs and stats
-        return _Started(lambda: process.stop(grace=15.0), lambda: ready.unlink(missing_ok=True))
 
     # -- measurement -------------------------------------------------------------------------
     def _captures(self) -> _Captures:
@@ -496,30 +395,7 @@ class RunExecution:
         self.details["captures"] = captures.info()
         return _Captures(captures, self.details)
 
-    def _tcp_state(self) -> Any:
-        """The kernel's tcp_probe tracepoint when it can be used, else ``ss`` samples."""
-        from quicbed.apps.tcp import tracepoints
-
-        reason = tracepoints.unavailable()
-        if reason is None:
-            return _Traced(tracepoints.TcpTracepoints(self.main.port, self.folder / "tcp_probe.txt.gz"),
-                           self.details)
-        self.details["tcp_state"] = {"source": "ss", "why": reason}
-        return self._tcp_sampler()
-
-    def _tcp_sampler(self) -> _Started:
-        from quicbed.analysis.tcpstate import ss_sampler_command
-
-        process = self.server.start(ss_sampler_command(self.main.port, SS_INTERVAL), name="ss-sampler",
-                                    log_dir=self.logs)
-        self.critical.watch("the TCP state sampler", process)
-
-        def keep() -> None:
-            if process.stdout_path and process.stdout_path.exists():
-                shutil.copyfile(process.stdout_path, self.folder / "ss.txt")
-        return _Started(process.stop, keep)
-
-    def _background(self, rate: float) -> _Started:
+    def _background(self, rate: float) -> Started:
         background = self.experiment.background
         assert background is not None
         source, sink = self.network.node(background.source), self.network.node(background.destination)
@@ -544,10 +420,10 @@ class RunExecution:
                                           "received_bps": delivered.received_bps,
                                           "bytes_received": delivered.bytes_received,
                                           "lost_percent": delivered.lost_percent}
-        return _Started(stop)
+        return Started(stop)
 
     # -- CPU stress --------------------------------------------------------------------------
-    def _stress(self, stress: Stress, accounting: CpuAccounting | None) -> _Started:
+    def _stress(self, stress: Stress, accounting: CpuAccounting | None) -> Started:
         """The measured client under CPU stress: a cgroup CPU quota on its role, and/or
         busy-loop processes in its node on the cores it runs on. What was applied (and how
         often the quota throttled the client) goes to details.stress."""
@@ -572,7 +448,7 @@ class RunExecution:
             if stress.cpu_quota is not None and accounting is not None:
                 applied["throttling"] = accounting.throttling("client")
             self.details["stress"] = applied
-        return _Started(stop)
+        return Started(stop)
 
     # -- clients -----------------------------------------------------------------------------
     def _client_argv(self, download: Download, *extra: str) -> list[str]:
@@ -585,10 +461,7 @@ class RunExecution:
             common += ["--keylog", str(self.folder / TLS_KEYLOG)]
         if download.transport.resumption != "none":
             common += ["--resumption", download.transport.resumption]
-        if download.transport.kind == "quic":
-            module, *leading = IMPLEMENTATIONS[download.transport.implementation or DEFAULT_IMPLEMENTATION].client
-            return module_argv(module, [*leading, *common, *_quic_profile_arguments(download.transport)])
-        return module_argv("quicbed.apps.tcp.client", [*common, "--http", download.transport.http])
+        return download.kind.client_argv(download.transport, common)
 
     def _record(self, download: Download, process: Process) -> dict[str, Any]:
         output = self.folder / download.record_name
@@ -647,58 +520,10 @@ class RunExecution:
             for path in (go, *ready.values()):
                 path.unlink(missing_ok=True)
 
-    def _collect_server_files(self) -> None:
-        qlog_dir = self.folder / "qlog"
-        # aioquic: ODCID_server.qlog; quinn: server-N-ADDRESS.sqlog (both JSON-SEQ or JSON)
-        qlogs = sorted([*qlog_dir.glob("*_server.qlog"), *qlog_dir.glob("server-*.sqlog")],
-                       key=lambda path: path.stat().st_mtime) if qlog_dir.is_dir() else []
-        if self.others:  # many clients: the measured one's, which only quinn's names tell (its address)
-            qlogs = [path for path in qlogs if f"-{self.main.client.address}_" in path.name]
-        if qlogs:
-            qlogs[-1].rename(self.folder / "server.qlog")  # one connection per run
-            shutil.rmtree(self.folder / "qlog", ignore_errors=True)
-
-
-def _server_name(download: Download) -> str:
-    return "the server" if download.role == "main" else f"the {download.role}'s server"
-
 
 def _client_name(download: Download) -> str:
     who = "the" if not download.role.startswith("competitor") else f"the {download.role}'s"
     return f"{who} client on {download.client.name}"
-
-
-class _Started:
-    """A started piece of a run as a context manager: stop it, then keep what it wrote."""
-
-    def __init__(self, stop: Callable[[], object], after: Callable[[], object] = lambda: None) -> None:
-        self.stop = stop
-        self.after = after
-
-    def __enter__(self) -> _Started:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.stop()
-        finally:
-            self.after()
-
-
-class _Traced:
-    def __init__(self, trace: Any, details: dict[str, Any]) -> None:
-        self.trace = trace
-        self.details = details
-
-    def __enter__(self) -> _Traced:
-        self.trace.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.trace.__exit__(*exc)
-        self.details["tcp_state"] = {"source": "tcp_probe", **self.trace.meta}
-        # the trace clock's offset beside the trace: the analysis puts its events on the captures' clock
-        (self.trace.output.parent / TRACE_META).write_text(json.dumps(self.trace.meta) + "\n")
 
 
 class _Captures:

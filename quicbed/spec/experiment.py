@@ -16,7 +16,6 @@ nothing here starts anything.
 from __future__ import annotations
 
 import array
-import difflib
 import itertools
 import math
 import os
@@ -27,13 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from quicbed.backend_registry import BACKEND_NAMES
 from quicbed.clocks import CLOCKS, REAL
 from quicbed.errors import SpecError
 from quicbed.paths import SHIPPED_ROOT, shipped
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.overrides import apply_overrides, default_client, params_dropped_with_the_script
 from quicbed.spec.study import Study, parse_study
+from quicbed.spec.transport import TRANSPORT_OPTIONS, Transport, TransportEntry
 from quicbed.spec.units import parse_rate, parse_size, parse_time
+from quicbed.spec.values import among as _among, choice as _choice, expect_mapping as _expect_mapping
+from quicbed.spec.values import suggest as _suggest
 from quicbed.spec.walltime import WallTime, parse_wall_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
 
@@ -46,15 +49,13 @@ MAX_NAME = 100
 TOP_LEVEL = ("name", "description", "topology", "backend", "backend_options", "client", "clients", "server", "transports", "workload",
              "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
              "background", "competitor", "stress", "validity", "isolate_channel", "study", "wall_time", "clock")
-BACKENDS = ("netns", "ns3", "mininet-wifi")
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
-HTTP_VERSIONS = ("1.1", "2", "3")
-CONGESTION_CONTROLS = ("cubic", "reno", "bbr")
 #: matrix axes whose values change the network a run is made on
 TOPOLOGY_AXES = ("params.", "link.")
 
 #: transports every experiment knows; an experiment's own ``transports`` add to or replace them
+#: (``Transport``, in quicbed.spec.transport; each kind reads its own: quicbed.apps.transports)
 BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
     "quic": {"kind": "quic", "profile": "quic"},
     "bquic": {"kind": "quic", "profile": "bquic"},
@@ -70,25 +71,6 @@ BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
     "tcp-bbr": {"kind": "tcp", "http": "2", "cc": "bbr"},
     "tcp-reno": {"kind": "tcp", "http": "2", "cc": "reno"},
 }
-
-
-@dataclass(frozen=True)
-class Transport:
-    name: str
-    kind: str  # "quic" (HTTP/3 endpoints) or "tcp" (nginx + client)
-    profile: str | None = None  # QUIC transport profile
-    http: str = "3"
-    cc: str | None = None
-    knobs: dict[str, Any] = field(default_factory=dict)
-    implementation: str | None = None  # QUIC: "aioquic" or "quinn" (quicbed.apps.quic.implementations)
-    #: "none": a new connection; "ticket": TLS session resumption; "0rtt" (QUIC): resumption with
-    #: the requests as 0-RTT data. Resumed runs first make a priming connection, outside the
-    #: run's captures and metrics (docs/endpoints.md, "Session resumption and 0-RTT")
-    resumption: str = "none"
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "profile": self.profile, "http": self.http,
-                "cc": self.cc, "knobs": dict(self.knobs), "impl": self.implementation, "resumption": self.resumption}
 
 
 @dataclass(frozen=True)
@@ -292,16 +274,6 @@ def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[s
     return topo
 
 
-def _among(value: Any, names: Any) -> bool:
-    """Whether ``value`` is one of the names (a list or mapping written in a file is none)."""
-    return isinstance(value, (str, int, float)) and value in names
-
-
-def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(str(word), [str(choice) for choice in choices], n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _script_path(experiment_file: Path, text: str) -> Path:
     """A relative topology script is looked for from the working folder, then beside the
     experiment file, then among quicbed's own (``topologies/dumbbell.py`` from anywhere)."""
@@ -312,21 +284,6 @@ def _script_path(experiment_file: Path, text: str) -> Path:
         if (base / script).exists():
             return base / script
     return script
-
-
-def _expect_mapping(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise doc.error(f"expected a mapping, got {type(value).__name__}", field)
-    return value
-
-
-def _choice(doc: LocatedData, value: Any, field: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise doc.error(f"{value!r} is not allowed", field, fix=f"{_suggest(str(value), choices)}use one of "
-                                                                 f"{', '.join(choices)}")
-    return value
 
 
 def _count(doc: LocatedData, value: Any, field: str, minimum: int) -> int:
@@ -356,70 +313,27 @@ def _isolation(doc: LocatedData, value: Any) -> str:
 
 
 def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
+    """A ``transports:`` entry: the options every kind shares are checked here, the rest by
+    its kind, found by name (quicbed.apps.transports)."""
+    from quicbed.apps.transports import transport_kind
+
     spec = _expect_mapping(doc, spec, field)
-    unknown = set(spec) - {"kind", "profile", "http", "cc", "knobs", "impl", "resumption"}
+    unknown = set(spec) - set(TRANSPORT_OPTIONS)
     if unknown:
         key = sorted(unknown)[0]
         raise doc.error(f"unknown transport option {key!r}", f"{field}.{key}",
-                        fix="transports take kind, profile, http, cc, knobs, impl, resumption")
-    kind = _choice(doc, spec.get("kind"), f"{field}.kind", ("quic", "tcp"))
-    http = str(spec.get("http", "3" if kind == "quic" else "2"))
-    _choice(doc, http, f"{field}.http", ("3",) if kind == "quic" else HTTP_VERSIONS)
-    cc = spec.get("cc")
-    if cc is not None:
-        _choice(doc, cc, f"{field}.cc", CONGESTION_CONTROLS)
-    profile = spec.get("profile")
-    if kind == "quic":
-        profile = profile or "quic"
-        from quicbed.apps.quic.profiles import load_profiles
-
-        known = load_profiles()
-        if not _among(profile, known):
-            raise doc.error(f"unknown transport profile {profile!r}", f"{field}.profile",
-                            fix=f"{_suggest(profile, list(known))}profiles are {', '.join(known)}")
-    elif profile is not None:
-        raise doc.error("TCP transports have no QUIC profile", f"{field}.profile", fix="remove 'profile'")
-    knobs = _expect_mapping(doc, spec.get("knobs"), f"{field}.knobs")
-    implementation = None
-    if kind == "quic":
-        implementation = _quic_implementation(doc, spec, field, str(profile), cc, knobs)
-    elif "impl" in spec:
-        raise doc.error("TCP transports have no QUIC implementation", f"{field}.impl", fix="remove 'impl'")
-    from quicbed.apps.record import RESUMPTION_MODES
-
-    resumption = spec.get("resumption", "none")
-    if kind == "tcp" and resumption == "0rtt":
-        raise doc.error("TCP transports cannot send 0-RTT data (quicbed's TCP client, Python's ssl, has no "
-                        "TLS early data)", f"{field}.resumption", fix="use resumption: ticket, or a QUIC transport")
-    _choice(doc, resumption, f"{field}.resumption", RESUMPTION_MODES if kind == "quic" else RESUMPTION_MODES[:2])
-    return Transport(name, kind, profile, http, cc, dict(knobs), implementation, resumption)
+                        fix=f"transports take {', '.join(TRANSPORT_OPTIONS)}")
+    try:
+        kind = transport_kind(spec.get("kind"))
+    except SpecError as error:
+        raise doc.error(error.message, f"{field}.{error.field}", fix=error.fix) from None
+    return kind.parse(TransportEntry(doc, name, field, spec))
 
 
 def builtin_transports() -> dict[str, Transport]:
     """BUILTIN_TRANSPORTS as the experiment loader reads them (every experiment starts from these)."""
     doc = LocatedData(Path("(built-in transports)"), BUILTIN_TRANSPORTS, {})
     return {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
-
-
-def _quic_implementation(doc: LocatedData, spec: dict[str, Any], field: str, profile: str, cc: str | None,
-                         knobs: dict[str, Any]) -> str:
-    """The transport's QUIC implementation, once its profile with these knobs is known to run there."""
-    from quicbed.apps.quic.implementations import DEFAULT_IMPLEMENTATION, IMPLEMENTATIONS, refusals
-    from quicbed.apps.quic.profiles import get_profile
-
-    implementation = _choice(doc, spec.get("impl", DEFAULT_IMPLEMENTATION), f"{field}.impl", tuple(IMPLEMENTATIONS))
-    overrides = {**knobs, **({"congestion_control": cc} if cc else {})}
-    try:
-        resolved = get_profile(profile, (), overrides)
-    except SpecError as error:
-        raise doc.error(error.message, f"{field}.knobs.{error.field}" if error.field else f"{field}.knobs",
-                        fix=error.fix) from None
-    refused = refusals(resolved, implementation)
-    if refused:
-        raise doc.error(f"{implementation} cannot run profile {profile!r} as given: {'; '.join(refused)}",
-                        f"{field}.knobs", fix="set these knobs under knobs: (values the implementation has), "
-                                              "or use impl: aioquic")
-    return implementation
 
 
 def _cpu_quota(doc: LocatedData, value: Any, field: str) -> float | None:
@@ -623,9 +537,9 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
 
     exp = Experiment(name=name, source=doc.path, topology_script=script, topology_params=dict(params),
                      description=str(data.get("description") or "").strip(), raw=data)
-    exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKENDS)
+    exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKEND_NAMES)
     for backend, options in _expect_mapping(doc, data.get("backend_options"), "backend_options").items():
-        _choice(doc, backend, "backend_options", BACKENDS)
+        _choice(doc, backend, "backend_options", BACKEND_NAMES)
         exp.backend_options[backend] = dict(_expect_mapping(doc, options, f"backend_options.{backend}"))
     exp.notes = [swapped] if swapped else []
     for role in ("client", "server"):

@@ -1,4 +1,4 @@
-"""CPU accounting of real processes with each backend (quicbed.host.cpu).
+"""CPU accounting of real processes with each backend (quicbed.host.cpu_accounting).
 
 The cgroup backends need root and a writable cgroup hierarchy (skipped with the reason
 otherwise); the proc backend runs anywhere. Each test takes a few seconds at most and kills
@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from quicbed.host import cpu
-from quicbed.host.cpu import CpuAccounting, cleanup_leftovers, parse_pid_stat
+from quicbed.host import cpu_accounting
+from quicbed.host.cpu_accounting import CpuAccounting, cleanup_leftovers
+from quicbed.host.cpu_report import saturation_reasons
+from quicbed.host.procfs import parse_pid_stat
 
 ROOT = "quicbed-test"
 BUSY = [sys.executable, "-c", "while True: pass"]
@@ -90,7 +92,7 @@ def children() -> Iterator[Children]:
 def backend(request, monkeypatch) -> str:
     if request.param != "proc" and os.geteuid() != 0:
         pytest.skip("cgroup accounting needs root: run pytest as root (e.g. sudo)")
-    monkeypatch.setenv(cpu.ENV_BACKEND, request.param)
+    monkeypatch.setenv(cpu_accounting.ENV_BACKEND, request.param)
     return request.param
 
 
@@ -153,7 +155,7 @@ def test_busy_server_idle_client(accounting, backend, children):
     assert report.machine.cores >= 1 and 0 < report.machine.busy_share <= 1
     assert not any("could not remove" in w for w in report.warnings), report.warnings
     assert [d for d in _run_dirs(acct) if os.path.exists(d)] == []
-    assert not cpu._owner_file(acct.root, acct.run_id).exists()
+    assert not cpu_accounting._owner_file(acct.root, acct.run_id).exists()
 
 
 def test_exited_grandchild(accounting, backend, children):
@@ -247,7 +249,7 @@ def test_context_manager(backend, children):
 def test_cleanup_leftovers(children, monkeypatch):
     if os.geteuid() != 0:
         pytest.skip("cgroups need root")
-    monkeypatch.delenv(cpu.ENV_BACKEND, raising=False)
+    monkeypatch.delenv(cpu_accounting.ENV_BACKEND, raising=False)
     root = "quicbed-test-left"
     live = CpuAccounting(f"t{os.getpid()}-live", roles=("server",), root=root).start()
     sleeper = children.spawn(["sleep", "30"])
@@ -290,7 +292,7 @@ def test_a_starved_endpoint_counts_as_cpu_bound(accounting, backend, children):
     assert client.mean_share < 0.8, client  # it did not get a whole core...
     assert client.saturated_share > 0.8, client  # ...but wanted one all the time
     assert report.roles["server"].saturated_share == 0.0
-    assert "client was CPU-bound" in " ".join(cpu.saturation_reasons(report))
+    assert "client was CPU-bound" in " ".join(saturation_reasons(report))
 
 
 def test_a_quota_caps_a_role_and_says_how_often_it_held_it_back(accounting, backend, children):
@@ -415,4 +417,4 @@ def test_threads_that_together_fill_their_core_are_cpu_bound(accounting, backend
     assert combined[len(combined) // 2] >= 0.95, combined  # together they fill the core
     assert report.roles["client"].saturated_share > 0.8, report.roles["client"]
     assert report.roles["server"].saturated_share == 0.0
-    assert "client was CPU-bound" in " ".join(cpu.saturation_reasons(report))
+    assert "client was CPU-bound" in " ".join(saturation_reasons(report))

@@ -39,6 +39,11 @@ NS3_MISSING = build.missing()
 pytestmark = [pytest.mark.needs_root]
 needs_ns3 = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")
 
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The results lines as written (quicbed.runner.folder.read_results, strictly)."""
+    return [record.to_dict() for record in read_results(path)]
+
 VICTIM_RUN = "c000-r002"
 #: the acceptance bound from a kill to the failed run's results line (measured: about 1 s)
 DETECTION_BOUND = 5.0
@@ -147,7 +152,7 @@ VICTIMS: dict[str, tuple[Callable[[Path], int | None], str]] = {
 
 
 def _line_of(out: Path, run_id: str) -> dict[str, Any] | None:
-    lines = [line for line in read_results(out / "results.jsonl") if line["run_id"] == run_id]
+    lines = [line for line in read_lines(out / "results.jsonl") if line["run_id"] == run_id]
     return lines[0] if lines else None
 
 
@@ -210,7 +215,7 @@ def test_a_killed_process_fails_its_run_at_once_and_the_next_run_succeeds(tmp_pa
     finally:
         run.kill()
     out = run.out
-    lines = {line["run_id"]: line for line in read_results(out / "results.jsonl")}
+    lines = {line["run_id"]: line for line in read_lines(out / "results.jsonl")}
     failed = lines[VICTIM_RUN]
     _, error = VICTIMS[victim]
     print(f"{victim}: {seconds:.2f} s from the kill to the failed run; error: {failed['error']}")
@@ -233,7 +238,7 @@ def test_a_failed_run_is_made_again_when_asked_and_every_attempt_is_kept(tmp_pat
     finally:
         run.kill()
     out = run.out
-    attempts = [line for line in read_results(out / "results.jsonl") if line["run_id"] == VICTIM_RUN]
+    attempts = [line for line in read_lines(out / "results.jsonl") if line["run_id"] == VICTIM_RUN]
     assert [line["status"] for line in attempts][:1] == ["failed"] and len(attempts) == 2, attempts
     again = attempts[1]
     assert _counted(again) and again["attempt"] == 2, again
@@ -293,11 +298,11 @@ def test_a_killed_microvm_fails_the_experiment_at_once_and_a_resume_finishes_it(
     while (alive := [pid for pid in machine.pids if _alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive, f"processes of the microVM are left: {alive}"
-    assert [line["run_id"] for line in read_results(out / "results.jsonl")] == ["c000-r001"]
+    assert [line["run_id"] for line in read_lines(out / "results.jsonl")] == ["c000-r001"]
     assert _folder_digest(out / "runs" / "c000-r001") == first
     resumed = subprocess.run([*run.command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=900,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    lines = read_results(out / "results.jsonl")
+    lines = read_lines(out / "results.jsonl")
     assert [(line["run_id"], line["status"]) for line in lines] == [("c000-r001", "ok"), (VICTIM_RUN, "ok")], lines
     assert not (out / ".work").exists() and not list((out / "runs").glob(".*.partial"))

@@ -22,6 +22,7 @@ from quicbed.apps.quic import certs
 from quicbed.apps.quic.implementations import IMPLEMENTATIONS, native_binary
 from quicbed.apps.quic.profiles import get_profile
 from quicbed.apps.quic.qlog import read_events
+from quicbed.apps.record import SHARED_FIELDS, ClientRecord
 
 REPO = Path(__file__).resolve().parents[2]
 BULK = 2_000_000
@@ -133,6 +134,9 @@ def test_bulk_download(content: dict[str, Path], server: Server) -> None:
                                    "--qlog-dir", str(qlog_dir))
     assert code == 0, stderr
     assert record["ok"] is True and record["error"] is None
+    # exactly ClientRecord's keys, as the runner reads them (tests/unit/test_client_record.py)
+    read = ClientRecord.from_dict(record)
+    assert read.extra == {} and set(SHARED_FIELDS) <= set(record) and read.to_dict() == record
     assert record["bytes"] == BULK
     assert record["profile"] == profile and record["knobs"] == get_profile(profile).knobs()
     assert 0 < record["handshake_time"] < record["total_time"]

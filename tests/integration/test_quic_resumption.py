@@ -24,6 +24,7 @@ import pytest
 from quicbed.apps import objects
 from quicbed.apps.quic import certs
 from quicbed.apps.quic.implementations import IMPLEMENTATIONS, native_binary
+from quicbed.apps.record import ClientRecord
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT = "/bulk/100kB.bin"
@@ -144,6 +145,7 @@ def test_a_resumed_connection_skips_the_certificate(server: dict[str, Any]) -> N
     fetch = _fetch(server, "ticket")
     resumption = fetch.record["resumption"]
     assert fetch.record["ok"] is True, fetch.record
+    assert ClientRecord.from_dict(fetch.record).extra == {}  # ClientRecord's keys (tests/unit/test_client_record.py)
     assert resumption["asked"] == "ticket" and resumption["ticket_offered"] is True
     assert resumption["tickets_received"] >= 1
     assert resumption["early_data_accepted"] is None and resumption["priming"]["status"] == 404

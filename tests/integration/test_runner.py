@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,11 @@ from quicbed.runner.folder import read_results
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.needs_root]
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The results lines as written (quicbed.runner.folder.read_results, strictly)."""
+    return [record.to_dict() for record in read_results(path)]
 
 
 def _experiment(tmp_path: Path, body: str) -> Path:
@@ -46,14 +52,14 @@ def _run_to_completion(exp: Path, out: Path, *options: str, status: int = 0) -> 
 
 def _wait_for_lines(results: Path, count: int, process: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
-    while len(read_results(results)) < count:
+    while len(read_lines(results)) < count:
         assert process.poll() is None, process.stdout.read() if process.stdout else ""
         assert time.monotonic() < deadline, "no run finished in time"
         time.sleep(0.1)
 
 
 def _assert_only_complete_runs(out: Path) -> list[dict]:
-    lines = read_results(out / "results.jsonl")
+    lines = read_lines(out / "results.jsonl")
     ids = [line["run_id"] for line in lines]
     assert len(ids) == len(set(ids)), "a run was recorded twice"
     folders = sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith("."))
@@ -90,7 +96,7 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     output = _run_to_completion(exp, out, "--resume", "--retry-failed", status=1)  # every run made failed
     assert "0 ok, 0 invalid, 2 failed, 2 done before" in output
     assert sorted(p.name for p in (out / "attempts").iterdir()) == sorted(f"{l['run_id']}-1" for l in large)
-    assert len(read_results(out / "results.jsonl")) == 6
+    assert len(read_lines(out / "results.jsonl")) == 6
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and metadata["versions"]["aioquic"]
     # what Flent records too: the CPU, the TCP and qdisc sysctls, readable times
@@ -289,7 +295,7 @@ def full_captures(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, 
                                 "captures: full\nqlog: true\n")
     out = tmp_path / "out"
     _run_to_completion(exp, out)
-    return [(line, out / "runs" / line["run_id"]) for line in read_results(out / "results.jsonl")]
+    return [(line, out / "runs" / line["run_id"]) for line in read_lines(out / "results.jsonl")]
 
 
 def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(
@@ -371,7 +377,7 @@ def test_resumed_runs_prime_before_their_captures_and_resume_on_the_wire(tmp_pat
                       + "".join(f"  {name}: {spec}\n" for name, spec in transports.items())
                       + f"matrix: {{transport: [{', '.join(transports)}]}}\n")
     _run_to_completion(exp, tmp_path / "out")
-    lines = read_results(tmp_path / "out" / "results.jsonl")
+    lines = read_lines(tmp_path / "out" / "results.jsonl")
     assert sorted(line["transport"]["name"] for line in lines) == sorted(transports)
     for line in lines:
         name, folder = line["transport"]["name"], tmp_path / "out" / "runs" / line["run_id"]

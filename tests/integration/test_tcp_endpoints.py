@@ -22,6 +22,7 @@ from quicbed.apps.quic.profiles import get_profile
 from quicbed.apps.tcp import client as tcp_client
 from quicbed.apps.tcp import nginx
 from quicbed.apps.launch import module_argv
+from quicbed.apps.record import SHARED_FIELDS, ClientRecord
 from quicbed.backends.netns import NamespaceNetwork
 from quicbed.errors import BackendError
 from quicbed.spec.loader import load_topology
@@ -121,6 +122,8 @@ def test_record_layout_matches_the_http3_client(bed: Bed) -> None:
     _, record, _ = bed.fetch("--http", "1.1", "--path", "/bulk/2MB.bin")
     quic = quic_new_record(QuicClientSettings(host="x", paths=["/"], profile=get_profile("quic")))
     assert set(quic) <= set(record)
+    read = ClientRecord.from_dict(record)  # exactly ClientRecord's keys (tests/unit/test_client_record.py)
+    assert read.extra == {} and set(SHARED_FIELDS) <= set(record) and read.to_dict() == record
     assert set(quic["request"]) <= set(record["request"])
     assert set(quic["server"]) <= set(record["server"])
     assert {"path", "status", "start", "first_byte", "end", "size"} <= set(record["objects"][0])

@@ -12,7 +12,7 @@ import types
 import pytest
 
 from quicbed.backends.base import _preexec_for
-from quicbed.host.cpu import set_process_affinity
+from quicbed.host.affinity import set_process_affinity
 
 CORES = sorted(os.sched_getaffinity(0))
 pytestmark = pytest.mark.skipif(len(CORES) < 2, reason="needs two cores to move processes between them")

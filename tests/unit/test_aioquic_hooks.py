@@ -102,7 +102,7 @@ def test_the_initial_window_knob_sets_the_first_congestion_window() -> None:
     """initial_window: the window aioquic's controller starts from (12000 bytes by default:
     10 datagrams of 1200), kept with the profile's slow-start exit rule; aioquic refuses
     mtu_discovery, which it does not have."""
-    from quicbed.apps.quic.implementations import refusals
+    from quicbed.apps.quic.implementations import quic_implementation
 
     for knobs, window in (({}, 12000), ({"initial_window": 14480}, 14480)):
         profile = get_profile("quic", (), knobs)
@@ -111,7 +111,8 @@ def test_the_initial_window_knob_sets_the_first_congestion_window() -> None:
         controller = connection._loss._cc
         assert controller.congestion_window == window, knobs
         assert isinstance(controller._rtt_monitor, aioquic_hooks.DelayIncreaseMonitor)
-    assert refusals(get_profile("quic", (), {"mtu_discovery": True}), "aioquic")
-    assert not refusals(get_profile("quic", (), {"mtu_discovery": False}), "aioquic")
-    assert refusals(get_profile("quic", (), {"congestion_control": "bbr", "slow_start_exit_rtt_increase": None,
-                                             "initial_window": 14480}), "quinn")
+    aioquic = quic_implementation("aioquic")
+    assert aioquic.refusals(get_profile("quic", (), {"mtu_discovery": True}))
+    assert not aioquic.refusals(get_profile("quic", (), {"mtu_discovery": False}))
+    assert quic_implementation("quinn").refusals(get_profile("quic", (), {
+        "congestion_control": "bbr", "slow_start_exit_rtt_increase": None, "initial_window": 14480}))

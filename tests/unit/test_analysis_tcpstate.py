@@ -17,6 +17,7 @@ import pytest
 
 from quicbed.analysis import tcpstate
 from quicbed.analysis.packets import read_pcap
+from quicbed.apps.transports.tcp_state import ss_sampler_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "analysis"
 META = json.loads((FIXTURES / "meta.json").read_text())
@@ -174,7 +175,7 @@ def test_trace_lines_of_other_formats() -> None:
 
 
 def test_sampler_command_is_runnable_python() -> None:
-    argv = tcpstate.ss_sampler_command(8080, 0.02)
+    argv = ss_sampler_command(8080, 0.02)
     assert argv[1] == "-c" and argv[3:] == ["0.02", "8080"]
     compile(argv[2], "<sampler>", "exec")
     assert np.isfinite(tcpstate.trace_clock_offset({"mono_to_epoch": 5.0}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from machine_log import MachineLog, describe
-from quicbed.host.cpu import MachineTicks
+from quicbed.host.procfs import MachineTicks
 
 
 def test_the_worst_second_of_steal_stands_out_of_the_average() -> None:

@@ -9,49 +9,49 @@ from pathlib import Path
 import pytest
 
 from quicbed.apps.quic import implementations, native
-from quicbed.apps.quic.implementations import (measured_ceiling, refusals, require_supported,
-                                               save_ceilings)
+from quicbed.apps.quic.implementations import measured_ceiling, quic_implementation, save_ceilings
 from quicbed.apps.quic.profiles import get_profile
 from quicbed.errors import QuicbedError
 
 ROOT = Path(__file__).resolve().parents[2]
+QUINN, AIOQUIC = quic_implementation("quinn"), quic_implementation("aioquic")
 
 
 def test_quinn_runs_quic_and_unpaced_profiles_but_not_bquics_ack_switch() -> None:
-    assert refusals(get_profile("quic"), "quinn") == []
-    assert refusals(get_profile("aioquic"), "quinn") == []
+    assert QUINN.refusals(get_profile("quic")) == []
+    assert QUINN.refusals(get_profile("aioquic")) == []
     unpaced = get_profile("quic").with_knobs({"pacing": False, "ack_every": 10})
-    assert refusals(unpaced, "quinn") == []
-    refused = " ".join(refusals(get_profile("bquic"), "quinn"))
+    assert QUINN.refusals(unpaced) == []
+    refused = " ".join(QUINN.refusals(get_profile("bquic")))
     assert "ack_decimation_after=100" in refused and "ack_delay_rtt_fraction=0.25" in refused
     assert "pacing" not in refused
     bquic_native = get_profile("bquic").with_knobs({"ack_decimation_after": 0, "ack_delay_rtt_fraction": None})
-    assert refusals(bquic_native, "quinn") == []
+    assert QUINN.refusals(bquic_native) == []
 
 
 def test_a_fine_pacer_only_on_quinn() -> None:
     """pacing_burst needs timers finer than asyncio's millisecond steps."""
     fine = get_profile("quic-fine-pacing")
-    assert refusals(fine, "quinn") == []
-    assert refusals(fine, "aioquic") == ["pacing_burst=2: aioquic's pacer runs on asyncio's timers, which wake "
-                                         "at millisecond steps; fine pacing needs quinn"]
+    assert QUINN.refusals(fine) == []
+    assert AIOQUIC.refusals(fine) == ["pacing_burst=2: aioquic's pacer runs on asyncio's timers, which wake "
+                                      "at millisecond steps; fine pacing needs quinn"]
 
 
 def test_bbr_only_where_the_stack_has_it() -> None:
     bbr = get_profile("quic").with_knobs({"congestion_control": "bbr", "slow_start_exit_rtt_increase": None})
-    assert refusals(bbr, "quinn") == []
-    assert refusals(bbr, "aioquic") == ["congestion_control=bbr: aioquic has NewReno and CUBIC only"]
+    assert QUINN.refusals(bbr) == []
+    assert AIOQUIC.refusals(bbr) == ["congestion_control=bbr: aioquic has NewReno and CUBIC only"]
     with_exit = get_profile("quic").with_knobs({"congestion_control": "bbr"})
-    assert "BBR leaves startup by its own bandwidth rule" in refusals(with_exit, "quinn")[0]
+    assert "BBR leaves startup by its own bandwidth rule" in QUINN.refusals(with_exit)[0]
 
 
 def test_refusal_names_the_knobs_and_the_way_out() -> None:
     with pytest.raises(QuicbedError) as caught:
-        require_supported(get_profile("bquic"), "quinn")
+        QUINN.require_supported(get_profile("bquic"))
     message = str(caught.value)
     assert "quinn cannot run profile 'bquic'" in message and "--knob NAME=VALUE" in message
-    with pytest.raises(QuicbedError, match="unknown QUIC implementation 'msquic'"):
-        refusals(get_profile("quic"), "msquic")
+    with pytest.raises(QuicbedError, match="unknown QUIC implementation 'msquic'.*use one of aioquic, quinn"):
+        quic_implementation("msquic")
 
 
 def _server_options(tmp_path: Path, *extra: str) -> list[str]:

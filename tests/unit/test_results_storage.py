@@ -179,7 +179,7 @@ def test_a_line_the_disk_cannot_take_whole_is_cut_off_again(tmp_path: Path, monk
         append_line(results, '{"run_id": "c001-r001", "status": "ok"}')
     monkeypatch.setattr(os, "write", real_write)
     append_line(results, '{"run_id": "c001-r001"}')
-    assert [line["run_id"] for line in read_results(results)] == ["c000-r001", "c001-r001"]
+    assert [line.run_id for line in read_results(results)] == ["c000-r001", "c001-r001"]
 
 
 @pytest.mark.parametrize("number, words", [(errno.ENOSPC, "no space left"), (errno.EROFS, "read-only"),

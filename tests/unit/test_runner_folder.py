@@ -46,7 +46,7 @@ def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experim
     assert run["folder"] == "runs/c000-r001" and run["details"]["big"]
     assert run["details"]["path"] == "client.json"  # paths into the run folder are relative to it
     (line,) = read_results(out / "results.jsonl")
-    assert line["run_id"] == "c000-r001" and "details" not in line
+    assert line.run_id == "c000-r001" and "details" not in line.extra
     assert (out / "experiment.yaml").read_text() == "name: x\n"
 
 
@@ -96,7 +96,7 @@ def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: 
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text('{"run_id": "a"}\n{"run_id": "b"}\n{"run_id": "c", "sta')
-    assert [r["run_id"] for r in read_results(path)] == ["a", "b"]
+    assert [r.run_id for r in read_results(path)] == ["a", "b"]
     assert "line 3 is truncated" in capsys.readouterr().err
     path.write_text('{"run_id": "a"}\nnot json\n{"run_id": "c"}\n')
     with pytest.raises(QuicbedError, match="results.jsonl: line 2 is not JSON"):
@@ -121,7 +121,7 @@ def test_resume_after_a_torn_last_line_keeps_the_run_made_next(tmp_path: Path, e
         assert list(folder.finished()) == ["c000-r001"]  # so r002 is made again
         partial = folder.begin_run("c000-r002")
         folder.commit_run("c000-r002", partial, _record("c000-r002"), {})
-    assert [r["run_id"] for r in read_results(results)] == ["c000-r001", "c000-r002"]
+    assert [r.run_id for r in read_results(results)] == ["c000-r001", "c000-r002"]
     assert "truncated" not in capsys.readouterr().err
     with ResultsFolder(out, experiment_file, resume=True):  # a whole file is left alone
         assert not (out / "results.jsonl.torn-2").exists()
@@ -217,8 +217,9 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
 
 
 def test_a_run_made_again_is_finished_by_its_last_line(tmp_path: Path) -> None:
-    records = [{"run_id": "a", "status": "invalid"}, {"run_id": "b", "status": "ok"}, {"run_id": "a", "status": "ok"}]
-    assert latest_records(records) == [{"run_id": "a", "status": "ok"}, {"run_id": "b", "status": "ok"}]
+    lines = [{"run_id": "a", "status": "invalid"}, {"run_id": "b", "status": "ok"}, {"run_id": "a", "status": "ok"}]
+    latest = latest_records([RunRecord.from_dict(line) for line in lines])
+    assert [r.to_dict() for r in latest] == [{"run_id": "a", "status": "ok"}, {"run_id": "b", "status": "ok"}]
 
 
 def test_retrying_failed_runs_is_a_validity_setting(tmp_path: Path) -> None:
@@ -256,16 +257,20 @@ def test_a_run_stopped_between_an_invalid_attempt_and_the_next_is_continued_on_r
 
     validity = Validity(reruns=2, retry_failed=1)
     line = {**_attempt("invalid", invalid_reasons=["ns-3 behind"]).to_dict(), "earlier_attempts": []}
-    earlier = attempts_to_continue(line, validity)
+
+    def continued(line: dict, validity: Validity = validity) -> list | None:
+        return attempts_to_continue(RunRecord.from_dict(line), validity)
+
+    earlier = continued(line)
     assert earlier == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
     spent = {**line, "attempt": 3, "earlier_attempts": [{"attempt": n, "status": "invalid", "invalid_reasons": []}
                                                          for n in (1, 2)]}
-    assert attempts_to_continue(spent, validity) is None  # the budget is spent: the run is done
-    assert attempts_to_continue({**line, "status": "ok", "invalid_reasons": []}, validity) is None
-    assert attempts_to_continue({**line, "warmup": True}, validity) is None
+    assert continued(spent) is None  # the budget is spent: the run is done
+    assert continued({**line, "status": "ok", "invalid_reasons": []}) is None
+    assert continued({**line, "warmup": True}) is None
     failed = {**_attempt("failed", error="server exited").to_dict(), "earlier_attempts": []}
-    assert attempts_to_continue(failed, validity) == [{"attempt": 1, "status": "failed", "error": "server exited"}]
-    assert attempts_to_continue(failed, Validity(reruns=2, retry_failed=0)) is None
+    assert continued(failed) == [{"attempt": 1, "status": "failed", "error": "server exited"}]
+    assert continued(failed, Validity(reruns=2, retry_failed=0)) is None
 
     made: list[list] = []
     statuses = iter(["invalid", "ok"])
@@ -317,8 +322,8 @@ def test_resume_brings_a_cell_to_its_valid_repetitions_after_a_kill_between_atte
     assert (summary.ok, summary.skipped) == (2, 0)
     assert "attempt 1 was invalid and the last session stopped before the next" in capsys.readouterr().out
     lines = latest_records(read_results(out / "results.jsonl"))
-    assert [(line["run_id"], line["status"]) for line in lines] == [("c000-r001", "ok"), ("c000-r002", "ok")]
-    assert lines[0]["earlier_attempts"] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
+    assert [(line.run_id, line.status) for line in lines] == [("c000-r001", "ok"), ("c000-r002", "ok")]
+    assert lines[0].earlier_attempts == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
 
 
 def test_a_run_folder_is_on_disk_before_its_results_line(tmp_path: Path, experiment_file: Path, monkeypatch) -> None:

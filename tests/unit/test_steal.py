@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from quicbed.host import steal
-from quicbed.host.cpu import MachineTicks
+from quicbed.host.procfs import MachineTicks
 
 
 def test_steal_is_the_hypervisors_share_of_the_cpu_time_between_two_readings():

@@ -161,9 +161,9 @@ def _register_variant(base_name: str, rtt_increase: float | None, initial_window
 
 def configure(configuration: QuicConfiguration, profile: TransportProfile) -> QuicConfiguration:
     """Put a profile's configuration-level knobs (congestion control) on a configuration."""
-    from quicbed.apps.quic.implementations import require_supported
+    from quicbed.apps.quic.implementations import quic_implementation
 
-    require_supported(profile, "aioquic")
+    quic_implementation("aioquic").require_supported(profile)
     configuration.congestion_control_algorithm = congestion_control_name(profile)
     return configuration
 

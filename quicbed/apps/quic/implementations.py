@@ -1,9 +1,11 @@
-"""QUIC implementations quicbed runs, and which knob values each can honour.
+"""QUIC implementations quicbed runs, by name, and which knob values each can honour.
 
 A transport profile (docs/transport-profiles.md) means the same on every implementation;
 a knob value an implementation has no way to honour is refused with the reason, never
 approximated. ``aioquic`` is the Python stack (quicbed.apps.quic.server/client), ``quinn``
-the native one (native/quinn, started through quicbed.apps.quic.native).
+the native one (native/quinn, started through quicbed.apps.quic.native). A new one is a
+subclass of :class:`QuicImplementation` registered here with
+:func:`register_quic_implementation`; a transport names it with ``impl:``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import os
 import shutil
 import subprocess
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from quicbed.apps.quic.profiles import TransportProfile
-from quicbed.errors import QuicbedError
+from quicbed.errors import QuicbedError, SpecError
 from quicbed.host import bench_results
 
 NATIVE_BINARY = "quicbed-quinn"
@@ -25,29 +29,44 @@ NATIVE_BINARY = "quicbed-quinn"
 SOURCE_BUILD = Path(__file__).resolve().parents[3] / "native" / "quinn" / "target" / "release" / NATIVE_BINARY
 
 
+class Missing(NamedTuple):
+    """What this machine lacks to run an implementation, and how to get it."""
+
+    what: str  # "the native QUIC endpoint (quicbed-quinn), which is not built"
+    fix: str
+
+
 @dataclass(frozen=True)
-class Implementation:
+class QuicImplementation(ABC):
     name: str
     #: ``python -m`` module and leading arguments of the server and of the client; both take
     #: the options of quicbed.apps.quic.server / .client after these
     server: tuple[str, ...]
     client: tuple[str, ...]
     description: str
+    #: what decides between the implementations: one connection's CPU ceiling (docs/endpoints.md, "Ceilings")
+    ceiling: str
+
+    @abstractmethod
+    def refusals(self, profile: TransportProfile) -> list[str]:
+        """Each knob value of ``profile`` this implementation cannot honour, with the reason."""
+
+    def missing(self) -> Missing | None:
+        """What this machine lacks to run it (None: nothing)."""
+        return None
+
+    def require_supported(self, profile: TransportProfile) -> None:
+        """Raise a QuicbedError naming every knob this implementation cannot honour."""
+        refused = self.refusals(profile)
+        if refused:
+            raise QuicbedError(f"{self.name} cannot run profile {profile.name!r}: " + "; ".join(refused)
+                               + ". Change these knobs (--knob NAME=VALUE, or knobs: in the transport) or use "
+                               "another implementation (docs/transport-profiles.md has a column per implementation)")
 
 
-IMPLEMENTATIONS: dict[str, Implementation] = {
-    "aioquic": Implementation("aioquic", ("quicbed.apps.quic.server",), ("quicbed.apps.quic.client",),
-                              "aioquic (Python), every knob"),
-    "quinn": Implementation("quinn", ("quicbed.apps.quic.native", "server"), ("quicbed.apps.quic.native", "client"),
-                            "quinn + h3 (Rust, native/quinn)"),
-}
-DEFAULT_IMPLEMENTATION = "aioquic"
-
-
-def refusals(profile: TransportProfile, implementation: str) -> list[str]:
-    """Each knob value of ``profile`` that ``implementation`` cannot honour, with the reason."""
-    refused: list[str] = []
-    if implementation == "aioquic":
+class Aioquic(QuicImplementation):
+    def refusals(self, profile: TransportProfile) -> list[str]:
+        refused: list[str] = []
         if profile.congestion_control == "bbr":
             refused.append("congestion_control=bbr: aioquic has NewReno and CUBIC only")
         if profile.mtu_discovery:
@@ -56,7 +75,12 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
         if profile.pacing_burst is not None:
             refused.append(f"pacing_burst={profile.pacing_burst}: aioquic's pacer runs on asyncio's timers, which "
                            "wake at millisecond steps; fine pacing needs quinn")
-    elif implementation == "quinn":
+        return refused
+
+
+class Quinn(QuicImplementation):
+    def refusals(self, profile: TransportProfile) -> list[str]:
+        refused: list[str] = []
         if profile.ack_decimation_after:
             refused.append(f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "
                            "one ACK frequency per connection, it cannot change it after N packets")
@@ -68,19 +92,41 @@ def refusals(profile: TransportProfile, implementation: str) -> list[str]:
                            "its own bandwidth rule")
         if profile.congestion_control == "bbr" and profile.initial_window is not None:
             refused.append("initial_window with congestion_control=bbr: quicbed's BBR starts from 10 datagrams")
-    else:
-        raise QuicbedError(f"unknown QUIC implementation {implementation!r}: use one of "
-                           f"{', '.join(IMPLEMENTATIONS)}")
-    return refused
+        return refused
+
+    def missing(self) -> Missing | None:
+        if native_binary() is not None:
+            return None
+        return Missing(f"the native QUIC endpoint ({NATIVE_BINARY}), which is not built",
+                       "./scripts/install.sh builds it")
 
 
-def require_supported(profile: TransportProfile, implementation: str) -> None:
-    """Raise a QuicbedError naming every knob ``implementation`` cannot honour."""
-    refused = refusals(profile, implementation)
-    if refused:
-        raise QuicbedError(f"{implementation} cannot run profile {profile.name!r}: " + "; ".join(refused)
-                           + ". Change these knobs (--knob NAME=VALUE, or knobs: in the transport) or use another "
-                           "implementation (docs/transport-profiles.md has a column per implementation)")
+#: the registry, by name (register_quic_implementation adds to it)
+IMPLEMENTATIONS: dict[str, QuicImplementation] = {}
+DEFAULT_IMPLEMENTATION = "aioquic"
+
+
+def register_quic_implementation(implementation: QuicImplementation) -> None:
+    """Make ``implementation`` available to transports as ``impl: NAME``."""
+    IMPLEMENTATIONS[implementation.name] = implementation
+
+
+def quic_implementation(name: object) -> QuicImplementation:
+    """The registered implementation called ``name``; a SpecError on the ``impl`` field otherwise."""
+    if not isinstance(name, str) or name not in IMPLEMENTATIONS:
+        raise SpecError(f"unknown QUIC implementation {name!r}", field="impl",
+                        fix=f"use one of {', '.join(IMPLEMENTATIONS)} (a new one registers with "
+                            "register_quic_implementation in quicbed/apps/quic/implementations.py)")
+    return IMPLEMENTATIONS[name]
+
+
+register_quic_implementation(Aioquic(
+    "aioquic", ("quicbed.apps.quic.server",), ("quicbed.apps.quic.client",), "aioquic (Python), every knob",
+    "Python (aioquic): one connection is CPU-bound at about 64-78 Mbit/s on a 2-core Debian 12 VM; above that it "
+    "measures the CPU, not the network."))
+register_quic_implementation(Quinn(
+    "quinn", ("quicbed.apps.quic.native", "server"), ("quicbed.apps.quic.native", "client"),
+    "quinn + h3 (Rust, native/quinn)", "Native (quinn): about 2.5 Gbit/s on one core, so the network sets its rate."))
 
 
 def native_binary() -> Path | None:

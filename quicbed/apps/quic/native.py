@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from quicbed.apps.quic import client as aioquic_client
 from quicbed.apps.quic import server as aioquic_server
-from quicbed.apps.quic.implementations import require_native_binary, require_supported
+from quicbed.apps.quic.implementations import quic_implementation, require_native_binary
 from quicbed.apps.quic.profiles import profile_from_arguments
 from quicbed.apps.quic.sockets import resolve
 from quicbed.apps.record import base_record
@@ -37,7 +37,7 @@ def server_argv(argv: Sequence[str]) -> list[str]:
     parser.description = "Serve a directory over HTTP/3 (quinn)."
     args = parser.parse_args(argv)
     profile = profile_from_arguments(args)
-    require_supported(profile, "quinn")
+    quic_implementation("quinn").require_supported(profile)
     command = [str(require_native_binary()), "server", "--root", str(args.root), "--cert", str(args.cert),
                "--key", str(args.key), "--host", args.host, "--port", str(args.port),
                "--socket-buffer", str(parse_size(args.socket_buffer, "--socket-buffer")),
@@ -57,7 +57,7 @@ def client_argv(argv: Sequence[str]) -> list[str]:
     parser.description = "Fetch objects over HTTP/3 (quinn) and record timings."
     args = parser.parse_args(argv)
     settings = aioquic_client.settings_from_arguments(args)
-    require_supported(settings.profile, "quinn")
+    quic_implementation("quinn").require_supported(settings.profile)
     binary = require_native_binary()
     _, address = resolve(settings.host, settings.port)
     record = base_record("quicbed-quic-client", settings)

@@ -57,6 +57,13 @@ def import_problem() -> str | None:
     return None
 
 
+def kernel_problem(topology: Topology | None) -> str | None:
+    """What this kernel lacks for Mininet-WiFi's radios, whatever the topology."""
+    from quicbed.host.capabilities import has_hwsim
+
+    return None if has_hwsim() else "this kernel has no mac80211_hwsim"
+
+
 def versions() -> dict[str, Any]:
     """Mininet and Mininet-WiFi versions (and the commits the Ansible role recorded)."""
     info: dict[str, Any] = {}
