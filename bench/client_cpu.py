@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                         implementation, {"ack_every": every})))
                     port += 1
             fixed = {}
-            for implementation, every, pair in pairs:
+            for _implementation, _every, pair in pairs:
                 tiny = [datagrams(bench, pair, f"/bulk/{objects.bulk_name(TINY)}.bin") for _ in range(2)]
                 fixed[pair.name] = min(tiny, key=lambda sample: sample[1])
             for index in range(args.rounds):

@@ -270,7 +270,7 @@ def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
             rows.append({"transport": transport, "runs": 0})
             continue
 
-        def median(metric: str) -> float:
+        def median(metric: str, done: list[dict[str, Any]] = done) -> float:
             values = [line["metrics"].get(metric) for line in done]
             return statistics.median(v for v in values if v is not None) if any(
                 v is not None for v in values) else float("nan")

@@ -23,7 +23,7 @@ from quicbed.backends import create
 from quicbed.backends.base import MacStatistics, Network, Process, ReshapableLinks
 from quicbed.errors import BackendError, MachineBusy
 from quicbed.host.steal import QUIET_STEAL, Steal, wait_for_quiet_machine
-from quicbed.spec.link import Shape
+from quicbed.spec.link import Shape, WiredLink
 
 PROBE_PORT = 5999
 IPERF_PORT = 5201
@@ -74,13 +74,17 @@ class LinkCalibrator:
     def configure(self, shape: dict[str, Any]) -> Shape:
         topo = self._topology()
         topo.set_link_shape("probed", direction="forward", reset=True, **shape)
+        probed = topo.link("probed")
+        assert isinstance(probed, WiredLink)  # _topology() makes it with add_link
         if isinstance(self.network, ReshapableLinks):  # (netns) on the live link
-            self.network.replace_link_shapes(topo.link("probed"))  # type: ignore[arg-type]
+            self.network.replace_link_shapes(probed)
         else:  # (ns3) a new network
             self.network.__exit__(None, None, None)
             self.network = create(self.backend, topo)
             self.network.__enter__()
-        return self.network.topology.link("probed").forward  # type: ignore[union-attr]
+        live = self.network.topology.link("probed")
+        assert isinstance(live, WiredLink)
+        return live.forward
 
     def probe(self, shape: dict[str, Any], plan: ProbePlan) -> tuple[Shape, LinkStats]:
         """Loss, loss runs and one-way delay of ``plan`` datagrams over a link with ``shape``.

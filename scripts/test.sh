@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the tests need, then run them. Run as root on Debian 12 / Ubuntu 22.04+.
+# Install what the tests need, then run them. Run as root on Debian 12 (other distributions: docs/provisioning.md).
 # Extra arguments go to pytest, e.g.  scripts/test.sh -m "not provisioning" -x
 # Slow tests are deselected; add --run-slow to include them. The install step includes
 # Mininet-WiFi, so a Mininet-WiFi test (mac80211_hwsim, openvswitch) that skips fails the run.

@@ -59,7 +59,7 @@ def main() -> None:
             for folder, folder_rows in found for row in folder_rows]
     rows.sort(key=lambda row: row[1])
     figure, axes = plt.subplots(figsize=(9, 0.38 * len(rows) + 1.2))
-    for y, (label, gain, low, high) in enumerate(rows):
+    for y, (_label, gain, low, high) in enumerate(rows):
         colour = "#cc79a7" if low > GAIN_LINE else ("#e69f00" if gain > GAIN_LINE else "#0072b2")
         axes.errorbar(100 * gain, y, xerr=[[100 * (gain - low)], [100 * (high - gain)]], fmt="o", color=colour,
                       capsize=3)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
@@ -30,6 +30,9 @@ from matplotlib.patches import Ellipse
 
 from quicbed.analysis.stats import ccdf, ecdf
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # only in recent matplotlib (setup.py allows 3.7)
+
 #: Okabe & Ito (2008), colour-blind safe; black last
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000")
@@ -38,7 +41,7 @@ FORMATS = ("png", "svg")
 WIDTH = 3.5  # inches: one column of a two-column paper
 HEIGHT = 2.4
 
-_STYLE: dict[str, Any] = {
+_STYLE: dict[RcKeyType, Any] = {
     "font.size": 9, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,
     "legend.fontsize": 8, "legend.frameon": False, "axes.spines.top": False,
     "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
@@ -52,7 +55,7 @@ PathLike = str | os.PathLike[str]
 
 @contextmanager
 def _style() -> Iterator[None]:
-    with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
+    with matplotlib.rc_context(_STYLE):
         yield
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-ArrayLike = Sequence[float] | np.ndarray | pd.Series
+ArrayLike: TypeAlias = Sequence[float] | np.ndarray | pd.Series
 #: a metric's declared range (catalogue ``Metric.bounds``): (low, high), high None for no upper bound
 Bounds = tuple[float, float | None]
 

@@ -183,7 +183,7 @@ def connection(frame: pd.DataFrame, local: str | None = None, peer: str | None =
     if frame.empty:
         return frame
     if local is None and peer is None:
-        local, peer = frame.groupby(["local", "peer"]).size().idxmax()  # type: ignore[misc]
+        local, peer = frame.groupby(["local", "peer"]).size().idxmax()
     mask = np.ones(len(frame), dtype=bool)
     if local is not None:
         mask &= frame["local"].to_numpy() == local

@@ -334,8 +334,8 @@ class QdiscBypass:
     def describe(self) -> str:
         return f"before the {self.qdisc} qdisc, mirrored to {self.device}"
 
-    def counters(self) -> dict[str, int | None]:
-        return {"kind": self.qdisc, "dropped": self.dropped, "overlimits": self.overlimits}  # type: ignore[dict-item]
+    def counters(self) -> dict[str, str | int | None]:
+        return {"kind": self.qdisc, "dropped": self.dropped, "overlimits": self.overlimits}
 
 
 class CaptureSet:

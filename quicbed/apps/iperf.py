@@ -272,7 +272,7 @@ def run(node: NodeHandle, server_address: str, *, timeout: float | None = None,
 
 def _setup_lost(result: IperfResult) -> bool:
     """The test failed while its UDP stream was being set up: no data was measured."""
-    return bool(result.error) and "unable to read from stream socket" in result.error and not result.bytes_received
+    return bool(result.error and "unable to read from stream socket" in result.error and not result.bytes_received)
 
 
 class IperfClient:

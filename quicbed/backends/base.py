@@ -32,7 +32,7 @@ class CpuAccountant(Protocol):
     def preexec(self, role: str) -> Callable[[], None]: ...
 
 
-def _preexec_for(network: "Network") -> Callable[[], None]:
+def _preexec_for(network: "Network") -> Callable[[], object]:
     """The child's set-up before exec: die with quicbed, join the CPU role's cgroup if one is
     set, and keep to the cores the network allows (``endpoint_cores``)."""
     joining = network.accounting.preexec(network.cpu_role) \
@@ -164,6 +164,10 @@ class NodeHandle(ABC):
             raise BackendError(f"{' '.join(argv)} on {self.name} failed ({result.returncode}): "
                                f"{(result.stderr or result.stdout).strip()}")
         return result
+
+    def sysctl(self, key: str, value: str) -> None:
+        """Set a sysctl of the node's network namespace (e.g. net.ipv4.tcp_congestion_control)."""
+        self.run(["sysctl", "-q", "-w", f"{key}={value}"])
 
 
 class Network(ABC):

@@ -44,10 +44,6 @@ class NamespaceNode(NodeHandle):
     def command(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
 
-    def sysctl(self, key: str, value: str) -> None:
-        """Set a per-namespace sysctl (e.g. net.ipv4.tcp_congestion_control)."""
-        self.run(["sysctl", "-q", "-w", f"{key}={value}"])
-
     def qdisc_show(self) -> str:
         return run_checked(["tc", "-n", self.namespace, "qdisc", "show"], "tc qdisc show").stdout
 

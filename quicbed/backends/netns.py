@@ -109,7 +109,9 @@ class NamespaceNetwork(Network):
     def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
         """Change a wired link's impairments while the network runs (see Topology.set_link_shape)."""
         self.topology.set_link_shape(name, direction, reset, **shape)
-        self._reapply(self.topology.link(name))  # type: ignore[arg-type]
+        link = self.topology.link(name)
+        assert isinstance(link, WiredLink)  # set_link_shape() refuses a wireless link
+        self._reapply(link)
 
     def replace_link_shapes(self, link: WiredLink) -> None:
         """Give the live link of the same name ``link``'s impairments (both directions)."""

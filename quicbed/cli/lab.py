@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from quicbed.errors import QuicbedError
 from quicbed.labs.catalogue import Lab, all_labs, find_lab
@@ -109,15 +110,15 @@ def _needs_vm(lab: Lab) -> str | None:
     return None if lab.backend == "auto" else kernel_problem(lab.backend, None)
 
 
-def _print_result(number: int, total: int, result: CheckResult, out: object) -> None:
+def _print_result(number: int, total: int, result: CheckResult, out: TextIO) -> None:
     label = {"pass": "pass", "fail": "FAIL", "skip": "skip"}[result.status]
-    print(f"[{number}/{total}] {label}  {result.title}", file=out, flush=True)  # type: ignore[arg-type]
+    print(f"[{number}/{total}] {label}  {result.title}", file=out, flush=True)
     if result.status != "pass":
         if result.expected:
-            print(f"        expected: {result.expected}", file=out)  # type: ignore[arg-type]
-        print(f"        seen:     {result.seen}", file=out)  # type: ignore[arg-type]
+            print(f"        expected: {result.expected}", file=out)
+        print(f"        seen:     {result.seen}", file=out)
         if result.hint:
-            print(f"        hint:     {result.hint}", file=out)  # type: ignore[arg-type]
+            print(f"        hint:     {result.hint}", file=out)
 
 
 def _summary(sheet: ScoreSheet) -> str:
@@ -136,13 +137,13 @@ def _write_sheet(sheet: ScoreSheet, folder: Path) -> Path:
     return target
 
 
-def _check_here(lab: Lab, folder: Path, out: object) -> ScoreSheet:
+def _check_here(lab: Lab, folder: Path, out: TextIO) -> ScoreSheet:
     from quicbed.host.signals import install_termination_handlers
     from quicbed.labs.session import CheckSession
 
     install_termination_handlers()
     checks = lab.checks()
-    session = CheckSession(lab, folder, log=lambda line: print(f"        {line}", file=out, flush=True))  # type: ignore[arg-type]
+    session = CheckSession(lab, folder, log=lambda line: print(f"        {line}", file=out, flush=True))
     sheet = ScoreSheet(lab.name, lab.title, str(folder.resolve()), lab.backend)
 
     def progress(number: int, total: int, result: CheckResult | None, item: object) -> None:
@@ -156,7 +157,7 @@ def _check_here(lab: Lab, folder: Path, out: object) -> ScoreSheet:
     return sheet
 
 
-def _check_in_guest(lab: Lab, folder: Path, reason: str, out: object, microvm: bool) -> ScoreSheet:
+def _check_in_guest(lab: Lab, folder: Path, reason: str, out: TextIO, microvm: bool) -> ScoreSheet:
     """The same check in a guest kernel, in the student's folder (the guest shares it, wherever
     it is); the score sheet comes back through that folder. The virtual-time kernel where it is
     built (mac80211_hwsim built in, minutes faster), else or with --vm the microVM."""
@@ -168,14 +169,14 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: object, microvm: b
     argv = [sys.executable, "-m", "quicbed", "lab", "check", lab.name, str(folder.resolve()), "--no-vm"]
     if not microvm and cached_uml_kernel() is not None:
         guest = "quicbed's virtual-time kernel"
-        print(f"checking in {guest} {reason}", file=out, flush=True)  # type: ignore[arg-type]
-        result = run_in_uml(argv, cwd=folder.resolve(), stream=out, timeout=None,  # type: ignore[arg-type]
+        print(f"checking in {guest} {reason}", file=out, flush=True)
+        result = run_in_uml(argv, cwd=folder.resolve(), stream=out, timeout=None,
                             share=[folder.resolve()])
     else:
         guest = "the microVM"
-        print(f"checking in {guest} {reason} (without KVM its CPU is ~13x slower)", file=out, flush=True)  # type: ignore[arg-type]
-        result = vm.run_in_vm(argv, cwd=folder.resolve(), stream=out, modules=list(BACKENDS[lab.backend].vm_modules) if lab.backend in BACKENDS else [],  # type: ignore[arg-type]
-                              timeout=None)
+        print(f"checking in {guest} {reason} (without KVM its CPU is ~13x slower)", file=out, flush=True)
+        modules = list(BACKENDS[lab.backend].vm_modules) if lab.backend in BACKENDS else []
+        result = vm.run_in_vm(argv, cwd=folder.resolve(), stream=out, modules=modules, timeout=None)
     target = folder / CHECK_RESULTS / SCORE_FILE
     if not target.exists():
         raise QuicbedError(f"the check in {guest} ended (exit {result.returncode}) without a score sheet")

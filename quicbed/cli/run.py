@@ -101,7 +101,7 @@ def field_overrides(assignments: list[str]) -> dict[str, object]:
     return overrides
 
 
-def _what_lines(plan: Plan, params: dict[str, object]) -> list[str]:
+def _what_lines(plan: Plan, params: dict[str, str]) -> list[str]:
     """What a dry run adds about the runs themselves: the topology's parameters and the workload
     they run with (the axes the matrix varies named)."""
     from quicbed.runner.transfer import workload_of
@@ -140,7 +140,7 @@ def _where_lines(backend: str, in_vm: bool, why: str, out: Path, args: argparse.
     return lines
 
 
-def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, object]) -> str | None:
+def _needs_vm_reason(experiment: Experiment, backend: str, params: dict[str, str]) -> str | None:
     """Why this experiment cannot run on this kernel (None if it can)."""
     from quicbed.backends import kernel_problem
     from quicbed.spec.experiment import topology_for
@@ -314,7 +314,7 @@ def _run_in_guest(args: argparse.Namespace, experiment_file: Path, out: Path, *,
     return vm.run_in_vm(argv, cwd=Path.cwd(), stream=sys.stdout, modules=modules or [], timeout=None).returncode
 
 
-def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, object], out: Path,
+def _run_here(args: argparse.Namespace, plan: Plan, params: dict[str, str], out: Path,
               backend_note: str | None = None) -> int:
     from quicbed.runner.engine import ExperimentRunner, RunnerOptions
 

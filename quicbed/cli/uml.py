@@ -97,10 +97,10 @@ def boot_test(kernel: build.UmlKernel) -> dict[str, object]:
     (kernel.root / BOOT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     if not record["netem"]:
         raise QuicbedError(f"netem failed inside {kernel.binary} (console log: {result.log})")
-    if boot.TIME_TRAVEL not in str(record["cmdline"]) or not 4.99 <= float(record["guest_seconds"]) <= 5.01:  # type: ignore[arg-type]
+    if boot.TIME_TRAVEL not in str(record["cmdline"]) or not 4.99 <= float(record["guest_seconds"]) <= 5.01:
         raise QuicbedError(f"time travel did not work in {kernel.binary}: 5 s of sleep took "
                            f"{record['guest_seconds']} s of its clock (console log: {result.log})")
-    if float(record["timer_ms"]) > 1.5:  # type: ignore[arg-type]
+    if float(record["timer_ms"]) > 1.5:
         raise QuicbedError(f"a 1 ms sleep took {record['timer_ms']} ms of the clock of {kernel.binary}: its timers "
                            "are coarse (CONFIG_HIGH_RES_TIMERS off?), and every simulated wake-up would be late")
     return record
@@ -129,7 +129,7 @@ def handle_status(args: argparse.Namespace) -> int:
     _say(f"kernel   {kernel.describe()}: {kernel.binary}")
     info = kernel.info
     if info:
-        _say(f"built    {info.get('built')} in {float(info.get('build_seconds', 0)) / 60:.1f} min "  # type: ignore[arg-type]
+        _say(f"built    {info.get('built')} in {float(info.get('build_seconds', 0)) / 60:.1f} min "
              f"(recipe {info.get('digest')})")
     try:
         record = json.loads((kernel.root / BOOT_RECORD).read_text())

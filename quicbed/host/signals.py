@@ -43,8 +43,8 @@ class deferred_signals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
-        for sig in self.pending:
-            os.kill(os.getpid(), sig)
+        for signum in self.pending:
+            os.kill(os.getpid(), signum)
             time.sleep(0)
 
 

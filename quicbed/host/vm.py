@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, Literal, TextIO
 
 from quicbed.errors import MissingDependency, VmError, VmTimeout
 from quicbed.host import kernel as kernel_mod
@@ -111,7 +111,7 @@ def is_static_elf(path: Path | str) -> bool:
             header = binary.read(64)
             if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only
                 return False
-            order = "little" if header[5] == 1 else "big"
+            order: Literal["little", "big"] = "little" if header[5] == 1 else "big"
             phoff = int.from_bytes(header[32:40], order)
             phentsize = int.from_bytes(header[54:56], order)
             phnum = int.from_bytes(header[56:58], order)

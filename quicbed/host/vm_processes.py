@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import IO, BinaryIO, TextIO, cast
 
 from quicbed.host import ownership
 
@@ -76,7 +76,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 class ConsoleReader(threading.Thread):
     """Copies vng's output (the console) to the log, optionally to the user; keeps a tail."""
 
-    def __init__(self, source: BinaryIO, log: BinaryIO, echo: TextIO | None) -> None:
+    def __init__(self, source: IO[bytes], log: BinaryIO, echo: TextIO | None) -> None:
         super().__init__(daemon=True, name="quicbed-vm-console")
         self.source, self.log, self.echo = source, log, echo
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
@@ -118,9 +118,10 @@ class OutputFollower:
                 target.write(data)
                 target.flush()
             elif hasattr(self.stream, "encoding"):  # a text stream without one (StringIO)
-                self.stream.write(data.decode("utf-8", "replace"))  # type: ignore[arg-type]
+                # cast: mypy's hasattr narrowing keeps BinaryIO (a subclass might have an encoding)
+                cast(TextIO, self.stream).write(data.decode("utf-8", "replace"))
             else:
-                self.stream.write(data)  # type: ignore[arg-type]
+                self.stream.write(data)
                 self.stream.flush()
 
 
@@ -150,7 +151,8 @@ def supervise(command: Sequence[str], *, cwd: os.PathLike[str] | str, env: Mappi
     with open(log, "wb") as log_file, sigterm_as_interrupt():
         process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True, env=dict(env))
-        reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)  # type: ignore[arg-type]
+        assert process.stdout is not None  # stdout=PIPE
+        reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)
         reader.start()
         known: set[int] = set()
         try:

@@ -156,6 +156,8 @@ def run_checks(checks: Sequence[Check], session: Any, sheet: ScoreSheet,
             progress(number, len(checks), None, item)
         started = time.monotonic()
         unmet = [name for name in item.needs if status_of.get(name) != "pass"]
+        expected: str | None
+        hint: str | None
         if unmet:
             skipped = any(status_of.get(name) == "skip" for name in unmet)
             status = "skip" if skipped else "fail"

@@ -109,7 +109,7 @@ class RunFiles:
         path = self.path(folder, "tcp_probe.txt.gz")
         record = self.record(folder)
         mss = sender_mss(record) if record else None
-        if path is not None and mss:
+        if path is not None and record and mss:
             self.progress(f"reading {path.relative_to(self.root)}")
             offset = tcpstate.trace_clock_offset(self.run_details(folder).get("tcp_state"))
             probe, _ = tcpstate.read_trace(path, offset)

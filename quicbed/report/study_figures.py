@@ -220,7 +220,8 @@ def headline_figures(context: FigureContext) -> None:
         compared = (f" Above each group: the relative change of {headline.compare[1]} against "
                     f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method on the log of the ratio), "
                     f"or the difference B - A where {headline.compare[0]}'s mean is too uncertain to divide by: "
-                    + "; ".join(f"{label}: {change}" for label, change in changes.items()) + ".") if changes else ""
+                    + "; ".join(f"{label}: {change}" for label, change in changes.items())
+                    + ".") if changes and headline.compare else ""  # changes: only with a compare
         stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
         context.draw(stem, headline.title + (f" ({where})" if where else ""),
                      f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "

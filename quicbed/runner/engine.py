@@ -383,7 +383,7 @@ class ExperimentRunner:
                     self._finish_metadata(status)
         return summary
 
-    def _make_again(self, run: Run, record: dict[str, Any], keeper: NetworkKeeper,
+    def _make_again(self, run: Run, record: RunRecord, keeper: NetworkKeeper,
                     folder: ResultsFolder, earlier: list[dict[str, Any]] | None = None) -> RunRecord:
         """Make a run that does not count again: an invalid one up to ``validity.reruns`` times, so
         that its cell ends with the repetitions asked for, a failed one up to

@@ -228,10 +228,10 @@ class ResultsFolder:
         # paths into the run's folder are kept relative to it: the partial name goes away
         text = json.dumps({**record.to_dict(), "folder": f"runs/{run_id}", "details": details},
                           default=str).replace(f"{partial}/", "")
-        record = json.loads(text)
+        stored = json.loads(text)
         with writing(partial / "run.json"):
-            (partial / "run.json").write_text(json.dumps(record, indent=1) + "\n")
-        line = json.dumps({k: v for k, v in record.items() if k != "details"}, separators=(",", ":"))
+            (partial / "run.json").write_text(json.dumps(stored, indent=1) + "\n")
+        line = json.dumps({k: v for k, v in stored.items() if k != "details"}, separators=(",", ":"))
         with writing(final):
             # the folder's files on disk before it is renamed into place, and the rename before
             # the line that says it is a result

@@ -147,9 +147,9 @@ def differences(shards: list[ShardFolder]) -> list[str]:
                              if _settings(other).get(key) != _settings(first).get(key))
             problems.append(f"{other.path} ran the experiment with other settings than {first.path} "
                             f"({', '.join(changed)} differ: --set, -p or --backend)")
-        prints = (first.metadata.get("fingerprint"), other.metadata.get("fingerprint"))
-        if all(prints):
-            changed = fingerprint_differences(prints[0], prints[1])  # type: ignore[arg-type]
+        before, now = first.metadata.get("fingerprint"), other.metadata.get("fingerprint")
+        if before and now:
+            changed = fingerprint_differences(before, now)
             if changed:
                 problems.append(f"{other.path} ran with other code, tools, traces or kernel than {first.path} "
                                 f"({'; '.join(changed)})")

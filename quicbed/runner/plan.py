@@ -107,9 +107,11 @@ def _record_seconds(results: Path, clock: str) -> list[float]:
     for record in records:
         if (record.clock or REAL) != clock:
             continue
+        if record.finished is None or record.started is None:  # not finished
+            continue
         try:
-            duration = float(record.finished) - float(record.started)  # type: ignore[arg-type]
-        except (ValueError, TypeError):  # not finished (None), or edited by hand
+            duration = float(record.finished) - float(record.started)
+        except (ValueError, TypeError):  # edited by hand
             continue
         if duration > 0:
             durations.append(duration)

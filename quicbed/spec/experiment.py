@@ -608,7 +608,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
                         _count(doc, stress.get("load", 0), "stress.load", 0))
 
     matrix = _expect_mapping(doc, data.get("matrix"), "matrix")
-    exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [l.name for l in topo.links])
+    exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [each.name for each in topo.links])
                   for axis, values in matrix.items()}
     for index, node in enumerate(exp.matrix.get("client", [])):
         if not _among(node, topo.nodes):
@@ -640,9 +640,9 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             exp.matrix.get("competitor.transport", [exp.competitor.transport]):
         raise doc.error(f"competitor.transport {OTHERS!r} means every other transport of the transport axis, and "
                         "there is none", "competitor.transport", fix="add a transport axis of two or more transports")
-    transports = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
-    rivals = transports + [value for value in exp.matrix.get("competitor.transport", []) if value not in transports]
-    exp.study = parse_study(data.get("study"), exp.matrix, {"transport": transports, "competitor.transport": rivals})
+    names = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
+    rivals = names + [value for value in exp.matrix.get("competitor.transport", []) if value not in names]
+    exp.study = parse_study(data.get("study"), exp.matrix, {"transport": names, "competitor.transport": rivals})
     try:
         exp.wall_time = parse_wall_time(data.get("wall_time"))
     except SpecError as error:
@@ -696,5 +696,5 @@ class RunSequence:
             # random.shuffle's swaps depend only on the length and the seed: shuffling the
             # positions gives the order that shuffling the runs themselves gave
             self._shuffled = array.array("q", range(self.measured))
-            random.Random(self.experiment.seed).shuffle(self._shuffled)  # type: ignore[arg-type]
+            random.Random(self.experiment.seed).shuffle(self._shuffled)
         return self._shuffled[rank]

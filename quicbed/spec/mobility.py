@@ -50,7 +50,8 @@ class Trajectory:
         for (t0, *a), (t1, *b) in zip(self.points, self.points[1:]):
             if t <= t1:
                 share = (t - t0) / (t1 - t0)
-                return tuple(a[i] + share * (b[i] - a[i]) for i in range(3))  # type: ignore[return-value]
+                x, y, z = (a[i] + share * (b[i] - a[i]) for i in range(3))
+                return (x, y, z)
         return self.points[-1][1:]
 
     def top_speed(self) -> float:

@@ -100,9 +100,9 @@ def check_structure(topo: Topology) -> list[SpecError]:
                                             "changes", field=f"{where}.distance",
                                             fix="leave distance out: its waypoints place the station"))
             elif kinds != {"mesh"}:
-                station = next((node for node in (a, b) if isinstance(node, Station)), None)
-                fix = (f"link {station.name} to an access point ({_known_aps(topo)}), or make both ends hosts "
-                       "and use add_link() for a cable") if station else "use add_link() for cables"
+                stray = next((node for node in (a, b) if isinstance(node, Station)), None)
+                fix = (f"link {stray.name} to an access point ({_known_aps(topo)}), or make both ends hosts "
+                       "and use add_link() for a cable") if stray else "use add_link() for cables"
                 errors.append(SpecError(f"a wireless link joins a station to an access point or two mesh "
                                         f"points, not a {a.kind} and a {b.kind}", field=where, fix=fix))
             try:
@@ -137,7 +137,8 @@ def _check_roaming(topo: Topology) -> list[SpecError]:
     segment = {link.name: segment_of_link[index] for index, link in enumerate(topo.links)}
     for station, aps in topo.roaming_stations().items():
         where = f"nodes[{station}]"
-        ssids = {topo.nodes[ap].ssid for ap in aps}  # type: ignore[attr-defined]
+        # roaming_stations() lists access points only
+        ssids = {node.ssid for node in (topo.nodes[ap] for ap in aps) if isinstance(node, AccessPoint)}
         if len(ssids) > 1:
             errors.append(SpecError(f"station {station} is linked to {', '.join(aps)}, which have different SSIDs "
                                     f"({', '.join(sorted(ssids))}); a station roams within one SSID", field=where,
@@ -154,8 +155,8 @@ def _check_roaming(topo: Topology) -> list[SpecError]:
 def _check_bss_radios(topo: Topology) -> list[SpecError]:
     errors = []
     for ap in (n for n in topo.nodes.values() if isinstance(n, AccessPoint)):
-        radios = {(l.radio.standard, l.radio.band, l.radio.channel, l.radio.width): l.name
-                  for l in topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()}
+        radios = {(each.radio.standard, each.radio.band, each.radio.channel, each.radio.width): each.name
+                  for each in topo.links if isinstance(each, WirelessLink) and ap.name in each.ends()}
         if len(radios) > 1:
             errors.append(SpecError(f"stations of {ap.name} use different standards, bands, channels "
                                     f"or widths ({', '.join(radios.values())})", field=f"nodes[{ap.name}]",
@@ -200,8 +201,8 @@ def _segments(topo: Topology) -> tuple[list[int], int]:
             node = topo.nodes[end]
             if node.bridges:
                 keys.append((by_bridge, end))
-        if isinstance(link, WirelessLink) and isinstance(topo.nodes[link.node1], MeshPoint):
-            keys.append((by_mesh, topo.nodes[link.node1].mesh_id))  # type: ignore[attr-defined]
+        if isinstance(link, WirelessLink) and isinstance(node1 := topo.nodes[link.node1], MeshPoint):
+            keys.append((by_mesh, node1.mesh_id))
         for table, key in keys:
             if key in table:
                 parent[find(index)] = find(table[key])
@@ -349,6 +350,7 @@ def _routes(topo: Topology, interfaces: list[Interface], subnets: dict[int, str]
                 continue
             nearest = min(members, key=lambda n: distance[n])
             out, gateway = first_hop[nearest]
+            assert gateway.address is not None  # on_segment holds routed interfaces only
             routes.append(Route(source.name, subnet, gateway.address.split("/")[0], out.name))
     for (node, dest), via in overrides.items():
         device = _device_for(via, [i for i in routed if i.node == node])

@@ -15,7 +15,8 @@ import math
 import re
 import sys
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from quicbed.errors import SpecError
 from quicbed.spec.link import (
@@ -35,6 +36,8 @@ from quicbed.spec.node import AccessPoint, Host, MeshPoint, Node, Station, Switc
 
 if TYPE_CHECKING:
     from quicbed.spec.resolve import ResolvedTopology
+
+NodeT = TypeVar("NodeT", bound=Node)
 
 NODE_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")
 DEFAULT_SUBNET_POOL = "10.0.0.0/16"
@@ -61,43 +64,44 @@ class Topology:
         self.defined_at: dict[str, tuple[str, int]] = {}
 
     # -- nodes -------------------------------------------------------------------------
-    def _add(self, node: Node) -> Node:
+    def _add(self, node: NodeT, position: tuple[float, ...] | None = None) -> NodeT:
+        """Record ``node``, placed at ``position`` ((x, y) or (x, y, z), checked here)."""
         if not isinstance(node.name, str) or not NODE_NAME.fullmatch(node.name):
             raise SpecError(f"invalid node name {node.name!r}", field=f"nodes[{node.name}]",
                             fix="use 1-15 lower-case letters, digits or '_', starting with a letter")
         if node.name in self.nodes:
             raise SpecError(f"node {node.name!r} is defined twice", field=f"nodes[{node.name}]",
                             fix="give every node its own name")
-        if node.position is not None:
-            position = _position(node.position)
-            if position is None:
-                raise SpecError(f"position must be (x, y) or (x, y, z) in metres, got {node.position!r}",
+        if position is not None:
+            checked = _position(position)
+            if checked is None:
+                raise SpecError(f"position must be (x, y) or (x, y, z) in metres, got {position!r}",
                                 field=f"nodes[{node.name}].position", fix="e.g. position=(10, 0)")
-            node.position = position
+            node.position = checked
         self.nodes[node.name] = node
         self._note_caller(f"nodes[{node.name}]")
         return node
 
     def _note_caller(self, key: str) -> None:
         """Remember the first frame outside quicbed's spec package: the script's line."""
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename.startswith(_SPEC_DIR):
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         if frame is not None:
             self.defined_at[key] = (frame.f_code.co_filename, frame.f_lineno)
 
     def add_host(self, name: str, **options: Any) -> Host:
-        return self._add(Host(name, options=options))  # type: ignore[return-value]
+        return self._add(Host(name, options=options))
 
     def add_switch(self, name: str) -> Switch:
-        return self._add(Switch(name))  # type: ignore[return-value]
+        return self._add(Switch(name))
 
     def add_station(self, name: str, position: tuple[float, ...] | None = None,
                     waypoints: list[tuple[float, ...]] | None = None, mobility: dict[str, Any] | None = None,
                     **options: Any) -> Station:
         """A station; it moves along ``waypoints`` ([(t, x, y[, z]), ...], seconds from the start
         of the transfer) or a drawn ``mobility`` model (quicbed/spec/mobility.py)."""
-        station: Station = self._add(Station(name, position=position, options=options))  # type: ignore[arg-type,assignment]
+        station = self._add(Station(name, options=options), position)
         where = f"nodes[{name}]"
         try:
             if waypoints is not None and mobility is not None:
@@ -127,14 +131,13 @@ class Topology:
         Radio(**radio).check(f"nodes[{name}]")
         if not isinstance(fastack, bool):
             raise SpecError(f"fastack must be true or false, got {fastack!r}", field=f"nodes[{name}].fastack")
-        node = self._add(AccessPoint(name, position=position, ssid=ssid or f"quicbed-{name}",  # type: ignore[arg-type]
-                                     fastack=fastack))
+        node = self._add(AccessPoint(name, ssid=ssid or f"quicbed-{name}", fastack=fastack), position)
         self._ap_radio[name] = radio
-        return node  # type: ignore[return-value]
+        return node
 
     def add_mesh_point(self, name: str, position: tuple[float, ...] | None = None,
                        mesh_id: str = "quicbed-mesh", **options: Any) -> MeshPoint:
-        return self._add(MeshPoint(name, position=position, mesh_id=mesh_id, options=options))  # type: ignore[return-value,arg-type]
+        return self._add(MeshPoint(name, mesh_id=mesh_id, options=options), position)
 
     # -- links -------------------------------------------------------------------------
     def _node_name(self, node: Node | str, field: str) -> str:
@@ -238,7 +241,7 @@ class Topology:
             if link.name == name:
                 return link
         raise SpecError(f"no link named {name!r}", field="link",
-                        fix=f"links are: {', '.join(l.name for l in self.links)}")
+                        fix=f"links are: {', '.join(each.name for each in self.links)}")
 
     def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
         """Change impairments of a wired link (used by experiment matrices and calibration).
@@ -304,7 +307,7 @@ class Topology:
             "nodes": [{"name": n.name, "kind": n.kind, "position": n.position,
                        **({"ssid": n.ssid, "fastack": n.fastack} if isinstance(n, AccessPoint) else {}),
                        **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
-                       **({"trajectory": n.trajectory.to_dict()} if getattr(n, "trajectory", None) else {}),
+                       **({"trajectory": n.trajectory.to_dict()} if isinstance(n, Station) and n.trajectory else {}),
                        "options": n.options} for n in self.nodes.values()],
             "links": [_link_dict(link) for link in self.links],
             "routes": [{"node": n, "destination": d, "via": v} for n, d, v in self.routes],

@@ -89,7 +89,7 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
     # every run says who used the CPU: endpoints, the ns-3 channel, the machine
     for name, line in lines.items():
         cpu = json.loads((out / line["folder"] / "run.json").read_text())["details"]["cpu"]
-        assert cpu["window"] == "transfer" and cpu["backend"] in ("cgroup-v1", "cgroup-v2", "proc"), cpu
+        assert cpu["window"] == "transfer" and cpu["backend"] in ("cgroup-v1", "cgroup-v2", "proc"), (name, cpu)
         assert 0 < cpu["window_s"] <= line["metrics"]["download_time"] + 0.5
         assert line["metrics"]["cpu_channel"] > 0 and line["metrics"]["cpu_client"] > 0, line["metrics"]
         assert 0 < line["metrics"]["cpu_machine_busy"] <= 1

@@ -131,7 +131,7 @@ def test_bursty_udp_gets_larger_aggregates_than_paced_udp_at_the_same_rate():
             flow = iperf.between(network, "sta1", "server", duration=4, rate=rate, **extra)
             stats = network.mac_stats()
             results[name] = (flow, stats["radios"]["ap1:wifi"])
-    for name, (flow, ap) in results.items():
+    for name, (flow, _ap) in results.items():
         assert flow.throughput == pytest.approx(rate, rel=0.1), name
     paced, bursty = results["paced"][1], results["bursty"][1]
     print({name: (round(ap["mpdus_per_ampdu"]["mean"], 1), round(ap["airtime_share"], 3))

@@ -113,7 +113,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveRun
     with Ns3Network(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) as net:
         cert, key = certs.write(base / "tls", [net.node("server").address, "localhost"])
         for profile in ("quic", "bquic"):
-            def attempt(number: int) -> tuple[LiveRun, list[str]]:
+            def attempt(number: int, profile: str = profile) -> tuple[LiveRun, list[str]]:
                 made = _download(net, base, root, cert, key, profile, number)
                 return made, made.mac["invalid_reasons"]
 

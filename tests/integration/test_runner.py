@@ -95,7 +95,7 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
     # made again on request: the first attempts are kept aside, the new lines supersede the old
     output = _run_to_completion(exp, out, "--resume", "--retry-failed", status=1)  # every run made failed
     assert "0 ok, 0 invalid, 2 failed, 2 done before" in output
-    assert sorted(p.name for p in (out / "attempts").iterdir()) == sorted(f"{l['run_id']}-1" for l in large)
+    assert sorted(p.name for p in (out / "attempts").iterdir()) == sorted(f"{line['run_id']}-1" for line in large)
     assert len(read_lines(out / "results.jsonl")) == 6
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and metadata["versions"]["aioquic"]

@@ -1,5 +1,6 @@
-"""The tree passes ruff's checks (ruff.toml: pyflakes' undefined names, unused imports and
-variables, and syntax errors); the test extra installs ruff."""
+"""The tree passes ruff's checks and mypy's, with their settings in pyproject.toml (ruff:
+pyflakes' undefined names, unused imports and variables, and syntax errors; mypy: the
+package's types, with unused `type: ignore` comments reported); the test extra installs both."""
 
 from __future__ import annotations
 
@@ -13,10 +14,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is missing: pip install {name} (the test extra: scripts/install.sh --test)")
+    return found
+
+
 def test_ruff_finds_nothing() -> None:
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
-    if ruff is None:
-        pytest.fail("ruff is missing: pip install ruff (the test extra: scripts/install.sh --test)")
-    result = subprocess.run([ruff, "check", "--no-cache", "--output-format", "concise", "."], cwd=REPO,
+    result = subprocess.run([_tool("ruff"), "check", "--no-cache", "--output-format", "concise", "."], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing(tmp_path: Path) -> None:
+    # its cache in a folder of the test's own: a cache left by another mypy version is not read
+    result = subprocess.run([_tool("mypy"), "--cache-dir", str(tmp_path / "mypy-cache")], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr

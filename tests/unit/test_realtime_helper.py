@@ -7,7 +7,8 @@ import pytest
 from quicbed.errors import MachineBusy
 from realtime import Steal, in_real_time
 
-QUIET = (lambda: (0.0, 0.0))  # the machine is quiet at once: no wait between attempts
+def quiet() -> tuple[float, float]:
+    return (0.0, 0.0)  # the machine is quiet at once: no wait between attempts
 
 
 def stolen(*shares: float) -> type[Steal]:
@@ -28,7 +29,7 @@ def test_the_first_measurement_in_time_is_kept_with_the_reasons_before_it() -> N
         made.append(attempt)
         return attempt * 10, next(verdicts)
 
-    assert in_real_time(measure, "download", quiet=QUIET) == (20, [["behind 5 ms"]])
+    assert in_real_time(measure, "download", quiet=quiet) == (20, [["behind 5 ms"]])
     assert made == [1, 2]
 
 
@@ -36,13 +37,13 @@ def test_no_measurement_in_time_fails_naming_every_reason() -> None:
     # one of the attempts had the machine to itself: the channel, not the hypervisor, was late
     with pytest.raises(AssertionError, match=r"none of 2 attempts at the download: \[\['a'\], \['b'\]\]"):
         in_real_time(lambda attempt: (attempt, ["a" if attempt == 1 else "b"]), "download", attempts=2,
-                     quiet=QUIET, meter=stolen(0.09, 0.004))
+                     quiet=quiet, meter=stolen(0.09, 0.004))
 
 
 def test_no_measurement_in_time_while_the_hypervisor_took_cpu_in_each_skips_saying_so() -> None:
     with pytest.raises(MachineBusy, match=r"the hypervisor took 2\.0%-9\.2% of the CPU time during each "
                                                     r"of the 2 attempts at the download"):
-        in_real_time(lambda attempt: (attempt, ["behind"]), "download", attempts=2, quiet=QUIET,
+        in_real_time(lambda attempt: (attempt, ["behind"]), "download", attempts=2, quiet=quiet,
                      meter=stolen(0.092, 0.02))
 
 

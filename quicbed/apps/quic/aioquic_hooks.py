@@ -142,7 +142,7 @@ def _register_variant(base_name: str, rtt_increase: float | None, initial_window
     """A controller with the profile's slow-start exit rule and initial window."""
     base_class = _CC_BASES[base_name]
 
-    class Variant(base_class):  # type: ignore[misc, valid-type]
+    class Variant(base_class):  # type: ignore[misc, valid-type]  # mypy takes no base chosen at run time
         def __init__(self, *, max_datagram_size: int) -> None:
             super().__init__(max_datagram_size=max_datagram_size)
             if rtt_increase is not None:
@@ -174,7 +174,7 @@ def configure(configuration: QuicConfiguration, profile: TransportProfile) -> Qu
 class NoPacer(QuicPacketPacer):
     """A pacer that never holds a packet back."""
 
-    def next_send_time(self, now: float) -> float | None:  # type: ignore[override]
+    def next_send_time(self, now: float) -> float | None:  # type: ignore[override]  # aioquic's returns None too
         return None
 
     def update_after_send(self, now: float) -> None:
@@ -291,7 +291,7 @@ class ConnectionHooks:
                 or self.profile.loss_packet_threshold != aioquic_recovery.K_PACKET_THRESHOLD):
             detect = detect_loss_function(self.profile.loss_time_threshold,
                                           self.profile.loss_packet_threshold)
-            loss._detect_loss = types.MethodType(detect, loss)  # type: ignore[method-assign]
+            loss._detect_loss = types.MethodType(detect, loss)  # type: ignore[method-assign]  # patching aioquic
         self._wrap(connection, "receive_datagram", self._receive_datagram)
         self._wrap(connection, "datagrams_to_send", self._datagrams_to_send)
         self._wrap(connection, "_payload_received", self._payload_received)

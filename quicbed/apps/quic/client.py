@@ -197,7 +197,7 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         hooks = aioquic_hooks.install(connection, settings.profile)
         transport, created = await loop.create_datagram_endpoint(
             lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
-        protocol = created  # type: ignore[assignment]
+        protocol = created
         assert protocol is not None
         run = _run(protocol, address, settings.paths, early=settings.resumption == "0rtt")
         await asyncio.wait_for(run, timeout=max(0.0, settings.timeout - (loop.time() - origin)))

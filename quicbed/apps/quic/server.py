@@ -246,7 +246,7 @@ async def start_server(settings: ServerSettings) -> RunningServer:
                            create_protocol=functools.partial(Http3ServerProtocol, state=state),
                            session_ticket_fetcher=tickets.pop, session_ticket_handler=tickets.add),
         sock=sock)
-    return RunningServer(transport=transport, server=server, state=state,  # type: ignore[arg-type]
+    return RunningServer(transport=transport, server=server, state=state,
                          address=sock.getsockname(), buffers=buffers)
 
 

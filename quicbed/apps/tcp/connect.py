@@ -45,4 +45,4 @@ async def open_connection(fetch: Fetch, index: int, context: ssl.SSLContext) -> 
         raise
     if record.alpn != ALPN[settings.http]:
         fetch.fail(f"asked for {ALPN[settings.http]} with ALPN, the server chose {record.alpn}")
-    return protocol  # type: ignore[return-value]
+    return protocol

@@ -113,7 +113,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.record.tls_done = self.loop.time()  # asyncio calls this once TLS is up
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # asyncio passes a BaseTransport; TCP gives a Transport
         ssl_object = transport.get_extra_info("ssl_object")
         if ssl_object is not None:
             self.record.alpn = ssl_object.selected_alpn_protocol()

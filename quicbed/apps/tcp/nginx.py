@@ -349,7 +349,7 @@ class NginxServer:
         if test.returncode != 0:
             raise BackendError(f"nginx rejected {self.config_path}: {test.stderr.strip()}")
         if self.settings.congestion_control is not None:
-            self.node.sysctl("net.ipv4.tcp_congestion_control", self.settings.congestion_control)  # type: ignore[attr-defined]
+            self.node.sysctl("net.ipv4.tcp_congestion_control", self.settings.congestion_control)
         self.process = self.node.start(self._argv(), name=f"nginx-{self.settings.port}",
                                        log_dir=self.run_dir / "logs")
         try:

@@ -31,7 +31,8 @@ class ClientSettings(RequestSettings):
     def protocol(self) -> str:
         return PROTOCOLS[self.http]
 
-    def check(self) -> None:
+    def check(self, resumptions: tuple[str, ...] | None = None) -> None:
+        """As :meth:`RequestSettings.check`; ``resumptions`` by default those the engine can make."""
         if self.http not in PROTOCOLS:
             raise QuicbedError(f"--http must be one of {', '.join(PROTOCOLS)}, got {self.http!r}")
         if self.engine not in ENGINES:
@@ -41,4 +42,6 @@ class ClientSettings(RequestSettings):
                                "with HTTP3); quicbed's HTTP/3 client is quicbed.apps.quic.client")
         # Python's ssl resumes a TLS 1.3 session but cannot send early data; curl runs one
         # invocation per fetch, so a ticket would not outlive the priming connection
-        super().check(("none", "ticket") if self.engine == "python" else ("none",))
+        if resumptions is None:
+            resumptions = ("none", "ticket") if self.engine == "python" else ("none",)
+        super().check(resumptions)

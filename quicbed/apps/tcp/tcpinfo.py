@@ -184,12 +184,13 @@ def build(info: dict[str, Any], *, local: str, local_port: int, remote: str, rem
           wqueue: int = 0, inode: int = 0) -> TcpInfo:
     """A :class:`TcpInfo` from decoded ``struct tcp_info`` fields (:func:`decode_tcp_info`)."""
     get = info.get
+    code, ca_code = get("state"), get("ca_state")  # None: not in ``info`` (data too short)
     if state is None:
-        state = TCP_STATES.get(get("state"), str(get("state")))  # type: ignore[arg-type]
+        state = str(code) if code is None else TCP_STATES.get(code, str(code))
     return TcpInfo(
         local=local, local_port=local_port, remote=remote, remote_port=remote_port, state=state,
         congestion_control=congestion_control,
-        ca_state=CA_STATES.get(get("ca_state"), None) if info else None,  # type: ignore[arg-type]
+        ca_state=None if ca_code is None else CA_STATES.get(ca_code),
         retransmits=get("retransmits"), rto=_micro(get("rto")), rtt=_micro(get("rtt")),
         rttvar=_micro(get("rttvar")), min_rtt=_micro(get("min_rtt")),
         rcv_rtt=_micro(get("rcv_rtt")), snd_mss=get("snd_mss"), rcv_mss=get("rcv_mss"),

@@ -126,7 +126,8 @@ class TransportKind(ABC):
         what ``start_server`` asked of the server)."""
         return contextlib.nullcontext()
 
-    def collect(self, run: RunContext, download: Download, shared: bool) -> None:
+    # (not abstract: a kind may keep nothing)
+    def collect(self, run: RunContext, download: Download, shared: bool) -> None:  # noqa: B027
         """After the run: put the server's records of ``download`` under the names the
         analysis reads (``shared``: other clients downloaded from the same server)."""
 

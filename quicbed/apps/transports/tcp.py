@@ -17,6 +17,11 @@ from quicbed.spec.transport import Transport, TransportEntry
 HTTP_VERSIONS = ("1.1", "2", "3")
 
 
+
+def _nothing_to_undo() -> None:
+    """What ending a server without a port's own congestion control undoes."""
+
+
 class TcpKind(TransportKind):
     name = "tcp"
     port = 8443
@@ -59,7 +64,7 @@ class TcpKind(TransportKind):
                                  keepalive_timeout=run.timeout, send_timeout=run.timeout,
                                  session_ticket_key=run.assets.ticket_key)
         nginx = NginxServer(run.server, settings, run.folder / ("nginx" if main else f"nginx-{download.role}"))
-        undo_port_cc: Callable[[], None] = lambda: None
+        undo_port_cc: Callable[[], None] = _nothing_to_undo
         info: dict[str, Any] = {}
         if not main and download.transport.cc:
             setting = port_cc.PortCongestionControl(download.port, download.client.address, download.transport.cc)

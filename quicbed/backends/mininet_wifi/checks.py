@@ -27,8 +27,8 @@ def _mininet_wifi() -> Capability:
 def _mininet_version() -> Capability:
     """Mininet-WiFi uses mininet.util.fmtBps (Mininet >= 2.3.1b2; Debian and PyPI ship 2.3.0)."""
     try:
-        import mininet.net  # type: ignore[import-not-found]
-        import mininet.util  # type: ignore[import-not-found]
+        import mininet.net
+        import mininet.util
     except ImportError:
         return Capability("mininet", False, "not importable", "the mininet-wifi backend", MININET_WIFI_FIX)
     version = getattr(mininet.net, "VERSION", "?")

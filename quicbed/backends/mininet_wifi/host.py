@@ -38,7 +38,7 @@ DAEMONS = ("hostapd", "wpa_supplicant", "wmediumd")
 def import_problem() -> str | None:
     """Why Mininet-WiFi cannot be used from this Python ('WHAT (fix: HOW)'), or None."""
     try:
-        import mininet.util as mininet_util  # type: ignore[import-not-found]
+        import mininet.util as mininet_util
     except ImportError:
         return f"Mininet-WiFi (mn_wifi) is not importable: Mininet (mininet) is missing (fix: {INSTALL_FIX})"
     if not hasattr(mininet_util, "fmtBps"):

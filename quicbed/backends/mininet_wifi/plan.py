@@ -185,15 +185,16 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
         if link.radio.standard != "802.11ax" or link.radio.guard_interval_ns == 800:
             values.pop("guard_interval", None)  # HT/VHT: hostapd's ht_capab carries it
         if "queue" in values:
-            values["queue"] = link.radio.queue.kind  # type: ignore[union-attr]
+            assert link.radio.queue is not None  # it differs from the default's None
+            values["queue"] = link.radio.queue.kind
         for name, value in values.items():
             ignored.setdefault(name, {})[link.name] = value
     warnings = []
     for name, per_link in ignored.items():
         links = list(per_link)  # topology order
         shown = ", ".join(links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
-        values = ", ".join(sorted({str(v) for v in per_link.values()}))
-        warnings.append(f"not applied by Mininet-WiFi: {name} {values} on {shown}: {reasons[name]}")
+        value_text = ", ".join(sorted({str(v) for v in per_link.values()}))
+        warnings.append(f"not applied by Mininet-WiFi: {name} {value_text} on {shown}: {reasons[name]}")
     return warnings
 
 
@@ -328,7 +329,9 @@ def _mesh_radios(topo: Topology) -> list[MeshRadio]:
     radios: dict[tuple, Radio] = {}
     order: list[tuple[str, tuple]] = []
     for link in mesh_links:
-        mesh_id = topo.nodes[link.node1].mesh_id  # type: ignore[attr-defined]
+        mesh_point = topo.nodes[link.node1]
+        assert isinstance(mesh_point, MeshPoint)  # mesh_links start at mesh points
+        mesh_id = mesh_point.mesh_id
         key = (mesh_id, link.radio.band, link.radio.channel, mode_of(link.radio))
         radios.setdefault(key, link.radio)
         for me, other in ((link.node1, link.node2), (link.node2, link.node1)):

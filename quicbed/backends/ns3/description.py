@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from quicbed.errors import BackendError
 from quicbed.spec.link import HT_STANDARDS, Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
-from quicbed.spec.node import AccessPoint, MeshPoint, Switch
+from quicbed.spec.node import AccessPoint, MeshPoint, Station, Switch
 from quicbed.spec.resolve import Interface, ResolvedTopology
 from quicbed.spec.topology import Topology
 
@@ -236,9 +237,11 @@ MAC80211_QUANTUM = 300
 def mac_queue_packets(radio: Radio, default: int) -> int:
     """The MAC queue's length: a FIFO's own, the driver's under a discipline, else ``default``."""
     queue = radio.queue
-    if queue is None or (queue.kind == "fifo" and queue.packets is None):
+    if queue is None:
         return default
-    return queue.packets if queue.kind == "fifo" else queue.mac_packets  # type: ignore[return-value]
+    if queue.kind == "fifo":
+        return default if queue.packets is None else queue.packets
+    return queue.mac_packets
 
 
 #: radio fields one radio must use for all its peers (the radio has one setting for them)
@@ -270,7 +273,8 @@ def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
         values = {link.radio.streams if fld == "spatial_streams" else getattr(link.radio, fld) for link in links}
         if len(values) > 1:
             raise BackendError(
-                f"{name} serves links {', '.join(l.name for l in links)} with different {fld.removesuffix('_ns')} "
+                f"{name} serves links {', '.join(each.name for each in links)} with different "
+                f"{fld.removesuffix('_ns')} "
                 f"({', '.join(map(str, sorted(values, key=_number_first)))}); one ns-3 radio transmits with one "
                 f"setting (fix: give these links the same {fld.removesuffix('_ns')}, or use rate_control='minstrel' "
                 "instead of per-link MCS)")
@@ -334,13 +338,12 @@ def tap_mac(index: int) -> str:
     return f"02:51:42:{(index >> 16) & 0xff:02x}:{(index >> 8) & 0xff:02x}:{index & 0xff:02x}"
 
 
-def _unit(vector: tuple[float, float, float]) -> tuple[float, float, float] | None:
+def _unit(vector: Sequence[float]) -> tuple[float, ...] | None:
     length = math.sqrt(sum(c * c for c in vector))
-    return None if length < 1e-9 else tuple(c / length for c in vector)  # type: ignore[return-value]
+    return None if length < 1e-9 else tuple(c / length for c in vector)
 
 
-def _place(anchor: tuple[float, float, float], distance: float,
-           direction: tuple[float, float, float]) -> list[float]:
+def _place(anchor: Sequence[float], distance: float, direction: Sequence[float]) -> list[float]:
     return [round(anchor[i] + distance * direction[i], 6) for i in range(3)]
 
 
@@ -458,33 +461,36 @@ class _Description:
         (one SSID); a moving station carries its trajectory."""
         iface = self.routed_interface(station, link.name)
         radio_id = f"{station}:{iface.name}"
-        losses = {f"{ap.name}:wifi": l.loss for ap in aps for l in self.topo.links
-                  if isinstance(l, WirelessLink) and set(l.ends()) == {station, ap.name} and l.loss}
+        losses = {f"{ap.name}:wifi": each.loss for ap in aps for each in self.topo.links
+                  if isinstance(each, WirelessLink) and set(each.ends()) == {station, ap.name} and each.loss}
         sta_port = self.radio_port(radio_id, station, "sta", link.radio, [f"{ap.name}:wifi" for ap in aps],
                                    {"ssid": aps[0].ssid, **({"frame_error": losses} if losses else {})})
         node = {"name": radio_id, "kind": "station", "position": position,
                 "ports": [self.tap_port(station, iface, mac=False), sta_port]}
-        trajectory = self.topo.nodes[station].trajectory  # type: ignore[attr-defined]
+        spec = self.topo.nodes[station]
+        assert isinstance(spec, Station)  # resolve(): an access point's wireless peers are stations
+        trajectory = spec.trajectory
         if trajectory is not None:
             node["trajectory"] = [list(point) for point in trajectory.points]
         return node
 
     def add_roaming_station(self, station: str, aps: list[str]) -> None:
-        links = [l for l in self.topo.links if isinstance(l, WirelessLink) and station in l.ends()]
-        radios = {(l.radio.standard, l.radio.band, l.radio.channel, l.radio.width) for l in links}
+        links = [each for each in self.topo.links if isinstance(each, WirelessLink) and station in each.ends()]
+        radios = {(each.radio.standard, each.radio.band, each.radio.channel, each.radio.width) for each in links}
         if len(radios) > 1:
             raise BackendError(
                 f"nodes[{station}]: station {station} roams between {', '.join(aps)} on different channels; ns-3 "
                 "3.37's station scans only the channel it is on (fix: put these access points on one channel, "
                 "or use the mininet-wifi backend)")
         position = list(self.topo.nodes[station].position or (0.0, 0.0, 0.0))
-        self.nodes.append(self.station_node(station, links[0], [self.topo.nodes[ap] for ap in aps],  # type: ignore[misc]
-                                            position))
+        # roaming_stations() names access points only
+        access_points = [node for node in (self.topo.nodes[ap] for ap in aps) if isinstance(node, AccessPoint)]
+        self.nodes.append(self.station_node(station, links[0], access_points, position))
 
     def add_access_point(self, ap: AccessPoint, roaming: dict[str, list[str]]) -> None:
         """The AP (a switch with its radio and cables) first in the list, its stations after
         (those that roam after every AP)."""
-        links = [l for l in self.topo.links if isinstance(l, WirelessLink) and ap.name in l.ends()]
+        links = [each for each in self.topo.links if isinstance(each, WirelessLink) and ap.name in each.ends()]
         ap_radio_id = f"{ap.name}:wifi"
         ap_position = tuple(ap.position or (0.0, 0.0, 0.0))
         ports: list[dict[str, Any]] = []
@@ -510,7 +516,7 @@ class _Description:
                     "of (fix: drop fastack on access points whose stations roam)")
             # HT/VHT: a short guard interval where both ends support one (ns-3's rule), so the AP
             # supports it if a station does; HE: one guard interval per radio (_common_radio)
-            short = common.standard != "802.11ax" and any(l.radio.guard_interval == "short" for l in links)
+            short = common.standard != "802.11ax" and any(each.radio.guard_interval == "short" for each in links)
             sgi = "short" if short else common.guard_interval
             station_ids = []
             frame_errors = {}
@@ -553,8 +559,8 @@ class _Description:
         return _place(ap_position, DEFAULT_DISTANCE, around)
 
     def add_mesh_segments(self) -> None:
-        mesh_links = [l for l in self.topo.links if isinstance(l, WirelessLink)
-                      and isinstance(self.topo.nodes[l.node1], MeshPoint)]
+        mesh_links = [each for each in self.topo.links if isinstance(each, WirelessLink)
+                      and isinstance(self.topo.nodes[each.node1], MeshPoint)]
         by_segment: dict[int, list[WirelessLink]] = {}
         for link in mesh_links:
             by_segment.setdefault(self.segment_of[link.name], []).append(link)
@@ -600,7 +606,7 @@ class _Description:
     def mesh_positions(self, members: list[str],
                        neighbours: dict[str, list[tuple[str, WirelessLink]]]) -> dict[str, list[float]]:
         """Given positions, then breadth first along +x at the link distance."""
-        placed = {m: list(self.topo.nodes[m].position) for m in members if self.topo.nodes[m].position}
+        placed = {m: list(position) for m in members if (position := self.topo.nodes[m].position)}
         for start in members:
             if not placed:
                 placed[start] = [0.0, 0.0, 0.0]

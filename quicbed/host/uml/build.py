@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from quicbed.errors import MissingDependency, QuicbedError
 from quicbed.host.kernel import CURRENT_LINK, cache_lock, set_current
@@ -64,7 +65,7 @@ class UmlKernel:
         return self.root / "linux"
 
     @property
-    def info(self) -> dict[str, object]:
+    def info(self) -> dict[str, Any]:  # build.json as _build wrote it (its values are JSON)
         try:
             value = json.loads((self.root / BUILD_INFO).read_text())
         except (OSError, ValueError):
