@@ -58,8 +58,10 @@ def kill_session(process: subprocess.Popen[bytes], grace: float = 3.0) -> None:
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """While the VM runs, SIGTERM (if nobody handles it) stops the VM like Ctrl-C does."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 
@@ -137,9 +139,18 @@ class Supervised:
     returncode: int | None
 
 
-def supervise(command: Sequence[str], *, cwd: os.PathLike[str] | str, env: Mapping[str, str], run_id: str,
-              job_dir: Path, log: Path, stream: TextIO | BinaryIO | None, verbose: bool,
-              timeout: float | None) -> Supervised:
+def supervise(
+    command: Sequence[str],
+    *,
+    cwd: os.PathLike[str] | str,
+    env: Mapping[str, str],
+    run_id: str,
+    job_dir: Path,
+    log: Path,
+    stream: TextIO | BinaryIO | None,
+    verbose: bool,
+    timeout: float | None,
+) -> Supervised:
     """Run ``command`` (a guest kernel) in a session of its own until it ends or ``timeout``
     seconds pass: its processes are listed in an ownership record while it runs, its console
     goes to ``log`` (and stderr if ``verbose``), the guest's output file to ``stream``;
@@ -149,23 +160,35 @@ def supervise(command: Sequence[str], *, cwd: os.PathLike[str] | str, env: Mappi
     follower = OutputFollower(job_dir / "output", stream)
     timed_out = False
     with open(log, "wb") as log_file, sigterm_as_interrupt():
-        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True, env=dict(env))
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=dict(env),
+        )
+        known: set[int] = set()
+
+        def note(members: set[int]) -> None:
+            if record is not None and members - known:
+                known.update(members)
+                record.pids = sorted(known)
+                with contextlib.suppress(OSError):
+                    record.save()
+
+        # at once, before anything else: a quicbed killed from here on leaves a VM 'quicbed clean' finds
+        note({process.pid})
         assert process.stdout is not None  # stdout=PIPE
         reader = ConsoleReader(process.stdout, log_file, sys.stderr if verbose else None)
         reader.start()
-        known: set[int] = set()
         try:
             next_scan = 0.0
             while process.poll() is None:
                 now = time.monotonic()
-                if record is not None and now >= next_scan:
-                    members = set(session_members(process.pid)) | {process.pid}
-                    if members - known:
-                        known |= members
-                        record.pids = sorted(known)
-                        with contextlib.suppress(OSError):
-                            record.save()
+                if now >= next_scan:
+                    note(set(session_members(process.pid)) | {process.pid})
                     next_scan = now + (0.5 if now - started < 30 else 5.0)
                 follower.poll()
                 if timeout is not None and now - started > timeout:
