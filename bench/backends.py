@@ -51,13 +51,21 @@ def emulator_rows(backend: str, quick: bool) -> list[dict]:
         rows = links.rate_rows(calibrator, RATES) + links.netem_rows(calibrator, quick)
         if backend == "netns":
             _, stats = calibrator.probe(REORDER, ProbePlan(count=int(2000 * (0.3 if quick else 1)), rate=200))
-            rows.append({"case": "reorder 10 % (delay 20ms)", "where": links.where(), "configured": 10.0,
-                         "measured": stats.reordered * 100, "unit": "% out of order", "ratio": stats.reordered / 0.1})
+            rows.append(
+                {
+                    "case": "reorder 10 % (delay 20ms)",
+                    "where": links.where(),
+                    "configured": 10.0,
+                    "measured": stats.reordered * 100,
+                    "unit": "% out of order",
+                    "ratio": stats.reordered / 0.1,
+                }
+            )
     loss_case = ""
     for row in rows:
         row["backend"] = backend
         if row["case"].startswith("loss"):
-            loss_case = row["case"][len("loss "):]
+            loss_case = row["case"][len("loss ") :]
         elif row["case"].strip() == "mean loss burst":  # one per loss case: name it after its case
             row["case"] = f"  mean loss burst ({loss_case})"
     return rows
@@ -72,25 +80,44 @@ def download_rows(backend: str, repetitions: int, work: Path) -> list[dict]:
         f"name: agreement-{backend}\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
         f"  params: {{{params}}}\nbackend: {backend}\nworkload: {{object: {DOWNLOAD_OBJECT}}}\n"
         f"matrix:\n  transport: [{', '.join(DOWNLOAD_TRANSPORTS)}]\nrepetitions: {repetitions}\nwarmup: 1\n"
-        "timeout: 120s\ncaptures: false\nvalidity: {reruns: 0}\n")
+        "timeout: 120s\ncaptures: false\nvalidity: {reruns: 0}\n"
+    )
     out = Path(tempfile.mkdtemp(prefix=f"agreement-{backend}-", dir=ROOT / "results"))
     out.rmdir()
-    result = subprocess.run([sys.executable, "-m", "quicbed", "run", str(experiment), "--out", str(out), "--no-report"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=7200)
+    result = subprocess.run(
+        [sys.executable, "-m", "quicbed", "run", str(experiment), "--out", str(out), "--no-report"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+    )
     if result.returncode != 0:
         raise SystemExit(f"quicbed run on {backend} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     in_vm = json.loads((out / "metadata.json").read_text())["host"].get("in_microvm")
     rows = []
     for transport in DOWNLOAD_TRANSPORTS:
-        times = sorted(line["metrics"]["download_time"] for line in lines
-                       if line["cell"]["transport"] == transport and not line["warmup"] and line["status"] == "ok")
+        times = sorted(
+            line["metrics"]["download_time"]
+            for line in lines
+            if line["cell"]["transport"] == transport and not line["warmup"] and line["status"] == "ok"
+        )
         cpu_bound = sum(1 for line in lines if line["cell"]["transport"] == transport and line.get("cpu_bound_reasons"))
-        rows.append({"case": f"download {DOWNLOAD_OBJECT} {transport}", "backend": backend,
-                     "where": "microVM" if in_vm else "host", "configured": None,
-                     "measured": statistics.median(times) if times else float("nan"), "unit": "s (median)",
-                     "ratio": None, "note": f"{len(times)} downloads, {times[0]:.2f}-{times[-1]:.2f} s"
-                     + (f", {cpu_bound} CPU-bound" if cpu_bound else "") if times else "none ok"})
+        rows.append(
+            {
+                "case": f"download {DOWNLOAD_OBJECT} {transport}",
+                "backend": backend,
+                "where": "microVM" if in_vm else "host",
+                "configured": None,
+                "measured": statistics.median(times) if times else float("nan"),
+                "unit": "s (median)",
+                "ratio": None,
+                "note": f"{len(times)} downloads, {times[0]:.2f}-{times[-1]:.2f} s"
+                + (f", {cpu_bound} CPU-bound" if cpu_bound else "")
+                if times
+                else "none ok",
+            }
+        )
     return rows
 
 
@@ -132,8 +159,10 @@ def print_table(rows: list[dict]) -> None:
         def value(row: dict | None) -> str:
             return "refused" if row is None else f"{row['measured']:.3f}"
 
-        print(f"{case:<34} {configured:>10} {value(netns):>9} {(netns or {}).get('where', ''):<8} {value(ns3):>9}  "
-              f"{first['unit']}; {verdict(case, netns, ns3)}")
+        print(
+            f"{case:<34} {configured:>10} {value(netns):>9} {(netns or {}).get('where', ''):<8} {value(ns3):>9}  "
+            f"{first['unit']}; {verdict(case, netns, ns3)}"
+        )
         for row in (netns, ns3):
             if row and row.get("note") and not case.startswith(("rate", "delay", "jitter")):
                 print(f"{'':<34} {'':>10} {row['backend']:>9}: {row['note']}")
@@ -162,8 +191,14 @@ def main() -> int:
         print("this kernel has no netem: measuring the netns links in the microVM ...", file=sys.stderr, flush=True)
         out = ROOT / "results" / ".bench-backends-vm.json"
         out.parent.mkdir(exist_ok=True)
-        argv = [sys.executable, str(Path(__file__).resolve()), "--netns-only", "--json", str(out),
-                *(["--quick"] if args.quick else [])]
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--netns-only",
+            "--json",
+            str(out),
+            *(["--quick"] if args.quick else []),
+        ]
         result = run_in_vm(argv, cwd=ROOT, timeout=7200)
         if result.returncode != 0:
             print(result.output[-3000:], file=sys.stderr)
@@ -176,9 +211,11 @@ def main() -> int:
             rows += download_rows(backend, repetitions, Path(work))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
-    print(f"quicbed emulator agreement, {time.strftime('%Y-%m-%d')}, host {platform.node()} "
-          f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel "
-          f"{platform.release()}), {time.time() - started:.0f} s")
+    print(
+        f"quicbed emulator agreement, {time.strftime('%Y-%m-%d')}, host {platform.node()} "
+        f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel "
+        f"{platform.release()}), {time.time() - started:.0f} s"
+    )
     print_table(rows)
     return 0
 

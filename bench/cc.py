@@ -56,12 +56,18 @@ from quicbed.traces.format import capacity, read_opportunities  # noqa: E402
 from quicbed.spec.units import parse_time  # noqa: E402
 
 EXPERIMENT = ROOT / "experiments" / "e3-cc-series.yaml"
-UNPACED = {name: {"kind": "quic", "impl": "quinn", "profile": "quic",
-                   "knobs": {"congestion_control": cc, "pacing": False}}
-           for name, cc in (("quic-reno-unpaced", "reno"), ("quic-cubic-unpaced", "cubic"))}
+UNPACED = {
+    name: {"kind": "quic", "impl": "quinn", "profile": "quic", "knobs": {"congestion_control": cc, "pacing": False}}
+    for name, cc in (("quic-reno-unpaced", "reno"), ("quic-cubic-unpaced", "cubic"))
+}
 #: (QUIC, TCP namesake, like for like): the pairs the verdict is about, then the paced ones E3 runs
-PAIRS = (("quic-reno-unpaced", "tcp-reno", True), ("quic-cubic-unpaced", "tcp-cubic", True),
-         ("quic-bbr", "tcp-bbr", True), ("quic-reno", "tcp-reno", False), ("quic-cubic", "tcp-cubic", False))
+PAIRS = (
+    ("quic-reno-unpaced", "tcp-reno", True),
+    ("quic-cubic-unpaced", "tcp-cubic", True),
+    ("quic-bbr", "tcp-bbr", True),
+    ("quic-reno", "tcp-reno", False),
+    ("quic-cubic", "tcp-cubic", False),
+)
 TRANSPORTS = list(dict.fromkeys(name for quic, tcp, _ in PAIRS for name in (quic, tcp)))
 BIN_MS = 100
 STEP_FACTOR = 2.0  # a capacity change of more than this between bins is a step
@@ -103,8 +109,9 @@ class RunFigures:
     overshoot: float | None = None  # median cwnd / (BDP + queue) in the low phase
 
 
-def adaptation(frame: Any, started: float, period: float, trace_steps: list[Step], base_rtt: float,
-               queue_bytes: float) -> tuple[float | None, float | None, float | None]:
+def adaptation(
+    frame: Any, started: float, period: float, trace_steps: list[Step], base_rtt: float, queue_bytes: float
+) -> tuple[float | None, float | None, float | None]:
     """(time to react to the first drop, to adapt to the first rise, cwnd over what the path
     holds in the low phase). From the congestion window, not the bytes in flight: tcp_probe's
     in flight (snd_nxt - snd_una) counts SACKed bytes too."""
@@ -134,16 +141,34 @@ def adaptation(frame: Any, started: float, period: float, trace_steps: list[Step
 
 def run_experiment(traces: list[str], transports: list[str], repetitions: int, out: Path) -> None:
     added = [f"--set=transports.{name}={json.dumps(spec)}" for name, spec in UNPACED.items() if name in transports]
-    command = [sys.executable, "-m", "quicbed", "run", str(EXPERIMENT), "--out", str(out), "--no-report",
-               "--repetitions", str(repetitions), "--warmup", "0", *added,
-               f"--set=matrix.params.trace={json.dumps(traces)}", f"--set=matrix.transport={json.dumps(transports)}"]
+    command = [
+        sys.executable,
+        "-m",
+        "quicbed",
+        "run",
+        str(EXPERIMENT),
+        "--out",
+        str(out),
+        "--no-report",
+        "--repetitions",
+        str(repetitions),
+        "--warmup",
+        "0",
+        *added,
+        f"--set=matrix.params.trace={json.dumps(traces)}",
+        f"--set=matrix.transport={json.dumps(transports)}",
+    ]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=True)
 
 
-HEADROOM = {"cpu_client_bound": "client CPU-bound", "cpu_server_bound": "server CPU-bound",
-            "cpu_channel_peak": "channel's core peak", "cpu_machine_busy": "machine busy",
-            "lag_behind_share": "more than 4 ms behind real time"}
+HEADROOM = {
+    "cpu_client_bound": "client CPU-bound",
+    "cpu_server_bound": "server CPU-bound",
+    "cpu_channel_peak": "channel's core peak",
+    "cpu_machine_busy": "machine busy",
+    "lag_behind_share": "more than 4 ms behind real time",
+}
 
 
 def headroom(out: Path) -> str:
@@ -171,8 +196,13 @@ def figures(out: Path, experiment: dict[str, Any], transports: list[str]) -> tup
         if bound > CPU_BOUND_LIMIT:
             left_out.append(f"{name}: an endpoint CPU-bound {bound:.0%} of the transfer")
             continue
-        run = RunFigures(row["cell"]["transport"], row["cell"]["params.trace"], metrics.get("loss", math.nan),
-                         metrics.get("srtt_mean", math.nan), metrics.get("goodput", math.nan))
+        run = RunFigures(
+            row["cell"]["transport"],
+            row["cell"]["params.trace"],
+            metrics.get("loss", math.nan),
+            metrics.get("srtt_mean", math.nan),
+            metrics.get("goodput", math.nan),
+        )
         folder = f"runs/{row['run_id']}"
         frame = files.sender_series(folder)
         traces = [t for t in files.run_details(folder).get("traces") or [] if t.get("towards_client")]
@@ -181,7 +211,8 @@ def figures(out: Path, experiment: dict[str, Any], transports: list[str]) -> tup
             trace_steps = steps(times)
             if len(trace_steps) <= MAX_STEPS:
                 run.react_drop, run.adapt_rise, run.overshoot = adaptation(
-                    frame, traces[0]["started"], times[-1] / 1000, trace_steps, base_rtt, queue_bytes)
+                    frame, traces[0]["started"], times[-1] / 1000, trace_steps, base_rtt, queue_bytes
+                )
         found.append(run)
     return found, left_out
 
@@ -198,8 +229,11 @@ def verdicts(runs: list[RunFigures]) -> list[dict[str, Any]]:
             cells = {name: [r for r in runs if r.trace == trace and r.transport == name] for name in (quic, tcp)}
             if not all(cells.values()):
                 continue
-            row: dict[str, Any] = {"trace": trace, "pair": f"{quic} / {tcp}",
-                                   "runs": f"{len(cells[quic])} / {len(cells[tcp])}"}
+            row: dict[str, Any] = {
+                "trace": trace,
+                "pair": f"{quic} / {tcp}",
+                "runs": f"{len(cells[quic])} / {len(cells[tcp])}",
+            }
             passed = True
             for metric in ("loss", "srtt", "goodput", "react_drop", "adapt_rise", "overshoot"):
                 values = {name: [getattr(r, metric) for r in cell] for name, cell in cells.items()}
@@ -220,15 +254,35 @@ def _pair(values: tuple[float | None, float | None], scale: float = 1.0, digits:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = ("trace", "QUIC / TCP", "runs", "loss %", "sRTT ms", "Mbit/s", "react drop s", "adapt rise s",
-              "cwnd/path low", "verdict")
+    header = (
+        "trace",
+        "QUIC / TCP",
+        "runs",
+        "loss %",
+        "sRTT ms",
+        "Mbit/s",
+        "react drop s",
+        "adapt rise s",
+        "cwnd/path low",
+        "verdict",
+    )
     lines = [header]
     for row in rows:
         mark = {m: "" if row.get(f"{m}_ok", True) else " !" for m in FLOORS}
-        lines.append((row["trace"], row["pair"], row["runs"], _pair(row["loss"], 100, 1) + mark["loss"],
-                      _pair(row["srtt"], 1000, 0), _pair(row["goodput"], 1e-6, 1),
-                      _pair(row["react_drop"]) + mark["react_drop"], _pair(row["adapt_rise"]) + mark["adapt_rise"],
-                      _pair(row["overshoot"], 1, 1), row["verdict"]))
+        lines.append(
+            (
+                row["trace"],
+                row["pair"],
+                row["runs"],
+                _pair(row["loss"], 100, 1) + mark["loss"],
+                _pair(row["srtt"], 1000, 0),
+                _pair(row["goodput"], 1e-6, 1),
+                _pair(row["react_drop"]) + mark["react_drop"],
+                _pair(row["adapt_rise"]) + mark["adapt_rise"],
+                _pair(row["overshoot"], 1, 1),
+                row["verdict"],
+            )
+        )
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     for line in lines:
         print("  ".join(str(value).ljust(width) for value, width in zip(line, widths)))
@@ -237,9 +291,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="step-drop", help="comma-separated shipped trace pairs (default step-drop)")
-    parser.add_argument("--transports", default=",".join(TRANSPORTS),
-                        help=f"comma-separated, of {', '.join(TRANSPORTS)} (default: all); with --analyse, "
-                             "the runs of these only")
+    parser.add_argument(
+        "--transports",
+        default=",".join(TRANSPORTS),
+        help=f"comma-separated, of {', '.join(TRANSPORTS)} (default: all); with --analyse, the runs of these only",
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--out", type=Path, help="results folder (default: a temporary one, kept)")
     parser.add_argument("--analyse", type=Path, nargs="+", help="only analyse these folders of earlier bench runs")
@@ -252,8 +308,9 @@ def main() -> int:
         parser.error(f"--transports: unknown {', '.join(unknown)} (choose from {', '.join(TRANSPORTS)})")
     folders = args.analyse or [args.out or Path(tempfile.mkdtemp(prefix="bench-cc-"))]
     if args.analyse is None:
-        run_experiment([t.strip() for t in args.traces.split(",") if t.strip()], transports, args.repetitions,
-                       folders[0])
+        run_experiment(
+            [t.strip() for t in args.traces.split(",") if t.strip()], transports, args.repetitions, folders[0]
+        )
     runs, left_out = [], []
     for folder in folders:
         found, skipped = figures(folder, experiment, transports)
@@ -266,12 +323,16 @@ def main() -> int:
         print(f"left out: {reason}")
     for folder in folders:
         print(f"headroom, the most over the runs of {folder}: {headroom(folder)}")
-    print(f"'!': the QUIC median is worse than the namesake's worst run plus a floor (loss {FLOORS['loss']:.1%}, "
-          f"times {FLOORS['react_drop']} s); 'never': not within the transfer; '-': not "
-          "measured (a window that fitted the path at the drop needs no cut); (paced): paced QUIC against unpaced TCP")
+    print(
+        f"'!': the QUIC median is worse than the namesake's worst run plus a floor (loss {FLOORS['loss']:.1%}, "
+        f"times {FLOORS['react_drop']} s); 'never': not within the transfer; '-': not "
+        "measured (a window that fitted the path at the drop needs no cut); (paced): paced QUIC against unpaced TCP"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "runs": [asdict(r) for r in runs], "left_out": left_out},
-                                        indent=1, default=str), encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"rows": rows, "runs": [asdict(r) for r in runs], "left_out": left_out}, indent=1, default=str),
+            encoding="utf-8",
+        )
     return 0
 
 

@@ -37,7 +37,7 @@ from quicbed.runner.merge import expected_run_ids  # noqa: E402
 
 EXPERIMENT = f"""name: chaos
 topology:
-  script: {ROOT / 'topologies' / 'dumbbell.py'}
+  script: {ROOT / "topologies" / "dumbbell.py"}
   params: {{rate: 50mbit, delay: 0ms}}
 backend: netns
 workload: {{object: 100kB}}
@@ -52,14 +52,28 @@ def quicbed(*args: str) -> list[str]:
     return [sys.executable, "-m", "quicbed", *args]
 
 
-def session(experiment: Path, out: Path, shard: str, extra: list[str], kill_after: float | None,
-            timeout: float) -> str:
+def session(experiment: Path, out: Path, shard: str, extra: list[str], kill_after: float | None, timeout: float) -> str:
     """One `quicbed run` of the shard: killed with SIGKILL after ``kill_after`` s (None: to the end)."""
     resume = ["--resume"] if out.exists() else []
-    process = subprocess.Popen(quicbed("run", str(experiment), "--out", str(out), "--shard", shard,
-                                       "--shard-by", "run", "--no-report", *resume, *extra),
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        quicbed(
+            "run",
+            str(experiment),
+            "--out",
+            str(out),
+            "--shard",
+            shard,
+            "--shard-by",
+            "run",
+            "--no-report",
+            *resume,
+            *extra,
+        ),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         process.wait(timeout=kill_after if kill_after is not None else timeout)
         return f"ended ({process.returncode})"
@@ -96,8 +110,10 @@ def main() -> int:
     experiment = work / "chaos.yaml"
     experiment.write_text(EXPERIMENT)
     started = time.monotonic()
-    print(f"quicbed chaos, {time.strftime('%Y-%m-%d')}, seed {args.seed}: 2 shards by run, "
-          f"{args.kills} kills each, a torn line after each kill")
+    print(
+        f"quicbed chaos, {time.strftime('%Y-%m-%d')}, seed {args.seed}: 2 shards by run, "
+        f"{args.kills} kills each, a torn line after each kill"
+    )
     shards = []
     try:
         for k in (1, 2):
@@ -108,13 +124,19 @@ def main() -> int:
                 torn = tear(out / "results.jsonl", rng) if "killed" in what else ""
                 print(f"  shard {k}, session {kill + 1}: {what}; {torn}")
             # the plan changes on resume: a warm-up run per cell and two more repetitions
-            what = session(experiment, out, f"{k}/2", ["--warmup", "1", "--repetitions", "10"], None,
-                           args.session_timeout)
+            what = session(
+                experiment, out, f"{k}/2", ["--warmup", "1", "--repetitions", "10"], None, args.session_timeout
+            )
             done = len(latest_records(read_results(out / "results.jsonl")))
             print(f"  shard {k}, last session (--warmup 1 --repetitions 10): {what}, {done} runs in its folder")
         merged = work / "merged"
-        result = subprocess.run(quicbed("merge", *map(str, shards), "--out", str(merged), "--no-report"), cwd=ROOT,
-                                capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            quicbed("merge", *map(str, shards), "--out", str(merged), "--no-report"),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         print(f"  merge: exit {result.returncode}: {(result.stdout + result.stderr).strip().splitlines()[-1:]}")
         return verdict(merged, time.monotonic() - started)
     except QuicbedError as error:  # a damaged folder that no resume could repair
@@ -139,9 +161,11 @@ def verdict(merged: Path, seconds: float) -> int:
     doubled = sorted({run_id for run_id in ids if ids.count(run_id) > 1})
     folderless = sorted(line["run_id"] for line in latest if not (merged / line["folder"]).is_dir())
     statuses = {status: sum(1 for line in latest if line["status"] == status) for status in ("ok", "invalid", "failed")}
-    print(f"planned {len(planned)} runs; merged {len(latest)} ({len(lines)} lines, {statuses}); missing "
-          f"{missing or 'none'}; doubled {doubled or 'none'}; without a folder {folderless or 'none'}; "
-          f"{seconds / 60:.1f} min")
+    print(
+        f"planned {len(planned)} runs; merged {len(latest)} ({len(lines)} lines, {statuses}); missing "
+        f"{missing or 'none'}; doubled {doubled or 'none'}; without a folder {folderless or 'none'}; "
+        f"{seconds / 60:.1f} min"
+    )
     ok = not missing and not doubled and not folderless and set(ids) <= set(planned)
     print("every planned run present exactly once: " + ("yes" if ok else "NO"))
     return 0 if ok else 1

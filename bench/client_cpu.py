@@ -45,8 +45,16 @@ from quicbed.apps import objects  # noqa: E402
 from quicbed.apps.quic.implementations import native_binary  # noqa: E402
 from quicbed.apps.tcp import nginx  # noqa: E402
 from quicbed.backends.netns import NamespaceNetwork  # noqa: E402
-from quicbed.host.device_cpu import (DEVICE_CLASSES, HOST_COMMAND, SOURCE, PacketCosts,  # noqa: E402
-                                     fit_packet_costs, quota_for, relative_speed, sysbench_score)
+from quicbed.host.device_cpu import (
+    DEVICE_CLASSES,
+    HOST_COMMAND,
+    SOURCE,
+    PacketCosts,  # noqa: E402
+    fit_packet_costs,
+    quota_for,
+    relative_speed,
+    sysbench_score,
+)
 from quicbed.spec.units import parse_size  # noqa: E402
 
 ACK_EVERY = (2, 10)
@@ -58,14 +66,19 @@ def datagrams(bench: Bench, pair: Pair, path: str) -> tuple[bool, float, int, in
     before = udp_counters(bench.client)
     record, cpu, _, _ = bench.download(pair, path)
     after = udp_counters(bench.client)
-    return (bool(record.get("ok")), cpu, after["InDatagrams"] - before["InDatagrams"],
-            after["OutDatagrams"] - before["OutDatagrams"])
+    return (
+        bool(record.get("ok")),
+        cpu,
+        after["InDatagrams"] - before["InDatagrams"],
+        after["OutDatagrams"] - before["OutDatagrams"],
+    )
 
 
 def host_score() -> float:
     if shutil.which(HOST_COMMAND[0]) is None:
-        raise SystemExit("bench/client_cpu.py: sysbench is missing (fix: apt-get install sysbench, or "
-                         "scripts/install.sh)")
+        raise SystemExit(
+            "bench/client_cpu.py: sysbench is missing (fix: apt-get install sysbench, or scripts/install.sh)"
+        )
     output = subprocess.run(HOST_COMMAND, capture_output=True, text=True, check=True, timeout=60).stdout
     return sysbench_score(output)
 
@@ -103,9 +116,25 @@ def main(argv: list[str] | None = None) -> int:
             port = 4433
             for implementation in implementations:
                 for every in ACK_EVERY:
-                    pairs.append((implementation, every, quic_pair(
-                        bench, f"{implementation} ack_every {every}", "quic", size, "off", cert, key, root, port,
-                        implementation, {"ack_every": every})))
+                    pairs.append(
+                        (
+                            implementation,
+                            every,
+                            quic_pair(
+                                bench,
+                                f"{implementation} ack_every {every}",
+                                "quic",
+                                size,
+                                "off",
+                                cert,
+                                key,
+                                root,
+                                port,
+                                implementation,
+                                {"ack_every": every},
+                            ),
+                        )
+                    )
                     port += 1
             fixed = {}
             for _implementation, _every, pair in pairs:
@@ -118,11 +147,16 @@ def main(argv: list[str] | None = None) -> int:
                         break
                     ok, cpu, received, sent = datagrams(bench, pair, f"/bulk/{objects.bulk_name(size)}.bin")
                     _, cpu0, received0, sent0 = fixed[pair.name]
-                    print(f"round {index + 1}/{args.rounds} {pair.name}: ok={ok} cpu {cpu - cpu0:.3f} s, "
-                          f"{received - received0} received, {sent - sent0} sent", file=sys.stderr, flush=True)
+                    print(
+                        f"round {index + 1}/{args.rounds} {pair.name}: ok={ok} cpu {cpu - cpu0:.3f} s, "
+                        f"{received - received0} received, {sent - sent0} sent",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     if ok:
                         samples.setdefault((implementation, every), []).append(
-                            (cpu - cpu0, received - received0, sent - sent0))
+                            (cpu - cpu0, received - received0, sent - sent0)
+                        )
     fits = {}
     for implementation in implementations:
         points = [point for (name, _), runs in samples.items() if name == implementation for point in runs]
@@ -130,39 +164,73 @@ def main(argv: list[str] | None = None) -> int:
             fits[implementation] = fit_packet_costs(points)
     report(host, fits, samples, size, args)
     if args.json:
-        args.json.write_text(json.dumps({
-            "machine": machine(), "host_sysbench_events_per_s": host, "source": SOURCE, "rate": args.rate,
-            "size": size, "samples": {f"{name} ack_every {every}": runs for (name, every), runs in samples.items()},
-            "fits": {name: {"per_received_s": c.per_received, "per_sent_s": c.per_sent} for name, c in fits.items()},
-            "devices": [{"name": d.name, "cpu": d.cpu, "events_per_s": d.events_per_second,
-                         "relative_speed": relative_speed(d, host), "cpu_quota": quota_for(d, host)}
-                        for d in DEVICE_CLASSES]}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": machine(),
+                    "host_sysbench_events_per_s": host,
+                    "source": SOURCE,
+                    "rate": args.rate,
+                    "size": size,
+                    "samples": {f"{name} ack_every {every}": runs for (name, every), runs in samples.items()},
+                    "fits": {
+                        name: {"per_received_s": c.per_received, "per_sent_s": c.per_sent} for name, c in fits.items()
+                    },
+                    "devices": [
+                        {
+                            "name": d.name,
+                            "cpu": d.cpu,
+                            "events_per_s": d.events_per_second,
+                            "relative_speed": relative_speed(d, host),
+                            "cpu_quota": quota_for(d, host),
+                        }
+                        for d in DEVICE_CLASSES
+                    ],
+                },
+                indent=2,
+            )
+        )
     return 0
 
 
-def report(host: float, fits: dict[str, PacketCosts], samples: dict[tuple[str, int], list[tuple[float, float, float]]],
-           size: int, args: argparse.Namespace) -> None:
+def report(
+    host: float,
+    fits: dict[str, PacketCosts],
+    samples: dict[tuple[str, int], list[tuple[float, float, float]]],
+    size: int,
+    args: argparse.Namespace,
+) -> None:
     info = machine()
-    print(f"quicbed bench/client_cpu.py  {time.strftime('%Y-%m-%d %H:%M')}  kernel {info['kernel']}, "
-          f"{info['cpus']} CPUs ({info['cpu']}), link {args.rate}, {args.size} per download")
+    print(
+        f"quicbed bench/client_cpu.py  {time.strftime('%Y-%m-%d %H:%M')}  kernel {info['kernel']}, "
+        f"{info['cpus']} CPUs ({info['cpu']}), link {args.rate}, {args.size} per download"
+    )
     print(f"this host: sysbench cpu, one thread: {host:.0f} events/s")
-    print("\nper client and ACK policy (medians over downloads): datagrams received and sent, CPU seconds,"
-          " and CPU per received datagram with its share of the ACKs")
+    print(
+        "\nper client and ACK policy (medians over downloads): datagrams received and sent, CPU seconds,"
+        " and CPU per received datagram with its share of the ACKs"
+    )
     per_datagram: dict[tuple[str, int], float] = {}
     for (name, every), runs in samples.items():
         cpu, received, sent = (statistics.median(run[k] for run in runs) for k in range(3))
         per_datagram[(name, every)] = cpu / received
-        print(f"  {name:8s} ack_every {every:<3d} {len(runs)} downloads: {received:6.0f} received, {sent:5.0f} sent, "
-              f"{cpu:6.3f} s: {cpu / received * 1e6:6.1f} us per received datagram")
+        print(
+            f"  {name:8s} ack_every {every:<3d} {len(runs)} downloads: {received:6.0f} received, {sent:5.0f} sent, "
+            f"{cpu:6.3f} s: {cpu / received * 1e6:6.1f} us per received datagram"
+        )
     for name, fit in fits.items():
-        verdict = ("" if fit.per_sent > 0 else
-                   ": sending fewer ACKs saved no CPU here, the per-ACK cost does not show")
-        print(f"  {name:8s} fit cpu = a x received + b x sent: a = {fit.per_received * 1e6:.1f} us, "
-              f"b = {fit.per_sent * 1e6:.1f} us{verdict}")
+        verdict = "" if fit.per_sent > 0 else ": sending fewer ACKs saved no CPU here, the per-ACK cost does not show"
+        print(
+            f"  {name:8s} fit cpu = a x received + b x sent: a = {fit.per_received * 1e6:.1f} us, "
+            f"b = {fit.per_sent * 1e6:.1f} us{verdict}"
+        )
     print(f"\ndevices (scores: {SOURCE}); the rate one device core could receive at, from the CPU per datagram")
     columns = sorted(per_datagram)
-    print("  device            core        speed  cpu_quota" +
-          "".join(f"  {name} ack {every:<2d}" for name, every in columns) + "  (Mbit/s)")
+    print(
+        "  device            core        speed  cpu_quota"
+        + "".join(f"  {name} ack {every:<2d}" for name, every in columns)
+        + "  (Mbit/s)"
+    )
     for device in DEVICE_CLASSES:
         speed = relative_speed(device, host)
         quota = quota_for(device, host)

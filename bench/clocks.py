@@ -37,8 +37,18 @@ sys.path.insert(0, str(ROOT))
 
 from quicbed.runner.folder import latest_records, read_results  # noqa: E402
 
-METRICS = ("download_time", "goodput", "aggregate_goodput", "ampdu_mean", "ampdu_client_median", "ack_ratio",
-           "ipt_server_short_share", "mac_delay_median", "owd_mean", "loss")
+METRICS = (
+    "download_time",
+    "goodput",
+    "aggregate_goodput",
+    "ampdu_mean",
+    "ampdu_client_median",
+    "ack_ratio",
+    "ipt_server_short_share",
+    "mac_delay_median",
+    "owd_mean",
+    "loss",
+)
 #: agreement where the real-time range is narrower than this (relative)
 TOLERANCE = 0.02
 #: runs a side from which the verdict is a rank test (5 and 5 can reach p 0.008), and its level
@@ -60,13 +70,21 @@ class Cell:
 CELLS = (
     Cell("quickstart", "experiments/quickstart.yaml", transports=("quic", "bquic", "tcp")),
     Cell("e1", "experiments/e1-wifi-bquic.yaml", sets=("workload.object=5MB",)),
-    Cell("e4-loss5", "experiments/e4-random-loss.yaml", sets=("matrix.link.bottleneck.loss=[5]",
-                                                              "workload.object=4MB")),
-    Cell("mesh-2hops", "experiments/e2-hops.yaml", sets=("matrix.params.hops=[2]",
-                                                         "matrix.params.distinct_channels=[true]",
-                                                         "workload.object=5MB")),
-    Cell("e5-5sta", "experiments/e5-fastack.yaml", sets=("matrix.params.stations=[5]",), transports=("tcp",),
-         extra_axes=("params.fastack",)),
+    Cell(
+        "e4-loss5", "experiments/e4-random-loss.yaml", sets=("matrix.link.bottleneck.loss=[5]", "workload.object=4MB")
+    ),
+    Cell(
+        "mesh-2hops",
+        "experiments/e2-hops.yaml",
+        sets=("matrix.params.hops=[2]", "matrix.params.distinct_channels=[true]", "workload.object=5MB"),
+    ),
+    Cell(
+        "e5-5sta",
+        "experiments/e5-fastack.yaml",
+        sets=("matrix.params.stations=[5]",),
+        transports=("tcp",),
+        extra_axes=("params.fastack",),
+    ),
 )
 
 
@@ -74,16 +92,36 @@ def run(cell: Cell, clock: str, repetitions: int, out: Path) -> tuple[list[dict[
     """The cell's valid and invalid records (last attempt of each run) and the wall seconds."""
     folder = out / cell.name / clock
     shutil.rmtree(folder, ignore_errors=True)  # the bench's own scratch folder from an earlier run
-    argv = [sys.executable, "-m", "quicbed", "run", cell.experiment, "--clock", clock, "--backend", "ns3",
-            "--repetitions", str(repetitions), "--warmup", "0", "--no-report", "--out", str(folder),
-            "--set", f"matrix.transport=[{', '.join(cell.transports)}]",
-            *(f"--set={assignment}" for assignment in cell.sets), *(f"-p{param}" for param in cell.params)]
+    argv = [
+        sys.executable,
+        "-m",
+        "quicbed",
+        "run",
+        cell.experiment,
+        "--clock",
+        clock,
+        "--backend",
+        "ns3",
+        "--repetitions",
+        str(repetitions),
+        "--warmup",
+        "0",
+        "--no-report",
+        "--out",
+        str(folder),
+        "--set",
+        f"matrix.transport=[{', '.join(cell.transports)}]",
+        *(f"--set={assignment}" for assignment in cell.sets),
+        *(f"-p{param}" for param in cell.params),
+    ]
     started = time.monotonic()
     finished = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     if finished.returncode != 0:
-        print(f"{cell.name} {clock}: quicbed run failed (exit {finished.returncode}):\n{finished.stderr[-2000:]}",
-              file=sys.stderr)
+        print(
+            f"{cell.name} {clock}: quicbed run failed (exit {finished.returncode}):\n{finished.stderr[-2000:]}",
+            file=sys.stderr,
+        )
     return latest_records(read_results(folder / "results.jsonl")), seconds
 
 
@@ -129,24 +167,42 @@ def compare(cells: list[Cell], repetitions: int, out: Path) -> list[dict[str, An
             records[clock], seconds = run(cell, clock, repetitions, out)
             simulated = sum(r["metrics"].get("download_time", 0) or 0 for r in records[clock])
             counted = [r for r in records[clock] if r["status"] == "ok"]
-            print(f"{cell.name:11s} {clock:7s} {len(counted)}/{len(records[clock])} valid, "
-                  f"{sum(1 for r in counted if r['cpu_bound_reasons'])} CPU-bound, "
-                  f"{sum(r['attempt'] - 1 for r in records[clock])} remade; {seconds:.0f} s wall for "
-                  f"{simulated:.1f} s of transfers", flush=True)
+            print(
+                f"{cell.name:11s} {clock:7s} {len(counted)}/{len(records[clock])} valid, "
+                f"{sum(1 for r in counted if r['cpu_bound_reasons'])} CPU-bound, "
+                f"{sum(r['attempt'] - 1 for r in records[clock])} remade; {seconds:.0f} s wall for "
+                f"{simulated:.1f} s of transfers",
+                flush=True,
+            )
         groups = sorted({group_of(r, cell) for clock in records for r in records[clock]})
         for group in groups:
             for metric in METRICS:
-                values = {clock: [float(r["metrics"][metric]) for r in records[clock] if r["status"] == "ok"
-                                  and group_of(r, cell) == group and r["metrics"].get(metric) is not None]
-                          for clock in records}
+                values = {
+                    clock: [
+                        float(r["metrics"][metric])
+                        for r in records[clock]
+                        if r["status"] == "ok" and group_of(r, cell) == group and r["metrics"].get(metric) is not None
+                    ]
+                    for clock in records
+                }
                 if not values["real"] and not values["virtual"]:
                     continue
-                bound = sum(1 for r in records["real"] if r["status"] == "ok" and group_of(r, cell) == group
-                            and r["cpu_bound_reasons"])
-                rows.append({"cell": cell.name, "group": group, "metric": metric,
-                             "real": describe(values["real"]), "virtual": describe(values["virtual"]),
-                             "verdict": agree(values["real"], values["virtual"]) + (
-                                 f" (real: {bound} CPU-bound)" if bound else "")})
+                bound = sum(
+                    1
+                    for r in records["real"]
+                    if r["status"] == "ok" and group_of(r, cell) == group and r["cpu_bound_reasons"]
+                )
+                rows.append(
+                    {
+                        "cell": cell.name,
+                        "group": group,
+                        "metric": metric,
+                        "real": describe(values["real"]),
+                        "virtual": describe(values["virtual"]),
+                        "verdict": agree(values["real"], values["virtual"])
+                        + (f" (real: {bound} CPU-bound)" if bound else ""),
+                    }
+                )
     return rows
 
 
@@ -157,31 +213,59 @@ SCALE_HOPS = (2, 4, 6)
 def scale(out: Path) -> list[dict[str, Any]]:
     """Wall seconds per simulated second in virtual time (the transfers' time)."""
     rows = []
-    plans = [(f"{n} stations", "experiments/e5-fastack.yaml",
-              (f"matrix.params.stations=[{n}]", "matrix.params.fastack=[false]", "workload.object=2MB",
-               "study.headline={metric: aggregate_goodput, x: params.stations}"))  # (one FastACK value)
-             for n in SCALE_STATIONS]
-    plans += [(f"{h} mesh hops", "experiments/e2-hops.yaml",
-               (f"matrix.params.hops=[{h}]", "matrix.params.distinct_channels=[true]", "workload.object=5MB",
-                "matrix.transport=[tcp]"))
-              for h in SCALE_HOPS]
+    plans = [
+        (
+            f"{n} stations",
+            "experiments/e5-fastack.yaml",
+            (
+                f"matrix.params.stations=[{n}]",
+                "matrix.params.fastack=[false]",
+                "workload.object=2MB",
+                "study.headline={metric: aggregate_goodput, x: params.stations}",
+            ),
+        )  # (one FastACK value)
+        for n in SCALE_STATIONS
+    ]
+    plans += [
+        (
+            f"{h} mesh hops",
+            "experiments/e2-hops.yaml",
+            (
+                f"matrix.params.hops=[{h}]",
+                "matrix.params.distinct_channels=[true]",
+                "workload.object=5MB",
+                "matrix.transport=[tcp]",
+            ),
+        )
+        for h in SCALE_HOPS
+    ]
     for name, experiment, sets in plans:
         cell = Cell(name.replace(" ", "-"), experiment, sets=sets, transports=("tcp",))
         records, seconds = run(cell, "virtual", 1, out / "scale")
         simulated = max((r["metrics"].get("download_time") or 0 for r in records), default=0)
         valid = sum(1 for r in records if r["status"] == "ok")
-        rows.append({"cell": name, "valid": f"{valid}/{len(records)}", "wall_s": round(seconds, 1),
-                     "simulated_s": round(simulated, 2),
-                     "wall_per_simulated": round(seconds / simulated, 1) if simulated else None})
-        print(f"{name:14s} {valid}/{len(records)} valid, {seconds:6.1f} s wall, {simulated:6.2f} s simulated "
-              f"({rows[-1]['wall_per_simulated']} s per simulated second, boot and set-up included)", flush=True)
+        rows.append(
+            {
+                "cell": name,
+                "valid": f"{valid}/{len(records)}",
+                "wall_s": round(seconds, 1),
+                "simulated_s": round(simulated, 2),
+                "wall_per_simulated": round(seconds / simulated, 1) if simulated else None,
+            }
+        )
+        print(
+            f"{name:14s} {valid}/{len(records)} valid, {seconds:6.1f} s wall, {simulated:6.2f} s simulated "
+            f"({rows[-1]['wall_per_simulated']} s per simulated second, boot and set-up included)",
+            flush=True,
+        )
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", default=",".join(c.name for c in CELLS),
-                        help="comma-separated: " + ", ".join(c.name for c in CELLS))
+    parser.add_argument(
+        "--cells", default=",".join(c.name for c in CELLS), help="comma-separated: " + ", ".join(c.name for c in CELLS)
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--scale", action="store_true", help="only the wall time per simulated second")
     parser.add_argument("--out", type=Path, default=Path("/var/tmp/quicbed-bench-clocks"))
@@ -198,11 +282,15 @@ def main() -> int:
         rows = scale(args.out)
     else:
         rows = compare([known[name] for name in wanted], args.repetitions, args.out)
-        print(f"\n{'cell':11s} {'group':22s} {'metric':24s} {'real: median [range]':28s} "
-              f"{'virtual: median [range]':28s} verdict")
+        print(
+            f"\n{'cell':11s} {'group':22s} {'metric':24s} {'real: median [range]':28s} "
+            f"{'virtual: median [range]':28s} verdict"
+        )
         for row in rows:
-            print(f"{row['cell']:11s} {row['group']:22s} {row['metric']:24s} {row['real']:28s} {row['virtual']:28s} "
-                  f"{row['verdict']}")
+            print(
+                f"{row['cell']:11s} {row['group']:22s} {row['metric']:24s} {row['real']:28s} {row['virtual']:28s} "
+                f"{row['verdict']}"
+            )
     print(f"\n{time.monotonic() - started:.0f} s in all")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

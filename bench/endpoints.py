@@ -84,8 +84,9 @@ def process_tree_cpu(pid: int) -> float:
 
 def udp_counters(node: NodeHandle) -> dict[str, int]:
     """The Udp: line of /proc/net/snmp in the node's namespace."""
-    lines = [line.split() for line in node.run(["cat", "/proc/net/snmp"]).stdout.splitlines()
-             if line.startswith("Udp:")]
+    lines = [
+        line.split() for line in node.run(["cat", "/proc/net/snmp"]).stdout.splitlines() if line.startswith("Udp:")
+    ]
     return dict(zip(lines[0][1:], map(int, lines[1][1:]), strict=False)) if len(lines) >= 2 else {}
 
 
@@ -155,12 +156,12 @@ class Bench:
         output = self.work / f"run-{self.count}.json"
         counters = [udp_counters(self.client), udp_counters(self.server)]
         server_before = process_tree_cpu(pair.server_pid())
-        process = self.client.start(pair.client_argv(path, output), name=f"client-{self.count}",
-                                    log_dir=self.work / "logs")
+        process = self.client.start(
+            pair.client_argv(path, output), name=f"client-{self.count}", log_dir=self.work / "logs"
+        )
         status, client_cpu = wait_with_usage(process, self.timeout)
         server_cpu = process_tree_cpu(pair.server_pid()) - server_before
-        drops = udp_drops(counters[0], udp_counters(self.client)) + \
-            udp_drops(counters[1], udp_counters(self.server))
+        drops = udp_drops(counters[0], udp_counters(self.client)) + udp_drops(counters[1], udp_counters(self.server))
         try:
             record = json.loads(output.read_text())
         except (OSError, json.JSONDecodeError):
@@ -174,33 +175,62 @@ class Bench:
         pair.fixed_server_cpu = min(c[2] for c in costs)
 
     def measure(self, pair: Pair) -> Run:
-        record, client_cpu, server_cpu, drops = self.download(
-            pair, f"/bulk/{objects.bulk_name(pair.size)}.bin")
-        run = Run(section=self.section, pair=pair.name, ok=bool(record.get("ok")), size=pair.size,
-                  completion_time=record.get("completion_time"),
-                  client_cpu=max(0.0, client_cpu - pair.fixed_client_cpu),
-                  server_cpu=max(0.0, server_cpu - pair.fixed_server_cpu),
-                  udp_drops=drops, error=record.get("error"))
+        record, client_cpu, server_cpu, drops = self.download(pair, f"/bulk/{objects.bulk_name(pair.size)}.bin")
+        run = Run(
+            section=self.section,
+            pair=pair.name,
+            ok=bool(record.get("ok")),
+            size=pair.size,
+            completion_time=record.get("completion_time"),
+            client_cpu=max(0.0, client_cpu - pair.fixed_client_cpu),
+            server_cpu=max(0.0, server_cpu - pair.fixed_server_cpu),
+            udp_drops=drops,
+            error=record.get("error"),
+        )
         pair.runs.append(run)
         return run
 
 
-def quic_pair(bench: Bench, name: str, profile: str, size: int, qlog: str, cert: Path,
-              key: Path, root: Path, port: int, implementation: str = "aioquic",
-              knobs: dict[str, Any] | None = None) -> Pair:
+def quic_pair(
+    bench: Bench,
+    name: str,
+    profile: str,
+    size: int,
+    qlog: str,
+    cert: Path,
+    key: Path,
+    root: Path,
+    port: int,
+    implementation: str = "aioquic",
+    knobs: dict[str, Any] | None = None,
+) -> Pair:
     qlog_args = [] if qlog == "off" else ["--qlog-mode", qlog]
-    profile_args = ["--profile", profile, *[item for knob, value in (knobs or {}).items()
-                                            for item in ("--knob", f"{knob}={json.dumps(value)}")]]
+    profile_args = [
+        "--profile",
+        profile,
+        *[item for knob, value in (knobs or {}).items() for item in ("--knob", f"{knob}={json.dumps(value)}")],
+    ]
     server_module, *server_leading = IMPLEMENTATIONS[implementation].server
     client_module, *client_leading = IMPLEMENTATIONS[implementation].client
     run_dir = bench.work / f"quic-{name.replace(' ', '_')}"
     run_dir.mkdir()
-    server_args = [*server_leading, "--root", str(root), "--cert", str(cert), "--key", str(key), "--port",
-                   str(port), *profile_args, "--ready-file", str(run_dir / "ready.json")]
+    server_args = [
+        *server_leading,
+        "--root",
+        str(root),
+        "--cert",
+        str(cert),
+        "--key",
+        str(key),
+        "--port",
+        str(port),
+        *profile_args,
+        "--ready-file",
+        str(run_dir / "ready.json"),
+    ]
     if qlog != "off":
         server_args += ["--qlog-dir", str(run_dir / "qlog-server"), *qlog_args]
-    process = bench.server.start(module_argv(server_module, server_args),
-                                 name=f"quic-server-{port}", log_dir=run_dir)
+    process = bench.server.start(module_argv(server_module, server_args), name=f"quic-server-{port}", log_dir=run_dir)
     deadline = time.monotonic() + 30
     while not (run_dir / "ready.json").exists():
         if not process.running or time.monotonic() > deadline:
@@ -209,21 +239,51 @@ def quic_pair(bench: Bench, name: str, profile: str, size: int, qlog: str, cert:
 
     def client_argv(path: str, output: Path) -> list[str]:
         extra = [] if qlog == "off" else ["--qlog-dir", str(run_dir / "qlog-client"), *qlog_args]
-        return module_argv(client_module, [
-            *client_leading, "--host", bench.server.address, "--port", str(port), "--insecure", *profile_args,
-            "--path", path, "--timeout", str(bench.timeout - 5), "--output", str(output), *extra])
+        return module_argv(
+            client_module,
+            [
+                *client_leading,
+                "--host",
+                bench.server.address,
+                "--port",
+                str(port),
+                "--insecure",
+                *profile_args,
+                "--path",
+                path,
+                "--timeout",
+                str(bench.timeout - 5),
+                "--output",
+                str(output),
+                *extra,
+            ],
+        )
 
-    return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size,
-                kind="quic")
+    return Pair(name=name, server_pid=lambda: process.pid, client_argv=client_argv, size=size, kind="quic")
 
 
-def tcp_pair(bench: Bench, name: str, server: nginx.NginxServer, http: str, size: int,
-             engine: str = "python") -> Pair:
+def tcp_pair(bench: Bench, name: str, server: nginx.NginxServer, http: str, size: int, engine: str = "python") -> Pair:
     def client_argv(path: str, output: Path) -> list[str]:
-        return module_argv("quicbed.apps.tcp.client", [
-            "--host", bench.server.address, "--port", str(server.settings.port), "--insecure",
-            "--http", http, "--engine", engine, "--path", path, "--timeout",
-            str(bench.timeout - 5), "--output", str(output)])
+        return module_argv(
+            "quicbed.apps.tcp.client",
+            [
+                "--host",
+                bench.server.address,
+                "--port",
+                str(server.settings.port),
+                "--insecure",
+                "--http",
+                http,
+                "--engine",
+                engine,
+                "--path",
+                path,
+                "--timeout",
+                str(bench.timeout - 5),
+                "--output",
+                str(output),
+            ],
+        )
 
     assert server.process is not None
     process = server.process
@@ -235,9 +295,22 @@ def native_pairs(bench: Bench, size: int, cert: Path, key: Path, root: Path, por
     if native_binary() is None:
         print("quinn: not built, its pairs are left out (./scripts/install.sh builds it)", file=sys.stderr)
         return []
-    return [quic_pair(bench, "quinn quic", "quic", size, "off", cert, key, root, port, "quinn"),
-            quic_pair(bench, "quinn bquic-native", "bquic", size, "off", cert, key, root, port + 1, "quinn",
-                      BUILTIN_TRANSPORTS["bquic-native"]["knobs"])]
+    return [
+        quic_pair(bench, "quinn quic", "quic", size, "off", cert, key, root, port, "quinn"),
+        quic_pair(
+            bench,
+            "quinn bquic-native",
+            "bquic",
+            size,
+            "off",
+            cert,
+            key,
+            root,
+            port + 1,
+            "quinn",
+            BUILTIN_TRANSPORTS["bquic-native"]["knobs"],
+        ),
+    ]
 
 
 # --------------------------------------------------------------------------- the 802.11n cell
@@ -256,9 +329,24 @@ def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
         print(f"802.11n cell left out: ns-3 missing ({missing})", file=sys.stderr)
         return []
     transports = [t for t in WIFI_TRANSPORTS if BUILTIN_TRANSPORTS[t].get("impl") != "quinn" or native_binary()]
-    command = [sys.executable, "-m", "quicbed", "run", str(ROOT / "experiments" / "e1-wifi-bquic.yaml"),
-               "--repetitions", str(rounds), "--warmup", "0", "--out", str(work), "--no-report",
-               "--set", f"workload.object={WIFI_OBJECT}", "--set", f"matrix.transport=[{', '.join(transports)}]"]
+    command = [
+        sys.executable,
+        "-m",
+        "quicbed",
+        "run",
+        str(ROOT / "experiments" / "e1-wifi-bquic.yaml"),
+        "--repetitions",
+        str(rounds),
+        "--warmup",
+        "0",
+        "--out",
+        str(work),
+        "--no-report",
+        "--set",
+        f"workload.object={WIFI_OBJECT}",
+        "--set",
+        f"matrix.transport=[{', '.join(transports)}]",
+    ]
     print("802.11n cell: " + " ".join(command[3:]), file=sys.stderr, flush=True)
     subprocess.run(command, cwd=ROOT, timeout=len(transports) * rounds * (timeout + 60), check=False)
     results = work / "results.jsonl"
@@ -272,29 +360,46 @@ def wifi_cell(work: Path, rounds: int, timeout: float) -> list[dict[str, Any]]:
 
         def median(metric: str, done: list[dict[str, Any]] = done) -> float:
             values = [line["metrics"].get(metric) for line in done]
-            return statistics.median(v for v in values if v is not None) if any(
-                v is not None for v in values) else float("nan")
+            return (
+                statistics.median(v for v in values if v is not None)
+                if any(v is not None for v in values)
+                else float("nan")
+            )
 
-        rows.append({"transport": transport, "runs": len(done),
-                     "goodput_mbit": median("goodput") / 1e6, "ampdu_mean": median("ampdu_mean"),
-                     "ack_ratio": median("ack_ratio"), "cpu_server_peak": median("cpu_server_peak"),
-                     "cpu_client_peak": median("cpu_client_peak"), "cpu_channel_peak": median("cpu_channel_peak"),
-                     "cpu_bound_runs": sum(bool(line.get("cpu_bound_reasons")) for line in done)})
+        rows.append(
+            {
+                "transport": transport,
+                "runs": len(done),
+                "goodput_mbit": median("goodput") / 1e6,
+                "ampdu_mean": median("ampdu_mean"),
+                "ack_ratio": median("ack_ratio"),
+                "cpu_server_peak": median("cpu_server_peak"),
+                "cpu_client_peak": median("cpu_client_peak"),
+                "cpu_channel_peak": median("cpu_channel_peak"),
+                "cpu_bound_runs": sum(bool(line.get("cpu_bound_reasons")) for line in done),
+            }
+        )
     return rows
 
 
 def print_wifi(rows: list[dict[str, Any]]) -> None:
-    print(f"\nThe 802.11n cell of topologies/wifi_ap.py (ns-3, MCS 7, 20 MHz), {WIFI_OBJECT} downloads "
-          "through quicbed run (median; CPU = busiest 100 ms, in cores)")
-    print(f"{'transport':<14} {'runs':>4} {'Mbit/s':>7} {'MPDUs/A-MPDU':>13} {'ACK ratio':>10} "
-          f"{'server CPU':>11} {'client CPU':>11} {'ns-3 CPU':>9} {'CPU-bound':>10}")
+    print(
+        f"\nThe 802.11n cell of topologies/wifi_ap.py (ns-3, MCS 7, 20 MHz), {WIFI_OBJECT} downloads "
+        "through quicbed run (median; CPU = busiest 100 ms, in cores)"
+    )
+    print(
+        f"{'transport':<14} {'runs':>4} {'Mbit/s':>7} {'MPDUs/A-MPDU':>13} {'ACK ratio':>10} "
+        f"{'server CPU':>11} {'client CPU':>11} {'ns-3 CPU':>9} {'CPU-bound':>10}"
+    )
     for row in rows:
         if not row["runs"]:
             print(f"{row['transport']:<14}    0 (no valid run)")
             continue
-        print(f"{row['transport']:<14} {row['runs']:>4} {row['goodput_mbit']:>7.1f} {row['ampdu_mean']:>13.1f} "
-              f"{row['ack_ratio']:>10.3f} {row['cpu_server_peak']:>11.2f} {row['cpu_client_peak']:>11.2f} "
-              f"{row['cpu_channel_peak']:>9.2f} {row['cpu_bound_runs']:>6}/{row['runs']}")
+        print(
+            f"{row['transport']:<14} {row['runs']:>4} {row['goodput_mbit']:>7.1f} {row['ampdu_mean']:>13.1f} "
+            f"{row['ack_ratio']:>10.3f} {row['cpu_server_peak']:>11.2f} {row['cpu_client_peak']:>11.2f} "
+            f"{row['cpu_channel_peak']:>9.2f} {row['cpu_bound_runs']:>6}/{row['runs']}"
+        )
 
 
 def _row(rows: list[dict[str, Any]], pair: str) -> dict[str, Any] | None:
@@ -306,13 +411,17 @@ def print_targets(rows: list[dict[str, Any]], limited_rows: list[dict[str, Any]]
     unshaped, limited = _row(rows, "quinn quic"), _row(limited_rows, "quinn quic")
     if unshaped is None:
         return
-    print(f"\ntarget: quinn quic >= 500 Mbit/s unshaped: {unshaped['mbit_per_s']:.0f} Mbit/s "
-          f"({'met' if unshaped['mbit_per_s'] >= 500 else 'NOT met'})")
+    print(
+        f"\ntarget: quinn quic >= 500 Mbit/s unshaped: {unshaped['mbit_per_s']:.0f} Mbit/s "
+        f"({'met' if unshaped['mbit_per_s'] >= 500 else 'NOT met'})"
+    )
     if limited is not None:
         worst = max(limited["client_cpu_share"], limited["server_cpu_share"])
-        print(f"target: quinn quic < 0.1 core per endpoint at {rate}: client {limited['client_cpu_share']:.3f}, "
-              f"server {limited['server_cpu_share']:.3f} core ({'met' if worst < 0.1 else 'NOT met'}"
-              f"{'' if rate == '50mbit' else '; the target is stated at 50mbit'})")
+        print(
+            f"target: quinn quic < 0.1 core per endpoint at {rate}: client {limited['client_cpu_share']:.3f}, "
+            f"server {limited['server_cpu_share']:.3f} core ({'met' if worst < 0.1 else 'NOT met'}"
+            f"{'' if rate == '50mbit' else '; the target is stated at 50mbit'})"
+        )
 
 
 # --------------------------------------------------------------------------- report
@@ -320,48 +429,69 @@ def print_targets(rows: list[dict[str, Any]], limited_rows: list[dict[str, Any]]
 
 def summary(pair: Pair) -> dict[str, Any]:
     done = [r for r in pair.runs if r.ok and r.completion_time]
-    row: dict[str, Any] = {"pair": pair.name, "size": pair.size, "runs": len(pair.runs),
-                           "ok": len(done),
-                           "errors": sorted({r.error for r in pair.runs if r.error})}
+    row: dict[str, Any] = {
+        "pair": pair.name,
+        "size": pair.size,
+        "runs": len(pair.runs),
+        "ok": len(done),
+        "errors": sorted({r.error for r in pair.runs if r.error}),
+    }
     if done:
         rates = [r.mbit_per_s for r in done]
         row.update(
-            mbit_per_s=statistics.median(rates), mbit_min=min(rates), mbit_max=max(rates),  # type: ignore[type-var]
+            mbit_per_s=statistics.median(rates),
+            mbit_min=min(rates),
+            mbit_max=max(rates),  # type: ignore[type-var]
             client_cpu_s=statistics.median(r.client_cpu for r in done),
             server_cpu_s=statistics.median(r.server_cpu for r in done),
             client_cpu_per_gb=statistics.median(r.client_cpu for r in done) / pair.size * 1e9,
             server_cpu_per_gb=statistics.median(r.server_cpu for r in done) / pair.size * 1e9,
             client_cpu_share=statistics.median(r.client_cpu / r.completion_time for r in done),  # type: ignore[operator]
             server_cpu_share=statistics.median(r.server_cpu / r.completion_time for r in done),  # type: ignore[operator]
-            udp_drops=sum(r.udp_drops for r in done) if pair.kind == "quic" else None)
+            udp_drops=sum(r.udp_drops for r in done) if pair.kind == "quic" else None,
+        )
     return row
 
 
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
     print(f"\n{title}")
-    print(f"{'pair':<34} {'object':>7} {'runs':>5} {'Mbit/s':>7} {'(min-max)':>11} "
-          f"{'client CPU s/GB':>20} {'server CPU s/GB':>20} {'UDP drops':>10}")
+    print(
+        f"{'pair':<34} {'object':>7} {'runs':>5} {'Mbit/s':>7} {'(min-max)':>11} "
+        f"{'client CPU s/GB':>20} {'server CPU s/GB':>20} {'UDP drops':>10}"
+    )
     for row in rows:
         if "mbit_per_s" not in row:
-            print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']}/{row['runs']:<3} "
-                  f"failed: {'; '.join(row['errors'])[:80]}")
+            print(
+                f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']}/{row['runs']:<3} "
+                f"failed: {'; '.join(row['errors'])[:80]}"
+            )
             continue
         drops = "-" if row["udp_drops"] is None else str(row["udp_drops"])
-        print(f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']:>2}/{row['runs']:<2} "
-              f"{row['mbit_per_s']:>7.0f} {row['mbit_min']:>5.0f}-{row['mbit_max']:<5.0f} "
-              f"{row['client_cpu_per_gb']:>10.1f} s/GB {row['client_cpu_share'] * 100:>3.0f}% "
-              f"{row['server_cpu_per_gb']:>10.1f} s/GB {row['server_cpu_share'] * 100:>3.0f}% {drops:>10}")
+        print(
+            f"{row['pair']:<34} {objects.bulk_name(row['size']):>7} {row['ok']:>2}/{row['runs']:<2} "
+            f"{row['mbit_per_s']:>7.0f} {row['mbit_min']:>5.0f}-{row['mbit_max']:<5.0f} "
+            f"{row['client_cpu_per_gb']:>10.1f} s/GB {row['client_cpu_share'] * 100:>3.0f}% "
+            f"{row['server_cpu_per_gb']:>10.1f} s/GB {row['server_cpu_share'] * 100:>3.0f}% {drops:>10}"
+        )
 
 
 def machine() -> dict[str, Any]:
     model = ""
     try:
-        model = next(line.split(":", 1)[1].strip() for line in
-                     Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
-    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu": model,
-            "python": platform.python_version(), "loadavg": os.getloadavg()}
+    return {
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "loadavg": os.getloadavg(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -373,8 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qlog-size", default="10MB", help="object for the qlog comparison")
     parser.add_argument("--rate", default="50mbit", help="the rate-limited section's link rate")
     parser.add_argument("--no-wifi", action="store_true", help="skip the 802.11n cell (ns-3) section")
-    parser.add_argument("--limited-size", default="20MB", help="object for the rate-limited "
-                        "section")
+    parser.add_argument("--limited-size", default="20MB", help="object for the rate-limited section")
     parser.add_argument("--timeout", type=float, default=90.0, help="per download, seconds")
     parser.add_argument("--max-minutes", type=float, default=15.0, help="stop starting runs after")
     parser.add_argument("--json", type=Path, help="also write everything as JSON here")
@@ -406,9 +535,11 @@ def main(argv: list[str] | None = None) -> int:
                 if out_of_time():
                     return
                 run = bench.measure(pair)
-                print(f"round {index + 1}/{rounds} {pair.name}: "
-                      f"{run.mbit_per_s or 0:.0f} Mbit/s {run.error or ''}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"round {index + 1}/{rounds} {pair.name}: {run.mbit_per_s or 0:.0f} Mbit/s {run.error or ''}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     with tempfile.TemporaryDirectory(prefix="quicbed-bench-endpoints-") as directory:
         work = Path(directory)
@@ -420,9 +551,13 @@ def main(argv: list[str] | None = None) -> int:
             bench = Bench(net, work / "unlimited", args.timeout, "unlimited")
             bench.work.mkdir()
             cert, key = nginx.ensure_certificate(work / "tls", [bench.server.address, "localhost"])
-            server = nginx.NginxServer(bench.server, nginx.NginxSettings(
-                root=root, certificate=cert, private_key=key, port=TCP_PORT,
-                congestion_control="cubic"), work / "nginx").start()
+            server = nginx.NginxServer(
+                bench.server,
+                nginx.NginxSettings(
+                    root=root, certificate=cert, private_key=key, port=TCP_PORT, congestion_control="cubic"
+                ),
+                work / "nginx",
+            ).start()
             main_pairs = [
                 quic_pair(bench, "aioquic quic", "quic", quic_size, "off", cert, key, root, 4433),
                 quic_pair(bench, "aioquic bquic", "bquic", quic_size, "off", cert, key, root, 4434),
@@ -432,33 +567,58 @@ def main(argv: list[str] | None = None) -> int:
                 tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", tcp_size, "curl"),
             ]
             qlog_pairs = [
-                quic_pair(bench, f"aioquic quic, qlog {mode}", "quic", qlog_size, mode, cert, key,
-                          root, 4440 + index)
-                for index, mode in enumerate(("off", "filtered", "full"))]
+                quic_pair(bench, f"aioquic quic, qlog {mode}", "quic", qlog_size, mode, cert, key, root, 4440 + index)
+                for index, mode in enumerate(("off", "filtered", "full"))
+            ]
             run_rounds(main_pairs + qlog_pairs, bench)
             server.stop()
         # the TCP clients at an emulated rate: what share of a core do they need there?
         topo = Topology("endpoints-limited", description=f"one veth pair shaped to {args.rate}")
-        topo.add_link(topo.add_host("client"), topo.add_host("server"), rate=args.rate,
-                      queue_limit=1000)
+        topo.add_link(topo.add_host("client"), topo.add_host("server"), rate=args.rate, queue_limit=1000)
         limited_pairs: list[Pair] = []
         if not out_of_time():
             with NamespaceNetwork(topo) as net:
                 bench = Bench(net, work / "limited", args.timeout, args.rate)
                 bench.work.mkdir()
-                server = nginx.NginxServer(bench.server, nginx.NginxSettings(
-                    root=root, certificate=work / "tls/cert.pem", private_key=work / "tls/key.pem",
-                    port=TCP_PORT, congestion_control="cubic"), work / "nginx-limited").start()
+                server = nginx.NginxServer(
+                    bench.server,
+                    nginx.NginxSettings(
+                        root=root,
+                        certificate=work / "tls/cert.pem",
+                        private_key=work / "tls/key.pem",
+                        port=TCP_PORT,
+                        congestion_control="cubic",
+                    ),
+                    work / "nginx-limited",
+                ).start()
                 limited_pairs = [
-                    quic_pair(bench, "aioquic quic", "quic", limited_size, "off",
-                              work / "tls/cert.pem", work / "tls/key.pem", root, 4433),
-                    quic_pair(bench, "aioquic bquic", "bquic", limited_size, "off",
-                              work / "tls/cert.pem", work / "tls/key.pem", root, 4434),
+                    quic_pair(
+                        bench,
+                        "aioquic quic",
+                        "quic",
+                        limited_size,
+                        "off",
+                        work / "tls/cert.pem",
+                        work / "tls/key.pem",
+                        root,
+                        4433,
+                    ),
+                    quic_pair(
+                        bench,
+                        "aioquic bquic",
+                        "bquic",
+                        limited_size,
+                        "off",
+                        work / "tls/cert.pem",
+                        work / "tls/key.pem",
+                        root,
+                        4434,
+                    ),
                     *native_pairs(bench, limited_size, work / "tls/cert.pem", work / "tls/key.pem", root, 4435),
                     tcp_pair(bench, "nginx + quicbed client HTTP/1.1", server, "1.1", limited_size),
                     tcp_pair(bench, "nginx + quicbed client HTTP/2", server, "2", limited_size),
-                    tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", limited_size,
-                             "curl")]
+                    tcp_pair(bench, "nginx + curl HTTP/2 (reference)", server, "2", limited_size, "curl"),
+                ]
                 run_rounds(limited_pairs, bench)
                 server.stop()
         wifi_rows = [] if args.no_wifi or out_of_time() else wifi_cell(work / "wifi", rounds, args.timeout)
@@ -466,38 +626,63 @@ def main(argv: list[str] | None = None) -> int:
     qlog_rows = [summary(pair) for pair in qlog_pairs]
     limited_rows = [summary(pair) for pair in limited_pairs]
     info = machine()
-    print(f"quicbed bench/endpoints.py  {time.strftime('%Y-%m-%d %H:%M')}  kernel {info['kernel']}, "
-          f"{info['cpus']} CPUs ({info['cpu']}), Python {info['python']}")
-    print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; "
-          f"{rounds} round(s), median shown; one veth pair, no rate limit, offloads off "
-          f"({', '.join(OFFLOADS)})")
-    print_table(rows, "Endpoint pairs: bulk download goodput; CPU = seconds used for the "
-                "transfer and share of one core during it")
+    print(
+        f"quicbed bench/endpoints.py  {time.strftime('%Y-%m-%d %H:%M')}  kernel {info['kernel']}, "
+        f"{info['cpus']} CPUs ({info['cpu']}), Python {info['python']}"
+    )
+    print(
+        f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}; "
+        f"{rounds} round(s), median shown; one veth pair, no rate limit, offloads off "
+        f"({', '.join(OFFLOADS)})"
+    )
+    print_table(
+        rows,
+        "Endpoint pairs: bulk download goodput; CPU = seconds used for the transfer and share of one core during it",
+    )
     print_table(qlog_rows, "aioquic qlog overhead (quic profile, qlog mode on both sides)")
     base = next((r for r in qlog_rows if r.get("pair", "").endswith("off") and "mbit_per_s" in r), None)
     if base:
         for row in qlog_rows[1:]:
             if "mbit_per_s" in row:
-                print(f"  {row['pair']}: CPU seconds x"
-                      f"{row['client_cpu_s'] / max(base['client_cpu_s'], 1e-9):.2f} (client), x"
-                      f"{row['server_cpu_s'] / max(base['server_cpu_s'], 1e-9):.2f} (server), "
-                      f"goodput x{row['mbit_per_s'] / base['mbit_per_s']:.2f} of qlog off")
+                print(
+                    f"  {row['pair']}: CPU seconds x"
+                    f"{row['client_cpu_s'] / max(base['client_cpu_s'], 1e-9):.2f} (client), x"
+                    f"{row['server_cpu_s'] / max(base['server_cpu_s'], 1e-9):.2f} (server), "
+                    f"goodput x{row['mbit_per_s'] / base['mbit_per_s']:.2f} of qlog off"
+                )
     if limited_rows:
-        print_table(limited_rows, f"The same clients through a {args.rate} token bucket "
-                    "(is the client the bottleneck at emulated rates?)")
+        print_table(
+            limited_rows,
+            f"The same clients through a {args.rate} token bucket (is the client the bottleneck at emulated rates?)",
+        )
     if wifi_rows:
         print_wifi(wifi_rows)
     print_targets(rows, limited_rows, args.rate)
-    save_ceilings({name: {"profile": "quic", "mbit_per_s": row["mbit_per_s"], "measured": time.strftime("%Y-%m-%d")}
-                   for name, row in (("aioquic", _row(rows, "aioquic quic")), ("quinn", _row(rows, "quinn quic")))
-                   if row is not None})
+    save_ceilings(
+        {
+            name: {"profile": "quic", "mbit_per_s": row["mbit_per_s"], "measured": time.strftime("%Y-%m-%d")}
+            for name, row in (("aioquic", _row(rows, "aioquic quic")), ("quinn", _row(rows, "quinn quic")))
+            if row is not None
+        }
+    )
     print(f"\n(took {time.monotonic() - started:.0f} s; ceilings kept in {CEILINGS_FILE} for quicbed doctor)")
     if args.json:
-        args.json.write_text(json.dumps({
-            "machine": info, "load_before": load_before, "rounds": rounds,
-            "pairs": rows, "qlog": qlog_rows, "rate_limited": {"rate": args.rate,
-                                                               "pairs": limited_rows}, "wifi": wifi_rows,
-            "runs": [vars(r) for p in main_pairs + qlog_pairs + limited_pairs for r in p.runs]}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": info,
+                    "load_before": load_before,
+                    "rounds": rounds,
+                    "pairs": rows,
+                    "qlog": qlog_rows,
+                    "rate_limited": {"rate": args.rate, "pairs": limited_rows},
+                    "wifi": wifi_rows,
+                    "runs": [vars(r) for p in main_pairs + qlog_pairs + limited_pairs for r in p.runs],
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     return 0 if all("mbit_per_s" in r for r in rows + qlog_rows + limited_rows) else 1
 
 

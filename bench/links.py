@@ -26,16 +26,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from quicbed.analysis.linkstats import (  # noqa: E402
-    Z99, expected_iqr, loss_count_interval, mean_burst_interval, trace_timing)
+    Z99,
+    expected_iqr,
+    loss_count_interval,
+    mean_burst_interval,
+    trace_timing,
+)
 from quicbed.calibration import LinkCalibrator, ProbePlan  # noqa: E402
 from quicbed.traces.format import BYTES_PER_OPPORTUNITY, write_trace  # noqa: E402
 
 RATE_CASES = ["2mbit", "10mbit", "50mbit", "200mbit"]
 VM_RATE_CASES = ["2mbit", "8mbit"]
 DELAY_CASES = [("10ms", None, None), ("50ms", None, None), ("20ms", "4ms", "uniform"), ("20ms", "4ms", "normal")]
-LOSS_CASES = [{"loss": 1}, {"loss": 5}, {"loss": 20}, {"loss": {"ge_mean": 2}}, {"loss": {"ge_mean": 10}},
-              {"loss": {"ge_mean": 25}},
-              {"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}}]
+LOSS_CASES = [
+    {"loss": 1},
+    {"loss": 5},
+    {"loss": 20},
+    {"loss": {"ge_mean": 2}},
+    {"loss": {"ge_mean": 10}},
+    {"loss": {"ge_mean": 25}},
+    {"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}},
+]
 
 
 def where() -> str:
@@ -48,8 +59,16 @@ def rate_rows(calibrator: LinkCalibrator, rates: list[str]) -> list[dict]:
     rows = []
     for rate in rates:
         shape, measured = calibrator.rate({"rate": rate, "queue_limit": 200})
-        rows.append({"case": f"rate {rate}", "where": where(), "configured": shape.rate / 1e6,
-                     "measured": measured / 1e6, "unit": "Mbit/s", "ratio": measured / shape.rate})
+        rows.append(
+            {
+                "case": f"rate {rate}",
+                "where": where(),
+                "configured": shape.rate / 1e6,
+                "measured": measured / 1e6,
+                "unit": "Mbit/s",
+                "ratio": measured / shape.rate,
+            }
+        )
     return rows
 
 
@@ -65,34 +84,63 @@ def netem_rows(calibrator: LinkCalibrator, quick: bool) -> list[dict]:
     for delay, jitter, distribution in DELAY_CASES:
         shape = {"delay": delay, **({"jitter": jitter, "jitter_distribution": distribution} if jitter else {})}
         configured, stats = calibrator.probe(shape, ProbePlan(count=int(2000 * scale), rate=200))
-        rows.append({"case": f"delay {delay}", "where": where(), "configured": configured.delay * 1e3,
-                     "measured": stats.owd_median * 1e3, "unit": "ms (median OWD)",
-                     "ratio": stats.owd_median / configured.delay,
-                     "note": f"min {stats.owd_min * 1e3:.2f}, p99 {stats.owd_p99 * 1e3:.2f} ms"})
+        rows.append(
+            {
+                "case": f"delay {delay}",
+                "where": where(),
+                "configured": configured.delay * 1e3,
+                "measured": stats.owd_median * 1e3,
+                "unit": "ms (median OWD)",
+                "ratio": stats.owd_median / configured.delay,
+                "note": f"min {stats.owd_min * 1e3:.2f}, p99 {stats.owd_p99 * 1e3:.2f} ms",
+            }
+        )
         if jitter:
             expected = expected_iqr(configured.jitter, distribution)
-            rows.append({"case": f"jitter {jitter} {distribution}", "where": where(),
-                         "configured": expected * 1e3, "measured": stats.owd_iqr * 1e3,
-                         "unit": "ms (OWD IQR)", "ratio": stats.owd_iqr / expected,
-                         "tolerance": iqr_tolerance(stats.received)})
+            rows.append(
+                {
+                    "case": f"jitter {jitter} {distribution}",
+                    "where": where(),
+                    "configured": expected * 1e3,
+                    "measured": stats.owd_iqr * 1e3,
+                    "unit": "ms (OWD IQR)",
+                    "ratio": stats.owd_iqr / expected,
+                    "tolerance": iqr_tolerance(stats.received),
+                }
+            )
     for shape in LOSS_CASES:
         packets = int(20000 * scale)
         configured, stats = calibrator.probe(shape, ProbePlan(count=packets, rate=2000))
         model = configured.loss
         low, high = loss_count_interval(model, packets)
         label = json.dumps(shape["loss"]).replace('"', "")
-        rows.append({"case": f"loss {label}", "where": where(), "configured": model.mean_loss * 100,
-                     "measured": stats.loss * 100, "unit": "% lost",
-                     "ratio": stats.loss / model.mean_loss,
-                     "note": f"99% interval {low / packets * 100:.2f}-{high / packets * 100:.2f} %, "
-                             f"{'inside' if low <= stats.lost <= high else 'OUTSIDE'}"})
+        rows.append(
+            {
+                "case": f"loss {label}",
+                "where": where(),
+                "configured": model.mean_loss * 100,
+                "measured": stats.loss * 100,
+                "unit": "% lost",
+                "ratio": stats.loss / model.mean_loss,
+                "note": f"99% interval {low / packets * 100:.2f}-{high / packets * 100:.2f} %, "
+                f"{'inside' if low <= stats.lost <= high else 'OUTSIDE'}",
+            }
+        )
         burst_low, burst_high = mean_burst_interval(model, packets)
-        rows.append({"case": "  mean loss burst", "where": where(), "configured": model.mean_burst_length,
-                     "measured": stats.mean_burst, "unit": "packets",
-                     "ratio": stats.mean_burst / model.mean_burst_length, "interval": [burst_low, burst_high],
-                     "note": f"99% interval {burst_low:.3f}-{burst_high:.3f} (the model's sampling), "
-                             f"{'inside' if burst_low <= stats.mean_burst <= burst_high else 'OUTSIDE'}, "
-                             f"{stats.loss_runs} runs"})
+        rows.append(
+            {
+                "case": "  mean loss burst",
+                "where": where(),
+                "configured": model.mean_burst_length,
+                "measured": stats.mean_burst,
+                "unit": "packets",
+                "ratio": stats.mean_burst / model.mean_burst_length,
+                "interval": [burst_low, burst_high],
+                "note": f"99% interval {burst_low:.3f}-{burst_high:.3f} (the model's sampling), "
+                f"{'inside' if burst_low <= stats.mean_burst <= burst_high else 'OUTSIDE'}, "
+                f"{stats.loss_runs} runs",
+            }
+        )
     return rows
 
 
@@ -130,8 +178,10 @@ def trace_rows(quick: bool) -> list[dict]:
         trace = calibrator.work_dir / "bench.trace"
         write_trace(trace, times)
         payload = BYTES_PER_OPPORTUNITY - 28  # IPv4 + UDP headers: one datagram per opportunity
-        calibrator.probe({"trace": str(trace), "queue_limit": 2000, "delay": "10ms"},
-                         ProbePlan(count=2000 * seconds, rate=2000, size=payload))
+        calibrator.probe(
+            {"trace": str(trace), "queue_limit": 2000, "delay": "10ms"},
+            ProbePlan(count=2000 * seconds, rate=2000, size=payload),
+        )
         log = calibrator.last_log()
         lag = calibrator.network.mac_stats().get("lag", {})  # type: ignore[attr-defined]
     first = log.received_ns[0]
@@ -140,17 +190,28 @@ def trace_rows(quick: bool) -> list[dict]:
     within = sum(abs(e) <= TRACE_TOLERANCE_MS for e in timing.errors_ms) / timing.delivered
     span_s = (received[-1] - received[0]) / 1e9
     offered = timing.delivered * BYTES_PER_OPPORTUNITY * 8 / span_s
-    return [{"case": "trace replay: |delivery - opportunity|", "where": "host (ns3)",
-             "configured": TRACE_TOLERANCE_MS, "measured": timing.abs_percentile(0.99),
-             "unit": "ms (p99; configured: the bound)", "ratio": timing.abs_percentile(0.99) / TRACE_TOLERANCE_MS,
-             "note": f"{timing.delivered} deliveries, median {timing.abs_percentile(0.5):.3f}, max "
-                     f"{max(abs(e) for e in timing.errors_ms):.3f} ms, {within:.1%} within {TRACE_TOLERANCE_MS:g} ms; "
-                     f"ns-3 behind real time by up to {lag.get('max_ms', float('nan')):.1f} ms "
-                     f"(p99 {lag.get('p99_ms', float('nan')):.2f})"},
-            {"case": "trace replay: delivered rate", "where": "host (ns3)",
-             "configured": _trace_rate(times, timing.first_opportunity, timing.delivered) / 1e6,
-             "measured": offered / 1e6, "unit": "Mbit/s (the trace's over the same opportunities)",
-             "ratio": offered / _trace_rate(times, timing.first_opportunity, timing.delivered)}]
+    return [
+        {
+            "case": "trace replay: |delivery - opportunity|",
+            "where": "host (ns3)",
+            "configured": TRACE_TOLERANCE_MS,
+            "measured": timing.abs_percentile(0.99),
+            "unit": "ms (p99; configured: the bound)",
+            "ratio": timing.abs_percentile(0.99) / TRACE_TOLERANCE_MS,
+            "note": f"{timing.delivered} deliveries, median {timing.abs_percentile(0.5):.3f}, max "
+            f"{max(abs(e) for e in timing.errors_ms):.3f} ms, {within:.1%} within {TRACE_TOLERANCE_MS:g} ms; "
+            f"ns-3 behind real time by up to {lag.get('max_ms', float('nan')):.1f} ms "
+            f"(p99 {lag.get('p99_ms', float('nan')):.2f})",
+        },
+        {
+            "case": "trace replay: delivered rate",
+            "where": "host (ns3)",
+            "configured": _trace_rate(times, timing.first_opportunity, timing.delivered) / 1e6,
+            "measured": offered / 1e6,
+            "unit": "Mbit/s (the trace's over the same opportunities)",
+            "ratio": offered / _trace_rate(times, timing.first_opportunity, timing.delivered),
+        },
+    ]
 
 
 def _trace_rate(times: list[int], first: int, count: int) -> float:
@@ -165,8 +226,10 @@ def print_table(rows: list[dict]) -> None:
     print(f"{'case':<40} {'where':<8} {'configured':>11} {'measured':>10} {'ratio':>7}  unit / note")
     for row in rows:
         note = row["unit"] + (f"; {row['note']}" if row.get("note") else "")
-        print(f"{row['case']:<40} {row['where']:<8} {row['configured']:>11.3f} {row['measured']:>10.3f} "
-              f"{row['ratio']:>7.3f}  {note}")
+        print(
+            f"{row['case']:<40} {row['where']:<8} {row['configured']:>11.3f} {row['measured']:>10.3f} "
+            f"{row['ratio']:>7.3f}  {note}"
+        )
 
 
 def main() -> int:
@@ -195,8 +258,14 @@ def main() -> int:
         print("this kernel has no netem: measuring netem cases in the microVM ...", file=sys.stderr, flush=True)
         out = ROOT / "results" / ".bench-links-vm.json"
         out.parent.mkdir(exist_ok=True)
-        argv = [sys.executable, str(Path(__file__).resolve()), "--netem-only", "--json", str(out),
-                *(["--quick"] if args.quick else [])]
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--netem-only",
+            "--json",
+            str(out),
+            *(["--quick"] if args.quick else []),
+        ]
         result = run_in_vm(argv, cwd=ROOT, timeout=3600)
         if result.returncode != 0:
             print(result.output[-3000:], file=sys.stderr)
@@ -207,9 +276,11 @@ def main() -> int:
         args.json.write_text(json.dumps(rows, indent=1))
     if not args.netem_only:
         kernel = platform.release()
-        print(f"quicbed link accuracy, {time.strftime('%Y-%m-%d')}, host {platform.node()} "
-              f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel {kernel}), "
-              f"{time.time() - started:.0f} s")
+        print(
+            f"quicbed link accuracy, {time.strftime('%Y-%m-%d')}, host {platform.node()} "
+            f"({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, kernel {kernel}), "
+            f"{time.time() - started:.0f} s"
+        )
         print_table(rows)
         saved = save_host_summary(rows)
         print(f"\nthis host's rate accuracy kept in {saved} (results folders record it as calibration)")
@@ -225,13 +296,22 @@ def save_host_summary(rows: list[dict]) -> Path:
     that stayed within RATE_TOLERANCE (results folders carry it; see quicbed.host.bench_results)."""
     from quicbed.host import bench_results
 
-    rates = [{"configured_mbit": row["configured"], "measured_mbit": row["measured"], "ratio": row["ratio"]}
-             for row in rows if row["case"].startswith("rate ") and row["where"] == "host"]
+    rates = [
+        {"configured_mbit": row["configured"], "measured_mbit": row["measured"], "ratio": row["ratio"]}
+        for row in rows
+        if row["case"].startswith("rate ") and row["where"] == "host"
+    ]
     accurate = [rate["configured_mbit"] for rate in rates if abs(rate["ratio"] - 1) <= RATE_TOLERANCE]
-    return bench_results.save("links", {
-        "measured": time.strftime("%Y-%m-%d"), "rates": rates, "tolerance": RATE_TOLERANCE,
-        "accurate_up_to_mbit": max(accurate) if accurate else None,
-        "netem_measured": sorted({row["where"] for row in rows if not row["case"].startswith("rate ")})})
+    return bench_results.save(
+        "links",
+        {
+            "measured": time.strftime("%Y-%m-%d"),
+            "rates": rates,
+            "tolerance": RATE_TOLERANCE,
+            "accurate_up_to_mbit": max(accurate) if accurate else None,
+            "netem_measured": sorted({row["where"] for row in rows if not row["case"].startswith("rate ")}),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "bench" / "ns3_cell.cc"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "quicbed" / "ns3-wheels"
 DEFAULT_WHEEL = "ns3==3.44.post0"
-LIBRARIES = ("applications", "internet", "wifi", "mobility", "network", "core", "propagation", "spectrum",
-             "antenna", "energy", "traffic-control", "bridge", "stats")
+LIBRARIES = (
+    "applications",
+    "internet",
+    "wifi",
+    "mobility",
+    "network",
+    "core",
+    "propagation",
+    "spectrum",
+    "antenna",
+    "energy",
+    "traffic-control",
+    "bridge",
+    "stats",
+)
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 
 
@@ -56,8 +69,20 @@ def wheel_prefix(requirement: str, wheel: Path | None) -> Path:
         found = sorted(CACHE.glob("ns3-*.whl"))
         if not found:
             print(f"downloading {requirement} from PyPI into {CACHE} (about 70 MB)", file=sys.stderr)
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d",
-                            str(CACHE), requirement], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "-d",
+                    str(CACHE),
+                    requirement,
+                ],
+                check=True,
+            )
             found = sorted(CACHE.glob("ns3-*.whl"))
         if not found:
             fail(f"pip found no wheel for {requirement}: give one with --wheel")
@@ -84,7 +109,13 @@ def build(label: str, folder: Path, prefix: Path | None, version_tag: str) -> Pa
     libs = [f"-lns{version_tag}-{lib}" for lib in LIBRARIES]
     flags = ["-O2", "-std=c++17"]  # 3.37's headers are not C++20; 3.44's need it
     if prefix is not None:
-        flags = ["-O2", "-std=c++20", f"-I{prefix / 'include'}", f"-L{prefix / 'lib64'}", f"-Wl,-rpath,{prefix / 'lib64'}"]
+        flags = [
+            "-O2",
+            "-std=c++20",
+            f"-I{prefix / 'include'}",
+            f"-L{prefix / 'lib64'}",
+            f"-Wl,-rpath,{prefix / 'lib64'}",
+        ]
     done = subprocess.run(["g++", *flags, str(SOURCE), "-o", str(binary), *libs], capture_output=True, text=True)
     if done.returncode:
         fail(f"building {SOURCE.name} against ns-3 {label} failed:\n{done.stderr[-3000:]}")
@@ -96,8 +127,21 @@ def simulate(binary: Path, stations: int, phy: str, run: int, seconds: float) ->
     env = dict(os.environ)
     if JEMALLOC.exists():
         env["LD_PRELOAD"] = str(JEMALLOC)
-    done = subprocess.run(["taskset", "-c", core, str(binary), f"--stations={stations}", f"--phy={phy}",
-                           f"--run={run}", f"--seconds={seconds:g}"], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [
+            "taskset",
+            "-c",
+            core,
+            str(binary),
+            f"--stations={stations}",
+            f"--phy={phy}",
+            f"--run={run}",
+            f"--seconds={seconds:g}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if done.returncode:
         fail(f"{binary.name} --stations={stations} --phy={phy} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -129,11 +173,16 @@ def main() -> int:
     newer = wheel_prefix(args.requirement, args.wheel)
     newer_label = next(newer.glob("lib64/libns3.*-core.so")).name.split("-")[0].removeprefix("libns")
     with tempfile.TemporaryDirectory(prefix="quicbed-bench-ns3-") as scratch:
-        builds = {distribution_release(): build("distribution", Path(scratch), None, "3"),
-                  newer_label: build(newer_label, Path(scratch), newer, f"{newer_label}")}
+        builds = {
+            distribution_release(): build("distribution", Path(scratch), None, "3"),
+            newer_label: build(newer_label, Path(scratch), newer, f"{newer_label}"),
+        }
         rows = []
-        print(f"{'stations':>8} {'phy':<5} {'release':<8} {'cpu/sim':>9} {'wall/sim':>9} {'events/s':>9} "
-              f"{'PPDU/s':>7} {'MPDU/s':>7} {'goodput':>8}", flush=True)
+        print(
+            f"{'stations':>8} {'phy':<5} {'release':<8} {'cpu/sim':>9} {'wall/sim':>9} {'events/s':>9} "
+            f"{'PPDU/s':>7} {'MPDU/s':>7} {'goodput':>8}",
+            flush=True,
+        )
         for phy in args.phys.split(","):
             for stations in (int(n) for n in args.stations.split(",")):
                 # the releases alternate run by run: a slower spell of the machine falls on both
@@ -143,10 +192,13 @@ def main() -> int:
                         runs[label].append({**simulate(binary, stations, phy, run, args.seconds), "release": label})
                 for label, done in runs.items():
                     rows += done
-                    print(f"{stations:>8} {phy:<5} {label:<8} {spread([r['cpu_s'] / r['simulated_s'] for r in done])}"
-                          f" {spread([r['wall_s'] / r['simulated_s'] for r in done])}"
-                          f"{mean(done, 'events'):>9.0f} {mean(done, 'ppdus'):>7.0f} {mean(done, 'mpdus'):>7.0f}"
-                          f" {statistics.mean(r['goodput_mbps'] for r in done):>7.1f}M", flush=True)
+                    print(
+                        f"{stations:>8} {phy:<5} {label:<8} {spread([r['cpu_s'] / r['simulated_s'] for r in done])}"
+                        f" {spread([r['wall_s'] / r['simulated_s'] for r in done])}"
+                        f"{mean(done, 'events'):>9.0f} {mean(done, 'ppdus'):>7.0f} {mean(done, 'mpdus'):>7.0f}"
+                        f" {statistics.mean(r['goodput_mbps'] for r in done):>7.1f}M",
+                        flush=True,
+                    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -41,8 +41,10 @@ from quicbed.spec.experiment import load_experiment  # noqa: E402
 #: per backend: a small topology every host here can realise, and its client
 TOPOLOGIES = {
     "ns3": ({"script": str(ROOT / "topologies" / "wifi_ap.py"), "params": {"wired_delay": "2ms"}}, "sta1"),
-    "netns": ({"script": str(ROOT / "topologies" / "dumbbell.py"), "params": {"rate": "50mbit", "delay": "0ms"}},
-              "client"),
+    "netns": (
+        {"script": str(ROOT / "topologies" / "dumbbell.py"), "params": {"rate": "50mbit", "delay": "0ms"}},
+        "client",
+    ),
 }
 TRANSPORTS = ("tcp", "quic")
 #: counts that must stay flat (the runner's memory is shown, judged by eye: Python's allocator keeps pools)
@@ -67,9 +69,11 @@ class Sample:
 
     def row(self) -> str:
         share = f"{(self.invalid + self.failed) / self.chunk:6.1%}" if self.chunk else "     -"
-        return (f"{self.runs:5d} {self.seconds / 60:7.1f} {self.namespaces:5d} {self.processes:6d} {self.fds:5d} "
-                f"{self.taps:5d} {self.cgroups:5d} {self.scratch:6d} {self.rss_mb:7.1f} {self.peak_mb:7.1f} "
-                f"{self.invalid:5d} {self.failed:5d} {share}")
+        return (
+            f"{self.runs:5d} {self.seconds / 60:7.1f} {self.namespaces:5d} {self.processes:6d} {self.fds:5d} "
+            f"{self.taps:5d} {self.cgroups:5d} {self.scratch:6d} {self.rss_mb:7.1f} {self.peak_mb:7.1f} "
+            f"{self.invalid:5d} {self.failed:5d} {share}"
+        )
 
 
 HEADER = " runs     min   nsm  procs   fds  taps  cgrps scratch  rss MB peak MB  inv  fail  share"
@@ -79,8 +83,9 @@ def taps() -> int:
     """TUN/TAP devices in this namespace and in quicbed's (ns-3's TAPs live in the nodes')."""
     count = sum(1 for device in Path("/sys/class/net").iterdir() if (device / "tun_flags").exists())
     for namespace in ownership.quicbed_namespaces():
-        listed = subprocess.run(["ip", "-n", namespace, "-o", "link", "show", "type", "tun"], capture_output=True,
-                                text=True, check=False)
+        listed = subprocess.run(
+            ["ip", "-n", namespace, "-o", "link", "show", "type", "tun"], capture_output=True, text=True, check=False
+        )
         count += len(listed.stdout.splitlines())
     return count
 
@@ -123,22 +128,44 @@ def memory_mb() -> float:
 
 
 def sample(folder: Path, runs: int, started: float, invalid: int, failed: int, chunk: int) -> Sample:
-    return Sample(runs=runs, seconds=time.monotonic() - started, namespaces=len(ownership.quicbed_namespaces()),
-                  processes=processes(folder),
-                  fds=len(os.listdir("/proc/self/fd")), taps=taps(), cgroups=cgroups(), scratch=scratch(),
-                  rss_mb=memory_mb(), peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  invalid=invalid, failed=failed, chunk=chunk)
+    return Sample(
+        runs=runs,
+        seconds=time.monotonic() - started,
+        namespaces=len(ownership.quicbed_namespaces()),
+        processes=processes(folder),
+        fds=len(os.listdir("/proc/self/fd")),
+        taps=taps(),
+        cgroups=cgroups(),
+        scratch=scratch(),
+        rss_mb=memory_mb(),
+        peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        invalid=invalid,
+        failed=failed,
+        chunk=chunk,
+    )
 
 
 def experiment_file(folder: Path, backend: str, runs: int, reuse: str, object_size: str) -> Path:
     """An experiment of ``runs`` runs (rounded up to the transports) on ``backend``."""
     repetitions = max(1, -(-runs // len(TRANSPORTS)))
     path = folder / f"soak-{backend}.json"  # JSON is YAML
-    path.write_text(json.dumps({
-        "name": f"soak-{backend}", "backend": backend, "topology": TOPOLOGIES[backend][0],
-        "client": TOPOLOGIES[backend][1], "server": "server",
-        "workload": {"object": object_size}, "matrix": {"transport": list(TRANSPORTS)},
-        "repetitions": repetitions, "warmup": 0, "timeout": "60s", "reuse": reuse}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": f"soak-{backend}",
+                "backend": backend,
+                "topology": TOPOLOGIES[backend][0],
+                "client": TOPOLOGIES[backend][1],
+                "server": "server",
+                "workload": {"object": object_size},
+                "matrix": {"transport": list(TRANSPORTS)},
+                "repetitions": repetitions,
+                "warmup": 0,
+                "timeout": "60s",
+                "reuse": reuse,
+            }
+        )
+    )
     return path
 
 
@@ -153,8 +180,9 @@ def split(chunk: int, backends: list[str]) -> dict[str, int]:
     return share
 
 
-def run_chunk(folder: Path, number: int, backends: list[str], chunk: int, reuse: str,
-              object_size: str) -> tuple[int, int, int]:
+def run_chunk(
+    folder: Path, number: int, backends: list[str], chunk: int, reuse: str, object_size: str
+) -> tuple[int, int, int]:
     """(runs made, invalid, failed)."""
     made = invalid = failed = 0
     for backend, runs in split(chunk, backends).items():
@@ -162,8 +190,7 @@ def run_chunk(folder: Path, number: int, backends: list[str], chunk: int, reuse:
             continue
         experiment = load_experiment(experiment_file(folder, backend, runs, reuse, object_size), {})
         out = folder / f"chunk-{number:03d}-{backend}"
-        summary = ExperimentRunner(experiment, RunnerOptions(out=out, backend=backend,
-                                                             command=["bench/soak.py"])).run()
+        summary = ExperimentRunner(experiment, RunnerOptions(out=out, backend=backend, command=["bench/soak.py"])).run()
         made += summary.ok + summary.invalid + summary.failed
         invalid += summary.invalid
         failed += summary.failed
@@ -176,8 +203,11 @@ def grew(samples: list[Sample]) -> list[str]:
     if len(samples) < 3:
         return []
     settled, last = samples[1], samples[-1]
-    return [f"{name} {getattr(settled, name)} -> {getattr(last, name)}" for name in FLAT
-            if getattr(last, name) > getattr(settled, name)]
+    return [
+        f"{name} {getattr(settled, name)} -> {getattr(last, name)}"
+        for name in FLAT
+        if getattr(last, name) > getattr(settled, name)
+    ]
 
 
 def main() -> int:
@@ -185,8 +215,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=500, help="runs in all (default 500)")
     parser.add_argument("--every", type=int, default=50, help="runs between two lines (default 50)")
     parser.add_argument("--backends", default="ns3,netns", help="comma-separated (default ns3,netns)")
-    parser.add_argument("--reuse", choices=("run", "cell"), default="run",
-                        help="run: a network of its own for every run (default); cell: shared within a cell")
+    parser.add_argument(
+        "--reuse",
+        choices=("run", "cell"),
+        default="run",
+        help="run: a network of its own for every run (default); cell: shared within a cell",
+    )
     parser.add_argument("--object", default="100KB", help="the object each run downloads (default 100KB)")
     parser.add_argument("--max-minutes", type=float, default=180.0, help="stop after the chunk past this")
     parser.add_argument("--keep", action="store_true", help="keep the results folder (path printed)")
@@ -203,8 +237,10 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="soak-", dir=ROOT / "results" if (ROOT / "results").is_dir() else None))
     started = time.monotonic()
-    print(f"quicbed soak, {time.strftime('%Y-%m-%d')}: {args.runs} runs on {', '.join(backends)} "
-          f"({', '.join(TRANSPORTS)}, {args.object}, reuse {args.reuse}), a line every {args.every}")
+    print(
+        f"quicbed soak, {time.strftime('%Y-%m-%d')}: {args.runs} runs on {', '.join(backends)} "
+        f"({', '.join(TRANSPORTS)}, {args.object}, reuse {args.reuse}), a line every {args.every}"
+    )
     print(HEADER)
     samples = [sample(folder, 0, started, 0, 0, 0)]
     print(samples[0].row(), flush=True)
@@ -212,8 +248,9 @@ def main() -> int:
     try:
         while done < args.runs and (time.monotonic() - started) / 60 < args.max_minutes:
             number += 1
-            made, invalid, failed = run_chunk(folder, number, backends, min(args.every, args.runs - done),
-                                              args.reuse, args.object)
+            made, invalid, failed = run_chunk(
+                folder, number, backends, min(args.every, args.runs - done), args.reuse, args.object
+            )
             done += made
             samples.append(sample(folder, done, started, invalid, failed, made))
             print(samples[-1].row(), flush=True)
@@ -225,8 +262,10 @@ def main() -> int:
     growth = grew(samples)
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"{done} runs in {(time.monotonic() - started) / 60:.1f} min; CPU: this process "
-          f"{cpu.ru_utime + cpu.ru_stime:.0f} s, its children {children.ru_utime + children.ru_stime:.0f} s")
+    print(
+        f"{done} runs in {(time.monotonic() - started) / 60:.1f} min; CPU: this process "
+        f"{cpu.ru_utime + cpu.ru_stime:.0f} s, its children {children.ru_utime + children.ru_stime:.0f} s"
+    )
     print("flat: " + ("no, " + "; ".join(growth) if growth else f"yes ({', '.join(FLAT)} after the first chunk)"))
     return 1 if growth else 0
 

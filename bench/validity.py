@@ -93,7 +93,9 @@ def measure(fault: Fault, seconds: float, rate: str) -> dict:
         assert network.channel is not None
         network.reset_stats()
         stalls = Stalls(network.channel.pid, fault.stall_ms / 1000, fault.period_s) if fault.stall_ms else None
-        hogs: list[subprocess.Popen] = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)]
+        hogs: list[subprocess.Popen] = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(fault.hogs)
+        ]
         try:
             with stalls or contextlib.nullcontext():
                 result = iperf.between(network, "client", "server", duration=seconds)
@@ -105,22 +107,31 @@ def measure(fault: Fault, seconds: float, rate: str) -> dict:
         summary = network.mac_stats()
     lag = summary["lag"]
     tap = summary["tap"]
-    return {"goodput": result.throughput, "rtt_idle_ms": (idle.avg or 0.0) * 1e3,
-            "lag_max_ms": lag.get("max_ms", 0.0), "lag_p99_ms": lag.get("p99_ms", 0.0),
-            "behind_share": summary["behind_share"], "slow_share": summary["slow_share"],
-            "old_rule_flags": lag.get("max_ms", 0.0) > OLD_MAX_LAG_MS,
-            "behind_rule_flags": summary["behind_share"] > stats.MAX_BEHIND_SHARE,
-            "slow_rule_flags": summary["slow_share"] > stats.MAX_SLOW_SHARE,
-            "rule_flags": not summary["valid"], "stalls": stalls.record.stops if stalls else 0,
-            "stall_longest_ms": stalls.record.longest_s * 1e3 if stalls else 0.0,
-            "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3,
-            "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3,
-            "tap_drops": tap["rx_drops"] + tap["tx_drops"], "channel_cpu": summary["cpu_share"]}
+    return {
+        "goodput": result.throughput,
+        "rtt_idle_ms": (idle.avg or 0.0) * 1e3,
+        "lag_max_ms": lag.get("max_ms", 0.0),
+        "lag_p99_ms": lag.get("p99_ms", 0.0),
+        "behind_share": summary["behind_share"],
+        "slow_share": summary["slow_share"],
+        "old_rule_flags": lag.get("max_ms", 0.0) > OLD_MAX_LAG_MS,
+        "behind_rule_flags": summary["behind_share"] > stats.MAX_BEHIND_SHARE,
+        "slow_rule_flags": summary["slow_share"] > stats.MAX_SLOW_SHARE,
+        "rule_flags": not summary["valid"],
+        "stalls": stalls.record.stops if stalls else 0,
+        "stall_longest_ms": stalls.record.longest_s * 1e3 if stalls else 0.0,
+        "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3,
+        "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3,
+        "tap_drops": tap["rx_drops"] + tap["tx_drops"],
+        "channel_cpu": summary["cpu_share"],
+    }
 
 
 def measure_placement(readers_above: bool, seconds: float, flow: dict, cell: dict) -> dict:
     """One WiFi download with the channel on one core (as isolate_channel places it)."""
-    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {"stations": 1, "mcs": 7, "wired_delay": "3ms", **cell})
+    topo = load_topology(
+        str(ROOT / "topologies" / "wifi_ap.py"), {"stations": 1, "mcs": 7, "wired_delay": "3ms", **cell}
+    )
     cores = sorted(os.sched_getaffinity(0))
     with Ns3Network(topo, tap_readers_above_simulator=readers_above) as network:
         assert network.channel is not None
@@ -132,27 +143,43 @@ def measure_placement(readers_above: bool, seconds: float, flow: dict, cell: dic
         summary = network.mac_stats()
     sender = summary["radios"]["ap1:wifi" if flow.get("reverse", True) else "sta1:wlan0"]
     tap = summary["tap"]
-    return {"goodput": result.throughput, "mpdus_per_ampdu": sender["mpdus_per_ampdu"]["mean"],
-            "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3, "tap_rx_max_ms": tap["rx_delay"]["max_s"] * 1e3,
-            "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3, "lag_max_ms": summary["lag"].get("max_ms", 0.0),
-            "slow_share": summary["slow_share"], "channel_cpu": summary["cpu_share"], "valid": summary["valid"]}
+    return {
+        "goodput": result.throughput,
+        "mpdus_per_ampdu": sender["mpdus_per_ampdu"]["mean"],
+        "tap_rx_p95_ms": (tap["rx_delay"]["p95_s"] or 0.0) * 1e3,
+        "tap_rx_max_ms": tap["rx_delay"]["max_s"] * 1e3,
+        "tap_tx_p95_ms": (tap["tx_delay"]["p95_s"] or 0.0) * 1e3,
+        "lag_max_ms": summary["lag"].get("max_ms", 0.0),
+        "slow_share": summary["slow_share"],
+        "channel_cpu": summary["cpu_share"],
+        "valid": summary["valid"],
+    }
 
 
 def placement(args: argparse.Namespace) -> dict:
     cell = dict(item.split("=", 1) for item in args.cell.split(",")) if args.cell else {}
-    print(f"## TAP readers' placement: one station of topologies/wifi_ap.py (MCS 7{', ' if cell else ''}"
-          f"{args.cell or ''}), channel pinned to one core, {args.seconds:g} s per run")
+    print(
+        f"## TAP readers' placement: one station of topologies/wifi_ap.py (MCS 7{', ' if cell else ''}"
+        f"{args.cell or ''}), channel pinned to one core, {args.seconds:g} s per run"
+    )
     print("flow            readers      goodput  MPDUs/A-MPDU  TAP rx p95/max ms  tx p95  lag max  >1 ms   ns-3 CPU")
     figures: dict = {}
-    for name, flow in (("TCP down", {}), ("TCP up", {"reverse": False}), ("UDP 20 Mbit/s", {"rate": 20e6}),
-                       ("UDP 20 up", {"rate": 20e6, "reverse": False})):
+    for name, flow in (
+        ("TCP down", {}),
+        ("TCP up", {"reverse": False}),
+        ("UDP 20 Mbit/s", {"rate": 20e6}),
+        ("UDP 20 up", {"rate": 20e6, "reverse": False}),
+    ):
         for above in (True, False):
             for _ in range(args.repetitions):
                 run = measure_placement(above, args.seconds, flow, cell)
                 figures.setdefault(f"{name}/{'above' if above else 'same'}", []).append(run)
-                print(f"{name:<15} {'above' if above else 'same':<11}{run['goodput'] / 1e6:7.2f}  {run['mpdus_per_ampdu']:10.1f}"
-                      f"    {run['tap_rx_p95_ms']:6.2f}/{run['tap_rx_max_ms']:6.2f}  {run['tap_tx_p95_ms']:6.2f}"
-                      f"  {run['lag_max_ms']:6.1f}  {run['slow_share']:6.2%}  {run['channel_cpu']:4.0%}", flush=True)
+                print(
+                    f"{name:<15} {'above' if above else 'same':<11}{run['goodput'] / 1e6:7.2f}  {run['mpdus_per_ampdu']:10.1f}"
+                    f"    {run['tap_rx_p95_ms']:6.2f}/{run['tap_rx_max_ms']:6.2f}  {run['tap_tx_p95_ms']:6.2f}"
+                    f"  {run['lag_max_ms']:6.1f}  {run['slow_share']:6.2%}  {run['channel_cpu']:4.0%}",
+                    flush=True,
+                )
     return figures
 
 
@@ -164,12 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", help="comma-separated fault names (default: all)")
     parser.add_argument("--json", type=Path, help="also write all figures here")
     parser.add_argument("--placement", action="store_true", help="measure where the TAP readers run instead")
-    parser.add_argument("--cell", help="with --placement: topologies/wifi_ap.py parameters, e.g. "
-                                       "standard=802.11ac,width=80,mcs=9")
+    parser.add_argument(
+        "--cell", help="with --placement: topologies/wifi_ap.py parameters, e.g. standard=802.11ac,width=80,mcs=9"
+    )
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
-        print("bench/validity.py needs root (namespaces, TAP devices): sudo python bench/validity.py",
-              file=sys.stderr)
+        print("bench/validity.py needs root (namespaces, TAP devices): sudo python bench/validity.py", file=sys.stderr)
         return 2
     reason = build.missing()
     if reason:
@@ -183,18 +210,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = [f for f in FAULTS if not args.faults or f.name in args.faults.split(",")]
     started = time.monotonic()
-    print(f"## TCP download, ns-3 wired dumbbell {args.rate} 10 ms, {args.seconds:g} s per run, then an idle ping; "
-          f"rules in use: time more than {stats.BEHIND_MS:g} ms behind <= {stats.MAX_BEHIND_SHARE:.0%}, more than "
-          f"{stats.SLOW_MS:g} ms behind <= {stats.MAX_SLOW_SHARE:.0%}")
-    print("fault                   stop max  goodput  error   idle RTT  added  lag max  >4 ms   >1 ms   old   4 ms  "
-          "1 ms  TAP rx/tx p95  ns-3 CPU")
+    print(
+        f"## TCP download, ns-3 wired dumbbell {args.rate} 10 ms, {args.seconds:g} s per run, then an idle ping; "
+        f"rules in use: time more than {stats.BEHIND_MS:g} ms behind <= {stats.MAX_BEHIND_SHARE:.0%}, more than "
+        f"{stats.SLOW_MS:g} ms behind <= {stats.MAX_SLOW_SHARE:.0%}"
+    )
+    print(
+        "fault                   stop max  goodput  error   idle RTT  added  lag max  >4 ms   >1 ms   old   4 ms  "
+        "1 ms  TAP rx/tx p95  ns-3 CPU"
+    )
     figures: dict = {"settings": vars(args) | {"json": str(args.json)}, "faults": {}}
     baseline: list[float] = []
     baseline_rtt: list[float] = []
     flag = {True: "FLAG", False: "ok"}
     for fault in chosen:
-        runs = [measure(fault, args.seconds, args.rate)
-                for _ in range(args.repetitions * (2 if fault.name == "none" else 1))]
+        runs = [
+            measure(fault, args.seconds, args.rate)
+            for _ in range(args.repetitions * (2 if fault.name == "none" else 1))
+        ]
         if fault.name == "none":
             baseline = [r["goodput"] for r in runs]
             baseline_rtt = [r["rtt_idle_ms"] for r in runs]
@@ -206,29 +239,42 @@ def main(argv: list[str] | None = None) -> int:
             error = f"{run['error']:+6.1%}" if run["error"] is not None else "    - "
             added = f"{run['rtt_added_ms']:+5.2f}" if run["rtt_added_ms"] is not None else "    -"
             longest = f"{run['stall_longest_ms']:6.1f}  " if run["stalls"] else "     -  "
-            print(f"{fault.describe():<23} {longest}{run['goodput'] / 1e6:7.2f}  {error}  {run['rtt_idle_ms']:6.2f}"
-                  f"  {added}"
-                  f"  {run['lag_max_ms']:6.1f}  {run['behind_share']:6.2%}  {run['slow_share']:6.2%}  "
-                  f"{flag[run['old_rule_flags']]:<4}  {flag[run['behind_rule_flags']]:<4}  "
-                  f"{flag[run['slow_rule_flags']]:<4}  {run['tap_rx_p95_ms']:5.2f}/{run['tap_tx_p95_ms']:5.2f}"
-                  f"{'  drops ' + str(run['tap_drops']) if run['tap_drops'] else ''}  {run['channel_cpu']:4.0%}",
-                  flush=True)
+            print(
+                f"{fault.describe():<23} {longest}{run['goodput'] / 1e6:7.2f}  {error}  {run['rtt_idle_ms']:6.2f}"
+                f"  {added}"
+                f"  {run['lag_max_ms']:6.1f}  {run['behind_share']:6.2%}  {run['slow_share']:6.2%}  "
+                f"{flag[run['old_rule_flags']]:<4}  {flag[run['behind_rule_flags']]:<4}  "
+                f"{flag[run['slow_rule_flags']]:<4}  {run['tap_rx_p95_ms']:5.2f}/{run['tap_tx_p95_ms']:5.2f}"
+                f"{'  drops ' + str(run['tap_drops']) if run['tap_drops'] else ''}  {run['channel_cpu']:4.0%}",
+                flush=True,
+            )
         figures["faults"][fault.name] = {"fault": fault.describe(), "runs": runs}
     if baseline:
         noise = statistics.pstdev(baseline) / statistics.mean(baseline)
         clean = figures["faults"].get("none", {}).get("runs", [])
-        print(f"\nfault-free: goodput spread {noise:.2%} (relative s.d.); flagged by the old rule "
-              f"{sum(r['old_rule_flags'] for r in clean)}/{len(clean)}, by the rule in use "
-              f"{sum(r['rule_flags'] for r in clean)}/{len(clean)}")
-    moved = [r for f in figures["faults"].values() for r in f["runs"]
-             if r["error"] is not None and abs(r["error"]) > 0.01]
-    print(f"runs whose goodput moved by more than 1 %: {len(moved)}; caught by the rules in use: "
-          f"{sum(r['rule_flags'] for r in moved)}; by the old rule: {sum(r['old_rule_flags'] for r in moved)}")
-    delayed = [r for f in figures["faults"].values() for r in f["runs"]
-               if r["rtt_added_ms"] is not None and r["rtt_added_ms"] > 0.5]
-    print(f"runs whose idle RTT grew by more than 0.5 ms: {len(delayed)}; caught by the rules in use: "
-          f"{sum(r['rule_flags'] for r in delayed)}; by the 4 ms rule alone: "
-          f"{sum(r['behind_rule_flags'] for r in delayed)}")
+        print(
+            f"\nfault-free: goodput spread {noise:.2%} (relative s.d.); flagged by the old rule "
+            f"{sum(r['old_rule_flags'] for r in clean)}/{len(clean)}, by the rule in use "
+            f"{sum(r['rule_flags'] for r in clean)}/{len(clean)}"
+        )
+    moved = [
+        r for f in figures["faults"].values() for r in f["runs"] if r["error"] is not None and abs(r["error"]) > 0.01
+    ]
+    print(
+        f"runs whose goodput moved by more than 1 %: {len(moved)}; caught by the rules in use: "
+        f"{sum(r['rule_flags'] for r in moved)}; by the old rule: {sum(r['old_rule_flags'] for r in moved)}"
+    )
+    delayed = [
+        r
+        for f in figures["faults"].values()
+        for r in f["runs"]
+        if r["rtt_added_ms"] is not None and r["rtt_added_ms"] > 0.5
+    ]
+    print(
+        f"runs whose idle RTT grew by more than 0.5 ms: {len(delayed)}; caught by the rules in use: "
+        f"{sum(r['rule_flags'] for r in delayed)}; by the 4 ms rule alone: "
+        f"{sum(r['behind_rule_flags'] for r in delayed)}"
+    )
     print(f"bench took {time.monotonic() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str))

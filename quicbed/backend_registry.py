@@ -44,32 +44,41 @@ class BackendDescriptor:
     capabilities: tuple[str, ...] = ()
 
 
-BACKENDS: dict[str, BackendDescriptor] = {descriptor.name: descriptor for descriptor in (
-    BackendDescriptor(
-        name="netns", package="netns",
-        network="quicbed.backends.netns:NamespaceNetwork",
-        unrealisable="quicbed.backends.tc:topology_unrealisable",
-        kernel_problem="quicbed.backends.netns:kernel_problem",
-        capabilities=("ReshapableLinks",)),
-    BackendDescriptor(
-        name="ns3", package="ns3",
-        network="quicbed.backends.ns3.network:Ns3Network",
-        unrealisable="quicbed.backends.ns3.description:unrealisable",
-        unavailable="quicbed.backends.ns3.build:missing",
-        checks="quicbed.backends.ns3.checks",
-        random_stream_option="run",
-        capabilities=("MacStatistics",)),
-    BackendDescriptor(
-        name="mininet-wifi", package="mininet_wifi",
-        network="quicbed.backends.mininet_wifi:MininetWifiNetwork",
-        unrealisable="quicbed.backends.mininet_wifi.host:unrealisable",
-        unavailable="quicbed.backends.mininet_wifi.host:import_problem",
-        checks="quicbed.backends.mininet_wifi.checks",
-        kernel_problem="quicbed.backends.mininet_wifi.host:kernel_problem",
-        vm_modules=("mac80211_hwsim radios=0", "openvswitch"),
-        vm_options=(("association_timeout_s", 240.0), ("mesh_timeout_s", 240.0), ("stop_timeout_s", 240.0)),
-        checks_options_on_create=True,
-        capabilities=("WalkedStations",)),
-)}
+BACKENDS: dict[str, BackendDescriptor] = {
+    descriptor.name: descriptor
+    for descriptor in (
+        BackendDescriptor(
+            name="netns",
+            package="netns",
+            network="quicbed.backends.netns:NamespaceNetwork",
+            unrealisable="quicbed.backends.tc:topology_unrealisable",
+            kernel_problem="quicbed.backends.netns:kernel_problem",
+            capabilities=("ReshapableLinks",),
+        ),
+        BackendDescriptor(
+            name="ns3",
+            package="ns3",
+            network="quicbed.backends.ns3.network:Ns3Network",
+            unrealisable="quicbed.backends.ns3.description:unrealisable",
+            unavailable="quicbed.backends.ns3.build:missing",
+            checks="quicbed.backends.ns3.checks",
+            random_stream_option="run",
+            capabilities=("MacStatistics",),
+        ),
+        BackendDescriptor(
+            name="mininet-wifi",
+            package="mininet_wifi",
+            network="quicbed.backends.mininet_wifi:MininetWifiNetwork",
+            unrealisable="quicbed.backends.mininet_wifi.host:unrealisable",
+            unavailable="quicbed.backends.mininet_wifi.host:import_problem",
+            checks="quicbed.backends.mininet_wifi.checks",
+            kernel_problem="quicbed.backends.mininet_wifi.host:kernel_problem",
+            vm_modules=("mac80211_hwsim radios=0", "openvswitch"),
+            vm_options=(("association_timeout_s", 240.0), ("mesh_timeout_s", 240.0), ("stop_timeout_s", 240.0)),
+            checks_options_on_create=True,
+            capabilities=("WalkedStations",),
+        ),
+    )
+}
 #: the names, in the table's order
 BACKEND_NAMES = tuple(BACKENDS)

@@ -105,12 +105,16 @@ class LinkCalibrator:
             if not drops and not late:
                 return configured, link_stats(self._last_log, plan.count)
             stolen.append(steal.share)
-            failures.append(f"the machine dropped {drops} datagrams (socket buffers or the receive backlog "
-                            "overflowed)" if drops else "; ".join(late))
+            failures.append(
+                f"the machine dropped {drops} datagrams (socket buffers or the receive backlog overflowed)"
+                if drops
+                else "; ".join(late)
+            )
         message = f"none of {PROBE_ATTEMPTS} probes measured the link alone: {' | '.join(failures)}"
         if min(stolen) > QUIET_STEAL:
-            raise MachineBusy(f"{message}; the hypervisor took {min(stolen):.1%}-{max(stolen):.1%} of the CPU "
-                              "time during each")
+            raise MachineBusy(
+                f"{message}; the hypervisor took {min(stolen):.1%}-{max(stolen):.1%} of the CPU time during each"
+            )
         raise BackendError(f"{message}; the machine was too busy (lower the probe rate or the machine's load)")
 
     def _probe_once(self, configured: Shape, plan: ProbePlan) -> tuple[int, list[str]]:
@@ -122,9 +126,24 @@ class LinkCalibrator:
         log_path, ready = folder / "probe.csv", folder / "receiver.ready"
         a, b = self.network.node("a"), self.network.node("b")
         python = sys.executable
-        receiver = b.start([python, "-m", "quicbed.apps.udpprobe", "recv", "--port", str(PROBE_PORT),
-                            "--out", str(log_path), "--idle-timeout", str(max(3.0, 4 * configured.delay + 2.0)),
-                            "--ready-file", str(ready)], name="probe-recv", log_dir=folder)
+        receiver = b.start(
+            [
+                python,
+                "-m",
+                "quicbed.apps.udpprobe",
+                "recv",
+                "--port",
+                str(PROBE_PORT),
+                "--out",
+                str(log_path),
+                "--idle-timeout",
+                str(max(3.0, 4 * configured.delay + 2.0)),
+                "--ready-file",
+                str(ready),
+            ],
+            name="probe-recv",
+            log_dir=folder,
+        )
         deadline = time.monotonic() + 120
         while not ready.exists():
             if not receiver.running or time.monotonic() > deadline:
@@ -134,28 +153,50 @@ class LinkCalibrator:
         if isinstance(self.network, MacStatistics):
             self.network.reset_stats()
         started = time.monotonic()
-        a.run([python, "-m", "quicbed.apps.udpprobe", "send", "--dest", b.address, "--port", str(PROBE_PORT),
-               "--count", str(plan.count), "--rate", str(plan.rate), "--size", str(plan.size)],
-              timeout=plan.count / plan.rate * 5 + 120)
+        a.run(
+            [
+                python,
+                "-m",
+                "quicbed.apps.udpprobe",
+                "send",
+                "--dest",
+                b.address,
+                "--port",
+                str(PROBE_PORT),
+                "--count",
+                str(plan.count),
+                "--rate",
+                str(plan.rate),
+                "--size",
+                str(plan.size),
+            ],
+            timeout=plan.count / plan.rate * 5 + 120,
+        )
         receiver.wait(timeout=180)
-        late = (self.network.mac_stats(window=(started, time.monotonic()))["invalid_reasons"]
-                if isinstance(self.network, MacStatistics) else [])
+        late = (
+            self.network.mac_stats(window=(started, time.monotonic()))["invalid_reasons"]
+            if isinstance(self.network, MacStatistics)
+            else []
+        )
         after = self._kernel_counters()
         delta = {key: after[key] - before[key] for key in after}
         self._last_log = ProbeLog.read(log_path)
         self._last_rejected = delta["b:Ip:InHdrErrors"] + delta["b:Udp:InErrors"]
-        return sum(delta[f"{node}:Udp:{name}"] for node in "ab" for name in ("RcvbufErrors", "SndbufErrors")) \
-            + delta["backlog"], late
+        return sum(delta[f"{node}:Udp:{name}"] for node in "ab" for name in ("RcvbufErrors", "SndbufErrors")) + delta[
+            "backlog"
+        ], late
 
     def _kernel_counters(self) -> dict[str, int]:
         """a's and b's IP and UDP counters ("b:Udp:RcvbufErrors") and the receive backlog's drops."""
         counters = {}
         for name in ("a", "b"):
-            lines = [line.split() for line in self.network.node(name).run(["cat", "/proc/net/snmp"]).stdout.splitlines()
-                     if line.startswith(("Ip:", "Udp:"))]
+            lines = [
+                line.split()
+                for line in self.network.node(name).run(["cat", "/proc/net/snmp"]).stdout.splitlines()
+                if line.startswith(("Ip:", "Udp:"))
+            ]
             for header, values in zip(lines[::2], lines[1::2]):
-                counters.update({f"{name}:{header[0]}{key}": int(value)
-                                 for key, value in zip(header[1:], values[1:])})
+                counters.update({f"{name}:{header[0]}{key}": int(value) for key, value in zip(header[1:], values[1:])})
         # the per-CPU backlog is the machine's, not a namespace's: column 2 counts its drops
         with open("/proc/net/softnet_stat") as softnet:
             counters["backlog"] = sum(int(line.split()[1], 16) for line in softnet)
@@ -190,16 +231,33 @@ class LinkCalibrator:
                 if not server.running or time.monotonic() > deadline:
                     raise BackendError(f"iperf3 server did not start listening: {server.errors()}")
                 time.sleep(0.1)
-            client = a.start(["iperf3", "-c", b.address, "-p", str(IPERF_PORT), "-u", "-b", str(int(offered)),
-                              "-l", str(RATE_PAYLOAD), "-t", str(seconds + RATE_SENDER_SPARE)],
-                             name="iperf3-client", log_dir=self.work_dir)
+            client = a.start(
+                [
+                    "iperf3",
+                    "-c",
+                    b.address,
+                    "-p",
+                    str(IPERF_PORT),
+                    "-u",
+                    "-b",
+                    str(int(offered)),
+                    "-l",
+                    str(RATE_PAYLOAD),
+                    "-t",
+                    str(seconds + RATE_SENDER_SPARE),
+                ],
+                name="iperf3-client",
+                log_dir=self.work_dir,
+            )
             time.sleep(RATE_SETTLE)
             first = self._received_bytes(server, b.interfaces[0])
             time.sleep(seconds)
             last = self._received_bytes(server, b.interfaces[0])
             if not client.running:
-                raise BackendError(f"iperf3 client ended before the measurement window closed: "
-                                   f"{client.errors() or client.output()[-300:]}")
+                raise BackendError(
+                    f"iperf3 client ended before the measurement window closed: "
+                    f"{client.errors() or client.output()[-300:]}"
+                )
         finally:
             if client is not None:
                 client.stop()

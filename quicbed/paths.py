@@ -15,8 +15,9 @@ PACKAGE_ROOT = PACKAGE_DIR.parent
 #: the folders quicbed ships besides its code
 SHIPPED_FOLDERS = ("topologies", "experiments", "labs", "traces")
 #: where they are: the checkout's top level when it has them, else the installed copies
-SHIPPED_ROOT = PACKAGE_ROOT if all((PACKAGE_ROOT / name).is_dir() for name in SHIPPED_FOLDERS) \
-    else PACKAGE_DIR / "shipped"
+SHIPPED_ROOT = (
+    PACKAGE_ROOT if all((PACKAGE_ROOT / name).is_dir() for name in SHIPPED_FOLDERS) else PACKAGE_DIR / "shipped"
+)
 
 
 def shipped(relative: Path | str) -> Path | None:

@@ -82,9 +82,11 @@ class RunRecord:
         go to ``extra``. The values are taken as written: readers judge them."""
         known = {name: line[name] for name in RECORD_FIELDS if name in line}
         absent = frozenset(name for name in RECORD_FIELDS if name not in line)
-        return cls(**{**_read_fallbacks(), **known},
-                   extra={key: value for key, value in line.items() if key not in RECORD_FIELDS},
-                   absent=absent)
+        return cls(
+            **{**_read_fallbacks(), **known},
+            extra={key: value for key, value in line.items() if key not in RECORD_FIELDS},
+            absent=absent,
+        )
 
 
 #: the keys of a line, in order (the bookkeeping fields ``extra`` and ``absent`` are none)
@@ -114,8 +116,10 @@ def record_version(record: dict[str, Any]) -> int:
 def check_version(version: int, where: str) -> None:
     """Refuse what a newer quicbed wrote: its fields may mean something this one cannot tell."""
     if version > FORMAT_VERSION:
-        raise QuicbedError(f"{where} was written in results format {version}; this quicbed reads up to format "
-                           f"{FORMAT_VERSION} (fix: read it with the quicbed that wrote it, or a newer one)")
+        raise QuicbedError(
+            f"{where} was written in results format {version}; this quicbed reads up to format "
+            f"{FORMAT_VERSION} (fix: read it with the quicbed that wrote it, or a newer one)"
+        )
 
 
 def upgrade(record: dict[str, Any], version: int) -> dict[str, Any]:
@@ -152,13 +156,16 @@ def read_records(path: Path, *, strict: bool) -> tuple[list[RunRecord], list[str
         except json.JSONDecodeError as error:
             last = all(not rest.strip() for rest in lines[number:])
             if last:
-                warnings.append(f"{path}: line {number} is truncated (a run being written or an interrupted "
-                                "write); ignored")
+                warnings.append(
+                    f"{path}: line {number} is truncated (a run being written or an interrupted write); ignored"
+                )
                 continue
             problem = f"{path}: line {number} is not JSON ({error.msg})"
             if strict:
-                raise QuicbedError(f"{problem} (the file was edited or damaged; fix: restore it, or remove that "
-                                   "line to make the run again with --resume)") from None
+                raise QuicbedError(
+                    f"{problem} (the file was edited or damaged; fix: restore it, or remove that "
+                    "line to make the run again with --resume)"
+                ) from None
             warnings.append(f"{problem}; ignored")
             continue
         if not isinstance(record, dict) or not record.get("run_id"):

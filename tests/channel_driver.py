@@ -16,9 +16,22 @@ def compile_driver(output: Path, driver: str, channel_sources: list[str], librar
     """Compiles ``driver`` (a file of tests/unit/channel_models) with the channel's ``channel_sources``
     against ns-3's ``libraries`` (names without ``ns3-``) into ``output``."""
     sources = [MODELS / driver, *(build.SOURCE_DIR / name for name in channel_sources)]
-    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-Wall", "-Wno-unused-parameter",
-                    f"-I{build.SOURCE_DIR}", f"-I{build.NS3_INCLUDE}", "-o", str(output), *map(str, sources),
-                    *(f"-lns3-{name}" for name in libraries)], check=True)
+    subprocess.run(
+        [
+            os.environ.get("CXX", "g++"),
+            "-std=c++17",
+            "-O1",
+            "-Wall",
+            "-Wno-unused-parameter",
+            f"-I{build.SOURCE_DIR}",
+            f"-I{build.NS3_INCLUDE}",
+            "-o",
+            str(output),
+            *map(str, sources),
+            *(f"-lns3-{name}" for name in libraries),
+        ],
+        check=True,
+    )
     return output
 
 

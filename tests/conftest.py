@@ -35,11 +35,9 @@ def pytest_configure(config):
     tests/unit/test_vm.py and tests/integration/test_vm.py share a basename; pytest's
     default "prepend" mode cannot import both from folders without __init__.py.
     """
-    given = [*config.invocation_params.args, *config.getini("addopts"),
-             *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    given = [*config.invocation_params.args, *config.getini("addopts"), *os.environ.get("PYTEST_ADDOPTS", "").split()]
     if not any(str(arg).startswith("--import-mode") for arg in given):
         config.option.importmode = "importlib"
-
 
 
 # --- no temporary folder left behind -----------------------------------------------------------
@@ -75,8 +73,10 @@ def pytest_sessionfinish(session, exitstatus):
         log.stop()
     left = sorted(quicbed_temp_entries() - session.config.stash.get(_BEFORE, set()))
     if left:
-        print(f"\nERROR: the tests left {len(left)} folder(s) in {tempfile.gettempdir()}: {', '.join(left)} "
-              "(every temporary folder a test or quicbed makes must be removed)")
+        print(
+            f"\nERROR: the tests left {len(left)} folder(s) in {tempfile.gettempdir()}: {', '.join(left)} "
+            "(every temporary folder a test or quicbed makes must be removed)"
+        )
         if session.exitstatus == 0:
             session.exitstatus = 1
 
@@ -119,9 +119,18 @@ def pytest_runtest_makereport(item, call):
     if not report.failed or log is None:
         return
     module_start = item.config.stash[_MODULE_START].get(item.nodeid.split("::")[0])
-    lines = [f"{what}: {text}" for what, since in (("this test", item.stash.get(_TEST_START, None)),
-                                                     ("its module so far, fixtures included", module_start))
-             if since is not None and (text := log.summary(since))]
+    lines = [
+        f"{what}: {text}"
+        for what, since in (
+            ("this test", item.stash.get(_TEST_START, None)),
+            ("its module so far, fixtures included", module_start),
+        )
+        if since is not None and (text := log.summary(since))
+    ]
     if lines:
-        report.sections.append(("machine during this test", "\n".join(
-            [*lines, "real-time tests of the ns-3 channel fail when the machine cannot give it a core"])))
+        report.sections.append(
+            (
+                "machine during this test",
+                "\n".join([*lines, "real-time tests of the ns-3 channel fail when the machine cannot give it a core"]),
+            )
+        )

@@ -67,6 +67,8 @@ def describe(window: list[tuple[float, MachineTicks]], cores: int) -> str | None
             worst, worst_at, worst_step = (b.steal - a.steal) / step, t0 - window[0][0], t1 - t0
     tick = os.sysconf("SC_CLK_TCK")
     worst_text = f"; at worst {worst:.0%} for {worst_step:.1f} s, {worst_at:.0f} s in" if worst else ""
-    return (f"{cores} CPUs over {window[-1][0] - window[0][0]:.0f} s: busy {busy / total:.0%}, idle "
-            f"{idle / total:.0%}, stolen by the hypervisor {steal / total:.1%} ({steal / tick:.1f} CPU-seconds"
-            f"{worst_text})")
+    return (
+        f"{cores} CPUs over {window[-1][0] - window[0][0]:.0f} s: busy {busy / total:.0%}, idle "
+        f"{idle / total:.0%}, stolen by the hypervisor {steal / total:.1%} ({steal / tick:.1f} CPU-seconds"
+        f"{worst_text})"
+    )

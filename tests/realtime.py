@@ -23,9 +23,13 @@ ATTEMPTS = 3
 T = TypeVar("T")
 
 
-def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str, attempts: int = ATTEMPTS,
-                 quiet: Callable[[], tuple[float, float]] | None = None,
-                 meter: Callable[[], Steal] | None = None) -> tuple[T, list[list[str]]]:
+def in_real_time(
+    measure: Callable[[int], tuple[T, list[str]]],
+    what: str,
+    attempts: int = ATTEMPTS,
+    quiet: Callable[[], tuple[float, float]] | None = None,
+    meter: Callable[[], Steal] | None = None,
+) -> tuple[T, list[list[str]]]:
     """``measure(attempt)`` (from 1) returns a result and why the channel did not keep time
     while it was made ([] when it did); the first result made in time, and the reasons the
     attempts before it were made again. Each new attempt waits for a quiet machine first
@@ -47,9 +51,11 @@ def in_real_time(measure: Callable[[int], tuple[T, list[str]]], what: str, attem
             if waited >= 1:  # (a span or two of waiting is no news)
                 earlier[-1] = [*late, quiet_note(waited, share)]
     if min(stolen) > QUIET_STEAL:  # tests/conftest.py makes it a skip, as for the link calibrator
-        raise MachineBusy(f"the hypervisor took {min(stolen):.1%}-{max(stolen):.1%} of the CPU time during each of the "
-                    f"{attempts} attempts at the {what}, so this machine could not judge the channel's real time "
-                    f"(why each was made again: {earlier})")
+        raise MachineBusy(
+            f"the hypervisor took {min(stolen):.1%}-{max(stolen):.1%} of the CPU time during each of the "
+            f"{attempts} attempts at the {what}, so this machine could not judge the channel's real time "
+            f"(why each was made again: {earlier})"
+        )
     raise AssertionError(f"the channel kept time in none of {attempts} attempts at the {what}: {earlier}")
 
 

@@ -65,34 +65,58 @@ _SESSION = pytest.StashKey[dict[str, "VmSession"]]()
 
 # --- options and markers ---------------------------------------------------------------
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("quicbed", "quicbed kernel features and microVM")
     group.addoption("--run-slow", action="store_true", default=False, help="also run tests marked slow")
-    group.addoption("--no-vm", action="store_true", default=False,
-                    help="skip needs_kernel tests this kernel cannot run instead of running them in a guest kernel")
-    group.addoption("--vm-verbose", action="store_true", default=False,
-                    help="show the guest kernel's console and the output of the pytest run inside it")
-    group.addoption("--vm-timeout", type=float, default=None, metavar="S",
-                    help="kill a guest's test session after S seconds (default 600 + 120 per test)")
+    group.addoption(
+        "--no-vm",
+        action="store_true",
+        default=False,
+        help="skip needs_kernel tests this kernel cannot run instead of running them in a guest kernel",
+    )
+    group.addoption(
+        "--vm-verbose",
+        action="store_true",
+        default=False,
+        help="show the guest kernel's console and the output of the pytest run inside it",
+    )
+    group.addoption(
+        "--vm-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="kill a guest's test session after S seconds (default 600 + 120 per test)",
+    )
     group.addoption("--vm-memory", default="2G", help="microVM memory (default 2G)")
-    group.addoption("--require-feature", action="append", default=[], metavar="FEATURE",
-                    help="a needs_kernel(FEATURE) test that skips fails instead (repeatable)")
+    group.addoption(
+        "--require-feature",
+        action="append",
+        default=[],
+        metavar="FEATURE",
+        help="a needs_kernel(FEATURE) test that skips fails instead (repeatable)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "needs_kernel(*features): needs root and these kernel features (netem, mac80211_hwsim, "
-                   "openvswitch); runs in the quicbed microVM if this kernel lacks them (with virtual_time=True "
-                   "in the virtual-time kernel where it is built)")
+        "markers",
+        "needs_kernel(*features): needs root and these kernel features (netem, mac80211_hwsim, "
+        "openvswitch); runs in the quicbed microVM if this kernel lacks them (with virtual_time=True "
+        "in the virtual-time kernel where it is built)",
+    )
     config.addinivalue_line("markers", "needs_root: skipped unless run as root")
     config.addinivalue_line("markers", "slow: takes long; deselected unless --run-slow or -m slow")
     unknown = [f for f in config.getoption("require_feature") if f not in FEATURES]
     if unknown:
-        raise pytest.UsageError(f"--require-feature: unknown feature {', '.join(unknown)} (known: {', '.join(FEATURES)})")
+        raise pytest.UsageError(
+            f"--require-feature: unknown feature {', '.join(unknown)} (known: {', '.join(FEATURES)})"
+        )
     config.stash[_SESSION] = {guest: VmSession(config, guest=guest) for guest in (MICROVM, UML)}
 
 
 # --- probing the running kernel --------------------------------------------------------
+
 
 def running_in_vm_session() -> bool:
     """True in the pytest that the plugin started inside a guest kernel."""
@@ -106,8 +130,14 @@ def _netem_probe() -> bool:
     try:
         if subprocess.run(["ip", "netns", "add", name], capture_output=True, check=False).returncode:
             return False
-        return subprocess.run(["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                              capture_output=True, check=False).returncode == 0
+        return (
+            subprocess.run(
+                ["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                capture_output=True,
+                check=False,
+            ).returncode
+            == 0
+        )
     finally:
         subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
@@ -144,8 +174,9 @@ def required_skip(item: pytest.Item) -> str:
     required = [f for f in item_features(item) if f in item.config.getoption("require_feature")]
     if not required:
         return ""
-    return (f"this test needs {', '.join(required)}, which this test run requires "
-            f"(--require-feature), but it was skipped: ")
+    return (
+        f"this test needs {', '.join(required)}, which this test run requires (--require-feature), but it was skipped: "
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -189,14 +220,16 @@ def item_features(item: pytest.Item) -> list[str]:
     for marker in item.iter_markers("needs_kernel"):
         for feature in marker.args:
             if feature not in FEATURES:
-                raise pytest.UsageError(f"{item.nodeid}: unknown needs_kernel feature {feature!r} "
-                                        f"(known: {', '.join(FEATURES)})")
+                raise pytest.UsageError(
+                    f"{item.nodeid}: unknown needs_kernel feature {feature!r} (known: {', '.join(FEATURES)})"
+                )
             if feature not in features:
                 features.append(feature)
     return features
 
 
 # --- collection ------------------------------------------------------------------------
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -222,8 +255,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if not missing:
             continue
         if config.getoption("no_vm"):
-            item.add_marker(pytest.mark.skip(
-                reason=f"this kernel lacks {', '.join(missing)} and --no-vm was given"))
+            item.add_marker(pytest.mark.skip(reason=f"this kernel lacks {', '.join(missing)} and --no-vm was given"))
             continue
         item.stash[_VM_ITEM] = item_guest(item)
         vm_items.append(item)
@@ -237,14 +269,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             for item in guest_items:
                 del item.stash[_VM_ITEM]
                 missing = [f for f in item_features(item) if not kernel_has(f)]
-                item.add_marker(pytest.mark.skip(
-                    reason=f"this kernel lacks {', '.join(missing)} and the {guest} that would provide it is "
-                           f"not available: {reason}"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"this kernel lacks {', '.join(missing)} and the {guest} that would provide it is "
+                        f"not available: {reason}"
+                    )
+                )
         else:
             vm_session.items = guest_items
 
 
 # --- running: one VM for all, reports from its junit.xml --------------------------------
+
 
 @dataclass
 class Outcome:
@@ -297,13 +333,18 @@ class VmSession:
             return self.outcomes[item.nodeid]
         if self.failure:
             if self.reported_failure:
-                return Outcome("failed", f"{self.guest} session failed", f"the {self.guest} test session failed; "
-                               "see the first test that ran in it for the details")
+                return Outcome(
+                    "failed",
+                    f"{self.guest} session failed",
+                    f"the {self.guest} test session failed; see the first test that ran in it for the details",
+                )
             self.reported_failure = True
             return Outcome("failed", f"{self.guest} session failed", self.failure)
-        return Outcome("failed", f"no result from the {self.guest}",
-                       f"the pytest run inside the {self.guest} reported nothing for {item.nodeid}; "
-                       f"see {self.job_dir}/output")
+        return Outcome(
+            "failed",
+            f"no result from the {self.guest}",
+            f"the pytest run inside the {self.guest} reported nothing for {item.nodeid}; see {self.job_dir}/output",
+        )
 
     def _run(self) -> None:
         from quicbed.host import vm
@@ -319,23 +360,44 @@ class VmSession:
             self.failure = str(error)
             return
         junit = self.job_dir / "junit.xml"
-        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--run-slow",
-                "--rootdir", str(config.rootpath), f"--junitxml={junit}", "-o", "junit_family=xunit2",
-                "-q", "-rfEs"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--run-slow",
+            "--rootdir",
+            str(config.rootpath),
+            f"--junitxml={junit}",
+            "-o",
+            "junit_family=xunit2",
+            "-q",
+            "-rfEs",
+        ]
         if config.inipath is not None:
             argv += ["-c", str(config.inipath)]
         argv += nodeids
         run, described = self._runner(features)
-        self._write(f"\nquicbed: this kernel lacks {', '.join(f for f in features if not kernel_has(f))}: "
-                    f"running {len(nodeids)} test(s) in one {described}; job {self.job_dir})")
+        self._write(
+            f"\nquicbed: this kernel lacks {', '.join(f for f in features if not kernel_has(f))}: "
+            f"running {len(nodeids)} test(s) in one {described}; job {self.job_dir})"
+        )
         started = time.monotonic()
         capture = config.pluginmanager.getplugin("capturemanager")
         context = capture.global_and_fixture_disabled() if (capture and verbose) else contextlib.nullcontext()
         try:
             with context:
-                result = run(argv, cwd=config.rootpath, env={IN_VM_PYTEST: "1"}, timeout=timeout, verbose=verbose,
-                             stream=sys.stdout if verbose else None, progress=self._write if verbose else None,
-                             job_dir=self.job_dir)
+                result = run(
+                    argv,
+                    cwd=config.rootpath,
+                    env={IN_VM_PYTEST: "1"},
+                    timeout=timeout,
+                    verbose=verbose,
+                    stream=sys.stdout if verbose else None,
+                    progress=self._write if verbose else None,
+                    job_dir=self.job_dir,
+                )
         except vm.VmError as error:
             self.seconds = time.monotonic() - started
             self.failure = f"the {self.guest} test session failed after {self.seconds:.0f} s: {error}"
@@ -344,16 +406,20 @@ class VmSession:
         self.returncode = result.returncode
         self.session_errors = [line for line in result.output.splitlines() if line.startswith("ERROR: ")]
         if not junit.exists():
-            self.failure = (f"the pytest run inside the {self.guest} wrote no {junit} (exit code {result.returncode}); "
-                            f"its output ends with:\n" + "\n".join(result.output.splitlines()[-30:]))
+            self.failure = (
+                f"the pytest run inside the {self.guest} wrote no {junit} (exit code {result.returncode}); "
+                f"its output ends with:\n" + "\n".join(result.output.splitlines()[-30:])
+            )
             return
         try:
             self.outcomes = parse_junit(junit.read_text(), nodeids)
         except ET.ParseError as error:
             self.failure = f"{junit} is not valid XML ({error})"
             return
-        self._write(f"quicbed: {self.guest} test session done in {self.seconds:.0f} s "
-                    f"(in-guest pytest exit code {result.returncode}; output in {self.job_dir}/output)")
+        self._write(
+            f"quicbed: {self.guest} test session done in {self.seconds:.0f} s "
+            f"(in-guest pytest exit code {result.returncode}; output in {self.job_dir}/output)"
+        )
 
     def _runner(self, features: list[str]) -> tuple[Any, str]:
         """The function that runs a command in this session's guest, and how to describe it."""
@@ -364,16 +430,24 @@ class VmSession:
             from quicbed.host.uml.build import cached_uml_kernel
 
             kernel = cached_uml_kernel()
-            return boot.run_in_uml, (f"boot of the virtual-time kernel ({kernel.describe() if kernel else '?'}, "
-                                     "its features built in, sleeps cost no host time")
+            return boot.run_in_uml, (
+                f"boot of the virtual-time kernel ({kernel.describe() if kernel else '?'}, "
+                "its features built in, sleeps cost no host time"
+            )
         from quicbed.host.kernel import cached_kernel
 
         image = cached_kernel()
         kvm, _ = vm.kvm_status(image)
-        run = functools.partial(vm.run_in_vm, memory=self.config.getoption("vm_memory"),
-                                cpus=min(2, os.cpu_count() or 1), modules=[VM_MODULES[f] for f in features])
-        return run, (f"microVM (kernel {image.version if image else '?'}, "
-                     f"{'KVM' if kvm else 'software emulation ~13x slower'}; boot 15-90 s")
+        run = functools.partial(
+            vm.run_in_vm,
+            memory=self.config.getoption("vm_memory"),
+            cpus=min(2, os.cpu_count() or 1),
+            modules=[VM_MODULES[f] for f in features],
+        )
+        return run, (
+            f"microVM (kernel {image.version if image else '?'}, "
+            f"{'KVM' if kvm else 'software emulation ~13x slower'}; boot 15-90 s"
+        )
 
 
 def junit_key(nodeid: str) -> tuple[str, str]:
@@ -426,8 +500,9 @@ class VmFailureRepr:
     def __init__(self, item: pytest.Item, result: Outcome, where: str, guest: str = MICROVM) -> None:
         self.text = f"{result.text or result.message}\n{where}"
         first = (result.message or result.text or "failed").strip().splitlines()
-        self.reprcrash = _CrashLine(str(item.path), (item.location[1] or 0) + 1,
-                                    f"{first[0] if first else 'failed'} (in the {guest})")
+        self.reprcrash = _CrashLine(
+            str(item.path), (item.location[1] or 0) + 1, f"{first[0] if first else 'failed'} (in the {guest})"
+        )
 
     def toterminal(self, out: Any) -> None:
         for line in self.text.splitlines():
@@ -439,9 +514,19 @@ class VmFailureRepr:
 
 def _report(item: pytest.Item, when: str, outcome: str, longrepr: Any = None, seconds: float = 0.0) -> TestReport:
     now = time.time()
-    return TestReport(item.nodeid, item.location, {name: 1 for name in item.keywords}, outcome, longrepr, when,
-                      sections=(), duration=seconds, start=now - seconds, stop=now,
-                      user_properties=list(item.user_properties))
+    return TestReport(
+        item.nodeid,
+        item.location,
+        {name: 1 for name in item.keywords},
+        outcome,
+        longrepr,
+        when,
+        sections=(),
+        duration=seconds,
+        start=now - seconds,
+        stop=now,
+        user_properties=list(item.user_properties),
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -456,15 +541,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     where = f"(in the {guest}; job {session.job_dir})"
     required = required_skip(item)
     if result.outcome == "skipped" and required:
-        ihook.pytest_runtest_logreport(report=_report(
-            item, "setup", "failed", f"{required}{result.message or 'skipped'} {where}"))
+        ihook.pytest_runtest_logreport(
+            report=_report(item, "setup", "failed", f"{required}{result.message or 'skipped'} {where}")
+        )
     elif result.outcome == "skipped":
         line = item.location[1]
         reason = result.message or "skipped"
-        ihook.pytest_runtest_logreport(report=_report(
-            item, "setup", "skipped", (str(item.path), (line or 0) + 1, f"Skipped: {reason} {where}")))
+        ihook.pytest_runtest_logreport(
+            report=_report(item, "setup", "skipped", (str(item.path), (line or 0) + 1, f"Skipped: {reason} {where}"))
+        )
     elif result.outcome == "error":
-        ihook.pytest_runtest_logreport(report=_report(item, "setup", "failed", VmFailureRepr(item, result, where, guest)))
+        ihook.pytest_runtest_logreport(
+            report=_report(item, "setup", "failed", VmFailureRepr(item, result, where, guest))
+        )
     else:
         ihook.pytest_runtest_logreport(report=_report(item, "setup", "passed"))
         if result.outcome == "xfailed":
@@ -480,8 +569,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     # only the setup state is wound down).
     if item.session.shouldfail or item.session.shouldstop:
         nextitem = None
-    call = CallInfo.from_call(lambda: item.session._setupstate.teardown_exact(nextitem), when="teardown",
-                              reraise=(pytest.exit.Exception, KeyboardInterrupt))
+    call = CallInfo.from_call(
+        lambda: item.session._setupstate.teardown_exact(nextitem),
+        when="teardown",
+        reraise=(pytest.exit.Exception, KeyboardInterrupt),
+    )
     teardown = TestReport.from_item_and_call(item, call)
     if result.teardown_error and teardown.passed:
         teardown = _report(item, "teardown", "failed", f"{result.teardown_error}\n{where}")
@@ -498,8 +590,10 @@ def unexplained_vm_failure(session: VmSession) -> str:
     if any(outcome.outcome in ("failed", "error") or outcome.teardown_error for outcome in session.outcomes.values()):
         return ""
     detail = "; ".join(session.session_errors) or f"see {session.job_dir}/output"
-    return (f"the pytest run inside the {session.guest} ended with exit code {session.returncode}, its tests "
-            f"passed: {detail}")
+    return (
+        f"the pytest run inside the {session.guest} ended with exit code {session.returncode}, its tests "
+        f"passed: {detail}"
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -517,8 +611,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
         summary = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no results"
         terminalreporter.write_sep("-", f"quicbed {guest}")
-        terminalreporter.write_line(f"{len(session.items)} test(s) ran in the {guest} in {session.seconds:.0f} s: "
-                                    f"{summary}; job directory {session.job_dir}")
+        terminalreporter.write_line(
+            f"{len(session.items)} test(s) ran in the {guest} in {session.seconds:.0f} s: "
+            f"{summary}; job directory {session.job_dir}"
+        )
         if session.failure:
             terminalreporter.write_line(session.failure.splitlines()[0])
         if unexplained_vm_failure(session):

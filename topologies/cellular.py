@@ -12,8 +12,13 @@ replays traces.
 from quicbed import Topology
 
 
-def topology(trace: str = "step-drop", delay: str = "20ms", queue_limit: int = 200,
-             downlink: str | None = None, uplink: str | None = None) -> Topology:
+def topology(
+    trace: str = "step-drop",
+    delay: str = "20ms",
+    queue_limit: int = 200,
+    downlink: str | None = None,
+    uplink: str | None = None,
+) -> Topology:
     """``queue_limit``: packets waiting for the trace, per direction (200: about 2.5 BDPs at
     24 Mbit/s and the default 40 ms of base RTT)."""
     down, up = downlink or f"{trace}.down", uplink or f"{trace}.up"
@@ -21,7 +26,14 @@ def topology(trace: str = "step-drop", delay: str = "20ms", queue_limit: int = 2
     client = topo.add_host("client")
     server = topo.add_host("server")
     switch = topo.add_switch("s1")
-    topo.add_link(client, switch, name="cell", delay=delay, queue_limit=queue_limit,
-                  forward={"trace": up}, backward={"trace": down})
+    topo.add_link(
+        client,
+        switch,
+        name="cell",
+        delay=delay,
+        queue_limit=queue_limit,
+        forward={"trace": up},
+        backward={"trace": down},
+    )
     topo.add_link(switch, server)
     return topo

@@ -10,14 +10,16 @@ bottleneck drops are missing only from the client's capture (docs/metrics.md).
 from quicbed import Topology
 
 
-def topology(rate: str = "20mbit", delay: str = "10ms", loss: float = 0.0, queue_limit: int = 1000,
-             burst: int | None = None) -> Topology:
+def topology(
+    rate: str = "20mbit", delay: str = "10ms", loss: float = 0.0, queue_limit: int = 1000, burst: int | None = None
+) -> Topology:
     """``burst``: the rate limit's token bucket in bytes (default ~1 ms of the rate)."""
     topo = Topology("dumbbell", description=f"client - switch - server, bottleneck {rate}, {delay} one way")
     client = topo.add_host("client")
     server = topo.add_host("server")
     switch = topo.add_switch("s1")
-    topo.add_link(client, switch, name="bottleneck", rate=rate, delay=delay, loss=loss,
-                  queue_limit=queue_limit, burst=burst)
+    topo.add_link(
+        client, switch, name="bottleneck", rate=rate, delay=delay, loss=loss, queue_limit=queue_limit, burst=burst
+    )
     topo.add_link(switch, server)
     return topo

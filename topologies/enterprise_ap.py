@@ -19,12 +19,29 @@ from quicbed import Topology
 CHANNELS = {"5GHz": (36, 149), "6GHz": (37, 101), "2.4GHz": (1, 11)}
 
 
-def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band: str = "5GHz",
-             width: int = 20, mcs: int = 7, rate_control: str = "constant", guard_interval: str = "long",
-             ampdu: bool = True, same_channel: bool = False, distance: float = 5.0, spread: float = 0.0,
-             wired_rate: str = "1gbit", wired_delay: str = "1ms", ap_spacing: float = 30.0,
-             fastack: bool = False, spatial_streams: int = 0, ofdma: bool = False, ofdma_uplink: bool = False,
-             obss_pd: float | None = None, queue: str | dict = "fifo") -> Topology:
+def topology(
+    stations: int = 10,
+    aps: int = 1,
+    standard: str = "802.11ac",
+    band: str = "5GHz",
+    width: int = 20,
+    mcs: int = 7,
+    rate_control: str = "constant",
+    guard_interval: str = "long",
+    ampdu: bool = True,
+    same_channel: bool = False,
+    distance: float = 5.0,
+    spread: float = 0.0,
+    wired_rate: str = "1gbit",
+    wired_delay: str = "1ms",
+    ap_spacing: float = 30.0,
+    fastack: bool = False,
+    spatial_streams: int = 0,
+    ofdma: bool = False,
+    ofdma_uplink: bool = False,
+    obss_pd: float | None = None,
+    queue: str | dict = "fifo",
+) -> Topology:
     """``fastack``: the APs acknowledge TCP data to the server on their stations' behalf once
     their MAC has it, as Meraki's FastACK does (ns3; docs/ns3-backend.md). ``spatial_streams``:
     antennas and streams of every radio (0: one, or for 802.11n what the MCS index says).
@@ -37,17 +54,33 @@ def topology(stations: int = 10, aps: int = 1, standard: str = "802.11ac", band:
     per station)."""
     topo = Topology("enterprise_ap", description=f"{stations} stations on {aps} {standard} AP(s), wired server")
     server = topo.add_host("server")
-    radio = {"standard": standard, "band": band, "width": width, "guard_interval": guard_interval,
-             "rate_control": rate_control, "mcs": mcs if rate_control == "constant" else None, "ampdu": ampdu,
-             "spatial_streams": spatial_streams or None, "ofdma": "both" if ofdma_uplink else ofdma,
-             "queue": None if queue == "fifo" else queue}
+    radio = {
+        "standard": standard,
+        "band": band,
+        "width": width,
+        "guard_interval": guard_interval,
+        "rate_control": rate_control,
+        "mcs": mcs if rate_control == "constant" else None,
+        "ampdu": ampdu,
+        "spatial_streams": spatial_streams or None,
+        "ofdma": "both" if ofdma_uplink else ofdma,
+        "queue": None if queue == "fifo" else queue,
+    }
     access_points = []
     for index in range(1, aps + 1):
         plan = CHANNELS.get(band, CHANNELS["5GHz"])
         channel = plan[0] if same_channel else plan[(index - 1) % len(plan)]
         reuse = {"bss_color": index, "obss_pd": obss_pd} if obss_pd is not None else {}
-        access_points.append(topo.add_access_point(f"ap{index}", channel=channel, fastack=fastack,
-                                                   position=((index - 1) * ap_spacing, 0, 0), **radio, **reuse))
+        access_points.append(
+            topo.add_access_point(
+                f"ap{index}",
+                channel=channel,
+                fastack=fastack,
+                position=((index - 1) * ap_spacing, 0, 0),
+                **radio,
+                **reuse,
+            )
+        )
     if aps == 1:
         topo.add_link(access_points[0], server, name="wired", rate=wired_rate, delay=wired_delay)
     else:

@@ -15,9 +15,16 @@ from quicbed import Topology
 CHANNELS_5GHZ = (36, 149, 44, 157, 52, 161)
 
 
-def topology(hops: int = 3, mcs: int = 7, distinct_channels: bool = True, spacing: float = 10.0,
-             internet_rate: str = "100mbit", internet_delay: str = "15ms", ampdu_hop: int = 0,
-             rate_control: str = "constant") -> Topology:
+def topology(
+    hops: int = 3,
+    mcs: int = 7,
+    distinct_channels: bool = True,
+    spacing: float = 10.0,
+    internet_rate: str = "100mbit",
+    internet_delay: str = "15ms",
+    ampdu_hop: int = 0,
+    rate_control: str = "constant",
+) -> Topology:
     topo = Topology("mesh_chain", description=f"{hops}-hop mesh chain to a gateway, server behind it")
     gateway = topo.add_mesh_point("gw", position=(0, 0, 0))
     server = topo.add_host("server")
@@ -32,7 +39,15 @@ def topology(hops: int = 3, mcs: int = 7, distinct_channels: bool = True, spacin
         node = topo.add_mesh_point(name, position=(index * spacing, 0, 0))
         channel = CHANNELS_5GHZ[(index - 1) % len(CHANNELS_5GHZ)] if distinct_channels else CHANNELS_5GHZ[0]
         radio = {"mcs": mcs} if rate_control == "constant" else {"rate_control": rate_control, "mcs": None}
-        topo.add_wireless_link(previous, node, name=f"hop{index}", standard="802.11n", band="5GHz",
-                               channel=channel, ampdu=index != ampdu_hop, **radio)
+        topo.add_wireless_link(
+            previous,
+            node,
+            name=f"hop{index}",
+            standard="802.11n",
+            band="5GHz",
+            channel=channel,
+            ampdu=index != ampdu_hop,
+            **radio,
+        )
         previous = node
     return topo

@@ -14,14 +14,32 @@ new association and its first frame through ap2.
 from quicbed import Topology
 
 
-def topology(ap_spacing: float = 80.0, start: float = 10.0, end: float = 70.0, speed: float = 4.0,
-             pause: float = 3.0, standard: str = "802.11n", band: str = "5GHz", channel: int = 36,
-             width: int = 20, rate_control: str = "minstrel", mcs: int = 7, wired_rate: str = "1gbit",
-             wired_delay: str = "3ms") -> Topology:
-    topo = Topology("roaming", description=f"a station walking at {speed:g} m/s from ap1 to ap2 "
-                                           f"({ap_spacing:g} m apart, one SSID)")
-    radio = {"standard": standard, "band": band, "channel": channel, "width": width,
-             "rate_control": rate_control, "mcs": mcs if rate_control == "constant" else None}
+def topology(
+    ap_spacing: float = 80.0,
+    start: float = 10.0,
+    end: float = 70.0,
+    speed: float = 4.0,
+    pause: float = 3.0,
+    standard: str = "802.11n",
+    band: str = "5GHz",
+    channel: int = 36,
+    width: int = 20,
+    rate_control: str = "minstrel",
+    mcs: int = 7,
+    wired_rate: str = "1gbit",
+    wired_delay: str = "3ms",
+) -> Topology:
+    topo = Topology(
+        "roaming", description=f"a station walking at {speed:g} m/s from ap1 to ap2 ({ap_spacing:g} m apart, one SSID)"
+    )
+    radio = {
+        "standard": standard,
+        "band": band,
+        "channel": channel,
+        "width": width,
+        "rate_control": rate_control,
+        "mcs": mcs if rate_control == "constant" else None,
+    }
     server, switch = topo.add_host("server"), topo.add_switch("sw1")
     ap1 = topo.add_access_point("ap1", ssid="campus", position=(0, 0, 0), **radio)
     ap2 = topo.add_access_point("ap2", ssid="campus", position=(ap_spacing, 0, 0), **radio)

@@ -16,17 +16,42 @@ OFDMA PPDUs.
 from quicbed import Topology
 
 
-def topology(stations: int = 1, band: str = "5GHz", channel: int = 36, width: int = 20, mcs: int = 7,
-             ampdu: bool = True, ampdu_max_size: int = 0, amsdu: bool = False, guard_interval: str = "long",
-             rate_control: str = "constant", standard: str = "802.11n", wired_rate: str = "1gbit",
-             wired_delay: str = "3ms", distance: float = 5.0, spatial_streams: int = 0,
-             queue: str | dict = "fifo", ofdma: bool = False, ofdma_uplink: bool = False) -> Topology:
+def topology(
+    stations: int = 1,
+    band: str = "5GHz",
+    channel: int = 36,
+    width: int = 20,
+    mcs: int = 7,
+    ampdu: bool = True,
+    ampdu_max_size: int = 0,
+    amsdu: bool = False,
+    guard_interval: str = "long",
+    rate_control: str = "constant",
+    standard: str = "802.11n",
+    wired_rate: str = "1gbit",
+    wired_delay: str = "3ms",
+    distance: float = 5.0,
+    spatial_streams: int = 0,
+    queue: str | dict = "fifo",
+    ofdma: bool = False,
+    ofdma_uplink: bool = False,
+) -> Topology:
     topo = Topology("wifi_ap", description=f"{stations} station(s) on one {standard} AP, server on Ethernet")
-    radio = {"standard": standard, "band": band, "channel": channel, "width": width,
-             "guard_interval": guard_interval, "rate_control": rate_control,
-             "mcs": mcs if rate_control == "constant" else None, "ampdu": ampdu,
-             "ampdu_max_size": ampdu_max_size or None, "amsdu": amsdu, "spatial_streams": spatial_streams or None,
-             "queue": None if queue == "fifo" else queue, "ofdma": "both" if ofdma_uplink else ofdma}
+    radio = {
+        "standard": standard,
+        "band": band,
+        "channel": channel,
+        "width": width,
+        "guard_interval": guard_interval,
+        "rate_control": rate_control,
+        "mcs": mcs if rate_control == "constant" else None,
+        "ampdu": ampdu,
+        "ampdu_max_size": ampdu_max_size or None,
+        "amsdu": amsdu,
+        "spatial_streams": spatial_streams or None,
+        "queue": None if queue == "fifo" else queue,
+        "ofdma": "both" if ofdma_uplink else ofdma,
+    }
     ap = topo.add_access_point("ap1", position=(0, 0, 0), **radio)
     server = topo.add_host("server")
     topo.add_link(ap, server, name="wired", rate=wired_rate, delay=wired_delay)

@@ -17,8 +17,13 @@ import json
 from pathlib import Path
 
 BASELINE_CELL = {"params.mcs": "7", "params.wired_delay": "3ms", "params.queue": "fifo", "stress.cpu_quota": "none"}
-SETTING_WORDS = {"params.mcs": "MCS {}", "params.wired_delay": "server {} away", "params.queue": "{} AP",
-                 "competitor.transport": "beside a {} download", "stress.cpu_quota": "client CPU quota {}"}
+SETTING_WORDS = {
+    "params.mcs": "MCS {}",
+    "params.wired_delay": "server {} away",
+    "params.queue": "{} AP",
+    "competitor.transport": "beside a {} download",
+    "stress.cpu_quota": "client CPU quota {}",
+}
 TARGET = "bquic-native"
 GAIN_LINE = 0.10  # the study's question: where does BQUIC gain more than 10 %?
 
@@ -34,8 +39,11 @@ def cells(folder: Path) -> list[tuple[str, float, float, float]]:
         for row in csv.DictReader(handle):
             if row["metric"] != "goodput" or row["transport"] != TARGET or not row["gain"]:
                 continue
-            words = [SETTING_WORDS[key].format(value) for key, value in row.items()
-                     if key in SETTING_WORDS and value and BASELINE_CELL.get(key) != value]
+            words = [
+                SETTING_WORDS[key].format(value)
+                for key, value in row.items()
+                if key in SETTING_WORDS and value and BASELINE_CELL.get(key) != value
+            ]
             if stations > 1:
                 words.append(f"{stations} stations")
             label = f"{', '.join(words) or 'E1 cell'} ({row['n_transport']} runs)"
@@ -49,20 +57,25 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("bquic-map.svg"))
     args = parser.parse_args()
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     found = [(folder, cells(folder)) for folder in args.folders]
     labels = [row[0] for _, rows in found for row in rows]
     # a cell measured in two folders is told apart by its folder
-    rows = [(f"{row[0]}, {folder.name}" if labels.count(row[0]) > 1 else row[0], *row[1:])
-            for folder, folder_rows in found for row in folder_rows]
+    rows = [
+        (f"{row[0]}, {folder.name}" if labels.count(row[0]) > 1 else row[0], *row[1:])
+        for folder, folder_rows in found
+        for row in folder_rows
+    ]
     rows.sort(key=lambda row: row[1])
     figure, axes = plt.subplots(figsize=(9, 0.38 * len(rows) + 1.2))
     for y, (_label, gain, low, high) in enumerate(rows):
         colour = "#cc79a7" if low > GAIN_LINE else ("#e69f00" if gain > GAIN_LINE else "#0072b2")
-        axes.errorbar(100 * gain, y, xerr=[[100 * (gain - low)], [100 * (high - gain)]], fmt="o", color=colour,
-                      capsize=3)
+        axes.errorbar(
+            100 * gain, y, xerr=[[100 * (gain - low)], [100 * (high - gain)]], fmt="o", color=colour, capsize=3
+        )
     axes.set_yticks(range(len(rows)), [row[0] for row in rows])
     axes.axvline(0, color="black", linewidth=0.8)
     axes.axvline(100 * GAIN_LINE, color="grey", linestyle="--", linewidth=0.8)

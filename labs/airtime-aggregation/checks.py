@@ -38,41 +38,62 @@ def _median(session, metric: str, transport: str, ampdu: bool) -> float:
 @check("experiment.yaml is valid", hint="'quicbed run experiment.yaml --dry-run' names the line and the fix")
 def experiment_loads(session):
     experiment = session.experiment_file()
-    return Verdict(True, f"backend {experiment.backend}; " + "; ".join(
-        f"{axis}: {values}" for axis, values in experiment.matrix.items()))
+    return Verdict(
+        True,
+        f"backend {experiment.backend}; "
+        + "; ".join(f"{axis}: {values}" for axis, values in experiment.matrix.items()),
+    )
 
 
-@check("both transports, aggregation on and off, on ns-3", needs=["experiment_loads"],
-       expected=f"backend ns3; transport {PACED} and {BURSTY}; {AXIS}: [true, false]",
-       hint="matrix: {transport: [quic-native, bquic-native], params.ampdu: [true, false]}")
+@check(
+    "both transports, aggregation on and off, on ns-3",
+    needs=["experiment_loads"],
+    expected=f"backend ns3; transport {PACED} and {BURSTY}; {AXIS}: [true, false]",
+    hint="matrix: {transport: [quic-native, bquic-native], params.ampdu: [true, false]}",
+)
 def matrix(session):
     experiment = session.experiment_file()
     transports = experiment.matrix.get("transport", [])
     ampdu = experiment.matrix.get(AXIS, [])
-    passed = experiment.backend == "ns3" and {PACED, BURSTY} <= set(transports) and \
-        any(v is True for v in ampdu) and any(v is False for v in ampdu)
+    passed = (
+        experiment.backend == "ns3"
+        and {PACED, BURSTY} <= set(transports)
+        and any(v is True for v in ampdu)
+        and any(v is False for v in ampdu)
+    )
     return Verdict(passed, f"backend {experiment.backend}; transport {transports}; {AXIS}: {ampdu}")
 
 
-@check("every run completed", needs=["matrix"], expected="every run ok",
-       hint="read the runs' errors in check-results/experiment/results.jsonl")
+@check(
+    "every run completed",
+    needs=["matrix"],
+    expected="every run ok",
+    hint="read the runs' errors in check-results/experiment/results.jsonl",
+)
 def runs_complete(session):
     return session.experiment().every_run_ok()
 
 
-@check("without aggregation every PSDU carries one MPDU", needs=["runs_complete"],
-       expected="MPDUs per A-MPDU 1.0 for both transports with ampdu false",
-       hint="is the axis params.ampdu (the topology's parameter), with the value false?")
+@check(
+    "without aggregation every PSDU carries one MPDU",
+    needs=["runs_complete"],
+    expected="MPDUs per A-MPDU 1.0 for both transports with ampdu false",
+    hint="is the axis params.ampdu (the topology's parameter), with the value false?",
+)
 def off_means_one(session):
     sizes = {name: _median(session, "ampdu_mean", name, False) for name in (PACED, BURSTY)}
-    return Verdict(all(size <= 1.05 for size in sizes.values()),
-                   ", ".join(f"{name} {size:.2f}" for name, size in sizes.items()))
+    return Verdict(
+        all(size <= 1.05 for size in sizes.values()), ", ".join(f"{name} {size:.2f}" for name, size in sizes.items())
+    )
 
 
-@check("aggregation raises goodput and saves transmit time", needs=["runs_complete"],
-       expected=f"with ampdu true: at least {LARGE:g} MPDUs per A-MPDU, goodput >= {GOODPUT_GAIN:g} x off's, "
-                "less airtime per MB than off, for both transports",
-       hint="compare the cells with params.ampdu true and false in summary.md")
+@check(
+    "aggregation raises goodput and saves transmit time",
+    needs=["runs_complete"],
+    expected=f"with ampdu true: at least {LARGE:g} MPDUs per A-MPDU, goodput >= {GOODPUT_GAIN:g} x off's, "
+    "less airtime per MB than off, for both transports",
+    hint="compare the cells with params.ampdu true and false in summary.md",
+)
 def aggregation_pays(session):
     seen, passed = [], True
     for name in (PACED, BURSTY):
@@ -85,19 +106,25 @@ def aggregation_pays(session):
     return Verdict(passed, "; ".join(seen))
 
 
-@check("bursty BQUIC gets larger aggregates than paced QUIC", needs=["runs_complete"],
-       expected=f"MPDUs per A-MPDU of {BURSTY} at least {BURSTY_GAIN:g} x {PACED}'s (ampdu true)",
-       hint=f"is {BURSTY} in the matrix, and is the server sending to the station through the AP?")
+@check(
+    "bursty BQUIC gets larger aggregates than paced QUIC",
+    needs=["runs_complete"],
+    expected=f"MPDUs per A-MPDU of {BURSTY} at least {BURSTY_GAIN:g} x {PACED}'s (ampdu true)",
+    hint=f"is {BURSTY} in the matrix, and is the server sending to the station through the AP?",
+)
 def bursts_aggregate(session):
     paced, bursty = (_median(session, "ampdu_mean", name, True) for name in (PACED, BURSTY))
     session.measured.update(mpdus_quic=paced, mpdus_bquic=bursty)
     return Verdict(bursty >= BURSTY_GAIN * paced, f"{PACED} {paced:.1f}, {BURSTY} {bursty:.1f}")
 
 
-@check("answers.yaml: Q1 and Q2", needs=["aggregation_pays", "bursts_aggregate"],
-       expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's measurement ({PACED_ANSWER_TOLERANCE:.0%} for "
-                "mpdus_quic)",
-       hint="the 'MPDUs per A-MPDU' and 'airtime per MB' columns of your results' summary.md")
+@check(
+    "answers.yaml: Q1 and Q2",
+    needs=["aggregation_pays", "bursts_aggregate"],
+    expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's measurement ({PACED_ANSWER_TOLERANCE:.0%} for "
+    "mpdus_quic)",
+    hint="the 'MPDUs per A-MPDU' and 'airtime per MB' columns of your results' summary.md",
+)
 def answers(session):
     measured = dict(session.measured)
     measured["airtime_on"], measured["airtime_off"] = measured[f"airtime_{PACED}"]

@@ -31,19 +31,25 @@ def topology_loads(session):
     return Verdict(True, f"{len(topo.nodes)} nodes, {len(topo.links)} links")
 
 
-@check("sta1 roams between ap1 and ap2", needs=["topology_loads"],
-       expected="sta1 linked to ap1 and ap2, one ssid, both APs bridged to the server's switch",
-       hint="topo.add_wireless_link(sta1, ap2), ap2 with ssid='campus' and topo.add_link(ap2, switch)")
+@check(
+    "sta1 roams between ap1 and ap2",
+    needs=["topology_loads"],
+    expected="sta1 linked to ap1 and ap2, one ssid, both APs bridged to the server's switch",
+    hint="topo.add_wireless_link(sta1, ap2), ap2 with ssid='campus' and topo.add_link(ap2, switch)",
+)
 def roams(session):
     # (one SSID and one subnet are checked when topology.py loads)
     aps = session.topology().roaming_stations().get("sta1", [])
     return Verdict(sorted(aps) == ["ap1", "ap2"], f"sta1 may associate with: {', '.join(aps) or 'one AP only'}")
 
 
-@check("sta1 walks from ap1 to ap2", needs=["roams"],
-       expected=f"ap1 and ap2 {SPACING[0]:g}-{SPACING[1]:g} m apart; the walk starts within {NEAR:g} m of ap1 "
-                f"and ends within {NEAR:g} m of ap2",
-       hint="add_station('sta1', waypoints=[(0, 10, 1), (2, 10, 1), (14, 70, 1)]): (t, x, y), t in seconds")
+@check(
+    "sta1 walks from ap1 to ap2",
+    needs=["roams"],
+    expected=f"ap1 and ap2 {SPACING[0]:g}-{SPACING[1]:g} m apart; the walk starts within {NEAR:g} m of ap1 "
+    f"and ends within {NEAR:g} m of ap2",
+    hint="add_station('sta1', waypoints=[(0, 10, 1), (2, 10, 1), (14, 70, 1)]): (t, x, y), t in seconds",
+)
 def walks(session):
     topo = session.topology()
     trajectory = topo.nodes["sta1"].trajectory
@@ -52,39 +58,59 @@ def walks(session):
     if trajectory is None:
         return Verdict(False, f"APs {spacing:g} m apart; sta1 stands still at {topo.nodes['sta1'].position}")
     start, end = trajectory.start, trajectory.points[-1][1:]
-    passed = (SPACING[0] <= spacing <= SPACING[1] and math.dist(start, ap1) <= NEAR
-              and math.dist(end, ap2) <= NEAR)
-    return Verdict(passed, f"APs {spacing:g} m apart; sta1 from {math.dist(start, ap1):.0f} m of ap1 to "
-                           f"{math.dist(end, ap2):.0f} m of ap2 in {trajectory.duration:g} s")
+    passed = SPACING[0] <= spacing <= SPACING[1] and math.dist(start, ap1) <= NEAR and math.dist(end, ap2) <= NEAR
+    return Verdict(
+        passed,
+        f"APs {spacing:g} m apart; sta1 from {math.dist(start, ap1):.0f} m of ap1 to "
+        f"{math.dist(end, ap2):.0f} m of ap2 in {trajectory.duration:g} s",
+    )
 
 
-@check("experiment.yaml is valid", needs=["walks"],
-       hint="'quicbed run experiment.yaml --dry-run' names the line and the fix")
+@check(
+    "experiment.yaml is valid",
+    needs=["walks"],
+    hint="'quicbed run experiment.yaml --dry-run' names the line and the fix",
+)
 def experiment_loads(session):
     experiment = session.experiment_file()
     transports = experiment.matrix.get("transport", [])
-    passed = set(TRANSPORTS) <= set(transports) and experiment.client == "sta1" and \
-        experiment.topology_script.name == "topology.py"
-    return Verdict(passed, f"topology {experiment.topology_script.name}, client {experiment.client}, "
-                           f"transports {transports}")
+    passed = (
+        set(TRANSPORTS) <= set(transports)
+        and experiment.client == "sta1"
+        and experiment.topology_script.name == "topology.py"
+    )
+    return Verdict(
+        passed, f"topology {experiment.topology_script.name}, client {experiment.client}, transports {transports}"
+    )
 
 
-@check("every run completed", needs=["experiment_loads"], expected="every run ok",
-       hint="read the runs' errors in check-results/experiment/results.jsonl")
+@check(
+    "every run completed",
+    needs=["experiment_loads"],
+    expected="every run ok",
+    hint="read the runs' errors in check-results/experiment/results.jsonl",
+)
 def runs_complete(session):
     return session.experiment().every_run_ok()
 
 
-@check("sta1 changed AP in every run", needs=["runs_complete"], expected="handovers >= 1 in every completed run",
-       hint="the download must last past the moment sta1 loses ap1 (about 55 m out): a longer object or a faster walk")
+@check(
+    "sta1 changed AP in every run",
+    needs=["runs_complete"],
+    expected="handovers >= 1 in every completed run",
+    hint="the download must last past the moment sta1 loses ap1 (about 55 m out): a longer object or a faster walk",
+)
 def handed_over(session):
     counts = session.experiment().values("handovers")
     return Verdict(bool(counts) and min(counts) >= 1, f"handovers per run: {[int(c) for c in counts]}")
 
 
-@check("each transport's outage is measured", needs=["handed_over"],
-       expected=f"median handover_outage of tcp and quic-native within {OUTAGE[0]:g}-{OUTAGE[1]:g} s",
-       hint="summary.md has handover_outage per transport")
+@check(
+    "each transport's outage is measured",
+    needs=["handed_over"],
+    expected=f"median handover_outage of tcp and quic-native within {OUTAGE[0]:g}-{OUTAGE[1]:g} s",
+    hint="summary.md has handover_outage per transport",
+)
 def outage(session):
     seen, passed = [], True
     for transport, key in TRANSPORTS.items():
@@ -96,8 +122,12 @@ def outage(session):
     return Verdict(passed, ", ".join(seen))
 
 
-@check("answers.yaml: Q1", needs=["outage"], expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's medians",
-       hint="the handover_outage column of summary.md, in seconds")
+@check(
+    "answers.yaml: Q1",
+    needs=["outage"],
+    expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's medians",
+    hint="the handover_outage column of summary.md, in seconds",
+)
 def answers(session):
     seen, passed = [], True
     for key in TRANSPORTS.values():

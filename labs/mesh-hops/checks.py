@@ -38,46 +38,71 @@ def experiment_loads(session):
     return Verdict(True, "; ".join(f"{axis}: {values}" for axis, values in experiment.matrix.items()))
 
 
-@check("1 to 3 hops, distinct and shared channels", needs=["experiment_loads"],
-       expected=f"{HOPS} with 1 and 3 (or more); {CHANNELS}: [true, false]",
-       hint="matrix: {params.hops: [1, 2, 3], params.distinct_channels: [true, false]}")
+@check(
+    "1 to 3 hops, distinct and shared channels",
+    needs=["experiment_loads"],
+    expected=f"{HOPS} with 1 and 3 (or more); {CHANNELS}: [true, false]",
+    hint="matrix: {params.hops: [1, 2, 3], params.distinct_channels: [true, false]}",
+)
 def matrix(session):
     experiment = session.experiment_file()
     hops, channels = experiment.matrix.get(HOPS, []), experiment.matrix.get(CHANNELS, [])
-    passed = (1 in hops and max(hops, default=0) >= 3 and any(v is True for v in channels)
-              and any(v is False for v in channels) and "mesh" in experiment.topology_script.stem)
+    passed = (
+        1 in hops
+        and max(hops, default=0) >= 3
+        and any(v is True for v in channels)
+        and any(v is False for v in channels)
+        and "mesh" in experiment.topology_script.stem
+    )
     return Verdict(passed, f"topology {experiment.topology_script.name}; {HOPS}: {hops}; {CHANNELS}: {channels}")
 
 
-@check("every run completed", needs=["matrix"], expected="every run ok",
-       hint="read the runs' errors in check-results/experiment/results.jsonl")
+@check(
+    "every run completed",
+    needs=["matrix"],
+    expected="every run ok",
+    hint="read the runs' errors in check-results/experiment/results.jsonl",
+)
 def runs_complete(session):
     return session.experiment().every_run_ok()
 
 
-@check("on one channel, the hops share the air", needs=["runs_complete"],
-       expected=f"goodput over the most hops at most {SHARED_AT_MOST:.0%} of 1 hop's (shared channel)",
-       hint="distinct_channels false puts every hop on channel 36")
+@check(
+    "on one channel, the hops share the air",
+    needs=["runs_complete"],
+    expected=f"goodput over the most hops at most {SHARED_AT_MOST:.0%} of 1 hop's (shared channel)",
+    hint="distinct_channels false puts every hop on channel 36",
+)
 def shared_channel(session):
     one, most = _goodput(session, 1), _goodput(session, _most_hops(session), False)
     session.measured.update(one_hop=one / 1e6, three_hops_shared=most / 1e6)
-    return Verdict(most <= SHARED_AT_MOST * one,
-                   f"1 hop {one / 1e6:.1f} Mbit/s, {_most_hops(session)} shared hops {most / 1e6:.1f} Mbit/s")
+    return Verdict(
+        most <= SHARED_AT_MOST * one,
+        f"1 hop {one / 1e6:.1f} Mbit/s, {_most_hops(session)} shared hops {most / 1e6:.1f} Mbit/s",
+    )
 
 
-@check("on distinct channels, the hops send at once", needs=["runs_complete"],
-       expected=f"goodput over the most hops at least {DISTINCT_AT_LEAST:.0%} of 1 hop's (distinct channels)",
-       hint="distinct_channels true gives each hop its own channel")
+@check(
+    "on distinct channels, the hops send at once",
+    needs=["runs_complete"],
+    expected=f"goodput over the most hops at least {DISTINCT_AT_LEAST:.0%} of 1 hop's (distinct channels)",
+    hint="distinct_channels true gives each hop its own channel",
+)
 def distinct_channels(session):
     one, most = _goodput(session, 1), _goodput(session, _most_hops(session), True)
     session.measured["three_hops_distinct"] = most / 1e6
-    return Verdict(most >= DISTINCT_AT_LEAST * one,
-                   f"1 hop {one / 1e6:.1f} Mbit/s, {_most_hops(session)} distinct hops {most / 1e6:.1f} Mbit/s")
+    return Verdict(
+        most >= DISTINCT_AT_LEAST * one,
+        f"1 hop {one / 1e6:.1f} Mbit/s, {_most_hops(session)} distinct hops {most / 1e6:.1f} Mbit/s",
+    )
 
 
-@check("answers.yaml: Q1", needs=["shared_channel", "distinct_channels"],
-       expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's measurement",
-       hint="the goodput column of your results' summary.md, in Mbit/s")
+@check(
+    "answers.yaml: Q1",
+    needs=["shared_channel", "distinct_channels"],
+    expected=f"within {ANSWER_TOLERANCE:.0%} of the checker's measurement",
+    hint="the goodput column of your results' summary.md, in Mbit/s",
+)
 def answers(session):
     seen, passed = [], True
     for key in ("one_hop", "three_hops_shared", "three_hops_distinct"):

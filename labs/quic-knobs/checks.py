@@ -32,10 +32,13 @@ def experiment_loads(session):
     return Verdict(True, "transports: " + ", ".join(experiment.matrix.get("transport", [])))
 
 
-@check("each variant is quic-native with one knob changed", needs=["experiment_loads"],
-       expected="quic-acks: ack_every 10; quic-unpaced: pacing false; nothing else changed (quinn, profile quic); "
-                "all three in the matrix",
-       hint="quic-acks: {kind: quic, impl: quinn, profile: quic, knobs: {ack_every: 10}}")
+@check(
+    "each variant is quic-native with one knob changed",
+    needs=["experiment_loads"],
+    expected="quic-acks: ack_every 10; quic-unpaced: pacing false; nothing else changed (quinn, profile quic); "
+    "all three in the matrix",
+    hint="quic-acks: {kind: quic, impl: quinn, profile: quic, knobs: {ack_every: 10}}",
+)
 def one_knob_each(session):
     experiment = session.experiment_file()
     in_matrix = experiment.matrix.get("transport", [])
@@ -57,8 +60,12 @@ def one_knob_each(session):
     return Verdict(passed, "; ".join(seen))
 
 
-@check("every run completed", needs=["one_knob_each"], expected="every run ok",
-       hint="read the runs' errors in check-results/experiment/results.jsonl")
+@check(
+    "every run completed",
+    needs=["one_knob_each"],
+    expected="every run ok",
+    hint="read the runs' errors in check-results/experiment/results.jsonl",
+)
 def runs_complete(session):
     return session.experiment().every_run_ok()
 
@@ -68,31 +75,44 @@ def _median(session, metric: str, transport: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-@check("quic-acks sends far fewer ACKs than quic-native", needs=["runs_complete"],
-       expected=f"ACK ratio of quic-acks at most {ACK_SHARE:g} x {REFERENCE}'s",
-       hint="ack_every is a receiver knob: the client applies it (both ends get the transport's profile)")
+@check(
+    "quic-acks sends far fewer ACKs than quic-native",
+    needs=["runs_complete"],
+    expected=f"ACK ratio of quic-acks at most {ACK_SHARE:g} x {REFERENCE}'s",
+    hint="ack_every is a receiver knob: the client applies it (both ends get the transport's profile)",
+)
 def fewer_acks(session):
     reference, variant = _median(session, "ack_ratio", REFERENCE), _median(session, "ack_ratio", "quic-acks")
     session.measured.update(ack_ratio_quic=reference, ack_ratio_acks=variant)
     return Verdict(variant <= ACK_SHARE * reference, f"{REFERENCE} {reference:.3f}, quic-acks {variant:.3f}")
 
 
-@check("quic-acks leaves the server in bursts", needs=["runs_complete"],
-       expected=f"short gaps at server of quic-acks at least {SHORT_GAP_MARGIN * 100:g} points above "
-                f"{REFERENCE}'s",
-       hint="each ACK lets the sender send as many packets as it acknowledges: is ack_every on quic-acks?")
+@check(
+    "quic-acks leaves the server in bursts",
+    needs=["runs_complete"],
+    expected=f"short gaps at server of quic-acks at least {SHORT_GAP_MARGIN * 100:g} points above {REFERENCE}'s",
+    hint="each ACK lets the sender send as many packets as it acknowledges: is ack_every on quic-acks?",
+)
 def burstier(session):
     shares = {name: _median(session, "ipt_server_short_share", name) for name in (REFERENCE, *VARIANTS)}
-    session.measured.update(short_gaps_quic=shares[REFERENCE] * 100, short_gaps_acks=shares["quic-acks"] * 100,
-                            short_gaps_unpaced=shares["quic-unpaced"] * 100)
-    return Verdict(shares["quic-acks"] >= shares[REFERENCE] + SHORT_GAP_MARGIN,
-                   ", ".join(f"{name} {share * 100:.1f} %" for name, share in shares.items()))
+    session.measured.update(
+        short_gaps_quic=shares[REFERENCE] * 100,
+        short_gaps_acks=shares["quic-acks"] * 100,
+        short_gaps_unpaced=shares["quic-unpaced"] * 100,
+    )
+    return Verdict(
+        shares["quic-acks"] >= shares[REFERENCE] + SHORT_GAP_MARGIN,
+        ", ".join(f"{name} {share * 100:.1f} %" for name, share in shares.items()),
+    )
 
 
-@check("answers.yaml: Q1 and Q2", needs=["fewer_acks", "burstier"],
-       expected=f"ACK ratios within {ACK_TOLERANCE:.0%}, short-gap shares within {GAP_TOLERANCE:g} points "
-                "of the checker's",
-       hint="the 'ACK ratio' and 'short gaps at server' columns of your results' summary.md (gaps in %)")
+@check(
+    "answers.yaml: Q1 and Q2",
+    needs=["fewer_acks", "burstier"],
+    expected=f"ACK ratios within {ACK_TOLERANCE:.0%}, short-gap shares within {GAP_TOLERANCE:g} points "
+    "of the checker's",
+    hint="the 'ACK ratio' and 'short gaps at server' columns of your results' summary.md (gaps in %)",
+)
 def answers(session):
     measured, seen, passed = session.measured, [], True
     for key in ("ack_ratio_quic", "ack_ratio_acks", "short_gaps_quic", "short_gaps_acks", "short_gaps_unpaced"):

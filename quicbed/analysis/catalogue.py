@@ -42,6 +42,8 @@ class Metric:
         return f"{self.label} ({self.unit})" if self.unit else self.label
 
 
+# a table: one metric to a few lines reads better than one argument to a line
+# fmt: off
 _METRICS = [
     Metric("download_time", "download time", "s", 1.0, "lower", "record",
            "first request to last byte of the last object, at the client (page load time for pages)",
@@ -266,13 +268,27 @@ _METRICS = [
     Metric("background_throughput", "background", "Mbit/s", 1e-6, None, "background",
            "background traffic received during the run (iperf3)", bounds=NON_NEGATIVE),
 ]
+# fmt: on
 
 METRICS: dict[str, Metric] = {metric.name: metric for metric in _METRICS}
 
 #: the metrics a report shows first, in this order, when a run has them
-HEADLINE = ("download_time", "total_time", "connect_time", "goodput", "loss", "ack_ratio", "ipt_server_short_share",
-            "cwnd_mean", "ampdu_mean", "competitor_goodput", "jain_index", "cpu_server_bound", "cpu_client_bound",
-            "cpu_machine_busy")
+HEADLINE = (
+    "download_time",
+    "total_time",
+    "connect_time",
+    "goodput",
+    "loss",
+    "ack_ratio",
+    "ipt_server_short_share",
+    "cwnd_mean",
+    "ampdu_mean",
+    "competitor_goodput",
+    "jain_index",
+    "cpu_server_bound",
+    "cpu_client_bound",
+    "cpu_machine_busy",
+)
 
 
 class UncataloguedMetric(UserWarning):
@@ -286,8 +302,9 @@ def markdown_table() -> str:
     lines = ["| metric | unit | better | from | what it is |", "| --- | --- | --- | --- | --- |"]
     for entry in _METRICS:
         description = entry.description.replace("|", "/")
-        lines.append(f"| `{entry.name}` | {entry.unit or '-'} | {entry.better or '-'} | {entry.source} | "
-                     f"{description} |")
+        lines.append(
+            f"| `{entry.name}` | {entry.unit or '-'} | {entry.better or '-'} | {entry.source} | {description} |"
+        )
     return "\n".join(lines)
 
 

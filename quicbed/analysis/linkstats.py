@@ -100,12 +100,23 @@ def link_stats(log: ProbeLog, sent: int) -> LinkStats:
         bits = sum((size + HEADERS_BYTES) * 8 for size in log.sizes[1:])
         rate = bits / span if span > 0 else math.nan
     return LinkStats(
-        sent=sent, received=len(unique), duplicates=len(log.sequences) - len(unique), lost=lost,
-        loss=lost / sent if sent else math.nan, loss_runs=len(runs), mean_burst=mean_burst,
-        burst_stderr=burst_stderr, reordered=out_of_order / max(1, len(log.sequences) - 1),
-        owd_mean=owd_mean, owd_std=owd_std, owd_min=min(delays) if delays else math.nan,
-        owd_median=_percentile(delays, 0.5), owd_iqr=_percentile(delays, 0.75) - _percentile(delays, 0.25),
-        owd_p99=_percentile(delays, 0.99), rate=rate)
+        sent=sent,
+        received=len(unique),
+        duplicates=len(log.sequences) - len(unique),
+        lost=lost,
+        loss=lost / sent if sent else math.nan,
+        loss_runs=len(runs),
+        mean_burst=mean_burst,
+        burst_stderr=burst_stderr,
+        reordered=out_of_order / max(1, len(log.sequences) - 1),
+        owd_mean=owd_mean,
+        owd_std=owd_std,
+        owd_min=min(delays) if delays else math.nan,
+        owd_median=_percentile(delays, 0.5),
+        owd_iqr=_percentile(delays, 0.75) - _percentile(delays, 0.25),
+        owd_p99=_percentile(delays, 0.99),
+        rate=rate,
+    )
 
 
 def expected_iqr(jitter: float, distribution: str) -> float:
@@ -147,8 +158,9 @@ def _loss_runs(lost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lost.sum(axis=1), run_starts
 
 
-def mean_burst_interval(model: LossModel, packets: int, z: float = Z99, replicas: int = 2000,
-                        seed: int = 0) -> tuple[float, float]:
+def mean_burst_interval(
+    model: LossModel, packets: int, z: float = Z99, replicas: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Interval that holds the measured mean loss-run length of a ``packets`` probe with the
     confidence of ``z``, from the model's own sampling distribution.
 

@@ -48,8 +48,16 @@ def delay_summary(histogram: dict[str, int]) -> dict[str, Any]:
 
 
 #: a node summary's counts, summed when nodes are taken together
-NODE_SUMS = ("airtime_s", "airtime_share", "data_psdus", "data_mpdus", "retries", "mac_drops", "queue_drops",
-             "discipline_drops")
+NODE_SUMS = (
+    "airtime_s",
+    "airtime_share",
+    "data_psdus",
+    "data_mpdus",
+    "retries",
+    "mac_drops",
+    "queue_drops",
+    "discipline_drops",
+)
 NODE_HISTOGRAMS = ("histogram", "mac_delay_100us", "sojourn_100us")
 
 
@@ -74,12 +82,16 @@ def receiver_summary(radios: dict[str, Any], senders: list[str], receiver: str) 
     PSDUs, MPDUs, retries, airtime, the A-MPDU and MAC delay histograms, and the figures made
     from them. Other receivers of the same AP, and a relay's other radio (its upstream ACKs),
     stay out. None when no radio kept per-receiver figures with histograms (older folders)."""
-    entries = [radio["per_receiver"][receiver] for radio in radios.values()
-               if radio.get("node") in senders and receiver in (radio.get("per_receiver") or {})]
+    entries = [
+        radio["per_receiver"][receiver]
+        for radio in radios.values()
+        if radio.get("node") in senders and receiver in (radio.get("per_receiver") or {})
+    ]
     if not entries or any("mac_delay_100us" not in entry for entry in entries):
         return None
-    summary: dict[str, Any] = {key: sum(entry[key] for entry in entries)
-                               for key in ("psdus", "mpdus", "retries", "airtime_s")}
+    summary: dict[str, Any] = {
+        key: sum(entry[key] for entry in entries) for key in ("psdus", "mpdus", "retries", "airtime_s")
+    }
     summary["histogram"] = merge_histograms(*(entry["histogram"] for entry in entries))
     summary["mac_delay_100us"] = merge_histograms(*(entry["mac_delay_100us"] for entry in entries))
     summary["mean_mpdus_per_ampdu"] = summary["mpdus"] / summary["psdus"] if summary["psdus"] else 0.0

@@ -3,7 +3,9 @@
 The two captures of a run share one clock (emulation: one kernel), so a packet's one-way
 delay is exact. Functions here are pure: they take lists of :class:`Packet` (from
 :func:`quicbed.analysis.packets.read_pcap`) or arrays and return numbers or arrays; the
-definitions are in their docstrings and in ``docs/metrics.md``.
+definitions are in their docstrings and in ``docs/metrics.md``. What the network did to each
+packet between the two captures (losses, one-way delays, reordering, TCP's retransmissions) is
+in :mod:`quicbed.analysis.matching`.
 
 Vocabulary:
 
@@ -31,9 +33,8 @@ Vocabulary:
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
@@ -42,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from quicbed.analysis.matching import loss_bursts, lost_packets, match, one_way_delays, out_of_order_counts
 from quicbed.analysis.packets import FIN, RST, SYN, Packet, seconds_between
 
 #: a sender's QUIC 1-RTT packets of at most this many bytes are taken for ACK-only packets
@@ -69,8 +71,11 @@ def data_flows(packets: Iterable[Packet], min_bytes: int = 10_000) -> list[FlowK
     """The download directions of a capture, largest first: directions with at least
     ``min_bytes`` of payload and more payload than their reverse direction."""
     totals = flow_bytes(packets)
-    return [key for key, total in sorted(totals.items(), key=lambda item: -item[1])
-            if total >= min_bytes and total > totals.get(reverse(key), 0)]
+    return [
+        key
+        for key, total in sorted(totals.items(), key=lambda item: -item[1])
+        if total >= min_bytes and total > totals.get(reverse(key), 0)
+    ]
 
 
 def main_flow(packets: Sequence[Packet]) -> FlowKey:
@@ -92,16 +97,21 @@ def of_flow(packets: Iterable[Packet], flow: FlowKey) -> list[Packet]:
     return [packet for packet in packets if packet.flow == flow]
 
 
-def download_flows(packets: Iterable[Packet], port: int, address: str | None = None,
-                   proto: str | None = None) -> list[FlowKey]:
+def download_flows(
+    packets: Iterable[Packet], port: int, address: str | None = None, proto: str | None = None
+) -> list[FlowKey]:
     """Every connection of one download in a client capture: the directions that carry data
     packets from the server's ``port`` (and ``address``, ``proto`` when given), in the order
     they started. An HTTP/1.1 page uses several connections; a small object's flow counts
     however small it is (no size threshold that would pick another flow instead)."""
     flows: dict[FlowKey, None] = {}
     for packet in packets:
-        if packet.sport == port and (address is None or packet.src == address) \
-                and (proto is None or packet.proto == proto) and is_data(packet):
+        if (
+            packet.sport == port
+            and (address is None or packet.src == address)
+            and (proto is None or packet.proto == proto)
+            and is_data(packet)
+        ):
             flows.setdefault(packet.flow)
     return list(flows)
 
@@ -214,8 +224,7 @@ def throughput(data: Sequence[Packet], app_bytes: int | None = None) -> float:
     return 8.0 * total / duration
 
 
-def binned_throughput(data: Sequence[Packet], bin_width: float = 0.05,
-                      start: float | None = None) -> pd.DataFrame:
+def binned_throughput(data: Sequence[Packet], bin_width: float = 0.05, start: float | None = None) -> pd.DataFrame:
     """Throughput in consecutive bins of ``bin_width`` seconds.
 
     Columns: ``time`` (bin start, seconds from ``start``, default the first packet),
@@ -230,8 +239,9 @@ def binned_throughput(data: Sequence[Packet], bin_width: float = 0.05,
     count = math.floor(times.max() / bin_width) + 1
     index = np.clip(np.floor(times / bin_width).astype(int), 0, None)
     totals = np.bincount(index, weights=sizes, minlength=count)[:count]
-    return pd.DataFrame({"time": np.round(np.arange(count) * bin_width, 9), "bytes": totals,
-                         "throughput": 8.0 * totals / bin_width})
+    return pd.DataFrame(
+        {"time": np.round(np.arange(count) * bin_width, 9), "bytes": totals, "throughput": 8.0 * totals / bin_width}
+    )
 
 
 def _offsets(packets: Sequence[Packet], start: float | None = None) -> np.ndarray:
@@ -320,175 +330,6 @@ def goodput(record: Mapping[str, Any]) -> float:
     return 8.0 * size / seconds
 
 
-# --------------------------------------------------------------------------- matching
-
-
-def packet_key(packet: Packet) -> tuple[int, int]:
-    """What identifies a packet in both captures: (IPv4 ID, payload hash)."""
-    return (packet.ip_id, packet.payload_hash)
-
-
-def match(sent: Sequence[Packet], received: Sequence[Packet]) -> list[int | None]:
-    """For each sent packet, the index in ``received`` of the same packet, or None.
-
-    Packets are the same when :func:`packet_key` is equal; repeated keys are paired in
-    capture order (first sent with first received). Each received packet is used once.
-    """
-    waiting: dict[tuple[int, int], deque[int]] = defaultdict(deque)
-    for index, packet in enumerate(received):
-        waiting[packet_key(packet)].append(index)
-    matched: list[int | None] = []
-    for packet in sent:
-        queue = waiting.get(packet_key(packet))
-        matched.append(queue.popleft() if queue else None)
-    return matched
-
-
-def lost_packets(sent: Sequence[Packet], received: Sequence[Packet]) -> list[Packet]:
-    """The packets of ``sent`` (server capture) never seen in ``received`` (client capture)."""
-    return [packet for packet, index in zip(sent, match(sent, received), strict=True) if index is None]
-
-
-def loss_rate(sent: Sequence[Packet], received: Sequence[Packet]) -> float:
-    """Share of the data packets sent by the server (server capture) that never reached the
-    client (client capture): ``lost / sent``, packets matched by :func:`packet_key`.
-
-    The server capture must see packets before the bottleneck queue: tcpdump taps an
-    interface after its qdisc, so on a host whose own interface carries the bottleneck's
-    rate limit, drops of that queue are invisible.
-    """
-    if not sent:
-        return math.nan
-    return len(lost_packets(sent, received)) / len(sent)
-
-
-def loss_bursts(sent: Sequence[Packet], received: Sequence[Packet]) -> list[int]:
-    """Lengths of the runs of consecutively lost data packets, in the server's send order.
-
-    Bernoulli loss gives runs of mean 1/(1-p); a Gilbert-Elliott channel's Bad state gives
-    longer ones. Packets the server sent back to back met the link back to back, so this is
-    the link's loss-burst length as the flow saw it.
-    """
-    bursts, length = [], 0
-    for index in match(sent, received):
-        if index is None:
-            length += 1
-        elif length:
-            bursts.append(length)
-            length = 0
-    if length:
-        bursts.append(length)
-    return bursts
-
-
-def one_way_delays(sent: Sequence[Packet], received: Sequence[Packet]) -> np.ndarray:
-    """Per sent packet: arrival time at the client minus departure time at the server (s),
-    NaN for lost packets. Both captures must share one clock."""
-    arrivals = match(sent, received)
-    return np.array([math.nan if index is None else seconds_between(packet, received[index])
-                     for packet, index in zip(sent, arrivals, strict=True)], dtype=float)
-
-
-def out_of_order_rate(sent: Sequence[Packet], received: Sequence[Packet]) -> float:
-    """Share of the received data packets that arrived out of order.
-
-    A packet is out of order when some packet the server sent *after* it arrived before
-    it: with ``s(j)`` the position in the server capture of the ``j``-th packet received,
-    packet ``j`` is out of order if ``s(j) < max(s(1..j-1))``. This is reordering by the
-    network only (a retransmission is a new packet, sent later). Unmatched received
-    packets are ignored.
-    """
-    late, total = out_of_order_counts(sent, received)
-    return late / total if total else math.nan
-
-
-def out_of_order_counts(sent: Sequence[Packet], received: Sequence[Packet]) -> tuple[int, int]:
-    """(received packets out of order, received packets matched): the counts behind
-    :func:`out_of_order_rate`, to pool over the connections of a download."""
-    position = {index: order for order, index in enumerate(match(sent, received))
-                if index is not None}
-    order = [position[index] for index in range(len(received)) if index in position]
-    highest, late = -1, 0
-    for value in order:
-        if value < highest:
-            late += 1
-        highest = max(highest, value)
-    return late, len(order)
-
-
-def tcp_out_of_sequence_rate(received: Sequence[Packet]) -> float:
-    """TCP only, one capture: share of data segments whose sequence number is below the
-    highest sequence number already seen (out-of-order arrivals *and* retransmissions,
-    what a receiver sees as "not the next segment"). Sequence wrap-around is handled."""
-    if not received:
-        return math.nan
-    base = received[0].tcp_seq or 0
-    highest_end, late = -1, 0
-    for packet in received:
-        seq = ((packet.tcp_seq or 0) - base) % (1 << 32)
-        if seq < highest_end:
-            late += 1
-        highest_end = max(highest_end, seq + packet.payload_len)
-    return late / len(received)
-
-
-def _relative_range(packet: Packet, base: int) -> tuple[int, int]:
-    start = ((packet.tcp_seq or 0) - base) % (1 << 32)
-    return start, start + packet.payload_len
-
-
-class _ByteRuns:
-    """A set of byte offsets kept as disjoint, sorted ``[start, end)`` runs."""
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def covers(self, start: int, end: int) -> bool:
-        at = bisect.bisect_right(self.starts, start) - 1
-        return at >= 0 and self.ends[at] >= end
-
-    def add(self, start: int, end: int) -> None:
-        if end <= start:
-            return
-        at = bisect.bisect_right(self.starts, start) - 1
-        low = at if at >= 0 and self.ends[at] >= start else at + 1
-        high = bisect.bisect_right(self.starts, end)
-        if low < high:
-            start, end = min(start, self.starts[low]), max(end, self.ends[high - 1])
-        self.starts[low:high], self.ends[low:high] = [start], [end]
-
-
-def tcp_retransmissions(sent: Sequence[Packet], received: Sequence[Packet]) -> tuple[int, int]:
-    """TCP only, one connection: (segments the server sent again, of them the spurious ones).
-
-    The definition shared with QUIC's ``recovery:packet_lost`` (docs/metrics.md): a
-    *declared loss* is a packet whose data the sender sent again; it is *spurious* when the
-    packet it took for lost had reached the receiver. Server capture: a segment starting
-    below the highest byte sent so far is a retransmission (fast retransmit, RACK, tail loss
-    probe or timeout alike: aioquic also declares the packet it resends at a probe timeout
-    lost). It is spurious when every byte of it had been sent before in segments that reached
-    the client capture (at any time: QUIC's counterpart is an acknowledgement that comes
-    after the declaration). A retransmission that is itself lost is still told right; a
-    packet the network duplicated is no retransmission.
-    """
-    if not sent:
-        return 0, 0
-    base = sent[0].tcp_seq or 0
-    arrived = match(sent, received)
-    delivered = _ByteRuns()  # bytes of earlier transmissions that reached the client
-    highest_end, retransmitted, spurious = 0, 0, 0
-    for packet, index in zip(sent, arrived, strict=True):
-        start, end = _relative_range(packet, base)
-        if start < highest_end:
-            retransmitted += 1
-            spurious += delivered.covers(start, end)
-        highest_end = max(highest_end, end)
-        if index is not None:
-            delivered.add(start, end)
-    return retransmitted, spurious
-
-
 # --------------------------------------------------------------------------- timing
 
 
@@ -531,8 +372,7 @@ def idi(intervals: Sequence[float] | np.ndarray, k: int) -> float:
     return float(sums.var(ddof=1) / (k * mean * mean))
 
 
-def idi_curve(intervals: Sequence[float] | np.ndarray,
-              ks: Iterable[int] = IDI_KS) -> pd.DataFrame:
+def idi_curve(intervals: Sequence[float] | np.ndarray, ks: Iterable[int] = IDI_KS) -> pd.DataFrame:
     """:func:`idi` for each ``k`` that the data allow (columns ``k``, ``idi``)."""
     values = np.asarray(intervals, dtype=float)
     rows = [(k, idi(values, k)) for k in ks if values.size >= k + 1]
@@ -567,8 +407,7 @@ def ack_counts(packets: Sequence[Packet], flow: FlowKey, start: float | None = N
 # --------------------------------------------------------------------------- diagrams
 
 
-def sequence_frame(server: Sequence[Packet], client: Sequence[Packet],
-                   flow: FlowKey) -> pd.DataFrame:
+def sequence_frame(server: Sequence[Packet], client: Sequence[Packet], flow: FlowKey) -> pd.DataFrame:
     """Tidy rows for a sequence/ACK (time-sequence) diagram of one run.
 
     Columns: ``time`` (s since the first data packet at the server), ``offset`` (bytes),
@@ -599,8 +438,7 @@ def sequence_frame(server: Sequence[Packet], client: Sequence[Packet],
         offsets.append(offset)
         running += packet.payload_len
         rows.append((packet.ts - origin, offset, "sent" if index is not None else "lost"))
-    received_offset = {index: offset for offset, index in zip(offsets, matched, strict=True)
-                       if index is not None}
+    received_offset = {index: offset for offset, index in zip(offsets, matched, strict=True) if index is not None}
     for index, packet in enumerate(arrivals):
         if index in received_offset:
             rows.append((packet.ts - origin, received_offset[index], "received"))
@@ -675,11 +513,13 @@ class _Window:
     received: list[Packet]
 
 
-def _window(server: Sequence[Packet], client: Sequence[Packet], flow: FlowKey,
-            record: Mapping[str, Any] | None) -> _Window:
+def _window(
+    server: Sequence[Packet], client: Sequence[Packet], flow: FlowKey, record: Mapping[str, Any] | None
+) -> _Window:
     start = request_time(record, flow[3])
-    return _Window(flow, start, response_data(data_packets(server, flow), start),
-                   response_data(data_packets(client, flow), start))
+    return _Window(
+        flow, start, response_data(data_packets(server, flow), start), response_data(data_packets(client, flow), start)
+    )
 
 
 def _capture_order(packets: Iterable[Packet]) -> list[Packet]:
@@ -691,18 +531,29 @@ def _connection_metrics(window: _Window, client: Sequence[Packet]) -> Connection
     delays = one_way_delays(window.sent, window.received)
     received = window.received
     return ConnectionMetrics(
-        flow=window.flow, request_time=window.start, data_packets_sent=len(window.sent),
-        data_packets_received=len(received), payload_bytes=sum(p.payload_len for p in received),
+        flow=window.flow,
+        request_time=window.start,
+        data_packets_sent=len(window.sent),
+        data_packets_received=len(received),
+        payload_bytes=sum(p.payload_len for p in received),
         lost=len(lost_packets(window.sent, received)),
-        first=received[0].ts if received else math.nan, last=received[-1].ts if received else math.nan,
-        transfer_time=transfer_time(received), throughput=throughput(received),
+        first=received[0].ts if received else math.nan,
+        last=received[-1].ts if received else math.nan,
+        transfer_time=transfer_time(received),
+        throughput=throughput(received),
         owd_mean=float(np.nanmean(delays)) if np.any(~np.isnan(delays)) else math.nan,
-        ack_ratio=ack_ratio(client, window.flow, window.start))
+        ack_ratio=ack_ratio(client, window.flow, window.start),
+    )
 
 
-def run_metrics(server: Sequence[Packet], client: Sequence[Packet],
-                record: Mapping[str, Any] | None = None, flow: FlowKey | None = None,
-                ks: Iterable[int] = IDI_KS, flows: Sequence[FlowKey] | None = None) -> RunMetrics:
+def run_metrics(
+    server: Sequence[Packet],
+    client: Sequence[Packet],
+    record: Mapping[str, Any] | None = None,
+    flow: FlowKey | None = None,
+    ks: Iterable[int] = IDI_KS,
+    flows: Sequence[FlowKey] | None = None,
+) -> RunMetrics:
     """All scalar metrics of one run from its two captures (and the client record).
 
     ``flows``: every connection of the download (:func:`download_flows`); else ``flow``, else
@@ -774,16 +625,8 @@ __all__ = [
     "inter_packet_times",
     "is_ack",
     "is_data",
-    "loss_rate",
-    "loss_bursts",
-    "lost_packets",
     "main_flow",
-    "match",
     "of_flow",
-    "one_way_delays",
-    "out_of_order_counts",
-    "out_of_order_rate",
-    "packet_key",
     "quic_one_rtt_bytes",
     "request_time",
     "response_data",
@@ -791,8 +634,6 @@ __all__ = [
     "run_metrics",
     "sequence_frame",
     "short_gap_share",
-    "tcp_out_of_sequence_rate",
-    "tcp_retransmissions",
     "throughput",
     "transfer_time",
 ]

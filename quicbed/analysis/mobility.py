@@ -31,8 +31,10 @@ def handovers(timeline: dict[str, Any], interval: float) -> dict[str, float]:
             outages.append(after["t"] - lost["last_delivery"])
         association = next((e for e in associations if e["t"] > lost["t"]), None)
         if association is not None and target > 0:
-            back = next((s["t"] for s in samples
-                         if s["t"] - interval >= association["t"] - 1e-9 and s["rx_bytes"] >= target), None)
+            back = next(
+                (s["t"] for s in samples if s["t"] - interval >= association["t"] - 1e-9 and s["rx_bytes"] >= target),
+                None,
+            )
             if back is not None:
                 recoveries.append(back - association["t"])
     if outages:
@@ -40,7 +42,6 @@ def handovers(timeline: dict[str, Any], interval: float) -> dict[str, float]:
     if recoveries:
         values["handover_recovery"] = max(recoveries)
     return values
-
 
 
 def capture_outages(arrivals: Sequence[float], associations: Sequence[float]) -> list[float]:
@@ -62,17 +63,28 @@ def aps_used(timeline: dict[str, Any] | None) -> list[str]:
     the order it first was; empty without a timeline."""
     if not timeline:
         return []
-    seen = sorted([(s["t"], s["ap"]) for s in timeline["samples"] if s.get("ap")]
-                  + [(e["t"], e["ap"]) for e in timeline["events"] if e["event"] == "associated" and e.get("ap")])
+    seen = sorted(
+        [(s["t"], s["ap"]) for s in timeline["samples"] if s.get("ap")]
+        + [(e["t"], e["ap"]) for e in timeline["events"] if e["event"] == "associated" and e.get("ap")]
+    )
     return list(dict.fromkeys(ap for _, ap in seen))
+
 
 def timeline_frame(timeline: dict[str, Any], interval: float) -> pd.DataFrame:
     """One row per sample: ``t`` (the sample's end, s), ``x``, ``y`` (m), ``ap``, ``rate``
     (bit/s delivered in the sample), ``mcs`` (mean received, NaN when no data frame came)
     and ``signal:AP`` (mean dBm heard from each AP, NaN when none)."""
     aps = sorted({ap for s in timeline["samples"] for ap in s["signal_dbm"]})
-    rows = [{"t": s["t"], "x": s["x"], "y": s["y"], "ap": s["ap"] or "",
-             "rate": s["rx_bytes"] * 8 / interval, "mcs": math.nan if s["mcs"] is None else s["mcs"],
-             **{f"signal:{ap}": s["signal_dbm"].get(ap, math.nan) for ap in aps}}
-            for s in timeline["samples"]]
+    rows = [
+        {
+            "t": s["t"],
+            "x": s["x"],
+            "y": s["y"],
+            "ap": s["ap"] or "",
+            "rate": s["rx_bytes"] * 8 / interval,
+            "mcs": math.nan if s["mcs"] is None else s["mcs"],
+            **{f"signal:{ap}": s["signal_dbm"].get(ap, math.nan) for ap in aps},
+        }
+        for s in timeline["samples"]
+    ]
     return pd.DataFrame(rows, columns=["t", "x", "y", "ap", "rate", "mcs", *(f"signal:{ap}" for ap in aps)])

@@ -51,8 +51,7 @@ FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x4
 
 QUIC_LONG_TYPES = ("initial", "0rtt", "handshake", "retry")  # QUIC v1 long packet types
 #: long packet type bits (first byte >> 4 & 3) per QUIC version: v1 (RFC 9000), v2 (RFC 9369)
-_QUIC_VERSION_TYPES = {0x00000001: QUIC_LONG_TYPES,
-                       0x6B3343CF: ("retry", "initial", "0rtt", "handshake")}
+_QUIC_VERSION_TYPES = {0x00000001: QUIC_LONG_TYPES, 0x6B3343CF: ("retry", "initial", "0rtt", "handshake")}
 
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
@@ -204,18 +203,16 @@ def _pcapng_frames(handle: BinaryIO, head: bytes, name: str) -> Iterator[tuple[i
         elif block_type == 6:  # enhanced packet
             iface, high, low, caplen, _origlen = struct.unpack(order + "IIIII", content[:20])
             linktype, tick, offset = _interface(interfaces, iface, name)
-            yield (int((high << 32 | low) * tick) + offset, linktype, content[20:20 + caplen])
+            yield (int((high << 32 | low) * tick) + offset, linktype, content[20 : 20 + caplen])
         elif block_type == 2:  # obsolete packet block
-            iface, _drops, high, low, caplen, _origlen = struct.unpack(order + "HHIIII",
-                                                                       content[:20])
+            iface, _drops, high, low, caplen, _origlen = struct.unpack(order + "HHIIII", content[:20])
             linktype, tick, offset = _interface(interfaces, iface, name)
-            yield (int((high << 32 | low) * tick) + offset, linktype, content[20:20 + caplen])
+            yield (int((high << 32 | low) * tick) + offset, linktype, content[20 : 20 + caplen])
         # simple packet blocks carry no timestamp and are skipped, like other blocks
         block_type_raw = handle.read(4)
 
 
-def _interface(interfaces: list[tuple[int, Fraction, int]], index: int, name: str
-               ) -> tuple[int, Fraction, int]:
+def _interface(interfaces: list[tuple[int, Fraction, int]], index: int, name: str) -> tuple[int, Fraction, int]:
     if index >= len(interfaces):
         raise PcapError(f"{name}: packet block names interface {index}, which is not described")
     return interfaces[index]
@@ -226,15 +223,15 @@ def _pcapng_interface_clock(options: bytes, order: str) -> tuple[Fraction, int]:
     tick, offset = Fraction(1000), 0
     position = 0
     while position + 4 <= len(options):
-        code, size = struct.unpack(order + "HH", options[position:position + 4])
-        value = options[position + 4:position + 4 + size]
+        code, size = struct.unpack(order + "HH", options[position : position + 4])
+        value = options[position + 4 : position + 4 + size]
         if code == 0:
             break
         if code == 9 and size >= 1:  # if_tsresol
             resolution = value[0]
             exponent = resolution & 0x7F
             base = 2 if resolution & 0x80 else 10
-            tick = Fraction(1_000_000_000, base ** exponent)
+            tick = Fraction(1_000_000_000, base**exponent)
         elif code == 14 and size >= 8:  # if_tsoffset (seconds)
             offset = struct.unpack(order + "q", value[:8])[0] * 1_000_000_000
         position += 4 + (size + 3) // 4 * 4
@@ -296,23 +293,21 @@ def _by_version(frame: bytes, offset: int) -> tuple[int, int] | None:
 def _parse_ipv4(ts_ns: int, frame: bytes, offset: int) -> Packet | None:
     if len(frame) < offset + 20:
         return None
-    first, _tos, total, ident, fragment, _ttl, proto = struct.unpack_from("!BBHHHBB", frame,
-                                                                          offset)
+    first, _tos, total, ident, fragment, _ttl, proto = struct.unpack_from("!BBHHHBB", frame, offset)
     header_len = (first & 0x0F) * 4
     if fragment & 0x1FFF:  # not the first fragment: no transport header
         return None
-    src = socket.inet_ntop(socket.AF_INET, frame[offset + 12:offset + 16])
-    dst = socket.inet_ntop(socket.AF_INET, frame[offset + 16:offset + 20])
-    return _parse_transport(ts_ns, frame, offset + header_len, proto, total - header_len, src,
-                            dst, total, ident)
+    src = socket.inet_ntop(socket.AF_INET, frame[offset + 12 : offset + 16])
+    dst = socket.inet_ntop(socket.AF_INET, frame[offset + 16 : offset + 20])
+    return _parse_transport(ts_ns, frame, offset + header_len, proto, total - header_len, src, dst, total, ident)
 
 
 def _parse_ipv6(ts_ns: int, frame: bytes, offset: int) -> Packet | None:
     if len(frame) < offset + 40:
         return None
     payload_length, next_header = struct.unpack_from("!HB", frame, offset + 4)
-    src = socket.inet_ntop(socket.AF_INET6, frame[offset + 8:offset + 24])
-    dst = socket.inet_ntop(socket.AF_INET6, frame[offset + 24:offset + 40])
+    src = socket.inet_ntop(socket.AF_INET6, frame[offset + 8 : offset + 24])
+    dst = socket.inet_ntop(socket.AF_INET6, frame[offset + 24 : offset + 40])
     position, remaining = offset + 40, payload_length
     while next_header in _IPV6_EXTENSIONS or next_header == _IPV6_FRAGMENT:
         if len(frame) < position + 8:
@@ -326,18 +321,18 @@ def _parse_ipv6(ts_ns: int, frame: bytes, offset: int) -> Packet | None:
         next_header = frame[position]
         position += size
         remaining -= size
-    return _parse_transport(ts_ns, frame, position, next_header, remaining, src, dst,
-                            payload_length + 40, 0)
+    return _parse_transport(ts_ns, frame, position, next_header, remaining, src, dst, payload_length + 40, 0)
 
 
-def _parse_transport(ts_ns: int, frame: bytes, offset: int, proto: int, length: int, src: str,
-                     dst: str, ip_len: int, ip_id: int) -> Packet | None:
+def _parse_transport(
+    ts_ns: int, frame: bytes, offset: int, proto: int, length: int, src: str, dst: str, ip_len: int, ip_id: int
+) -> Packet | None:
     if proto == 17:
         if len(frame) < offset + 8:
             return None
         sport, dport = struct.unpack_from("!HH", frame, offset)
         payload_len = max(0, length - 8)
-        captured = frame[offset + 8:offset + 8 + payload_len]
+        captured = frame[offset + 8 : offset + 8 + payload_len]
         payload = captured[:HASH_BYTES]
         long_header: bool | None = None
         quic_type: str | None = None
@@ -346,9 +341,22 @@ def _parse_transport(ts_ns: int, frame: bytes, offset: int, proto: int, length: 
             long_header = bool(payload[0] & 0x80)
             quic_type = QUIC_LONG_TYPES[(payload[0] >> 4) & 0x03] if long_header else "1rtt"
             one_rtt = quic_one_rtt_length(captured, payload_len)
-        return Packet(ts_ns / 1e9, src, dst, sport, dport, "udp", ip_len, payload_len, ip_id,
-                      payload_hash(payload, payload_len), quic_long_header=long_header,
-                      quic_type=quic_type, ts_ns=ts_ns, quic_1rtt_len=one_rtt)
+        return Packet(
+            ts_ns / 1e9,
+            src,
+            dst,
+            sport,
+            dport,
+            "udp",
+            ip_len,
+            payload_len,
+            ip_id,
+            payload_hash(payload, payload_len),
+            quic_long_header=long_header,
+            quic_type=quic_type,
+            ts_ns=ts_ns,
+            quic_1rtt_len=one_rtt,
+        )
     if proto == 6:
         if len(frame) < offset + 14:
             return None
@@ -356,10 +364,23 @@ def _parse_transport(ts_ns: int, frame: bytes, offset: int, proto: int, length: 
         header_len = (data_offset >> 4) * 4
         payload_len = max(0, length - header_len)
         start = offset + header_len
-        payload = frame[start:start + min(payload_len, HASH_BYTES)]
-        return Packet(ts_ns / 1e9, src, dst, sport, dport, "tcp", ip_len, payload_len, ip_id,
-                      payload_hash(payload, payload_len), tcp_flags=flags, tcp_seq=seq,
-                      tcp_ack=ack, ts_ns=ts_ns)
+        payload = frame[start : start + min(payload_len, HASH_BYTES)]
+        return Packet(
+            ts_ns / 1e9,
+            src,
+            dst,
+            sport,
+            dport,
+            "tcp",
+            ip_len,
+            payload_len,
+            ip_id,
+            payload_hash(payload, payload_len),
+            tcp_flags=flags,
+            tcp_seq=seq,
+            tcp_ack=ack,
+            ts_ns=ts_ns,
+        )
     return None
 
 
@@ -371,7 +392,7 @@ def _varint(data: bytes, offset: int) -> tuple[int, int] | None:
     if offset + size > len(data):
         return None
     value = data[offset] & 0x3F
-    for byte in data[offset + 1:offset + size]:
+    for byte in data[offset + 1 : offset + size]:
         value = value << 8 | byte
     return value, size
 
@@ -382,7 +403,7 @@ def _long_packet_length(data: bytes, offset: int) -> int | None:
     field lies beyond the captured bytes or the version is unknown."""
     if offset + 6 > len(data):
         return None
-    version = int.from_bytes(data[offset + 1:offset + 5], "big")
+    version = int.from_bytes(data[offset + 1 : offset + 5], "big")
     if version == 0:  # version negotiation
         return len(data) - offset
     types = _QUIC_VERSION_TYPES.get(version)
@@ -435,8 +456,7 @@ def quic_one_rtt_length(captured: bytes, payload_len: int) -> int | None:
 
 def payload_hash(captured: bytes, payload_len: int) -> int:
     """64-bit BLAKE2b of the payload's length and its first :data:`HASH_BYTES` captured bytes."""
-    digest = hashlib.blake2b(captured[:HASH_BYTES], digest_size=8,
-                             salt=payload_len.to_bytes(8, "big"))
+    digest = hashlib.blake2b(captured[:HASH_BYTES], digest_size=8, salt=payload_len.to_bytes(8, "big"))
     return int.from_bytes(digest.digest(), "big")
 
 
@@ -451,9 +471,11 @@ def flags_text(flags: int | None) -> str:
     """TCP flags as tcpdump prints them: 'S', 'S.', '.', 'P.', 'F.', 'R' ... ('' for UDP)."""
     if flags is None:
         return ""
-    text = "".join(letter for bit, letter in ((SYN, "S"), (FIN, "F"), (PSH, "P"), (RST, "R"),
-                                              (URG, "U"), (ECE, "E"), (CWR, "W"))
-                   if flags & bit)
+    text = "".join(
+        letter
+        for bit, letter in ((SYN, "S"), (FIN, "F"), (PSH, "P"), (RST, "R"), (URG, "U"), (ECE, "E"), (CWR, "W"))
+        if flags & bit
+    )
     return text + "." if flags & ACK else text
 
 

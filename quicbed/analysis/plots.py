@@ -34,20 +34,31 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType  # only in recent matplotlib (setup.py allows 3.7)
 
 #: Okabe & Ito (2008), colour-blind safe; black last
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
-           "#000000")
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 FORMATS = ("png", "svg")
 WIDTH = 3.5  # inches: one column of a two-column paper
 HEIGHT = 2.4
 
 _STYLE: dict[RcKeyType, Any] = {
-    "font.size": 9, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,
-    "legend.fontsize": 8, "legend.frameon": False, "axes.spines.top": False,
-    "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
-    "grid.linewidth": 0.5, "axes.axisbelow": True, "lines.linewidth": 1.4,
-    "savefig.dpi": 200, "savefig.bbox": "tight", "svg.fonttype": "none",
-    "svg.hashsalt": "quicbed", "axes.prop_cycle": cycler(color=PALETTE),
+    "font.size": 9,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.5,
+    "axes.axisbelow": True,
+    "lines.linewidth": 1.4,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "svg.fonttype": "none",
+    "svg.hashsalt": "quicbed",
+    "axes.prop_cycle": cycler(color=PALETTE),
 }
 
 PathLike = str | os.PathLike[str]
@@ -119,9 +130,18 @@ def _legend(axes: Axes, **kwargs: object) -> None:
 # --------------------------------------------------------------------------- bars
 
 
-def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
-           hue: str | None = None, xlabel: str | None = None, notes: Mapping[str, str] | None = None,
-           marked_label: str = "marked", formats: Sequence[str] = FORMATS) -> list[Path]:
+def bar_ci(
+    summary: pd.DataFrame,
+    stem: PathLike,
+    *,
+    x: str,
+    ylabel: str,
+    hue: str | None = None,
+    xlabel: str | None = None,
+    notes: Mapping[str, str] | None = None,
+    marked_label: str = "marked",
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """Grouped bars of ``mean`` with error bars ``[ci_low, ci_high]`` per cell.
 
     ``summary``: one row per cell, columns ``x``, optionally ``hue``, ``mean``,
@@ -144,9 +164,16 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
             # no interval (a single run) draws no error bar rather than a flat cap on the bar
             empty = (low == 0) & (high == 0)
             low[empty], high[empty] = np.nan, np.nan
-            bars = axes.bar(positions + offset, values["mean"], width * 0.92, color=shade,
-                            label=name or None, yerr=np.vstack([low, high]), capsize=2,
-                            error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+            bars = axes.bar(
+                positions + offset,
+                values["mean"],
+                width * 0.92,
+                color=shade,
+                label=name or None,
+                yerr=np.vstack([low, high]),
+                capsize=2,
+                error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
+            )
             if "marked" in values:
                 for bar, marked in zip(bars, values["marked"].fillna(False), strict=True):
                     if marked:
@@ -155,15 +182,26 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
         if "marked" in summary and summary["marked"].any():
             from matplotlib.patches import Patch
 
-            axes.add_artist(axes.legend(handles=[Patch(facecolor="white", edgecolor="#333333", hatch="///",
-                                                       label=marked_label)], loc="upper right", fontsize="small"))
+            axes.add_artist(
+                axes.legend(
+                    handles=[Patch(facecolor="white", edgecolor="#333333", hatch="///", label=marked_label)],
+                    loc="upper right",
+                    fontsize="small",
+                )
+            )
         axes.set_xticks(positions, categories)
         if notes:
             axes.margins(y=0.15)  # room for the notes above the highest bar
             for position, category in zip(positions, categories, strict=True):
                 if category in notes:
-                    axes.annotate(notes[category], (position, 0.98), xycoords=("data", "axes fraction"),
-                                  ha="center", va="top", fontsize="small")
+                    axes.annotate(
+                        notes[category],
+                        (position, 0.98),
+                        xycoords=("data", "axes fraction"),
+                        ha="center",
+                        va="top",
+                        fontsize="small",
+                    )
         axes.set_xlabel(xlabel if xlabel is not None else x)
         axes.set_ylabel(ylabel)
         axes.grid(axis="x", visible=False)
@@ -171,8 +209,9 @@ def bar_ci(summary: pd.DataFrame, stem: PathLike, *, x: str, ylabel: str,
         return save(figure, stem, formats)
 
 
-def stacked_bars(shares: pd.DataFrame, stem: PathLike, *, ylabel: str, xlabel: str = "",
-                 formats: Sequence[str] = FORMATS) -> list[Path]:
+def stacked_bars(
+    shares: pd.DataFrame, stem: PathLike, *, ylabel: str, xlabel: str = "", formats: Sequence[str] = FORMATS
+) -> list[Path]:
     """One bar per row of ``shares`` (index: categories), its columns stacked (e.g. CPU by role)."""
     with _style():
         figure = Figure(figsize=(WIDTH, HEIGHT))
@@ -181,8 +220,9 @@ def stacked_bars(shares: pd.DataFrame, stem: PathLike, *, ylabel: str, xlabel: s
         bottom = np.zeros(len(shares.index))
         for number, column in enumerate(shares.columns):
             values = shares[column].to_numpy(dtype=float)
-            axes.bar(positions, values, 0.6, bottom=bottom, color=PALETTE[(number + 3) % len(PALETTE)],
-                     label=str(column))
+            axes.bar(
+                positions, values, 0.6, bottom=bottom, color=PALETTE[(number + 3) % len(PALETTE)], label=str(column)
+            )
             bottom += np.nan_to_num(values)
         axes.set_xticks(positions, [str(label) for label in shares.index])
         axes.set_xlabel(xlabel)
@@ -195,9 +235,18 @@ def stacked_bars(shares: pd.DataFrame, stem: PathLike, *, ylabel: str, xlabel: s
 # --------------------------------------------------------------------------- distributions
 
 
-def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
-              group: str | None = None, scale: float = 1.0, confidence: float = 0.95,
-              logy: bool = False, formats: Sequence[str] = FORMATS) -> list[Path]:
+def ccdf_plot(
+    samples: pd.DataFrame,
+    stem: PathLike,
+    *,
+    value: str,
+    xlabel: str,
+    group: str | None = None,
+    scale: float = 1.0,
+    confidence: float = 0.95,
+    logy: bool = False,
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """CCDF ``P(X > x)`` per group with its DKW ``confidence`` band (shaded).
 
     ``samples``: one row per observation (e.g. per run), column ``value`` (multiplied by
@@ -215,10 +264,10 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
             ps = np.concatenate([[1.0], table["P"]])
             lows = np.concatenate([[table["low"].iloc[0]], table["low"]])
             highs = np.concatenate([[1.0], table["high"]])
-            axes.fill_between(xs, lows, highs, step="post", color=shade, alpha=0.2,
-                              linewidth=0)
-            axes.step(xs, ps, where="post", color=shade,
-                      linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
+            axes.fill_between(xs, lows, highs, step="post", color=shade, alpha=0.2, linewidth=0)
+            axes.step(
+                xs, ps, where="post", color=shade, linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None
+            )
         axes.set_xlabel(xlabel)
         axes.set_ylabel("P(X > x)")
         if logy:
@@ -229,10 +278,20 @@ def ccdf_plot(samples: pd.DataFrame, stem: PathLike, *, value: str, xlabel: str,
         return save(figure, stem, formats)
 
 
-def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, throughput: str,
-                          xlabel: str, ylabel: str, group: str | None = None, cell: str | None = None,
-                          delay_scale: float = 1.0, throughput_scale: float = 1.0,
-                          formats: Sequence[str] = FORMATS) -> list[Path]:
+def delay_throughput_plot(
+    runs: pd.DataFrame,
+    stem: PathLike,
+    *,
+    delay: str,
+    throughput: str,
+    xlabel: str,
+    ylabel: str,
+    group: str | None = None,
+    cell: str | None = None,
+    delay_scale: float = 1.0,
+    throughput_scale: float = 1.0,
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """One point per run, delay (x, growing to the left as in Pantheon's plots: better is up
     and right) against throughput (y), per group; each group's mean marked with a cross and,
     as Pantheon draws them, a 1-sigma ellipse (the points' covariance) per group, or per
@@ -254,8 +313,7 @@ def delay_throughput_plot(runs: pd.DataFrame, stem: PathLike, *, delay: str, thr
                 ellipse = sigma_ellipse(xs[chosen], ys[chosen])
                 if ellipse is not None:
                     centre, width, height, angle = ellipse
-                    axes.add_patch(Ellipse(centre, width, height, angle=angle, fill=False,
-                                           color=shade, linewidth=0.8))
+                    axes.add_patch(Ellipse(centre, width, height, angle=angle, fill=False, color=shade, linewidth=0.8))
         axes.invert_xaxis()
         axes.set_xlabel(xlabel + " (lower is right)")
         axes.set_ylabel(ylabel)
@@ -276,9 +334,16 @@ def sigma_ellipse(xs: np.ndarray, ys: np.ndarray) -> tuple[tuple[float, float], 
     return (float(xs.mean()), float(ys.mean())), 2 * float(np.sqrt(values[1])), 2 * float(np.sqrt(values[0])), angle
 
 
-def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
-             group: str | None = None, threshold: float = 100e-6, bins: int = 40,
-             formats: Sequence[str] = FORMATS) -> list[Path]:
+def ipt_plot(
+    gaps: pd.DataFrame,
+    stem: PathLike,
+    *,
+    value: str = "gap",
+    group: str | None = None,
+    threshold: float = 100e-6,
+    bins: int = 40,
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """Inter-packet times: histogram (left, log-spaced bins) and ECDF (right), in us.
 
     ``gaps``: one row per gap, column ``value`` in seconds, optionally ``group``. A dotted
@@ -295,14 +360,26 @@ def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
         for number, (name, part, shade) in enumerate(_coloured_groups(gaps, group)):
             data = part[value].to_numpy(dtype=float) * 1e6
             share = np.ones_like(data) / max(len(data), 1)
-            left.hist(np.clip(data, low, high), bins=edges, weights=share, histtype="step",
-                      color=shade, linestyle=LINESTYLES[number % len(LINESTYLES)],
-                      linewidth=1.2, label=name or None)
+            left.hist(
+                np.clip(data, low, high),
+                bins=edges,
+                weights=share,
+                histtype="step",
+                color=shade,
+                linestyle=LINESTYLES[number % len(LINESTYLES)],
+                linewidth=1.2,
+                label=name or None,
+            )
             table = ecdf(data)
             if not table.empty:
-                right.step(table["x"].clip(lower=low), table["F"], where="post",
-                           color=shade, linestyle=LINESTYLES[number % len(LINESTYLES)],
-                           label=name or None)
+                right.step(
+                    table["x"].clip(lower=low),
+                    table["F"],
+                    where="post",
+                    color=shade,
+                    linestyle=LINESTYLES[number % len(LINESTYLES)],
+                    label=name or None,
+                )
         for axes in (left, right):
             axes.set_xscale("log")
             axes.set_xlabel("inter-packet time (µs)")
@@ -316,14 +393,17 @@ def ipt_plot(gaps: pd.DataFrame, stem: PathLike, *, value: str = "gap",
 
 # --------------------------------------------------------------------------- time series
 
-SENDER_PANELS = (("cwnd (kB)", (("cwnd", "-"),), 1e-3),
-                 ("in flight (kB)", (("bytes_in_flight", "-"),), 1e-3),
-                 ("RTT (ms)", (("smoothed_rtt", "-"), ("min_rtt", ":")), 1e3),
-                 ("pacing rate (Mbit/s)", (("pacing_rate", "-"),), 1e-6))
+SENDER_PANELS = (
+    ("cwnd (kB)", (("cwnd", "-"),), 1e-3),
+    ("in flight (kB)", (("bytes_in_flight", "-"),), 1e-3),
+    ("RTT (ms)", (("smoothed_rtt", "-"), ("min_rtt", ":")), 1e3),
+    ("pacing rate (Mbit/s)", (("pacing_rate", "-"),), 1e-6),
+)
 
 
-def sender_plot(lines: pd.DataFrame, stem: PathLike, *, capacity: pd.DataFrame | None = None,
-                formats: Sequence[str] = FORMATS) -> list[Path]:
+def sender_plot(
+    lines: pd.DataFrame, stem: PathLike, *, capacity: pd.DataFrame | None = None, formats: Sequence[str] = FORMATS
+) -> list[Path]:
     """The sender's state over time in four panels on one time axis: cwnd, bytes in flight,
     smoothed (solid) and min (dotted) RTT, pacing rate, one colour per group; with
     ``capacity`` (columns ``time``, ``rate`` in bit/s: a link's trace) drawn grey under the
@@ -340,18 +420,38 @@ def sender_plot(lines: pd.DataFrame, stem: PathLike, *, capacity: pd.DataFrame |
         colours = group_colours(groups)
         for axes, (label, members, scale) in zip(panels, SENDER_PANELS):
             if label.startswith("pacing") and capacity is not None and not capacity.empty:
-                axes.step(capacity["time"], capacity["rate"] * scale, where="post", color="#999999",
-                          linewidth=0.8, label="link capacity (trace)")
+                axes.step(
+                    capacity["time"],
+                    capacity["rate"] * scale,
+                    where="post",
+                    color="#999999",
+                    linewidth=0.8,
+                    label="link capacity (trace)",
+                )
             for number, name in enumerate(groups):
                 for column, style in members:
                     part = lines[(lines["group"] == name) & (lines["series"] == column)]
                     if part.empty or part["value"].isna().all():
                         continue
-                    axes.step(part["time"], part["value"] * scale, where="post", color=colours[number],
-                              linestyle=style, linewidth=1.0, label=name if axes is panels[0] else None)
+                    axes.step(
+                        part["time"],
+                        part["value"] * scale,
+                        where="post",
+                        color=colours[number],
+                        linestyle=style,
+                        linewidth=1.0,
+                        label=name if axes is panels[0] else None,
+                    )
                     if "low" in part and part["low"].notna().any():
-                        axes.fill_between(part["time"], part["low"] * scale, part["high"] * scale, step="post",
-                                          color=colours[number], alpha=0.2, linewidth=0)
+                        axes.fill_between(
+                            part["time"],
+                            part["low"] * scale,
+                            part["high"] * scale,
+                            step="post",
+                            color=colours[number],
+                            alpha=0.2,
+                            linewidth=0,
+                        )
             axes.set_ylabel(label)
             axes.set_ylim(bottom=0)
         panels[-1].set_xlabel("time (s)")
@@ -362,9 +462,14 @@ def sender_plot(lines: pd.DataFrame, stem: PathLike, *, capacity: pd.DataFrame |
         return save(figure, stem, formats)
 
 
-def throughput_bins_plot(binned: pd.DataFrame, stem: PathLike, *, group: str | None = None,
-                         bin_width: float | None = None, formats: Sequence[str] = FORMATS
-                         ) -> list[Path]:
+def throughput_bins_plot(
+    binned: pd.DataFrame,
+    stem: PathLike,
+    *,
+    group: str | None = None,
+    bin_width: float | None = None,
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """Throughput per time bin (default 50 ms), Mbit/s, one step line per group.
 
     ``binned``: columns ``time`` (bin start, s) and ``throughput`` (bit/s), optionally
@@ -377,25 +482,31 @@ def throughput_bins_plot(binned: pd.DataFrame, stem: PathLike, *, group: str | N
             width = bin_width or (float(np.diff(part["time"]).min()) if len(part) > 1 else 0.05)
             xs = np.append(part["time"].to_numpy(dtype=float), part["time"].iloc[-1] + width)
             ys = np.append(part["throughput"].to_numpy(dtype=float), part["throughput"].iloc[-1])
-            axes.step(xs, ys / 1e6, where="post", color=shade,
-                      linestyle=LINESTYLES[number % len(LINESTYLES)], label=name or None)
+            axes.step(
+                xs,
+                ys / 1e6,
+                where="post",
+                color=shade,
+                linestyle=LINESTYLES[number % len(LINESTYLES)],
+                label=name or None,
+            )
         axes.set_xlabel("time (s)")
-        label = f"throughput per {bin_width * 1000:g} ms (Mbit/s)" if bin_width else (
-            "throughput (Mbit/s)")
+        label = f"throughput per {bin_width * 1000:g} ms (Mbit/s)" if bin_width else ("throughput (Mbit/s)")
         axes.set_ylabel(label)
         axes.set_ylim(bottom=0)
         _legend(axes)
         return save(figure, stem, formats)
 
 
-def sequence_plot(rows: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS
-                  ) -> list[Path]:
+def sequence_plot(rows: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Time-sequence diagram of one run (:func:`quicbed.analysis.metrics.sequence_frame`):
     data packets sent at the server, received at the client, lost, and the ACKs."""
-    marks = {"sent": ("o", colour(0), "sent (server)", 6),
-             "received": ("+", colour(2), "received (client)", 12),
-             "lost": ("x", colour(3), "lost", 14),
-             "ack": ("_", colour(1), "ACK (client)", 8)}
+    marks = {
+        "sent": ("o", colour(0), "sent (server)", 6),
+        "received": ("+", colour(2), "received (client)", 12),
+        "lost": ("x", colour(3), "lost", 14),
+        "ack": ("_", colour(1), "ACK (client)", 8),
+    }
     with _style():
         figure = Figure(figsize=(WIDTH * 1.4, HEIGHT * 1.2))
         axes = figure.subplots()
@@ -404,17 +515,23 @@ def sequence_plot(rows: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] 
             if part.empty:
                 continue
             face = "none" if marker == "o" else tint
-            axes.scatter(part["time"] * 1000, part["offset"] / 1000, s=size, marker=marker,
-                         facecolors=face, edgecolors=tint if marker == "o" else None,
-                         linewidths=0.6 if marker == "o" else 0.9, label=label)
+            axes.scatter(
+                part["time"] * 1000,
+                part["offset"] / 1000,
+                s=size,
+                marker=marker,
+                facecolors=face,
+                edgecolors=tint if marker == "o" else None,
+                linewidths=0.6 if marker == "o" else 0.9,
+                label=label,
+            )
         axes.set_xlabel("time since first data packet (ms)")
         axes.set_ylabel("data offset (kB)")
         _legend(axes)
         return save(figure, stem, formats)
 
 
-def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS
-               ) -> list[Path]:
+def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Bandwidth share over time of parallel flows: stacked areas of ``share`` per bin.
 
     ``shares``: columns ``time`` (bin start, s), ``flow``, ``share``
@@ -436,9 +553,17 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         for flow, shade in zip(flows, group_colours([str(flow) for flow in flows])):
             values = np.nan_to_num(table[flow].to_numpy(dtype=float))
             top = bottom + values
-            axes.fill_between(xs, np.append(bottom, bottom[-1]), np.append(top, top[-1]),
-                              where=where, step="post", color=shade, alpha=0.85,
-                              linewidth=0, label=str(flow))
+            axes.fill_between(
+                xs,
+                np.append(bottom, bottom[-1]),
+                np.append(top, top[-1]),
+                where=where,
+                step="post",
+                color=shade,
+                alpha=0.85,
+                linewidth=0,
+                label=str(flow),
+            )
             bottom = top
         if len(flows) == 2:
             axes.axhline(0.5, color="#333333", linestyle=":", linewidth=0.8)
@@ -450,8 +575,9 @@ def share_plot(shares: pd.DataFrame, stem: PathLike, *, formats: Sequence[str] =
         return save(figure, stem, formats)
 
 
-def mobility_plot(samples: pd.DataFrame, events: Sequence[Mapping[str, Any]], stem: PathLike, *,
-                  formats: Sequence[str] = FORMATS) -> list[Path]:
+def mobility_plot(
+    samples: pd.DataFrame, events: Sequence[Mapping[str, Any]], stem: PathLike, *, formats: Sequence[str] = FORMATS
+) -> list[Path]:
     """A moving station over a run: delivered rate, signal heard from each AP, MCS received
     and position, against time; a dashed line where it lost its AP, a solid one where it
     associated with the next.
@@ -466,8 +592,13 @@ def mobility_plot(samples: pd.DataFrame, events: Sequence[Mapping[str, Any]], st
         rate.set_ylabel("delivered\n(Mbit/s)")
         signals = [c for c in samples.columns if c.startswith("signal:")]
         for index, column in enumerate(signals):
-            signal.plot(times, samples[column].to_numpy(dtype=float), color=colour(index + 1),
-                        linestyle=LINESTYLES[index % len(LINESTYLES)], label=column.partition(":")[2])
+            signal.plot(
+                times,
+                samples[column].to_numpy(dtype=float),
+                color=colour(index + 1),
+                linestyle=LINESTYLES[index % len(LINESTYLES)],
+                label=column.partition(":")[2],
+            )
         signal.set_ylabel("signal\n(dBm)")
         if signals:
             _legend(signal, loc="lower center", ncols=len(signals))
@@ -481,10 +612,25 @@ def mobility_plot(samples: pd.DataFrame, events: Sequence[Mapping[str, Any]], st
         for event in events:
             if event["event"] in ("lost", "associated"):
                 for axes in (rate, signal, mcs, where):
-                    axes.axvline(event["t"], color="#333333", linewidth=0.8,
-                                 linestyle="--" if event["event"] == "lost" else "-")
+                    axes.axvline(
+                        event["t"], color="#333333", linewidth=0.8, linestyle="--" if event["event"] == "lost" else "-"
+                    )
         return save(figure, stem, formats)
 
 
-__all__ = ["FORMATS", "PALETTE", "bar_ci", "ccdf_plot", "colour", "delay_throughput_plot", "ipt_plot",
-           "mobility_plot", "save", "sender_plot", "sigma_ellipse", "sequence_plot", "share_plot", "throughput_bins_plot"]
+__all__ = [
+    "FORMATS",
+    "PALETTE",
+    "bar_ci",
+    "ccdf_plot",
+    "colour",
+    "delay_throughput_plot",
+    "ipt_plot",
+    "mobility_plot",
+    "save",
+    "sender_plot",
+    "sigma_ellipse",
+    "sequence_plot",
+    "share_plot",
+    "throughput_bins_plot",
+]

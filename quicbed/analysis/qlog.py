@@ -34,8 +34,16 @@ import pandas as pd
 
 from quicbed.analysis.stats import state_shares, time_weighted_mean_var
 
-METRIC_FIELDS = ("cwnd", "bytes_in_flight", "ssthresh", "smoothed_rtt", "min_rtt",
-                 "latest_rtt", "rtt_variance", "pacing_rate")
+METRIC_FIELDS = (
+    "cwnd",
+    "bytes_in_flight",
+    "ssthresh",
+    "smoothed_rtt",
+    "min_rtt",
+    "latest_rtt",
+    "rtt_variance",
+    "pacing_rate",
+)
 _RTT_FIELDS = ("smoothed_rtt", "min_rtt", "latest_rtt", "rtt_variance")
 STATES = ("slow_start", "congestion_avoidance", "recovery")
 #: how quicbed's native endpoint describes its qlog files (native/quinn/src/common.rs): quinn
@@ -73,7 +81,8 @@ class QlogTrace:
         """aioquic logs ssthresh once set; quinn only with quicbed's own controllers (CUBIC,
         NewReno), and only once slow start has ended."""
         return self.producer != "quinn" or any(
-            event["data"].get("ssthresh") is not None for event in self.named("recovery:metrics_updated"))
+            event["data"].get("ssthresh") is not None for event in self.named("recovery:metrics_updated")
+        )
 
     def named(self, *names: str) -> list[dict[str, Any]]:
         wanted = set(names)
@@ -109,8 +118,7 @@ def load_trace(path: str | os.PathLike[str], vantage: str | None = None) -> Qlog
     if vantage is not None:
         traces = [trace for trace in traces if trace.vantage == vantage]
     if len(traces) != 1:
-        raise ValueError(f"{path}: expected one trace{f' of {vantage}' if vantage else ''}, "
-                         f"found {len(traces)}")
+        raise ValueError(f"{path}: expected one trace{f' of {vantage}' if vantage else ''}, found {len(traces)}")
     return traces[0]
 
 
@@ -120,9 +128,11 @@ def _trace(trace: Mapping[str, Any]) -> QlogTrace:
     fields = trace.get("event_fields")
     if fields:  # qlog draft-01: events are arrays in event_fields order
         raw_events = [_from_fields(fields, row) for row in raw_events]
-    return QlogTrace(vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
-                     odcid=common.get("ODCID") or common.get("group_id"),
-                     events=_normalise(raw_events, common))
+    return QlogTrace(
+        vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
+        odcid=common.get("ODCID") or common.get("group_id"),
+        events=_normalise(raw_events, common),
+    )
 
 
 def _from_fields(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
@@ -135,8 +145,7 @@ def _from_fields(fields: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
 
 
 def _sequential_trace(text: str) -> QlogTrace:
-    records = [json.loads(chunk) for line in text.split("\n")
-               for chunk in line.split("\x1e") if chunk.strip()]
+    records = [json.loads(chunk) for line in text.split("\n") for chunk in line.split("\x1e") if chunk.strip()]
     header, events = records[0], records[1:]
     trace = header.get("trace", {})
     common = dict(trace.get("common_fields", {}) or {})
@@ -144,10 +153,13 @@ def _sequential_trace(text: str) -> QlogTrace:
     if start and "reference_time" not in common:  # quinn's times are relative to the start it names
         common.update(reference_time=float(start.group(1)) * 1000, time_format="relative")
     producer = _producer(header)
-    return QlogTrace(vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
-                     odcid=common.get("ODCID") or common.get("group_id"),
-                     events=_normalise(events, common), producer=producer,
-                     rtt_in_seconds=producer == "quinn" and any(SECONDS_NOTE in text for text in _descriptions(header)))
+    return QlogTrace(
+        vantage=str((trace.get("vantage_point") or {}).get("type", "unknown")),
+        odcid=common.get("ODCID") or common.get("group_id"),
+        events=_normalise(events, common),
+        producer=producer,
+        rtt_in_seconds=producer == "quinn" and any(SECONDS_NOTE in text for text in _descriptions(header)),
+    )
 
 
 def _descriptions(header: Mapping[str, Any]) -> list[str]:
@@ -158,8 +170,7 @@ def _producer(header: Mapping[str, Any]) -> str:
     return "quinn" if any(text.startswith(QUINN_DESCRIPTION) for text in _descriptions(header)) else "unknown"
 
 
-def _normalise(events: Iterable[Mapping[str, Any]], common: Mapping[str, Any]
-               ) -> list[dict[str, Any]]:
+def _normalise(events: Iterable[Mapping[str, Any]], common: Mapping[str, Any]) -> list[dict[str, Any]]:
     reference = float(common.get("reference_time", 0.0) or 0.0)
     time_format = common.get("time_format", "relative" if reference else "absolute")
     result: list[dict[str, Any]] = []
@@ -225,8 +236,7 @@ def transfer_window(metrics: pd.DataFrame) -> tuple[float, float]:
     return float(times[0]), float(times[busy[-1]])
 
 
-def derive_congestion_states(metrics_events: Iterable[Mapping[str, Any]]
-                             ) -> list[tuple[float, str]]:
+def derive_congestion_states(metrics_events: Iterable[Mapping[str, Any]]) -> list[tuple[float, str]]:
     """(time, state) changes derived from ``recovery:metrics_updated`` events.
 
     The rules of quicbed's filtered logger: ``slow_start`` while there is no ssthresh or
@@ -247,8 +257,7 @@ def derive_congestion_states(metrics_events: Iterable[Mapping[str, Any]]
             continue
         if ssthresh is None:
             new = "slow_start"
-        elif last_cwnd is not None and (cwnd < last_cwnd
-                                        or (state == "recovery" and cwnd == last_cwnd)):
+        elif last_cwnd is not None and (cwnd < last_cwnd or (state == "recovery" and cwnd == last_cwnd)):
             new = "recovery"
         elif cwnd < ssthresh:
             new = "slow_start"
@@ -271,8 +280,10 @@ def congestion_states(trace: QlogTrace) -> pd.DataFrame:
     if logged:
         rows = [(event["time"], str(event["data"].get("new")), "logged") for event in logged]
     else:
-        rows = [(when, state, "derived") for when, state in
-                derive_congestion_states(trace.named("recovery:metrics_updated"))]
+        rows = [
+            (when, state, "derived")
+            for when, state in derive_congestion_states(trace.named("recovery:metrics_updated"))
+        ]
     return pd.DataFrame(rows, columns=["time", "state", "source"])
 
 
@@ -286,13 +297,11 @@ def phase_shares(states: pd.DataFrame, start: float, end: float) -> dict[str, fl
 def window_limited(metrics: pd.DataFrame, room: float = MAX_DATAGRAM) -> np.ndarray:
     """Per metrics row: True when the congestion window left less than ``room`` bytes
     (``cwnd - bytes_in_flight < room``), i.e. the window is what holds the sender back."""
-    gap = metrics["cwnd"].to_numpy(dtype=float) - metrics["bytes_in_flight"].to_numpy(
-        dtype=float)
+    gap = metrics["cwnd"].to_numpy(dtype=float) - metrics["bytes_in_flight"].to_numpy(dtype=float)
     return gap < room
 
 
-def app_limited_share(metrics: pd.DataFrame, start: float, end: float,
-                      room: float = MAX_DATAGRAM) -> float:
+def app_limited_share(metrics: pd.DataFrame, start: float, end: float, room: float = MAX_DATAGRAM) -> float:
     """Share of ``[start, end]`` in which the sender was *not* window-limited (derived).
 
     Sample-and-hold over the metrics rows of :func:`window_limited`. qlog has no
@@ -359,7 +368,7 @@ def declared_losses(trace: QlogTrace) -> DeclaredLosses | None:
     the peer acknowledged later (ACK ranges of ``transport:packet_received``). None when the
     log holds no ACK ranges: spurious losses cannot be told then.
 
-    The definition TCP's (:func:`quicbed.analysis.metrics.tcp_retransmissions`) shares: a
+    The definition TCP's (:func:`quicbed.analysis.matching.tcp_retransmissions`) shares: a
     declared loss is a packet whose data the sender sent again, spurious when that packet had
     reached the receiver. aioquic logs ``packet_lost`` for ACK-based detection and for the
     packet whose data it resends at a probe timeout, as TCP's tail loss probes and timeouts
@@ -375,8 +384,9 @@ def declared_losses(trace: QlogTrace) -> DeclaredLosses | None:
             continue
         for frame in event["data"].get("frames") or []:
             if frame.get("frame_type") == "ack":
-                ranges.extend((float(event["time"]), int(low), int(high))
-                              for low, high in frame.get("acked_ranges") or [])
+                ranges.extend(
+                    (float(event["time"]), int(low), int(high)) for low, high in frame.get("acked_ranges") or []
+                )
     if not ranges:
         return None
     if not lost:
@@ -385,7 +395,7 @@ def declared_losses(trace: QlogTrace) -> DeclaredLosses | None:
     last_acked = np.full(max(lost) + 1, -math.inf)
     for at, low, high in sorted(ranges):
         if low <= high and low < last_acked.size:
-            last_acked[low:high + 1] = at
+            last_acked[low : high + 1] = at
     spurious = sum(1 for number, when in lost.items() if last_acked[number] >= when)
     return DeclaredLosses(len(lost), spurious)
 
@@ -422,19 +432,24 @@ def summarize_trace(trace: QlogTrace) -> QlogSummary:
     start, end = transfer_window(metrics)
     states = congestion_states(trace)
     cwnd_mean, cwnd_var = time_weighted_mean_var(metrics["time"], metrics["cwnd"], start, end)
-    flight_mean, _ = time_weighted_mean_var(metrics["time"], metrics["bytes_in_flight"],
-                                            start, end)
+    flight_mean, _ = time_weighted_mean_var(metrics["time"], metrics["bytes_in_flight"], start, end)
     srtt_mean, _ = time_weighted_mean_var(metrics["time"], metrics["smoothed_rtt"], start, end)
     min_rtt = metrics["min_rtt"].dropna()
     return QlogSummary(
-        vantage=trace.vantage, start=start, end=end, cwnd_mean=cwnd_mean, cwnd_var=cwnd_var,
+        vantage=trace.vantage,
+        start=start,
+        end=end,
+        cwnd_mean=cwnd_mean,
+        cwnd_var=cwnd_var,
         cwnd_max=float(metrics["cwnd"].max()) if not metrics.empty else math.nan,
-        bytes_in_flight_mean=flight_mean, smoothed_rtt_mean=srtt_mean,
+        bytes_in_flight_mean=flight_mean,
+        smoothed_rtt_mean=srtt_mean,
         min_rtt=float(min_rtt.iloc[-1]) if not min_rtt.empty else math.nan,
         packets_lost=len(trace.named("recovery:packet_lost")),
         phases=phase_shares(states, start, end) if not states.empty else {},
         app_limited=app_limited_share(metrics, start, end),
-        states_source=str(states["source"].iloc[0]) if not states.empty else "none")
+        states_source=str(states["source"].iloc[0]) if not states.empty else "none",
+    )
 
 
 def summarize_qlog(path: str | os.PathLike[str], vantage: str | None = "server") -> QlogSummary:

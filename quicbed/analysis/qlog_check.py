@@ -44,8 +44,11 @@ def check_qlog(path: str | os.PathLike[str]) -> QlogCheck:
     text = qlog_text(path)
     header = text[:HEADER_CHARACTERS]
     if "qlog_version" not in header:
-        return QlogCheck("", "", problems=[f"no qlog_version in its first {HEADER_CHARACTERS} characters: qvis "
-                                           "cannot tell what it is"])
+        return QlogCheck(
+            "",
+            "",
+            problems=[f"no qlog_version in its first {HEADER_CHARACTERS} characters: qvis cannot tell what it is"],
+        )
     sequential = "qlog_format" in header and "JSON-SEQ" in header
     try:
         top, traces = _sequential(text) if sequential else _document(text)
@@ -58,9 +61,11 @@ def check_qlog(path: str | os.PathLike[str]) -> QlogCheck:
         _check_trace(trace, f"trace {number}" if len(traces) > 1 else "the trace", check)
     descriptions = [str(said or "") for said in (top.get("description"), *(t.get("description") for t in traces))]
     if any(said.startswith(QUINN_DESCRIPTION) and SECONDS_NOTE in said for said in descriptions):
-        check.caveats.append("RTTs in seconds (quinn's qlog before quicbed put them in milliseconds): qvis' "
-                             "congestion graph reads milliseconds and draws them 1000 times too small; quicbed's "
-                             "analysis converts them")
+        check.caveats.append(
+            "RTTs in seconds (quinn's qlog before quicbed put them in milliseconds): qvis' "
+            "congestion graph reads milliseconds and draws them 1000 times too small; quicbed's "
+            "analysis converts them"
+        )
     return check
 
 
@@ -97,16 +102,21 @@ def _check_trace(trace: Any, where: str, check: QlogCheck) -> None:
     check.events += len(events)
     bad: dict[str, list[int]] = {}
     for index, event in enumerate(events):
-        for what, fails in (("not an object", not isinstance(event, dict)),
-                            ("no numeric time", isinstance(event, dict) and not _number(event.get("time"))),
-                            ("a name that is not category:type",
-                             isinstance(event, dict) and not EVENT_NAME.fullmatch(str(event.get("name", "")))),
-                            ("no data object", isinstance(event, dict) and not isinstance(event.get("data"), dict))):
+        for what, fails in (
+            ("not an object", not isinstance(event, dict)),
+            ("no numeric time", isinstance(event, dict) and not _number(event.get("time"))),
+            (
+                "a name that is not category:type",
+                isinstance(event, dict) and not EVENT_NAME.fullmatch(str(event.get("name", ""))),
+            ),
+            ("no data object", isinstance(event, dict) and not isinstance(event.get("data"), dict)),
+        ):
             if fails:
                 bad.setdefault(what, []).append(index)
     for what, indices in bad.items():
-        check.problems.append(f"{where}: {len(indices)} event(s) with {what} (e.g. event "
-                              f"{', '.join(map(str, indices[:EXAMPLES]))})")
+        check.problems.append(
+            f"{where}: {len(indices)} event(s) with {what} (e.g. event {', '.join(map(str, indices[:EXAMPLES]))})"
+        )
 
 
 def _number(value: Any) -> bool:

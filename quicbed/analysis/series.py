@@ -40,9 +40,16 @@ def from_qlog(trace: QlogTrace, pacing: bool = True) -> pd.DataFrame:
     derived = PACER_GAIN.get(trace.producer, 1.0) * metrics["cwnd"] * 8 / metrics["smoothed_rtt"]
     logged = metrics["pacing_rate"]
     pacing_rate = logged.where(logged.notna(), derived if pacing else math.nan)
-    return pd.DataFrame({"time": metrics["time"], "cwnd": metrics["cwnd"],
-                         "bytes_in_flight": metrics["bytes_in_flight"], "smoothed_rtt": metrics["smoothed_rtt"],
-                         "min_rtt": metrics["min_rtt"], "pacing_rate": pacing_rate}).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "time": metrics["time"],
+            "cwnd": metrics["cwnd"],
+            "bytes_in_flight": metrics["bytes_in_flight"],
+            "smoothed_rtt": metrics["smoothed_rtt"],
+            "min_rtt": metrics["min_rtt"],
+            "pacing_rate": pacing_rate,
+        }
+    ).reset_index(drop=True)
 
 
 def from_tcp_probe(probe: pd.DataFrame, mss: float) -> pd.DataFrame:
@@ -51,11 +58,17 @@ def from_tcp_probe(probe: pd.DataFrame, mss: float) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     advanced = np.flatnonzero(np.diff(probe["snd_una"].to_numpy(dtype=float)) > 0)
     probe = probe.iloc[: (advanced[-1] + 2 if advanced.size else len(probe))]
-    in_flight = (probe["snd_nxt"].to_numpy(dtype=np.int64) - probe["snd_una"].to_numpy(dtype=np.int64)) \
-        % SEQUENCE_SPACE
-    return pd.DataFrame({"time": probe["time"], "cwnd": probe["cwnd"] * mss, "bytes_in_flight": in_flight,
-                         "smoothed_rtt": probe["srtt"], "min_rtt": math.nan,
-                         "pacing_rate": math.nan}).reset_index(drop=True)
+    in_flight = (probe["snd_nxt"].to_numpy(dtype=np.int64) - probe["snd_una"].to_numpy(dtype=np.int64)) % SEQUENCE_SPACE
+    return pd.DataFrame(
+        {
+            "time": probe["time"],
+            "cwnd": probe["cwnd"] * mss,
+            "bytes_in_flight": in_flight,
+            "smoothed_rtt": probe["srtt"],
+            "min_rtt": math.nan,
+            "pacing_rate": math.nan,
+        }
+    ).reset_index(drop=True)
 
 
 def from_ss(samples: pd.DataFrame) -> pd.DataFrame:
@@ -64,13 +77,21 @@ def from_ss(samples: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     grew = np.flatnonzero(np.diff(samples["bytes_acked"].to_numpy(dtype=float)) > 0)
     samples = samples.iloc[: (grew[-1] + 2 if grew.size else len(samples))]
-    return pd.DataFrame({"time": samples["time"], "cwnd": samples["cwnd_bytes"],
-                         "bytes_in_flight": samples["unacked"] * samples["mss"], "smoothed_rtt": samples["rtt"],
-                         "min_rtt": samples["min_rtt"], "pacing_rate": samples["pacing_rate"]}).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "time": samples["time"],
+            "cwnd": samples["cwnd_bytes"],
+            "bytes_in_flight": samples["unacked"] * samples["mss"],
+            "smoothed_rtt": samples["rtt"],
+            "min_rtt": samples["min_rtt"],
+            "pacing_rate": samples["pacing_rate"],
+        }
+    ).reset_index(drop=True)
 
 
-def median_band(runs: list[pd.DataFrame], column: str, step: float = 0.05,
-                band: tuple[float, float] = (0.25, 0.75)) -> pd.DataFrame:
+def median_band(
+    runs: list[pd.DataFrame], column: str, step: float = 0.05, band: tuple[float, float] = (0.25, 0.75)
+) -> pd.DataFrame:
     """``column`` of several runs (``time`` in s from each run's own zero) on a common grid of
     ``step`` s, each run's last value held until its next sample and nothing after its end:
     ``time``, ``median``, ``low``, ``high`` (the band's quantiles), ``runs`` (how many runs
@@ -90,6 +111,12 @@ def median_band(runs: list[pd.DataFrame], column: str, step: float = 0.05,
     counts = np.sum(~np.isnan(held), axis=0)
     keep = counts > 0
     held, grid, counts = held[:, keep], grid[keep], counts[keep]
-    return pd.DataFrame({"time": grid, "median": np.nanmedian(held, axis=0),
-                         "low": np.nanquantile(held, band[0], axis=0), "high": np.nanquantile(held, band[1], axis=0),
-                         "runs": counts})
+    return pd.DataFrame(
+        {
+            "time": grid,
+            "median": np.nanmedian(held, axis=0),
+            "low": np.nanquantile(held, band[0], axis=0),
+            "high": np.nanquantile(held, band[1], axis=0),
+            "runs": counts,
+        }
+    )

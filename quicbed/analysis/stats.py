@@ -71,8 +71,7 @@ def mean_ci(values: ArrayLike, confidence: float = 0.95) -> MeanCI:
     return MeanCI(n, mean, mean - half, mean + half, std, median, confidence)
 
 
-def metric_mean_ci(values: ArrayLike, bounds: Bounds | None,
-                   confidence: float = 0.95) -> MeanCI:
+def metric_mean_ci(values: ArrayLike, bounds: Bounds | None, confidence: float = 0.95) -> MeanCI:
     """Mean and confidence interval of a metric over runs, within the metric's declared range
     (catalogue ``Metric.bounds``): the Student-t interval (:func:`mean_ci`) intersected with
     the range. Loss of 0, 0, 2 and 5 % has the t interval [-2.0 %, 5.5 %]; shown: [0, 5.5 %].
@@ -94,8 +93,9 @@ def metric_mean_ci(values: ArrayLike, bounds: Bounds | None,
     return replace(result, low=low, high=high, method="t-truncated")
 
 
-def summarize(frame: pd.DataFrame, by: str | Sequence[str], value: str,
-              confidence: float = 0.95, bounds: Bounds | None = None) -> pd.DataFrame:
+def summarize(
+    frame: pd.DataFrame, by: str | Sequence[str], value: str, confidence: float = 0.95, bounds: Bounds | None = None
+) -> pd.DataFrame:
     """Per group of ``by``: ``n``, ``mean``, ``ci_low``, ``ci_high``, ``std``, ``median``,
     ``ci_method`` of column ``value`` (Student t, cut at ``bounds``: :func:`metric_mean_ci`)."""
     keys = [by] if isinstance(by, str) else list(by)
@@ -103,11 +103,19 @@ def summarize(frame: pd.DataFrame, by: str | Sequence[str], value: str,
     for group, part in frame.groupby(keys, sort=True):
         group_values = group if isinstance(group, tuple) else (group,)
         result = metric_mean_ci(part[value], bounds, confidence)
-        rows.append({**dict(zip(keys, group_values, strict=True)), "n": result.n, "mean": result.mean,
-                     "ci_low": result.low, "ci_high": result.high, "std": result.std,
-                     "median": result.median, "ci_method": result.method})
-    return pd.DataFrame(rows, columns=[*keys, "n", "mean", "ci_low", "ci_high", "std",
-                                       "median", "ci_method"])
+        rows.append(
+            {
+                **dict(zip(keys, group_values, strict=True)),
+                "n": result.n,
+                "mean": result.mean,
+                "ci_low": result.low,
+                "ci_high": result.high,
+                "std": result.std,
+                "median": result.median,
+                "ci_method": result.method,
+            }
+        )
+    return pd.DataFrame(rows, columns=[*keys, "n", "mean", "ci_low", "ci_high", "std", "median", "ci_method"])
 
 
 # --------------------------------------------------------------------------- gain
@@ -162,8 +170,7 @@ def relative_standard_error(values: ArrayLike) -> float:
     return math.inf if mean == 0 else error / abs(mean)
 
 
-def baseline_problem(values: ArrayLike, confidence: float = 0.95,
-                     max_rse: float = MAX_BASELINE_RSE) -> str | None:
+def baseline_problem(values: ArrayLike, confidence: float = 0.95, max_rse: float = MAX_BASELINE_RSE) -> str | None:
     """Why the mean of ``values`` should not be the denominator of a relative gain, or None.
 
     Dividing by a mean that may be near 0 gives gains of thousands of percent that mean
@@ -179,8 +186,9 @@ def baseline_problem(values: ArrayLike, confidence: float = 0.95,
         return f"the baseline's mean is negative ({mean:.3g})"
     rse = relative_standard_error(data)
     if mean_ci(data, confidence).low <= 0:
-        return (f"the baseline's {round(100 * confidence)} % CI includes 0 "
-                f"(relative standard error {round(100 * rse)} %)")
+        return (
+            f"the baseline's {round(100 * confidence)} % CI includes 0 (relative standard error {round(100 * rse)} %)"
+        )
     if rse > max_rse:
         return f"the baseline's relative standard error {round(100 * rse)} % exceeds {round(100 * max_rse)} %"
     return None
@@ -198,9 +206,15 @@ def _quantile(confidence: float, dof: float) -> float:
     return float(sps.t.ppf(two_sided, dof)) if math.isfinite(dof) else float(sps.norm.ppf(two_sided))
 
 
-def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
-                  method: Literal["delta", "bootstrap"] = "delta", resamples: int = 10_000,
-                  seed: int = 0, max_baseline_rse: float = MAX_BASELINE_RSE) -> Gain:
+def relative_gain(
+    a: ArrayLike,
+    b: ArrayLike,
+    confidence: float = 0.95,
+    method: Literal["delta", "bootstrap"] = "delta",
+    resamples: int = 10_000,
+    seed: int = 0,
+    max_baseline_rse: float = MAX_BASELINE_RSE,
+) -> Gain:
     """Relative gain of B over A, ``g = mean(B)/mean(A) - 1``, for independent samples.
 
     ``ValueError`` when A's mean is too uncertain to divide by (:func:`baseline_problem`):
@@ -229,8 +243,9 @@ def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
     gain = mb / ma - 1
     if method == "delta":
         if mb <= 0:
-            raise ValueError(f"the compared mean is {'0' if mb == 0 else 'negative'}: no interval for the log of "
-                             "the ratio")
+            raise ValueError(
+                f"the compared mean is {'0' if mb == 0 else 'negative'}: no interval for the log of the ratio"
+            )
         va = xa.var(ddof=1) / (xa.size * ma * ma)
         vb = xb.var(ddof=1) / (xb.size * mb * mb)
         spread = _quantile(confidence, _welch(va, xa.size, vb, xb.size)) * math.sqrt(va + vb)
@@ -245,8 +260,7 @@ def relative_gain(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
         gains = mean_b / mean_a - 1
         alpha = 1 - confidence
         low, high = np.quantile(gains, [alpha / 2, 1 - alpha / 2])
-        return Gain(gain, float(low), float(high), f"bootstrap percentile ({resamples})",
-                    confidence)
+        return Gain(gain, float(low), float(high), f"bootstrap percentile ({resamples})", confidence)
     raise ValueError(f"unknown method {method!r} (delta or bootstrap)")
 
 
@@ -262,8 +276,9 @@ def mean_difference(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> Dif
     return Difference(difference, difference - spread, difference + spread, confidence)
 
 
-def compare_means(a: ArrayLike, b: ArrayLike, confidence: float = 0.95,
-                  max_baseline_rse: float = MAX_BASELINE_RSE) -> Comparison:
+def compare_means(
+    a: ArrayLike, b: ArrayLike, confidence: float = 0.95, max_baseline_rse: float = MAX_BASELINE_RSE
+) -> Comparison:
     """B against the baseline A: the relative gain (:func:`relative_gain`, delta method) when
     A's mean can be divided by and B's mean is positive, with the difference of the means in
     any case; ``why_absolute`` names the reason when there is no gain. Needs two values per
@@ -304,8 +319,7 @@ def ecdf(values: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:
     x, counts = np.unique(data, return_counts=True)
     cdf = np.cumsum(counts) / data.size
     epsilon = dkw_epsilon(int(data.size), confidence)
-    return pd.DataFrame({"x": x, "F": cdf, "low": np.clip(cdf - epsilon, 0, 1),
-                         "high": np.clip(cdf + epsilon, 0, 1)})
+    return pd.DataFrame({"x": x, "F": cdf, "low": np.clip(cdf - epsilon, 0, 1), "high": np.clip(cdf + epsilon, 0, 1)})
 
 
 def ccdf(values: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:
@@ -314,8 +328,7 @@ def ccdf(values: ArrayLike, confidence: float = 0.95) -> pd.DataFrame:
     Columns ``x``, ``P`` (= 1 - F), ``low``, ``high``.
     """
     table = ecdf(values, confidence)
-    return pd.DataFrame({"x": table["x"], "P": 1 - table["F"], "low": 1 - table["high"],
-                         "high": 1 - table["low"]})
+    return pd.DataFrame({"x": table["x"], "P": 1 - table["F"], "low": 1 - table["high"], "high": 1 - table["low"]})
 
 
 # --------------------------------------------------------------------------- time series
@@ -331,8 +344,9 @@ def step_durations(times: ArrayLike, end: float | None = None) -> np.ndarray:
     return np.clip(following - stamps, 0, None)
 
 
-def clip_series(times: ArrayLike, values: ArrayLike, start: float | None = None,
-                end: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def clip_series(
+    times: ArrayLike, values: ArrayLike, start: float | None = None, end: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """A sample-and-hold series restricted to ``[start, end]``: samples before ``start``
     are dropped except the last one, which is moved to ``start`` (it holds there)."""
     stamps = np.asarray(times, dtype=float)
@@ -349,8 +363,9 @@ def clip_series(times: ArrayLike, values: ArrayLike, start: float | None = None,
     return stamps, data
 
 
-def time_weighted_mean_var(times: ArrayLike, values: ArrayLike, start: float | None = None,
-                           end: float | None = None) -> tuple[float, float]:
+def time_weighted_mean_var(
+    times: ArrayLike, values: ArrayLike, start: float | None = None, end: float | None = None
+) -> tuple[float, float]:
     """Mean and variance of a sample-and-hold series over ``[start, end]``, each value
     weighted by how long it held: ``m = sum(v_i d_i) / sum(d_i)``,
     ``var = sum(d_i (v_i - m)^2) / sum(d_i)``. NaN, NaN if the series spans no time."""
@@ -366,8 +381,9 @@ def time_weighted_mean_var(times: ArrayLike, values: ArrayLike, start: float | N
     return mean, variance
 
 
-def state_shares(times: ArrayLike, states: Sequence[str] | np.ndarray,
-                 start: float | None = None, end: float | None = None) -> dict[str, float]:
+def state_shares(
+    times: ArrayLike, states: Sequence[str] | np.ndarray, start: float | None = None, end: float | None = None
+) -> dict[str, float]:
     """Share of ``[start, end]`` spent in each state of a sample-and-hold state series
     (each state holds until the next sample). Shares sum to 1 over the states seen."""
     stamps, labels = clip_series(times, np.asarray(states, dtype=object), start, end)
@@ -396,8 +412,9 @@ def jain_index(allocations: ArrayLike) -> float:
     return float(np.sum(data)) ** 2 / (data.size * squares)
 
 
-def binned_bytes(events: pd.DataFrame, bin_width: float, start: float | None = None,
-                 end: float | None = None) -> pd.DataFrame:
+def binned_bytes(
+    events: pd.DataFrame, bin_width: float, start: float | None = None, end: float | None = None
+) -> pd.DataFrame:
     """Bytes per flow and time bin from per-packet rows.
 
     ``events`` has columns ``time`` (s), ``flow`` (any label) and ``bytes``. Bins of
@@ -417,11 +434,9 @@ def binned_bytes(events: pd.DataFrame, bin_width: float, start: float | None = N
     rows = []
     for flow in flows:
         mask = keep & (events["flow"].to_numpy() == flow)
-        totals = np.bincount(index[mask], weights=events["bytes"].to_numpy(dtype=float)[mask],
-                             minlength=count)
+        totals = np.bincount(index[mask], weights=events["bytes"].to_numpy(dtype=float)[mask], minlength=count)
         for position, total in enumerate(totals):
-            rows.append((round(position * bin_width, 9), flow, float(total),
-                         8 * float(total) / bin_width))
+            rows.append((round(position * bin_width, 9), flow, float(total), 8 * float(total) / bin_width))
     frame = pd.DataFrame(rows, columns=["time", "flow", "bytes", "throughput"])
     return frame.sort_values("time", kind="stable").reset_index(drop=True)  # flows in order
 
@@ -434,8 +449,7 @@ def bandwidth_share(binned: pd.DataFrame) -> pd.DataFrame:
     """
     frame = binned.copy()
     totals = frame.groupby("time")["bytes"].transform("sum")
-    frame["share"] = np.where(totals > 0, frame["bytes"] / totals.where(totals > 0, 1),
-                              np.nan)
+    frame["share"] = np.where(totals > 0, frame["bytes"] / totals.where(totals > 0, 1), np.nan)
     return frame
 
 
@@ -454,8 +468,30 @@ def jain_over_time(binned: pd.DataFrame, active_only: bool = True) -> pd.DataFra
     return pd.DataFrame(rows, columns=["time", "jain"])
 
 
-__all__ = ["MAX_BASELINE_RSE", "Bounds", "Comparison", "Difference", "Gain", "MeanCI", "bandwidth_share",
-           "baseline_problem", "binned_bytes", "ccdf", "clip_series", "compare_means", "dkw_epsilon", "ecdf",
-           "jain_index", "jain_over_time", "mean_ci", "mean_difference", "metric_mean_ci",
-           "relative_gain", "relative_standard_error", "state_shares", "step_durations", "summarize",
-           "time_weighted_mean_var"]
+__all__ = [
+    "MAX_BASELINE_RSE",
+    "Bounds",
+    "Comparison",
+    "Difference",
+    "Gain",
+    "MeanCI",
+    "bandwidth_share",
+    "baseline_problem",
+    "binned_bytes",
+    "ccdf",
+    "clip_series",
+    "compare_means",
+    "dkw_epsilon",
+    "ecdf",
+    "jain_index",
+    "jain_over_time",
+    "mean_ci",
+    "mean_difference",
+    "metric_mean_ci",
+    "relative_gain",
+    "relative_standard_error",
+    "state_shares",
+    "step_durations",
+    "summarize",
+    "time_weighted_mean_var",
+]

@@ -50,11 +50,15 @@ CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 STATES = ("slow_start", "congestion_avoidance", "recovery")
 
 _STAMP = re.compile(r"^\s*(?:#\s*)?(?:ts\s*[=:]\s*|time\s*[=:]\s*)?(\d+(?:\.\d+)?)\s*$")
-_SOCKET = re.compile(r"^(?:(?P<state>[A-Z][A-Z0-9-]*)\s+)?(?P<recvq>\d+)\s+(?P<sendq>\d+)\s+"
-                     r"(?P<local>\S+)\s+(?P<peer>\S+)")
-_TRACE = re.compile(r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
-                    r"(?:(?P<flags>\S{4,5})\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+"
-                    r"(?P<fields>.*)$")
+_SOCKET = re.compile(
+    r"^(?:(?P<state>[A-Z][A-Z0-9-]*)\s+)?(?P<recvq>\d+)\s+(?P<sendq>\d+)\s+"
+    r"(?P<local>\S+)\s+(?P<peer>\S+)"
+)
+_TRACE = re.compile(
+    r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
+    r"(?:(?P<flags>\S{4,5})\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+"
+    r"(?P<fields>.*)$"
+)
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
 
@@ -94,9 +98,27 @@ def parse_ss_info(line: str) -> dict[str, Any]:
             continue
         key, sep, value = token.partition(":")
         if not sep:
-            if token in ("cubic", "reno", "bbr", "bbr2", "bbr3", "dctcp", "vegas", "westwood",
-                         "htcp", "bic", "illinois", "hybla", "scalable", "highspeed", "lp",
-                         "veno", "yeah", "nv", "cdg"):
+            if token in (
+                "cubic",
+                "reno",
+                "bbr",
+                "bbr2",
+                "bbr3",
+                "dctcp",
+                "vegas",
+                "westwood",
+                "htcp",
+                "bic",
+                "illinois",
+                "hybla",
+                "scalable",
+                "highspeed",
+                "lp",
+                "veno",
+                "yeah",
+                "nv",
+                "cdg",
+            ):
                 info["cc"] = token
             else:
                 info[token] = True
@@ -149,14 +171,37 @@ def parse_ss(text: str) -> pd.DataFrame:
             continue
         socket_line = _SOCKET.match(line)
         if socket_line:
-            current = {"time": stamp, "local": socket_line.group("local"),
-                       "peer": socket_line.group("peer"),
-                       "send_q": int(socket_line.group("sendq"))}
+            current = {
+                "time": stamp,
+                "local": socket_line.group("local"),
+                "peer": socket_line.group("peer"),
+                "send_q": int(socket_line.group("sendq")),
+            }
             rows.append(current)
-    columns = ["time", "local", "peer", "cc", "cwnd", "ssthresh", "mss", "cwnd_bytes", "rtt",
-               "rttvar", "min_rtt", "unacked", "retrans", "retrans_total", "lost",
-               "bytes_sent", "bytes_acked", "bytes_retrans", "delivery_rate", "pacing_rate",
-               "app_limited", "send_q"]
+    columns = [
+        "time",
+        "local",
+        "peer",
+        "cc",
+        "cwnd",
+        "ssthresh",
+        "mss",
+        "cwnd_bytes",
+        "rtt",
+        "rttvar",
+        "min_rtt",
+        "unacked",
+        "retrans",
+        "retrans_total",
+        "lost",
+        "bytes_sent",
+        "bytes_acked",
+        "bytes_retrans",
+        "delivery_rate",
+        "pacing_rate",
+        "app_limited",
+        "send_q",
+    ]
     frame = pd.DataFrame(rows)
     for column in columns:
         if column not in frame:
@@ -173,8 +218,9 @@ def read_ss(path: str | os.PathLike[str]) -> pd.DataFrame:
     return parse_ss(read_text(path))
 
 
-def connection(frame: pd.DataFrame, local: str | None = None, peer: str | None = None,
-               peers: set[str] | None = None) -> pd.DataFrame:
+def connection(
+    frame: pd.DataFrame, local: str | None = None, peer: str | None = None, peers: set[str] | None = None
+) -> pd.DataFrame:
     """The samples of one connection; by default the one with the most samples (the
     bulk transfer) when ``local``/``peer`` are not given; with ``peers``, among the
     connections to those ``addr:port``."""
@@ -217,11 +263,9 @@ def ss_phases(samples: pd.DataFrame) -> pd.Series:
     ssthresh = samples["ssthresh"].to_numpy(dtype=float)
     fell = np.zeros(len(samples), dtype=bool)
     fell[1:] = cwnd[1:] < cwnd[:-1]
-    recovering = (samples["retrans"].to_numpy(dtype=float) > 0) | (
-        samples["lost"].to_numpy(dtype=float) > 0) | fell
+    recovering = (samples["retrans"].to_numpy(dtype=float) > 0) | (samples["lost"].to_numpy(dtype=float) > 0) | fell
     slow = np.isnan(ssthresh) | (cwnd < ssthresh)
-    states = np.where(recovering, "recovery", np.where(slow, "slow_start",
-                                                       "congestion_avoidance"))
+    states = np.where(recovering, "recovery", np.where(slow, "slow_start", "congestion_avoidance"))
     return pd.Series(states, index=samples.index, name="state")
 
 
@@ -257,31 +301,57 @@ def parse_trace(text: str, clock_offset: float = 0.0) -> tuple[pd.DataFrame, pd.
         event = found.group("event")
         if event == "tcp_probe":
             ssthresh = int(fields["ssthresh"])
-            probes.append({
-                "time": when, "src": _endpoint(fields["src"]), "dst": _endpoint(fields["dest"]),
-                "data_len": int(fields.get("data_len", "0")),
-                "snd_nxt": int(fields["snd_nxt"], 0), "snd_una": int(fields["snd_una"], 0),
-                "cwnd": float(fields["snd_cwnd"]),
-                "ssthresh": math.nan if ssthresh >= TCP_INFINITE_SSTHRESH else float(ssthresh),
-                "snd_wnd": int(fields.get("snd_wnd", "0")),
-                "rcv_wnd": int(fields.get("rcv_wnd", "0")),
-                "srtt": int(fields["srtt"]) / 1e6, "cookie": fields.get("sock_cookie")})
+            probes.append(
+                {
+                    "time": when,
+                    "src": _endpoint(fields["src"]),
+                    "dst": _endpoint(fields["dest"]),
+                    "data_len": int(fields.get("data_len", "0")),
+                    "snd_nxt": int(fields["snd_nxt"], 0),
+                    "snd_una": int(fields["snd_una"], 0),
+                    "cwnd": float(fields["snd_cwnd"]),
+                    "ssthresh": math.nan if ssthresh >= TCP_INFINITE_SSTHRESH else float(ssthresh),
+                    "snd_wnd": int(fields.get("snd_wnd", "0")),
+                    "rcv_wnd": int(fields.get("rcv_wnd", "0")),
+                    "srtt": int(fields["srtt"]) / 1e6,
+                    "cookie": fields.get("sock_cookie"),
+                }
+            )
         elif event == "tcp_cong_state_set":
             family6 = fields.get("family") == "AF_INET6"
             src = fields["saddrv6"] if family6 else fields["saddr"]
             dst = fields["daddrv6"] if family6 else fields["daddr"]
             code = int(fields["cong_state"])
-            states.append({"time": when, "src": f"{src}:{fields['sport']}",
-                           "dst": f"{dst}:{fields['dport']}", "ca_state": code,
-                           "state": CA_STATES.get(code, str(code))})
-    probe_columns = ["time", "src", "dst", "data_len", "snd_nxt", "snd_una", "cwnd",
-                     "ssthresh", "snd_wnd", "rcv_wnd", "srtt", "cookie"]
-    return (pd.DataFrame(probes, columns=probe_columns),
-            pd.DataFrame(states, columns=["time", "src", "dst", "ca_state", "state"]))
+            states.append(
+                {
+                    "time": when,
+                    "src": f"{src}:{fields['sport']}",
+                    "dst": f"{dst}:{fields['dport']}",
+                    "ca_state": code,
+                    "state": CA_STATES.get(code, str(code)),
+                }
+            )
+    probe_columns = [
+        "time",
+        "src",
+        "dst",
+        "data_len",
+        "snd_nxt",
+        "snd_una",
+        "cwnd",
+        "ssthresh",
+        "snd_wnd",
+        "rcv_wnd",
+        "srtt",
+        "cookie",
+    ]
+    return (
+        pd.DataFrame(probes, columns=probe_columns),
+        pd.DataFrame(states, columns=["time", "src", "dst", "ca_state", "state"]),
+    )
 
 
-def read_trace(path: str | os.PathLike[str], clock_offset: float = 0.0
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def read_trace(path: str | os.PathLike[str], clock_offset: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`parse_trace` of a (possibly gzip-compressed) file."""
     return parse_trace(read_text(path), clock_offset)
 
@@ -299,19 +369,17 @@ def probe_phases(probe: pd.DataFrame, ca_states: pd.DataFrame | None = None) -> 
     ssthresh = probe["ssthresh"].to_numpy(dtype=float)
     slow = np.isnan(ssthresh) | (cwnd < ssthresh)
     if ca_states is not None and not ca_states.empty:
-        mine = ca_states[(ca_states["src"].isin(probe["src"].unique()))
-                         & (ca_states["dst"].isin(probe["dst"].unique()))].sort_values("time")
+        mine = ca_states[
+            (ca_states["src"].isin(probe["src"].unique())) & (ca_states["dst"].isin(probe["dst"].unique()))
+        ].sort_values("time")
         codes = mine["ca_state"].to_numpy()
-        position = np.searchsorted(mine["time"].to_numpy(), probe["time"].to_numpy(),
-                                   side="right") - 1
-        current = np.where(position >= 0, codes[np.clip(position, 0, None)] if codes.size
-                           else 0, 0)
+        position = np.searchsorted(mine["time"].to_numpy(), probe["time"].to_numpy(), side="right") - 1
+        current = np.where(position >= 0, codes[np.clip(position, 0, None)] if codes.size else 0, 0)
         recovering = np.isin(current, (2, 3, 4))
     else:
         recovering = np.zeros(len(probe), dtype=bool)
         recovering[1:] = cwnd[1:] < cwnd[:-1]
-    states = np.where(recovering, "recovery", np.where(slow, "slow_start",
-                                                       "congestion_avoidance"))
+    states = np.where(recovering, "recovery", np.where(slow, "slow_start", "congestion_avoidance"))
     return pd.Series(states, index=probe.index, name="state")
 
 
@@ -390,13 +458,20 @@ def summarize_ss(samples: pd.DataFrame) -> TcpSummary:
     cwnd_mean, cwnd_var = time_weighted_mean_var(samples["time"], samples["cwnd"], start, end)
     bytes_mean, _ = time_weighted_mean_var(samples["time"], samples["cwnd_bytes"], start, end)
     srtt_mean, _ = time_weighted_mean_var(samples["time"], samples["rtt"], start, end)
-    app = state_shares(samples["time"], np.where(samples["app_limited"], "app", "cwnd"),
-                       start, end)
-    return TcpSummary("ss", len(samples), start, end, cwnd_mean, cwnd_var,
-                      float(samples["cwnd"].max()), bytes_mean, srtt_mean,
-                      {**{s: 0.0 for s in STATES},
-                       **state_shares(samples["time"], phases.to_numpy(), start, end)},
-                      app.get("app", 0.0) if app else math.nan)
+    app = state_shares(samples["time"], np.where(samples["app_limited"], "app", "cwnd"), start, end)
+    return TcpSummary(
+        "ss",
+        len(samples),
+        start,
+        end,
+        cwnd_mean,
+        cwnd_var,
+        float(samples["cwnd"].max()),
+        bytes_mean,
+        srtt_mean,
+        {**{s: 0.0 for s in STATES}, **state_shares(samples["time"], phases.to_numpy(), start, end)},
+        app.get("app", 0.0) if app else math.nan,
+    )
 
 
 def summarize_probe(probe: pd.DataFrame, ca_states: pd.DataFrame | None = None) -> TcpSummary:
@@ -406,11 +481,19 @@ def summarize_probe(probe: pd.DataFrame, ca_states: pd.DataFrame | None = None) 
     phases = probe_phases(probe, ca_states)
     cwnd_mean, cwnd_var = time_weighted_mean_var(probe["time"], probe["cwnd"], start, end)
     srtt_mean, _ = time_weighted_mean_var(probe["time"], probe["srtt"], start, end)
-    return TcpSummary("tcp_probe", len(probe), start, end, cwnd_mean, cwnd_var,
-                      float(probe["cwnd"].max()), math.nan, srtt_mean,
-                      {**{s: 0.0 for s in STATES},
-                       **state_shares(probe["time"], phases.to_numpy(), start, end)},
-                      math.nan)
+    return TcpSummary(
+        "tcp_probe",
+        len(probe),
+        start,
+        end,
+        cwnd_mean,
+        cwnd_var,
+        float(probe["cwnd"].max()),
+        math.nan,
+        srtt_mean,
+        {**{s: 0.0 for s in STATES}, **state_shares(probe["time"], phases.to_numpy(), start, end)},
+        math.nan,
+    )
 
 
 def trace_clock_offset(meta: dict[str, Any] | None) -> float:
@@ -418,7 +501,23 @@ def trace_clock_offset(meta: dict[str, Any] | None) -> float:
     return float((meta or {}).get("mono_to_epoch", 0.0))
 
 
-__all__ = ["CA_STATES", "STATES", "TcpSummary", "connection", "connections", "parse_ss", "parse_ss_info",
-           "parse_trace", "probe_phases", "probes_by_socket", "read_ss", "read_text", "read_trace",
-           "sender_probes", "ss_phases", "summarize_probe", "summarize_ss",
-           "trace_clock_offset"]
+__all__ = [
+    "CA_STATES",
+    "STATES",
+    "TcpSummary",
+    "connection",
+    "connections",
+    "parse_ss",
+    "parse_ss_info",
+    "parse_trace",
+    "probe_phases",
+    "probes_by_socket",
+    "read_ss",
+    "read_text",
+    "read_trace",
+    "sender_probes",
+    "ss_phases",
+    "summarize_probe",
+    "summarize_ss",
+    "trace_clock_offset",
+]

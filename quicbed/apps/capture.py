@@ -68,8 +68,11 @@ BLOCK_TIMEOUT = 1.2  # > libpcap's 1 s block timeout (TPACKET_V3) when not in im
 # Root qdiscs that hold no packet on an emulated link's device (it is never busy): a capture
 # at the interface then sees departures as sent. Any other root qdisc is tapped before.
 UNSHAPED_ROOT_QDISCS = frozenset({"noqueue", "pfifo_fast", "fq_codel", "mq", "fq", "noop"})
-_COUNTER = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|"
-                      r"dropped by interface)", re.MULTILINE)
+_COUNTER = re.compile(
+    r"^(\d+) packets? (captured|received by filter|dropped by kernel|"
+    r"dropped by interface)",
+    re.MULTILINE,
+)
 
 
 @dataclass
@@ -101,8 +104,12 @@ class CaptureStats:
 def parse_stats(text: str) -> CaptureStats:
     """The counters from tcpdump's stderr."""
     stats = CaptureStats()
-    names = {"captured": "captured", "received by filter": "received_by_filter",
-             "dropped by kernel": "dropped_by_kernel", "dropped by interface": "dropped_by_interface"}
+    names = {
+        "captured": "captured",
+        "received by filter": "received_by_filter",
+        "dropped by kernel": "dropped_by_kernel",
+        "dropped by interface": "dropped_by_interface",
+    }
     for count, what in _COUNTER.findall(text):
         setattr(stats, names[what], int(count))
     stats.complete = stats.captured is not None
@@ -115,11 +122,13 @@ def tcpdump_features() -> dict[str, bool]:
     path = shutil.which(TCPDUMP)
     if path is None:
         raise MissingDependency("'tcpdump' is not installed (fix: apt-get install tcpdump)")
-    text = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10,
-                          check=False)
+    text = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10, check=False)
     usage = text.stdout + text.stderr
-    return {"nano": "--time-stamp-precision" in usage, "immediate": "--immediate-mode" in usage,
-            "tstamp_type": "-j tstamptype" in usage or "[ -j " in usage}
+    return {
+        "nano": "--time-stamp-precision" in usage,
+        "immediate": "--immediate-mode" in usage,
+        "tstamp_type": "-j tstamptype" in usage or "[ -j " in usage,
+    }
 
 
 def timestamp_types(node: NodeHandle, interface: str) -> list[str]:
@@ -131,11 +140,21 @@ def timestamp_types(node: NodeHandle, interface: str) -> list[str]:
 class Capture:
     """One tcpdump at one interface of a node."""
 
-    def __init__(self, node: NodeHandle, interface: str, path: Path, *,
-                 snaplen: int = DEFAULT_SNAPLEN, bpf_filter: str | None = None,
-                 buffer_kib: int = DEFAULT_BUFFER_KIB, immediate: bool = True,
-                 direction: str | None = None, adapter_clock: bool = True,
-                 before_qdisc: bool | None = None, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        node: NodeHandle,
+        interface: str,
+        path: Path,
+        *,
+        snaplen: int = DEFAULT_SNAPLEN,
+        bpf_filter: str | None = None,
+        buffer_kib: int = DEFAULT_BUFFER_KIB,
+        immediate: bool = True,
+        direction: str | None = None,
+        adapter_clock: bool = True,
+        before_qdisc: bool | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
         if direction not in (None, "in", "out", "inout"):
             raise ValueError("direction must be in, out or inout")
         self.node = node
@@ -166,8 +185,20 @@ class Capture:
 
     def argv(self) -> list[str]:
         features = tcpdump_features()
-        argv = [TCPDUMP, "-i", self.listen_on, "-s", str(self.snaplen), "-w", str(self.path),
-                "-n", "-Z", "root", "-B", str(self.buffer_kib)]
+        argv = [
+            TCPDUMP,
+            "-i",
+            self.listen_on,
+            "-s",
+            str(self.snaplen),
+            "-w",
+            str(self.path),
+            "-n",
+            "-Z",
+            "root",
+            "-B",
+            str(self.buffer_kib),
+        ]
         if self.timestamp_type != "host":
             argv += ["-j", self.timestamp_type]
         if features["nano"]:
@@ -194,8 +225,9 @@ class Capture:
         elif self.adapter_clock and "adapter_unsynced" in timestamp_types(self.node, self.interface):
             self.timestamp_type = "adapter_unsynced"
         try:
-            self.process = self.node.start(self.argv(), name=f"{self.path.stem}.tcpdump",
-                                           log_dir=self.log_dir or self.path.parent)
+            self.process = self.node.start(
+                self.argv(), name=f"{self.path.stem}.tcpdump", log_dir=self.log_dir or self.path.parent
+            )
         except BaseException:
             self._remove_tap()
             raise
@@ -209,12 +241,14 @@ class Capture:
         deadline = time.monotonic() + timeout
         while "listening on" not in self.process.errors():
             if not self.process.running:
-                raise BackendError(f"tcpdump on {self.name} exited ({self.process.returncode}): "
-                                   f"{self.process.errors().strip()}")
+                raise BackendError(
+                    f"tcpdump on {self.name} exited ({self.process.returncode}): {self.process.errors().strip()}"
+                )
             if time.monotonic() > deadline:
                 self.process.stop()
-                raise BackendError(f"tcpdump on {self.name} not listening after {timeout:g} s: "
-                                   f"{self.process.errors().strip()}")
+                raise BackendError(
+                    f"tcpdump on {self.name} not listening after {timeout:g} s: {self.process.errors().strip()}"
+                )
             time.sleep(0.02)
 
     def start(self, timeout: float = READY_TIMEOUT) -> Capture:
@@ -252,13 +286,19 @@ class Capture:
         return self.wait_stopped(timeout)
 
     def info(self) -> dict[str, Any]:
-        return {"node": self.node.name, "interface": self.interface, "path": str(self.path),
-                "snaplen": self.snaplen, "filter": self.bpf_filter,
-                "timestamp_type": self.timestamp_type, "nanoseconds": self.nanoseconds,
-                "immediate": self.immediate,
-                "tapped": self.tap.describe() if self.tap else "at the interface",
-                **({"own_qdisc": self.tap.counters()} if self.tap else {}),
-                "stats": self.stats.to_dict() if self.stats else None}
+        return {
+            "node": self.node.name,
+            "interface": self.interface,
+            "path": str(self.path),
+            "snaplen": self.snaplen,
+            "filter": self.bpf_filter,
+            "timestamp_type": self.timestamp_type,
+            "nanoseconds": self.nanoseconds,
+            "immediate": self.immediate,
+            "tapped": self.tap.describe() if self.tap else "at the interface",
+            **({"own_qdisc": self.tap.counters()} if self.tap else {}),
+            "stats": self.stats.to_dict() if self.stats else None,
+        }
 
     def __enter__(self) -> Capture:
         return self.start()
@@ -294,19 +334,34 @@ class QdiscBypass:
         self.overlimits: int | None = None
 
     def commands(self) -> list[list[str]]:
-        mirror = ["protocol", "all", "u32", "match", "u32", "0", "0",
-                  "action", "mirred", "egress", "mirror", "dev", self.device]
-        return [["ip", "link", "add", self.device, "type", "ifb"],
-                ["ip", "link", "set", "dev", self.device, "up"],
-                # no queue of its own: a burst must not overflow the ifb's 32-packet default
-                ["tc", "qdisc", "replace", "dev", self.device, "root", "noqueue"],
-                # TCP hands the qdisc GSO super-packets whatever the interface's offloads (the
-                # kernel segments them only on their way to the driver): with segmentation off,
-                # the ifb cuts them into the packets the link carries before tcpdump sees them
-                ["ethtool", "-K", self.device, "tso", "off", "gso", "off"],
-                ["tc", "qdisc", "replace", "dev", self.interface, "clsact"],
-                ["tc", "filter", "add", "dev", self.interface, "egress", *mirror],
-                ["tc", "filter", "add", "dev", self.interface, "ingress", *mirror]]
+        mirror = [
+            "protocol",
+            "all",
+            "u32",
+            "match",
+            "u32",
+            "0",
+            "0",
+            "action",
+            "mirred",
+            "egress",
+            "mirror",
+            "dev",
+            self.device,
+        ]
+        return [
+            ["ip", "link", "add", self.device, "type", "ifb"],
+            ["ip", "link", "set", "dev", self.device, "up"],
+            # no queue of its own: a burst must not overflow the ifb's 32-packet default
+            ["tc", "qdisc", "replace", "dev", self.device, "root", "noqueue"],
+            # TCP hands the qdisc GSO super-packets whatever the interface's offloads (the
+            # kernel segments them only on their way to the driver): with segmentation off,
+            # the ifb cuts them into the packets the link carries before tcpdump sees them
+            ["ethtool", "-K", self.device, "tso", "off", "gso", "off"],
+            ["tc", "qdisc", "replace", "dev", self.interface, "clsact"],
+            ["tc", "filter", "add", "dev", self.interface, "egress", *mirror],
+            ["tc", "filter", "add", "dev", self.interface, "ingress", *mirror],
+        ]
 
     def install(self) -> None:
         self.remove()  # a leftover of an interrupted run
@@ -318,12 +373,14 @@ class QdiscBypass:
                 raise BackendError(
                     f"capturing {self.node.name}:{self.interface} before its qdisc ({self.qdisc}) failed: "
                     f"'{' '.join(argv)}': {result.stderr.strip()} (the kernel needs ifb, clsact, u32 and "
-                    "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED; and ethtool)")
+                    "mirred: CONFIG_IFB, CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED; and ethtool)"
+                )
 
     def remove(self) -> None:
         if self.installed:  # what the qdisc did while tapped: did it hold the sender back?
-            shown = self.node.run(["tc", "-s", "qdisc", "show", "dev", self.interface, "root"], timeout=10,
-                                  check=False).stdout
+            shown = self.node.run(
+                ["tc", "-s", "qdisc", "show", "dev", self.interface, "root"], timeout=10, check=False
+            ).stdout
             counters = _QDISC_COUNTERS.search(shown)
             if counters:
                 self.dropped, self.overlimits = int(counters.group(1)), int(counters.group(2))
@@ -350,8 +407,7 @@ class CaptureSet:
 
     def add(self, node: NodeHandle, interface: str, name: str | None = None, **options: Any) -> Capture:
         capture_name = name or f"{node.name}-{interface}"
-        capture = Capture(node, interface, self.directory / f"{capture_name}.pcap",
-                          **{**self.defaults, **options})
+        capture = Capture(node, interface, self.directory / f"{capture_name}.pcap", **{**self.defaults, **options})
         self.captures[capture_name] = capture
         return capture
 

@@ -88,8 +88,7 @@ class IperfResult:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "raw"} | {
-            "throughput": self.throughput}
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "raw"} | {"throughput": self.throughput}
 
 
 def _number(value: Any, kind: type = float) -> Any:
@@ -107,8 +106,9 @@ def parse_result(data: dict[str, Any] | str) -> IperfResult:
         try:
             data = json.loads(data) if data.strip() else {}
         except json.JSONDecodeError as error:
-            return IperfResult("unknown", False, None, None, None, None, None,
-                               error=f"iperf3 output is not JSON: {error.msg}")
+            return IperfResult(
+                "unknown", False, None, None, None, None, None, error=f"iperf3 output is not JSON: {error.msg}"
+            )
     assert isinstance(data, dict)
     start = data.get("start", {})
     test = start.get("test_start", {})
@@ -118,7 +118,8 @@ def parse_result(data: dict[str, Any] | str) -> IperfResult:
     sent = end.get("sum_sent") or end.get("sum") or {}
     received = end.get("sum_received") or end.get("sum") or {}
     result = IperfResult(
-        protocol=protocol, reverse=reverse,
+        protocol=protocol,
+        reverse=reverse,
         duration=_number(received.get("seconds")),
         bytes_sent=_number(sent.get("bytes"), int),
         bytes_received=_number(received.get("bytes"), int),
@@ -145,8 +146,11 @@ def parse_result(data: dict[str, Any] | str) -> IperfResult:
         senders = [s.get("sender", {}) for s in end.get("streams", [])]
         cwnds = [s["max_snd_cwnd"] for s in senders if s.get("max_snd_cwnd")]
         result.max_snd_cwnd = max(cwnds) if cwnds else None
-        for name, key, pick in (("rtt_min", "min_rtt", min), ("rtt_mean", "mean_rtt", None),
-                                ("rtt_max", "max_rtt", max)):
+        for name, key, pick in (
+            ("rtt_min", "min_rtt", min),
+            ("rtt_mean", "mean_rtt", None),
+            ("rtt_max", "max_rtt", max),
+        ):
             values = [s[key] / 1e6 for s in senders if s.get(key)]
             if values:
                 setattr(result, name, pick(values) if pick else sum(values) / len(values))
@@ -186,11 +190,11 @@ class IperfServer:
         self.stop()
 
 
-def start_server(node: NodeHandle, port: int = DEFAULT_PORT, log_dir: Path | None = None,
-                 timeout: float = 10.0) -> IperfServer:
+def start_server(
+    node: NodeHandle, port: int = DEFAULT_PORT, log_dir: Path | None = None, timeout: float = 10.0
+) -> IperfServer:
     """Start ``iperf3 -s`` on ``port`` and wait (bounded) until it listens."""
-    process = node.start([_binary(), "-s", "-p", str(port)], name=f"iperf3-server-{port}",
-                         log_dir=log_dir)
+    process = node.start([_binary(), "-s", "-p", str(port)], name=f"iperf3-server-{port}", log_dir=log_dir)
     try:
         wait_for_listener(node, port, timeout=timeout, process=process, what="iperf3 server")
     except BaseException:
@@ -202,11 +206,22 @@ def start_server(node: NodeHandle, port: int = DEFAULT_PORT, log_dir: Path | Non
 # --------------------------------------------------------------------------- client
 
 
-def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str = "tcp",
-                duration: float = 5.0, rate: str | float | None = None, reverse: bool = False,
-                streams: int = 1, length: int | None = None, congestion: str | None = None,
-                omit: float = 0.0, interval: float | None = None, burst: int | None = None,
-                pacing_timer_us: int | None = None) -> list[str]:
+def client_argv(
+    server_address: str,
+    *,
+    port: int = DEFAULT_PORT,
+    protocol: str = "tcp",
+    duration: float = 5.0,
+    rate: str | float | None = None,
+    reverse: bool = False,
+    streams: int = 1,
+    length: int | None = None,
+    congestion: str | None = None,
+    omit: float = 0.0,
+    interval: float | None = None,
+    burst: int | None = None,
+    pacing_timer_us: int | None = None,
+) -> list[str]:
     """The iperf3 client command line (JSON output). ``burst``: datagrams sent back to back
     per burst (``-b RATE/BURST``); ``pacing_timer_us``: iperf3's pacing tick (smaller is
     smoother)."""
@@ -214,8 +229,7 @@ def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str 
         raise QuicbedError(f"protocol must be tcp or udp, got {protocol!r}")
     if duration <= 0:
         raise QuicbedError("duration must be positive")
-    argv = [IPERF3, "-c", server_address, "-p", str(port), "-J", "-t", f"{duration:g}",
-            "--connect-timeout", "5000"]
+    argv = [IPERF3, "-c", server_address, "-p", str(port), "-J", "-t", f"{duration:g}", "--connect-timeout", "5000"]
     if protocol == "udp":
         argv.append("-u")
         # iperf3's UDP default is 1 Mbit/s: a UDP test without a rate is almost surely a mistake
@@ -241,8 +255,9 @@ def client_argv(server_address: str, *, port: int = DEFAULT_PORT, protocol: str 
     return argv
 
 
-def run(node: NodeHandle, server_address: str, *, timeout: float | None = None,
-        check: bool = True, **options: Any) -> IperfResult:
+def run(
+    node: NodeHandle, server_address: str, *, timeout: float | None = None, check: bool = True, **options: Any
+) -> IperfResult:
     """Run one iperf3 test from ``node`` to completion (see :func:`client_argv` for options).
     A UDP test whose stream set-up was lost is started again, up to UDP_SETUP_ATTEMPTS times
     in all (``result.attempts``)."""
@@ -265,8 +280,10 @@ def run(node: NodeHandle, server_address: str, *, timeout: float | None = None,
         if not _setup_lost(result):
             break
     if check and result.error:
-        raise IperfError(f"iperf3 {' '.join(argv[1:])} on {node.name}: {result.error}"
-                         + (f" ({result.attempts} attempts)" if result.attempts > 1 else ""))
+        raise IperfError(
+            f"iperf3 {' '.join(argv[1:])} on {node.name}: {result.error}"
+            + (f" ({result.attempts} attempts)" if result.attempts > 1 else "")
+        )
     return result
 
 
@@ -278,8 +295,9 @@ def _setup_lost(result: IperfResult) -> bool:
 class IperfClient:
     """A background iperf3 test (cross traffic); ``result()`` waits for it."""
 
-    def __init__(self, node: NodeHandle, process: Process, output: Path, limit: float,
-                 scratch: Path | None = None) -> None:
+    def __init__(
+        self, node: NodeHandle, process: Process, output: Path, limit: float, scratch: Path | None = None
+    ) -> None:
         self.node = node
         self.process = process
         self.output = output
@@ -306,8 +324,9 @@ class IperfClient:
             self.process.wait(max(0.1, remaining))
         except BackendError:
             self.stop()  # its output read, so its scratch folder goes too
-            return IperfResult("unknown", False, None, None, None, None, None,
-                               error=f"iperf3 did not finish within {self.limit:g} s")
+            return IperfResult(
+                "unknown", False, None, None, None, None, None, error=f"iperf3 did not finish within {self.limit:g} s"
+            )
         result = parse_result(self._read_output())
         if result.error is None and self.process.returncode:
             result.error = f"iperf3 exited {self.process.returncode}: {self.process.errors().strip()}"
@@ -318,8 +337,9 @@ class IperfClient:
         self._read_output()
 
 
-def start(node: NodeHandle, server_address: str, *, log_dir: Path | None = None,
-          name: str | None = None, **options: Any) -> IperfClient:
+def start(
+    node: NodeHandle, server_address: str, *, log_dir: Path | None = None, name: str | None = None, **options: Any
+) -> IperfClient:
     """Start an iperf3 test in the background (e.g. cross traffic during a download)."""
     _binary()
     argv = client_argv(server_address, **options)
@@ -332,37 +352,85 @@ def start(node: NodeHandle, server_address: str, *, log_dir: Path | None = None,
             shutil.rmtree(scratch, ignore_errors=True)
         raise
     assert process.stdout_path is not None
-    return IperfClient(node, process, process.stdout_path,
-                       float(options.get("duration", 5.0)) + MARGIN, scratch)
+    return IperfClient(node, process, process.stdout_path, float(options.get("duration", 5.0)) + MARGIN, scratch)
 
 
-def capacity_probe(client: NodeHandle, server: NodeHandle, *, duration: float = 3.0,
-                   reverse: bool = True, port: int = DEFAULT_PORT, omit: float = 0.0,
-                   congestion: str | None = None, log_dir: Path | None = None) -> IperfResult:
+def capacity_probe(
+    client: NodeHandle,
+    server: NodeHandle,
+    *,
+    duration: float = 3.0,
+    reverse: bool = True,
+    port: int = DEFAULT_PORT,
+    omit: float = 0.0,
+    congestion: str | None = None,
+    log_dir: Path | None = None,
+) -> IperfResult:
     """The TCP goodput between two nodes (``reverse``: server -> client, the download way):
     starts a server, runs one test, stops the server."""
     with start_server(server, port=port, log_dir=log_dir):
-        return run(client, server.address, port=port, protocol="tcp", duration=duration,
-                   reverse=reverse, omit=omit, congestion=congestion)
+        return run(
+            client,
+            server.address,
+            port=port,
+            protocol="tcp",
+            duration=duration,
+            reverse=reverse,
+            omit=omit,
+            congestion=congestion,
+        )
 
 
-def between(network: Network, client: str, server: str, *, duration: float = 5.0, reverse: bool = True,
-            rate: float | None = None, port: int = DEFAULT_PORT, **options: Any) -> IperfResult:
+def between(
+    network: Network,
+    client: str,
+    server: str,
+    *,
+    duration: float = 5.0,
+    reverse: bool = True,
+    rate: float | None = None,
+    port: int = DEFAULT_PORT,
+    **options: Any,
+) -> IperfResult:
     """One bounded test between two nodes of a running network, server started and stopped
     here: TCP, or UDP at ``rate`` bit/s (full-size datagrams unless ``length`` is given)."""
     server_node = network.node(server)
     if rate is not None:
         options = {"protocol": "udp", "length": UDP_PAYLOAD, **options}
     with start_server(server_node, port=port):
-        return run(network.node(client), server_node.address, port=port, duration=duration, reverse=reverse,
-                   rate=rate, **options)
+        return run(
+            network.node(client),
+            server_node.address,
+            port=port,
+            duration=duration,
+            reverse=reverse,
+            rate=rate,
+            **options,
+        )
 
 
-def cross_traffic(client: NodeHandle, server_address: str, *, rate: str | float,
-                  duration: float, protocol: str = "udp", reverse: bool = True,
-                  port: int = DEFAULT_PORT, log_dir: Path | None = None,
-                  length: int | None = None) -> IperfClient:
+def cross_traffic(
+    client: NodeHandle,
+    server_address: str,
+    *,
+    rate: str | float,
+    duration: float,
+    protocol: str = "udp",
+    reverse: bool = True,
+    port: int = DEFAULT_PORT,
+    log_dir: Path | None = None,
+    length: int | None = None,
+) -> IperfClient:
     """Background traffic at ``rate`` (UDP by default, the E4 background load) for
     ``duration`` seconds; an iperf3 server must listen on ``port``."""
-    return start(client, server_address, port=port, protocol=protocol, rate=rate,
-                 duration=duration, reverse=reverse, log_dir=log_dir, length=length)
+    return start(
+        client,
+        server_address,
+        port=port,
+        protocol=protocol,
+        rate=rate,
+        duration=duration,
+        reverse=reverse,
+        log_dir=log_dir,
+        length=length,
+    )

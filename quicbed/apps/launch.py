@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from quicbed.paths import PACKAGE_ROOT
 
 
-
 def module_argv(module: str, arguments: Sequence[str] = (), python: str | None = None) -> list[str]:
     """argv that runs ``python -m module arguments...`` with this quicbed importable."""
     path = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))

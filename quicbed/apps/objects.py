@@ -55,9 +55,22 @@ class PageShape:
 
 
 # Experiment E1b (docs/studies.md): objects / total kB.
-PAGE_SHAPES: tuple[PageShape, ...] = tuple(PageShape(n, kb) for n, kb in (
-    (12, 56), (8, 262), (16, 421), (25, 441), (39, 470), (86, 839), (28, 985), (37, 1409),
-    (149, 2911), (134, 3560), (64, 3723)))
+PAGE_SHAPES: tuple[PageShape, ...] = tuple(
+    PageShape(n, kb)
+    for n, kb in (
+        (12, 56),
+        (8, 262),
+        (16, 421),
+        (25, 441),
+        (39, 470),
+        (86, 839),
+        (28, 985),
+        (37, 1409),
+        (149, 2911),
+        (134, 3560),
+        (64, 3723),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -153,9 +166,15 @@ def plan_page(shape: PageShape, seed: int) -> list[PageObject]:
     weights = [rng.lognormvariate(math.log(t.median_size), SIZE_SIGMA) for t in types]
     sizes = split_total(shape.total_bytes, weights)
     width = max(3, len(str(shape.objects - 1)))
-    return [PageObject(path=f"/pages/{shape.name}/{i:0{width}d}-{t.name}.{t.extension}",
-                       size=size, type=t.name, content_type=t.content_type)
-            for i, (t, size) in enumerate(zip(types, sizes, strict=True))]
+    return [
+        PageObject(
+            path=f"/pages/{shape.name}/{i:0{width}d}-{t.name}.{t.extension}",
+            size=size,
+            type=t.name,
+            content_type=t.content_type,
+        )
+        for i, (t, size) in enumerate(zip(types, sizes, strict=True))
+    ]
 
 
 def bulk_name(size: int) -> str:
@@ -180,26 +199,37 @@ def parse_pages(text: str) -> list[PageShape]:
             continue
         count, sep, kb = item.partition("/")
         if not sep or not count.isdigit() or not kb.isdigit() or int(count) < 1:
-            raise SpecError(f"cannot read page shape {item!r}", field="pages",
-                            fix="write OBJECTS/KB like 12/56, a name like p12-56k, or 'all'")
+            raise SpecError(
+                f"cannot read page shape {item!r}",
+                field="pages",
+                fix="write OBJECTS/KB like 12/56, a name like p12-56k, or 'all'",
+            )
         shapes.append(PageShape(int(count), int(kb)))
     return shapes
 
 
-def generate(root: str | Path, *, bulk: Iterable[int] = (), pages: Iterable[PageShape] = (),
-             seed: int = 0) -> dict[str, Any]:
+def generate(
+    root: str | Path, *, bulk: Iterable[int] = (), pages: Iterable[PageShape] = (), seed: int = 0
+) -> dict[str, Any]:
     """Write the objects and ``manifest.json`` under ``root``; return the manifest."""
     base = Path(root)
     base.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-                                "seed": seed, "kb": KB, "bulk": [], "pages": []}
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "seed": seed,
+        "kb": KB,
+        "bulk": [],
+        "pages": [],
+    }
     for size in bulk:
         if size < 0:
             raise SpecError(f"negative bulk size {size}", field="bulk")
         path = f"/bulk/{bulk_name(size)}.bin"
         write_object(base, path, size, seed)
-        manifest["bulk"].append({"name": bulk_name(size), "path": path, "size": size,
-                                 "content_type": CONTENT_TYPES["bin"]})
+        manifest["bulk"].append(
+            {"name": bulk_name(size), "path": path, "size": size, "content_type": CONTENT_TYPES["bin"]}
+        )
     for shape in pages:
         try:
             objects = plan_page(shape, seed)
@@ -207,11 +237,16 @@ def generate(root: str | Path, *, bulk: Iterable[int] = (), pages: Iterable[Page
             raise SpecError(str(error), field=f"pages.{shape.name}") from None
         for item in objects:
             write_object(base, item.path, item.size, seed)
-        manifest["pages"].append({
-            "name": shape.name, "count": shape.objects, "total_bytes": shape.total_bytes,
-            "objects": [{"path": o.path, "size": o.size, "type": o.type,
-                         "content_type": o.content_type} for o in objects],
-        })
+        manifest["pages"].append(
+            {
+                "name": shape.name,
+                "count": shape.objects,
+                "total_bytes": shape.total_bytes,
+                "objects": [
+                    {"path": o.path, "size": o.size, "type": o.type, "content_type": o.content_type} for o in objects
+                ],
+            }
+        )
     (base / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
@@ -228,8 +263,11 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise SpecError(f"not valid JSON: {error.msg}", source=f"{target}:{error.lineno}") from None
     if manifest.get("format") != MANIFEST_FORMAT:
-        raise SpecError("not a quicbed objects manifest", source=str(target),
-                        fix="generate content with python -m quicbed.apps.objects")
+        raise SpecError(
+            "not a quicbed objects manifest",
+            source=str(target),
+            fix="generate content with python -m quicbed.apps.objects",
+        )
     return manifest
 
 
@@ -243,31 +281,37 @@ def page_objects(manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
             return [item]
     known = [p["name"] for p in manifest.get("pages", [])]
     known += [b["name"] for b in manifest.get("bulk", [])]
-    raise SpecError(f"no page or bulk object named {name!r} in the manifest", field="page",
-                    fix=f"choose one of {', '.join(known) or '(none generated)'}")
+    raise SpecError(
+        f"no page or bulk object named {name!r} in the manifest",
+        field="page",
+        fix=f"choose one of {', '.join(known) or '(none generated)'}",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m quicbed.apps.objects",
-        description="Generate bulk objects and web pages (plain files + manifest.json).")
+        description="Generate bulk objects and web pages (plain files + manifest.json).",
+    )
     parser.add_argument("--root", required=True, help="directory to fill (served as /)")
-    parser.add_argument("--bulk", action="append", default=[], metavar="SIZE",
-                        help="a bulk object, e.g. 10MB (repeatable)")
-    parser.add_argument("--pages", default="", metavar="SHAPES",
-                        help="'all' (the E1b pages) or e.g. '12/56,86/839'")
+    parser.add_argument(
+        "--bulk", action="append", default=[], metavar="SIZE", help="a bulk object, e.g. 10MB (repeatable)"
+    )
+    parser.add_argument("--pages", default="", metavar="SHAPES", help="'all' (the E1b pages) or e.g. '12/56,86/839'")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        manifest = generate(args.root, bulk=[parse_size(s, "bulk") for s in args.bulk],
-                            pages=parse_pages(args.pages) if args.pages else [], seed=args.seed)
+        manifest = generate(
+            args.root,
+            bulk=[parse_size(s, "bulk") for s in args.bulk],
+            pages=parse_pages(args.pages) if args.pages else [],
+            seed=args.seed,
+        )
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    total = sum(b["size"] for b in manifest["bulk"]) + sum(p["total_bytes"]
-                                                            for p in manifest["pages"])
-    print(f"{len(manifest['bulk'])} bulk objects, {len(manifest['pages'])} pages, "
-          f"{total} bytes under {args.root}")
+    total = sum(b["size"] for b in manifest["bulk"]) + sum(p["total_bytes"] for p in manifest["pages"])
+    print(f"{len(manifest['bulk'])} bulk objects, {len(manifest['pages'])} pages, {total} bytes under {args.root}")
     return 0
 
 

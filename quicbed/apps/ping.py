@@ -28,14 +28,20 @@ from quicbed.errors import BackendError, MissingDependency, QuicbedError
 if TYPE_CHECKING:
     from quicbed.backends.base import NodeHandle, Process
 
-_REPLY = re.compile(r"^(?:\[(?P<time>[\d.]+)\]\s*)?(?P<bytes>\d+) bytes from (?P<source>[^:]+): "
-                    r"icmp_seq=(?P<seq>\d+)(?: ttl=(?P<ttl>\d+))?(?: time=(?P<rtt>[\d.]+) ms)?"
-                    r"(?P<dup> \(DUP!\))?")
+_REPLY = re.compile(
+    r"^(?:\[(?P<time>[\d.]+)\]\s*)?(?P<bytes>\d+) bytes from (?P<source>[^:]+): "
+    r"icmp_seq=(?P<seq>\d+)(?: ttl=(?P<ttl>\d+))?(?: time=(?P<rtt>[\d.]+) ms)?"
+    r"(?P<dup> \(DUP!\))?"
+)
 _MISSING = re.compile(r"^(?:\[(?P<time>[\d.]+)\]\s*)?no answer yet for icmp_seq=(?P<seq>\d+)")
-_COUNTS = re.compile(r"(?P<sent>\d+) packets transmitted, (?P<received>\d+) received"
-                     r"(?:, \+(?P<duplicates>\d+) duplicates)?(?:, \+(?P<errors>\d+) errors)?")
-_SUMMARY = re.compile(r"rtt min/avg/max/mdev = (?P<min>[\d.]+)/(?P<avg>[\d.]+)/(?P<max>[\d.]+)/"
-                      r"(?P<mdev>[\d.]+) ms")
+_COUNTS = re.compile(
+    r"(?P<sent>\d+) packets transmitted, (?P<received>\d+) received"
+    r"(?:, \+(?P<duplicates>\d+) duplicates)?(?:, \+(?P<errors>\d+) errors)?"
+)
+_SUMMARY = re.compile(
+    r"rtt min/avg/max/mdev = (?P<min>[\d.]+)/(?P<avg>[\d.]+)/(?P<max>[\d.]+)/"
+    r"(?P<mdev>[\d.]+) ms"
+)
 
 
 @dataclass
@@ -77,11 +83,22 @@ class PingResult:
         return [r.rtt for r in self.replies if r.rtt is not None and not r.duplicate]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"destination": self.destination, "transmitted": self.transmitted,
-                "received": self.received, "duplicates": self.duplicates, "errors": self.errors,
-                "loss": self.loss, "min": self.min, "avg": self.avg, "max": self.max,
-                "mdev": self.mdev, "rtts": self.rtts, "missing": self.missing,
-                "replies": [vars(r) for r in self.replies], "error": self.error}
+        return {
+            "destination": self.destination,
+            "transmitted": self.transmitted,
+            "received": self.received,
+            "duplicates": self.duplicates,
+            "errors": self.errors,
+            "loss": self.loss,
+            "min": self.min,
+            "avg": self.avg,
+            "max": self.max,
+            "mdev": self.mdev,
+            "rtts": self.rtts,
+            "missing": self.missing,
+            "replies": [vars(r) for r in self.replies],
+            "error": self.error,
+        }
 
 
 def parse_output(text: str, destination: str = "") -> PingResult:
@@ -92,11 +109,16 @@ def parse_output(text: str, destination: str = "") -> PingResult:
         match = _REPLY.match(line)
         if match:
             rtt = match.group("rtt")
-            result.replies.append(Reply(
-                seq=int(match.group("seq")), rtt=float(rtt) / 1000.0 if rtt else None,
-                time=float(match.group("time")) if match.group("time") else None,
-                ttl=int(match.group("ttl")) if match.group("ttl") else None,
-                size=int(match.group("bytes")), duplicate=bool(match.group("dup"))))
+            result.replies.append(
+                Reply(
+                    seq=int(match.group("seq")),
+                    rtt=float(rtt) / 1000.0 if rtt else None,
+                    time=float(match.group("time")) if match.group("time") else None,
+                    ttl=int(match.group("ttl")) if match.group("ttl") else None,
+                    size=int(match.group("bytes")),
+                    duplicate=bool(match.group("dup")),
+                )
+            )
             continue
         match = _MISSING.match(line)
         if match:
@@ -119,8 +141,9 @@ def parse_output(text: str, destination: str = "") -> PingResult:
     return result
 
 
-def ping_argv(destination: str, count: int = 10, interval: float = 0.2, size: int | None = None,
-              reply_timeout: float = 1.0) -> list[str]:
+def ping_argv(
+    destination: str, count: int = 10, interval: float = 0.2, size: int | None = None, reply_timeout: float = 1.0
+) -> list[str]:
     """ping sends ``count`` requests ``interval`` apart and waits ``reply_timeout`` for the
     last reply (no ``-w``: with it, ping would go on sending until ``count`` replies came)."""
     if count < 1:
@@ -129,8 +152,7 @@ def ping_argv(destination: str, count: int = 10, interval: float = 0.2, size: in
         raise QuicbedError("interval must be at least 0.002 s")
     if shutil.which("ping") is None:
         raise MissingDependency("'ping' is not installed (fix: apt-get install iputils-ping)")
-    argv = ["ping", "-n", "-D", "-O", "-c", str(count), "-i", f"{interval:g}",
-            "-W", f"{reply_timeout:g}"]
+    argv = ["ping", "-n", "-D", "-O", "-c", str(count), "-i", f"{interval:g}", "-W", f"{reply_timeout:g}"]
     if size is not None:
         argv += ["-s", str(size)]
     return [*argv, destination]
@@ -141,8 +163,14 @@ def _limit(count: int, interval: float, reply_timeout: float) -> float:
     return count * interval * 1.5 + reply_timeout + 10.0
 
 
-def ping(node: NodeHandle, destination: str, count: int = 10, interval: float = 0.2,
-         size: int | None = None, reply_timeout: float = 1.0) -> PingResult:
+def ping(
+    node: NodeHandle,
+    destination: str,
+    count: int = 10,
+    interval: float = 0.2,
+    size: int | None = None,
+    reply_timeout: float = 1.0,
+) -> PingResult:
     """Ping ``destination`` from ``node`` ``count`` times; bounded by a process timeout."""
     argv = ping_argv(destination, count, interval, size, reply_timeout=reply_timeout)
     completed = node.run(argv, timeout=_limit(count, interval, reply_timeout), check=False)
@@ -192,9 +220,16 @@ class PingProbe:
         return parse_output(self._output(), self.destination)
 
 
-def start(node: NodeHandle, destination: str, count: int = 100, interval: float = 0.05,
-          size: int | None = None, log_dir: Path | None = None, name: str = "ping",
-          reply_timeout: float = 1.0) -> PingProbe:
+def start(
+    node: NodeHandle,
+    destination: str,
+    count: int = 100,
+    interval: float = 0.05,
+    size: int | None = None,
+    log_dir: Path | None = None,
+    name: str = "ping",
+    reply_timeout: float = 1.0,
+) -> PingProbe:
     argv = ping_argv(destination, count, interval, size, reply_timeout=reply_timeout)
     scratch = None if log_dir is not None else Path(tempfile.mkdtemp(prefix="quicbed-ping-"))
     try:

@@ -27,9 +27,15 @@ def listening(node: NodeHandle, port: int, protocol: str = "tcp") -> bool:
     return result.returncode == 0 and bool(result.stdout.strip())
 
 
-def wait_for_listener(node: NodeHandle, port: int, *, protocol: str = "tcp",
-                      timeout: float = 10.0, process: Process | None = None,
-                      what: str = "server") -> float:
+def wait_for_listener(
+    node: NodeHandle,
+    port: int,
+    *,
+    protocol: str = "tcp",
+    timeout: float = 10.0,
+    process: Process | None = None,
+    what: str = "server",
+) -> float:
     """Wait until ``port`` listens in ``node``; return the seconds waited.
 
     Raises BackendError when ``process`` (if given) exits first or after ``timeout``
@@ -41,13 +47,16 @@ def wait_for_listener(node: NodeHandle, port: int, *, protocol: str = "tcp",
         if listening(node, port, protocol):
             return time.monotonic() - started
         if process is not None and not process.running:
-            raise BackendError(f"{what} on {node.name} exited ({process.returncode}) before "
-                               f"listening on {protocol} port {port}: "
-                               f"{process.errors().strip()[-2000:]}")
+            raise BackendError(
+                f"{what} on {node.name} exited ({process.returncode}) before "
+                f"listening on {protocol} port {port}: "
+                f"{process.errors().strip()[-2000:]}"
+            )
         if time.monotonic() > deadline:
             detail = f": {process.errors().strip()[-2000:]}" if process is not None else ""
-            raise BackendError(f"{what} on {node.name} not listening on {protocol} port "
-                               f"{port} after {timeout:g} s{detail}")
+            raise BackendError(
+                f"{what} on {node.name} not listening on {protocol} port {port} after {timeout:g} s{detail}"
+            )
         time.sleep(POLL_INTERVAL)
 
 

@@ -30,27 +30,37 @@ def add_request_arguments(parser: argparse.ArgumentParser, *, port: int, paralle
     parser.add_argument("--port", type=int, default=port)
     what = parser.add_argument_group("what to fetch")
     what.add_argument("--path", action="append", default=[], help="object path (repeatable)")
-    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the "
-                      "served content")
+    what.add_argument("--manifest", type=Path, help="manifest.json (or its directory) of the served content")
     what.add_argument("--page", help="page (or bulk object) name in the manifest")
     parser.add_argument("--parallel", type=int, default=6, help=parallel_help)
     parser.add_argument("--timeout", type=float, default=60.0, help="overall limit in seconds")
     parser.add_argument("--output", type=Path, help="write the JSON record here (default stdout)")
     parser.add_argument("--label", help="free text copied into the record")
     start = parser.add_argument_group("starting together (several clients at once)")
-    start.add_argument("--ready-file", type=Path, help="create this file once started up (and primed, with "
-                       "--resumption), before connecting")
+    start.add_argument(
+        "--ready-file",
+        type=Path,
+        help="create this file once started up (and primed, with --resumption), before connecting",
+    )
     start.add_argument("--start-file", type=Path, help="connect only once this file exists (bounded by --timeout)")
     tls = parser.add_argument_group("TLS")
     tls.add_argument("--server-name", help="TLS server name (default --host)")
     tls.add_argument("--ca-cert", type=Path, help="CA (or the self-signed certificate) to trust")
     tls.add_argument("--insecure", action="store_true", help="do not verify the certificate")
-    tls.add_argument("--keylog", type=Path, help="append the TLS secrets to this file in NSS key log format "
-                     "(Wireshark: tls.keylog_file), to decrypt the captures")
-    tls.add_argument("--resumption", choices=RESUMPTION_MODES, default="none",
-                     help="none: a new connection; ticket: a priming connection receives a session ticket "
-                          "and the measured one resumes with it; 0rtt: the same, its requests sent as 0-RTT "
-                          "data (the record's times are the measured connection's; 0rtt: the QUIC clients only)")
+    tls.add_argument(
+        "--keylog",
+        type=Path,
+        help="append the TLS secrets to this file in NSS key log format "
+        "(Wireshark: tls.keylog_file), to decrypt the captures",
+    )
+    tls.add_argument(
+        "--resumption",
+        choices=RESUMPTION_MODES,
+        default="none",
+        help="none: a new connection; ticket: a priming connection receives a session ticket "
+        "and the measured one resumes with it; 0rtt: the same, its requests sent as 0-RTT "
+        "data (the record's times are the measured connection's; 0rtt: the QUIC clients only)",
+    )
 
 
 @dataclass(frozen=True)
@@ -105,9 +115,11 @@ class RequestSettings:
         client can make."""
         if self.resumption not in resumptions:
             can = [mode for mode in resumptions if mode != "none"]
-            raise QuicbedError(f"--resumption {self.resumption}: this client "
-                               f"{'resumes with ' + ' or '.join(can) if can else 'makes new connections only'}; "
-                               "the QUIC clients also send 0-RTT data (0rtt)")
+            raise QuicbedError(
+                f"--resumption {self.resumption}: this client "
+                f"{'resumes with ' + ' or '.join(can) if can else 'makes new connections only'}; "
+                "the QUIC clients also send 0-RTT data (0rtt)"
+            )
         if not self.paths:
             raise QuicbedError("nothing to fetch: give --path or --manifest with --page")
         if self.parallel < 1:
@@ -118,11 +130,21 @@ class RequestSettings:
 
 def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     """:class:`RequestSettings`'s fields from the arguments of :func:`add_request_arguments`."""
-    return {"host": args.host, "port": args.port, "paths": requested_paths(args), "parallel": args.parallel,
-            "timeout": args.timeout, "server_name": args.server_name, "ca_file": args.ca_cert,
-            "insecure": args.insecure, "keylog": args.keylog, "page": args.page, "label": args.label,
-            "resumption": args.resumption,
-            "barrier": StartBarrier(args.ready_file, args.start_file, args.timeout)}
+    return {
+        "host": args.host,
+        "port": args.port,
+        "paths": requested_paths(args),
+        "parallel": args.parallel,
+        "timeout": args.timeout,
+        "server_name": args.server_name,
+        "ca_file": args.ca_cert,
+        "insecure": args.insecure,
+        "keylog": args.keylog,
+        "page": args.page,
+        "label": args.label,
+        "resumption": args.resumption,
+        "barrier": StartBarrier(args.ready_file, args.start_file, args.timeout),
+    }
 
 
 @dataclass
@@ -138,11 +160,18 @@ class ObjectTiming:
 
     def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
         """The record's entry, times as offsets from ``origin``."""
+
         def offset(value: float | None) -> float | None:
             return None if value is None else value - origin
 
-        return {"path": self.path, "status": self.status, "start": offset(self.start),
-                "first_byte": offset(self.first_byte), "end": offset(self.end), "size": self.size}
+        return {
+            "path": self.path,
+            "status": self.status,
+            "start": offset(self.start),
+            "first_byte": offset(self.first_byte),
+            "end": offset(self.end),
+            "size": self.size,
+        }
 
 
 def requested_paths(args: argparse.Namespace) -> list[str]:
@@ -174,8 +203,21 @@ class RequestAsked(TypedDict):
 
 
 #: the fields of :class:`ClientRecord` that only some clients write (each says which)
-OPTIONAL_FIELDS = ("aioquic_version", "protocol", "profile", "knobs", "resumption", "implementation", "versions",
-                   "engine", "curl_version", "curl_messages", "connections", "cpu", "timing")
+OPTIONAL_FIELDS = (
+    "aioquic_version",
+    "protocol",
+    "profile",
+    "knobs",
+    "resumption",
+    "implementation",
+    "versions",
+    "engine",
+    "curl_version",
+    "curl_messages",
+    "connections",
+    "cpu",
+    "timing",
+)
 
 
 @dataclass
@@ -194,8 +236,9 @@ class ClientRecord:
     quicbed_version: str = __version__
     label: str | None = None  # --label, copied
     server: ServerEndpoint = field(default_factory=lambda: ServerEndpoint(host="", port=0, address=None))
-    request: RequestAsked = field(default_factory=lambda: RequestAsked(
-        page=None, paths=[], parallel=6, timeout=60.0, resumption="none"))
+    request: RequestAsked = field(
+        default_factory=lambda: RequestAsked(page=None, paths=[], parallel=6, timeout=60.0, resumption="none")
+    )
     started_at: float | None = None  # wall clock, seconds since the epoch (a resumed run: the measured connection's)
     handshake_time: float | None = None  # connect -> (TLS/QUIC) handshake complete
     ttfb: float | None = None  # first request sent -> first response byte
@@ -248,8 +291,11 @@ class ClientRecord:
         does not know go to ``extra`` (kept: a run is not lost to a key more). Values are taken
         as written, unchecked: readers judge them."""
         known = {name: value for name, value in record.items() if name in CLIENT_RECORD_FIELDS}
-        return cls(**known, extra={key: value for key, value in record.items() if key not in CLIENT_RECORD_FIELDS},
-                   carried=frozenset(name for name in OPTIONAL_FIELDS if name in record))
+        return cls(
+            **known,
+            extra={key: value for key, value in record.items() if key not in CLIENT_RECORD_FIELDS},
+            carried=frozenset(name for name in OPTIONAL_FIELDS if name in record),
+        )
 
     @property
     def ended_at(self) -> float | None:
@@ -277,15 +323,22 @@ SHARED_FIELDS = tuple(name for name in CLIENT_RECORD_FIELDS if name not in OPTIO
 def base_record(tool: str, settings: RequestSettings) -> dict[str, Any]:
     """The keys shared by all clients' records (:data:`SHARED_FIELDS`), before a run fills them in."""
     return ClientRecord(
-        tool=tool, label=settings.label,
+        tool=tool,
+        label=settings.label,
         server=ServerEndpoint(host=settings.host, port=settings.port, address=None),
-        request=RequestAsked(page=settings.page, paths=list(settings.paths), parallel=settings.parallel,
-                             timeout=settings.timeout, resumption=settings.resumption),
+        request=RequestAsked(
+            page=settings.page,
+            paths=list(settings.paths),
+            parallel=settings.parallel,
+            timeout=settings.timeout,
+            resumption=settings.resumption,
+        ),
     ).to_dict()
 
 
-def run_client(args: argparse.Namespace, make_settings: Callable[[argparse.Namespace], S],
-               download: Callable[[S], dict[str, Any]]) -> int:
+def run_client(
+    args: argparse.Namespace, make_settings: Callable[[argparse.Namespace], S], download: Callable[[S], dict[str, Any]]
+) -> int:
     """A client's main: settings from the arguments, the start barrier (the client passes it
     itself after priming), the download, the record. Exit status 2 on bad arguments (or a
     start file that never came), else as :func:`emit`."""

@@ -80,8 +80,9 @@ def receive(port: int, out: Path, idle_timeout: float, ready_file: Path | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="udpprobe", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="udpprobe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="mode", required=True)
     sender = sub.add_parser("send")
     sender.add_argument("--dest", required=True)

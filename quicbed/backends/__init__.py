@@ -68,6 +68,7 @@ def host_checks() -> list[Check]:
         try:
             checks += importlib.import_module(entry.checks).CHECKS
         except Exception as problem:  # noqa: BLE001 - doctor must report, not crash
+
             def broken(problem: Exception = problem) -> Capability:
                 raise problem
 

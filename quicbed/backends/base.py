@@ -35,8 +35,11 @@ class CpuAccountant(Protocol):
 def _preexec_for(network: "Network") -> Callable[[], object]:
     """The child's set-up before exec: die with quicbed, join the CPU role's cgroup if one is
     set, and keep to the cores the network allows (``endpoint_cores``)."""
-    joining = network.accounting.preexec(network.cpu_role) \
-        if network.accounting is not None and network.cpu_role is not None else None
+    joining = (
+        network.accounting.preexec(network.cpu_role)
+        if network.accounting is not None and network.cpu_role is not None
+        else None
+    )
     cores = network.endpoint_cores
     if joining is None and cores is None:
         return die_with_parent
@@ -47,14 +50,22 @@ def _preexec_for(network: "Network") -> Callable[[], object]:
             joining()
         if cores is not None:
             os.sched_setaffinity(0, cores)
+
     return prepare
 
 
 class Process:
     """A process started in a node; its output goes to files when a log folder is given."""
 
-    def __init__(self, node: str, name: str, argv: Sequence[str], popen: subprocess.Popen,
-                 stdout_path: Path | None, stderr_path: Path | None) -> None:
+    def __init__(
+        self,
+        node: str,
+        name: str,
+        argv: Sequence[str],
+        popen: subprocess.Popen,
+        stdout_path: Path | None,
+        stderr_path: Path | None,
+    ) -> None:
         self.node = node
         self.name = name
         self.argv = list(argv)
@@ -78,8 +89,9 @@ class Process:
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise BackendError(f"{self.name} on {self.node} did not finish within {timeout:g} s "
-                               f"({' '.join(self.argv)})") from None
+            raise BackendError(
+                f"{self.name} on {self.node} did not finish within {timeout:g} s ({' '.join(self.argv)})"
+            ) from None
 
     def stop(self, grace: float = 3.0) -> int:
         """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
@@ -126,9 +138,15 @@ class NodeHandle(ABC):
     def interfaces(self) -> list[str]:
         return [i.name for i in self.network.resolved.interfaces_of(self.name)]
 
-    def start(self, argv: Sequence[str], name: str | None = None, log_dir: Path | None = None,
-              env: dict[str, str] | None = None, cwd: Path | None = None,
-              stdin: int | IO[Any] | None = subprocess.DEVNULL) -> Process:
+    def start(
+        self,
+        argv: Sequence[str],
+        name: str | None = None,
+        log_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    ) -> Process:
         """Start ``argv`` in the node. Output goes to LOG_DIR/NAME.out/.err (or is discarded)."""
         name = name or Path(argv[0]).name
         stdout_path = stderr_path = None
@@ -139,9 +157,16 @@ class NodeHandle(ABC):
             stdout_path, stderr_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
             stdout, stderr = stdout_path.open("wb"), stderr_path.open("wb")
         try:
-            popen = subprocess.Popen(self.command(argv), stdout=stdout, stderr=stderr, stdin=stdin,
-                                     env={**os.environ, **(env or {})}, cwd=cwd,
-                                     start_new_session=True, preexec_fn=_preexec_for(self.network))
+            popen = subprocess.Popen(
+                self.command(argv),
+                stdout=stdout,
+                stderr=stderr,
+                stdin=stdin,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_preexec_for(self.network),
+            )
         except FileNotFoundError as error:
             raise BackendError(f"cannot start {argv[0]!r} on {self.name}: {error}") from None
         finally:
@@ -152,17 +177,26 @@ class NodeHandle(ABC):
         self.network.processes.append(process)
         return process
 
-    def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = True,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: Sequence[str], timeout: float = 60.0, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` to completion in the node and return its output."""
         try:
-            result = subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout,
-                                    input=input, preexec_fn=_preexec_for(self.network))
+            result = subprocess.run(
+                self.command(argv),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                input=input,
+                preexec_fn=_preexec_for(self.network),
+            )
         except subprocess.TimeoutExpired:
             raise CommandTimeout(f"{' '.join(argv)} on {self.name} did not finish within {timeout:g} s") from None
         if check and result.returncode != 0:
-            raise BackendError(f"{' '.join(argv)} on {self.name} failed ({result.returncode}): "
-                               f"{(result.stderr or result.stdout).strip()}")
+            raise BackendError(
+                f"{' '.join(argv)} on {self.name} failed ({result.returncode}): "
+                f"{(result.stderr or result.stdout).strip()}"
+            )
         return result
 
     def sysctl(self, key: str, value: str) -> None:

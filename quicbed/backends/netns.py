@@ -38,7 +38,8 @@ class NamespaceNetwork(Network):
             raise BackendError(
                 f"the netns backend realises wired links only; {', '.join(wireless)} "
                 f"{'is' if len(wireless) == 1 else 'are'} wireless (fix: run with --backend ns3 for "
-                "802.11 airtime and aggregation, or --backend mininet-wifi for the Linux WiFi stack)")
+                "802.11 airtime and aggregation, or --backend mininet-wifi for the Linux WiFi stack)"
+            )
         super().__init__(topology)
         self.run_id = run_id or ownership.new_run_id()
         self._nodes = {name: NamespaceNode(self, name) for name in topology.nodes}
@@ -52,8 +53,11 @@ class NamespaceNetwork(Network):
             raise BackendError(f"no node {name!r} in this network (nodes: {', '.join(self._nodes)})") from None
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend_name, "run_id": self.run_id,
-                "namespaces": {name: n.namespace for name, n in self._nodes.items()}}
+        return {
+            "backend": self.backend_name,
+            "run_id": self.run_id,
+            "namespaces": {name: n.namespace for name, n in self._nodes.items()},
+        }
 
     # -- building ----------------------------------------------------------------------
     def start(self) -> None:
@@ -64,17 +68,30 @@ class NamespaceNetwork(Network):
         for node in self._nodes.values():
             run_checked(["ip", "netns", "add", node.namespace], "creating a namespace")
             self._ip(node, "link set lo up")
-            run_checked(["ip", "netns", "exec", node.namespace, "sysctl", "-q", "-w",
-                  "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-                  f"net.ipv4.ip_forward={1 if self.topology.nodes[node.name].routed else 0}"],
-                 "setting namespace sysctls")
+            run_checked(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    node.namespace,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                    f"net.ipv4.ip_forward={1 if self.topology.nodes[node.name].routed else 0}",
+                ],
+                "setting namespace sysctls",
+            )
         iface_of = self._iface_of
         for link in self.topology.links:
             assert isinstance(link, WiredLink)
             a, b = iface_of[(link.node1, link.name)], iface_of[(link.node2, link.name)]
             ns_a, ns_b = self._nodes[a.node].namespace, self._nodes[b.node].namespace
-            run_checked(["ip", "-n", ns_a, "link", "add", a.name, "type", "veth", "peer", "name", b.name,
-                  "netns", ns_b], f"creating link {link.name}")
+            run_checked(
+                ["ip", "-n", ns_a, "link", "add", a.name, "type", "veth", "peer", "name", b.name, "netns", ns_b],
+                f"creating link {link.name}",
+            )
         for node in self._nodes.values():
             self._configure_node(node)
         for link in self.topology.links:
@@ -95,12 +112,16 @@ class NamespaceNetwork(Network):
             pending = []
             for node in self._nodes.values():
                 links = run_checked(["ip", "-n", node.namespace, "-o", "link", "show"], "reading link state").stdout
-                pending += [f"{node.name}:{line.split(':')[1].strip()}" for line in links.splitlines()
-                            if "NO-CARRIER" in line]
+                pending += [
+                    f"{node.name}:{line.split(':')[1].strip()}" for line in links.splitlines() if "NO-CARRIER" in line
+                ]
                 if self.topology.nodes[node.name].bridges:
                     ports = run_checked(["bridge", "-n", node.namespace, "link", "show"], "reading bridge ports").stdout
-                    pending += [f"{node.name}:{line.split(':')[1].strip()}" for line in ports.splitlines()
-                                if "state forwarding" not in line]
+                    pending += [
+                        f"{node.name}:{line.split(':')[1].strip()}"
+                        for line in ports.splitlines()
+                        if "state forwarding" not in line
+                    ]
             if not pending:
                 return
             time.sleep(0.05)
@@ -124,8 +145,9 @@ class NamespaceNetwork(Network):
         from quicbed.host.capabilities import has_netem
 
         if link.needs_netem() and not has_netem():
-            raise MissingDependency(f"link {link.name} would need netem, which this host's kernel lacks "
-                                    "(fix: run with --vm)")
+            raise MissingDependency(
+                f"link {link.name} would need netem, which this host's kernel lacks (fix: run with --vm)"
+            )
         self._apply_shapes(link, replace=True)
 
     def _apply_shapes(self, link: WiredLink, replace: bool = False) -> None:
@@ -133,8 +155,9 @@ class NamespaceNetwork(Network):
             namespace = self._nodes[end].namespace
             device = self._iface_of[(end, link.name)].name
             if replace:
-                subprocess.run(["tc", "-n", namespace, "qdisc", "del", "dev", device, "root"],
-                               capture_output=True, check=False)  # fails harmlessly when there is none
+                subprocess.run(
+                    ["tc", "-n", namespace, "qdisc", "del", "dev", device, "root"], capture_output=True, check=False
+                )  # fails harmlessly when there is none
             for command in qdisc_commands(device, shape):
                 run_checked(["tc", "-n", namespace, *command], f"shaping link {link.name}")
 
@@ -147,9 +170,19 @@ class NamespaceNetwork(Network):
         if spec.bridges:
             self._ip(node, "link add br0 type bridge forward_delay 0 stp_state 0")
         for iface in interfaces:
-            run_checked(["ip", "netns", "exec", node.namespace, "ethtool", "-K", iface.name,
-                  *(word for offload in OFFLOADS for word in (offload, "off"))],
-                 f"turning offloads off on {node.name}:{iface.name}")
+            run_checked(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    node.namespace,
+                    "ethtool",
+                    "-K",
+                    iface.name,
+                    *(word for offload in OFFLOADS for word in (offload, "off")),
+                ],
+                f"turning offloads off on {node.name}:{iface.name}",
+            )
             if spec.bridges:
                 self._ip(node, f"link set {iface.name} master br0")
             elif iface.address:
@@ -180,9 +213,14 @@ def kernel_problem(topology: Topology | None) -> str | None:
 def check_requirements(topology: Topology) -> None:
     from quicbed.host.capabilities import has_netem
 
-    require_root_and_tools("the netns backend needs root to create network namespaces",
-                           (("ip", "apt-get install iproute2"), ("tc", "apt-get install iproute2"),
-                            ("ethtool", "apt-get install ethtool")))
+    require_root_and_tools(
+        "the netns backend needs root to create network namespaces",
+        (
+            ("ip", "apt-get install iproute2"),
+            ("tc", "apt-get install iproute2"),
+            ("ethtool", "apt-get install ethtool"),
+        ),
+    )
     problems = unrealisable(topology.links)
     if problems:
         raise BackendError("the netns backend cannot build these links: " + "; ".join(problems))
@@ -190,4 +228,5 @@ def check_requirements(topology: Topology) -> None:
         needing = [link.name for link in topology.links if link.needs_netem()]
         raise MissingDependency(
             f"link(s) {', '.join(needing)} need netem (delay, loss, jitter, ...) and this host's kernel "
-            "has no sch_netem (fix: run with --vm to use a microVM with a full kernel, see 'quicbed vm')")
+            "has no sch_netem (fix: run with --vm to use a microVM with a full kernel, see 'quicbed vm')"
+        )

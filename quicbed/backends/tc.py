@@ -72,8 +72,14 @@ def netem_args(shape: Shape) -> list[str]:
 def tbf_args(shape: Shape) -> list[str]:
     assert shape.rate is not None
     packets = shape.queue_limit or DEFAULT_QUEUE_PACKETS
-    return ["rate", format_rate(shape.rate), "burst", str(shape.burst or tbf_burst(shape.rate)),
-            "limit", str(packets * MTU_FRAME)]
+    return [
+        "rate",
+        format_rate(shape.rate),
+        "burst",
+        str(shape.burst or tbf_burst(shape.rate)),
+        "limit",
+        str(packets * MTU_FRAME),
+    ]
 
 
 def topology_unrealisable(topology: Any) -> list[str]:
@@ -86,10 +92,14 @@ def unrealisable(links: list) -> list[str]:
     links: a delivery trace. No qdisc replays one, and a tbf rate changed from user space
     every millisecond would follow it only as well as that process's timers (and tbf's bucket)
     allow, so quicbed does not pretend to."""
-    return [f"links[{link.name}].{direction}: a delivery trace ({shape.trace.name}) needs the ns3 backend; the "
-            "kernel's qdiscs cannot replay a trace (fix: backend: ns3, or --backend ns3)"
-            for link in links if isinstance(link, WiredLink)
-            for direction, shape in (("forward", link.forward), ("backward", link.backward)) if shape.trace]
+    return [
+        f"links[{link.name}].{direction}: a delivery trace ({shape.trace.name}) needs the ns3 backend; the "
+        "kernel's qdiscs cannot replay a trace (fix: backend: ns3, or --backend ns3)"
+        for link in links
+        if isinstance(link, WiredLink)
+        for direction, shape in (("forward", link.forward), ("backward", link.backward))
+        if shape.trace
+    ]
 
 
 def qdisc_commands(device: str, shape: Shape) -> list[list[str]]:
@@ -102,15 +112,14 @@ def qdisc_commands(device: str, shape: Shape) -> list[list[str]]:
     if shape.needs_netem():
         commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "netem", *netem_args(shape)])
         if shape.rate:
-            commands.append(["qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "tbf",
-                             *tbf_args(shape)])
+            commands.append(["qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "tbf", *tbf_args(shape)])
     elif shape.rate:
         commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "tbf", *tbf_args(shape)])
     elif shape.queue_limit:
-        commands.append(["qdisc", "add", "dev", device, "root", "handle", "1:", "pfifo",
-                         "limit", str(shape.queue_limit)])
+        commands.append(
+            ["qdisc", "add", "dev", device, "root", "handle", "1:", "pfifo", "limit", str(shape.queue_limit)]
+        )
     return commands
-
 
 
 def parse_qdiscs(output: str) -> list[dict[str, Any]]:

@@ -31,8 +31,9 @@ Typical session:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="quicbed", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="quicbed", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"quicbed {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -55,8 +56,14 @@ class WholeWordsFormatter(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
-                             break_on_hyphens=False, break_long_words=False)
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
 
 
 def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
@@ -69,8 +76,9 @@ def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
                     child.formatter_class = WholeWordsFormatter
                 if not any("--debug" in option.option_strings for option in child._actions):
                     # SUPPRESS: an absent flag leaves the top-level value (False, or True if given there)
-                    child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                                       help="show tracebacks on errors")
+                    child.add_argument(
+                        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors"
+                    )
                 _accept_debug_everywhere(child)
 
 

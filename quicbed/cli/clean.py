@@ -12,14 +12,17 @@ from quicbed.host.cpu_accounting import cleanup_leftovers
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "clean", help="remove namespaces and processes left by killed runs",
+        "clean",
+        help="remove namespaces and processes left by killed runs",
         description="Normal runs clean up after themselves, also on Ctrl-C. After a crash or "
-                    "'kill -9', this removes the namespaces (and with them their links and tc "
-                    "state), processes and microVMs that quicbed created - recognised by the "
-                    "'qb<run id>-' name mark and the records in /run/quicbed - the empty CPU "
-                    "accounting cgroups of dead runs, and restores the host settings they changed. Runs that are still alive are left alone.")
-    parser.add_argument("--include-live", action="store_true",
-                        help="also tear down networks whose quicbed process is still running")
+        "'kill -9', this removes the namespaces (and with them their links and tc "
+        "state), processes and microVMs that quicbed created - recognised by the "
+        "'qb<run id>-' name mark and the records in /run/quicbed - the empty CPU "
+        "accounting cgroups of dead runs, and restores the host settings they changed. Runs that are still alive are left alone.",
+    )
+    parser.add_argument(
+        "--include-live", action="store_true", help="also tear down networks whose quicbed process is still running"
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -16,24 +16,39 @@ DEFAULT_METRICS = ("goodput", "download_time")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "compare", help="compare results folders cell by cell (before/after, two machines, two emulators)",
+        "compare",
+        help="compare results folders cell by cell (before/after, two machines, two emulators)",
         description="Match the cells of results folders on the axes they share and show, per cell and metric, "
-                    "each folder's mean with its run count and every folder after the first against the first: "
-                    "the relative change with its 95 % interval (delta method on the log of the ratio), or the "
-                    "difference of the means with Welch's interval when the first is too uncertain to divide by. "
-                    "Failed, invalid and warm-up runs do not count. Unlike 'merge', the folders may come from "
-                    "different machines, code, backends or experiment files: an axis only some folders vary is "
-                    "held at one value with --where. metadata.json of each says where it was measured.")
+        "each folder's mean with its run count and every folder after the first against the first: "
+        "the relative change with its 95 % interval (delta method on the log of the ratio), or the "
+        "difference of the means with Welch's interval when the first is too uncertain to divide by. "
+        "Failed, invalid and warm-up runs do not count. Unlike 'merge', the folders may come from "
+        "different machines, code, backends or experiment files: an axis only some folders vary is "
+        "held at one value with --where. metadata.json of each says where it was measured.",
+    )
     parser.add_argument("first", type=Path, help="the reference folder")
     parser.add_argument("others", type=Path, nargs="+", metavar="other", help="folders compared with it")
-    parser.add_argument("--metrics", metavar="A,B", default=",".join(DEFAULT_METRICS),
-                        help=f"metrics to compare (default {','.join(DEFAULT_METRICS)})")
-    parser.add_argument("--where", action="append", default=[], metavar="AXIS=VALUE",
-                        help="only runs with this value of an axis, in the folders that vary it (repeatable)")
+    parser.add_argument(
+        "--metrics",
+        metavar="A,B",
+        default=",".join(DEFAULT_METRICS),
+        help=f"metrics to compare (default {','.join(DEFAULT_METRICS)})",
+    )
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="AXIS=VALUE",
+        help="only runs with this value of an axis, in the folders that vary it (repeatable)",
+    )
     parser.add_argument("--include-invalid", action="store_true", help="count runs marked invalid too")
     parser.add_argument("--csv", type=Path, metavar="FILE", help="also write the comparison as CSV (base units)")
-    parser.add_argument("--figures", type=Path, metavar="DIR",
-                        help="also draw, per metric, each cell's mean and interval per folder (PNG, SVG, CSV)")
+    parser.add_argument(
+        "--figures",
+        type=Path,
+        metavar="DIR",
+        help="also draw, per metric, each cell's mean and interval per folder (PNG, SVG, CSV)",
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -17,10 +17,12 @@ from quicbed.runner.backend_choice import NO_NETEM
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "doctor", help="list what this host can do",
+        "doctor",
+        help="list what this host can do",
         description="Try every kernel feature and tool quicbed uses and say what each missing "
-                    "one disables and how to get it. Run it as root: namespaces can only be "
-                    "tested by root.")
+        "one disables and how to get it. Run it as root: namespaces can only be "
+        "tested by root.",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.set_defaults(handler=handle)
 
@@ -49,12 +51,18 @@ def handle(args: argparse.Namespace) -> int:
     if not have("netem") and have("vm_kernel"):
         console.print(f"netem is missing here. {NO_NETEM}")
     if have("mininet_wifi"):
-        console.print("Mininet-WiFi: run one Mininet-WiFi experiment at a time per machine (its cleanup kills "
-                      "hostapd and wpa_supplicant machine-wide and unloads mac80211_hwsim).")
+        console.print(
+            "Mininet-WiFi: run one Mininet-WiFi experiment at a time per machine (its cleanup kills "
+            "hostapd and wpa_supplicant machine-wide and unloads mac80211_hwsim)."
+        )
         if not (have("mac80211_hwsim") and have("openvswitch")) and have("vm_kernel"):
-            console.print("mac80211_hwsim or openvswitch is missing here: the mininet-wifi backend runs in the "
-                          "microVM (quicbed run --vm).")
+            console.print(
+                "mac80211_hwsim or openvswitch is missing here: the mininet-wifi backend runs in the "
+                "microVM (quicbed run --vm)."
+            )
     if status:
-        console.print("[red]Some checks failed with an error[/] (lines marked 'error'): the installation is "
-                      "broken; their fix column says how to repair it.")
+        console.print(
+            "[red]Some checks failed with an error[/] (lines marked 'error'): the installation is "
+            "broken; their fix column says how to repair it."
+        )
     return status

@@ -20,12 +20,14 @@ SCORE_FILE = "score.json"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "lab", help="teaching labs: hand out, then check a student's work",
+        "lab",
+        help="teaching labs: hand out, then check a student's work",
         description="A lab is a task with starter files and automatic checks. 'start' copies the handout and "
-                    "starter files into a folder; the student edits them; 'check' builds their network, runs "
-                    "their experiment at small sizes and prints each check as pass or fail, with what was "
-                    "expected, what was seen and a hint. Exit status: 0 every check passed, 1 one failed, "
-                    "3 none failed but some could not run on this machine.")
+        "starter files into a folder; the student edits them; 'check' builds their network, runs "
+        "their experiment at small sizes and prints each check as pass or fail, with what was "
+        "expected, what was seen and a hint. Exit status: 0 every check passed, 1 one failed, "
+        "3 none failed but some could not run on this machine.",
+    )
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="the labs, with backend and time")
     listing.set_defaults(handler=handle_list)
@@ -35,8 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start = sub.add_parser("start", help="copy a lab's handout and starter files into a folder")
     start.add_argument("name")
     start.add_argument("folder", type=Path, help="the student's folder (made if missing; existing files are kept)")
-    start.add_argument("--solution", action="store_true",
-                       help="copy the reference solution instead of the starter files (for teachers)")
+    start.add_argument(
+        "--solution",
+        action="store_true",
+        help="copy the reference solution instead of the starter files (for teachers)",
+    )
     start.set_defaults(handler=handle_start)
     check = sub.add_parser("check", help="check a student's folder")
     check.add_argument("name")
@@ -70,15 +75,22 @@ def handle_start(args: argparse.Namespace) -> int:
     lab = find_lab(args.name)
     source = lab.solution if args.solution else lab.starter
     if not source.is_dir():
-        raise QuicbedError(f"lab {lab.name} has no reference solution in this installation ({source} is absent: "
-                           "teachers leave it out of students' copies, docs/labs.md)")
+        raise QuicbedError(
+            f"lab {lab.name} has no reference solution in this installation ({source} is absent: "
+            "teachers leave it out of students' copies, docs/labs.md)"
+        )
     copies = [(lab.handout, args.folder / "handout.md")]
-    copies += [(path, args.folder / path.relative_to(source)) for path in sorted(source.rglob("*"))
-               if path.is_file() and "__pycache__" not in path.parts]
+    copies += [
+        (path, args.folder / path.relative_to(source))
+        for path in sorted(source.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
     existing = [str(target) for _, target in copies if target.exists()]
     if existing:
-        raise QuicbedError(f"{args.folder} already has {', '.join(existing)}; nothing was copied "
-                           "(fix: choose a new folder, or move those files away)")
+        raise QuicbedError(
+            f"{args.folder} already has {', '.join(existing)}; nothing was copied "
+            "(fix: choose a new folder, or move those files away)"
+        )
     made: list[Path] = []  # what this command created, removed again if a copy fails
     try:
         for path, target in copies:
@@ -97,8 +109,10 @@ def handle_start(args: argparse.Namespace) -> int:
         raise  # quicbed's main says it in one line, with the path and a fix
     what = "reference solution" if args.solution else "starter files"
     print(f"{lab.title}: handout and {what} in {args.folder}/ ({', '.join(t.name for _, t in copies)})")
-    print(f"next: read {args.folder / 'handout.md'}, edit {', '.join(lab.files)}, then "
-          f"quicbed lab check {lab.name} {args.folder}")
+    print(
+        f"next: read {args.folder / 'handout.md'}, edit {', '.join(lab.files)}, then "
+        f"quicbed lab check {lab.name} {args.folder}"
+    )
     return 0
 
 
@@ -149,6 +163,7 @@ def _check_here(lab: Lab, folder: Path, out: TextIO) -> ScoreSheet:
     def progress(number: int, total: int, result: CheckResult | None, item: object) -> None:
         if result is not None:  # a long check shows its steps through the session's log meanwhile
             _print_result(number, total, result, out)
+
     try:
         run_checks(checks, session, sheet, progress)
     finally:
@@ -170,8 +185,7 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: TextIO, microvm: b
     if not microvm and cached_uml_kernel() is not None:
         guest = "quicbed's virtual-time kernel"
         print(f"checking in {guest} {reason}", file=out, flush=True)
-        result = run_in_uml(argv, cwd=folder.resolve(), stream=out, timeout=None,
-                            share=[folder.resolve()])
+        result = run_in_uml(argv, cwd=folder.resolve(), stream=out, timeout=None, share=[folder.resolve()])
     else:
         guest = "the microVM"
         print(f"checking in {guest} {reason} (without KVM its CPU is ~13x slower)", file=out, flush=True)
@@ -181,8 +195,14 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: TextIO, microvm: b
     if not target.exists():
         raise QuicbedError(f"the check in {guest} ended (exit {result.returncode}) without a score sheet")
     data = json.loads(target.read_text())
-    sheet = ScoreSheet(data["lab"], data["title"], data["folder"], data["backend"], started_at=data["started_at"],
-                       seconds=data["seconds"])
+    sheet = ScoreSheet(
+        data["lab"],
+        data["title"],
+        data["folder"],
+        data["backend"],
+        started_at=data["started_at"],
+        seconds=data["seconds"],
+    )
     sheet.results = [CheckResult(**{k: v for k, v in item.items() if k != "score"}) for item in data["checks"]]
     return sheet
 
@@ -190,8 +210,10 @@ def _check_in_guest(lab: Lab, folder: Path, reason: str, out: TextIO, microvm: b
 def _unchecked(lab: Lab, folder: Path, why: str) -> ScoreSheet:
     """Every check skipped, saying why (the machine, not the student, is missing something)."""
     sheet = ScoreSheet(lab.name, lab.title, str(folder.resolve()), lab.backend)
-    sheet.results = [CheckResult(item.name, item.title, "skip", f"not checked here: {why}", item.expected, "",
-                                 item.points, 0.0) for item in lab.checks()]
+    sheet.results = [
+        CheckResult(item.name, item.title, "skip", f"not checked here: {why}", item.expected, "", item.points, 0.0)
+        for item in lab.checks()
+    ]
     return sheet
 
 
@@ -205,8 +227,10 @@ def handle_check(args: argparse.Namespace) -> int:
         raise QuicbedError(f"{folder} is not a folder (fix: quicbed lab start {lab.name} {folder})")
     missing = [name for name in lab.files if not (folder / name).is_file()]
     if len(missing) == len(lab.files):
-        raise QuicbedError(f"{folder} has none of this lab's files ({', '.join(lab.files)}) (fix: check the "
-                           f"folder you started with 'quicbed lab start {lab.name} DIR', or start one)")
+        raise QuicbedError(
+            f"{folder} has none of this lab's files ({', '.join(lab.files)}) (fix: check the "
+            f"folder you started with 'quicbed lab start {lab.name} DIR', or start one)"
+        )
     out = sys.stderr if args.json else sys.stdout
     print(f"checking {folder} against lab {lab.name} ({lab.title})", file=out, flush=True)
     reason = "as asked" if args.vm else _needs_vm(lab)
@@ -214,8 +238,9 @@ def handle_check(args: argparse.Namespace) -> int:
     try:
         if in_vm:
             try:
-                sheet = _check_in_guest(lab, folder, f"because {reason}" if reason != "as asked" else reason, out,
-                                     microvm=args.vm)
+                sheet = _check_in_guest(
+                    lab, folder, f"because {reason}" if reason != "as asked" else reason, out, microvm=args.vm
+                )
             except (MissingDependency, VmError) as error:
                 in_vm = False
                 sheet = _unchecked(lab, folder, f"{reason}, and no guest kernel can run ({error})")

@@ -29,35 +29,67 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "topo", help="show or validate topology scripts",
+        "topo",
+        help="show or validate topology scripts",
         description="A topology is a Python file with a function topology(**params) returning a "
-                    "quicbed.Topology. 'show' prints its nodes, links, addresses and routes; "
-                    "'validate' checks files and reports each problem with file, field and fix.")
+        "quicbed.Topology. 'show' prints its nodes, links, addresses and routes; "
+        "'validate' checks files and reports each problem with file, field and fix.",
+    )
     sub = parser.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
-    show = sub.add_parser("show", help="print nodes, links, addresses and routes",
-                          description="Print what a topology script builds, after addressing and routing.")
+    show = sub.add_parser(
+        "show",
+        help="print nodes, links, addresses and routes",
+        description="Print what a topology script builds, after addressing and routing.",
+    )
     show.add_argument("file", help="topology script (FILE.py or FILE.py:FUNCTION)")
-    show.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                      help="set a parameter of the topology function (repeatable)")
+    show.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a parameter of the topology function (repeatable)",
+    )
     show.add_argument("--json", action="store_true", help="print the description as JSON")
     show.set_defaults(handler=handle_show)
-    up = sub.add_parser("up", help="build the network and keep it up until Ctrl-C",
-                        description="Build the topology with a backend (netns by default) and wait. Enter "
-                                    "a node with the printed command; Ctrl-C (or SIGTERM) tears everything "
-                                    "down. WiFi topologies need --backend ns3 (802.11 airtime and "
-                                    "aggregation) or --backend mininet-wifi (the Linux 802.11 stack).")
+    up = sub.add_parser(
+        "up",
+        help="build the network and keep it up until Ctrl-C",
+        description="Build the topology with a backend (netns by default) and wait. Enter "
+        "a node with the printed command; Ctrl-C (or SIGTERM) tears everything "
+        "down. WiFi topologies need --backend ns3 (802.11 airtime and "
+        "aggregation) or --backend mininet-wifi (the Linux 802.11 stack).",
+    )
     up.add_argument("file", help="topology script")
-    up.add_argument("--backend", choices=list(BACKEND_NAMES), default="netns",
-                    help="emulator that realises the topology (default: netns, wired links only)")
+    up.add_argument(
+        "--backend",
+        choices=list(BACKEND_NAMES),
+        default="netns",
+        help="emulator that realises the topology (default: netns, wired links only)",
+    )
     up.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
-    up.add_argument("--exec", action="append", default=[], metavar="NODE:COMMAND", dest="commands",
-                    help="start COMMAND (a shell line) on NODE once the network is up (repeatable)")
-    up.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                    help="tear down after this many seconds instead of waiting for Ctrl-C")
+    up.add_argument(
+        "--exec",
+        action="append",
+        default=[],
+        metavar="NODE:COMMAND",
+        dest="commands",
+        help="start COMMAND (a shell line) on NODE once the network is up (repeatable)",
+    )
+    up.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="tear down after this many seconds instead of waiting for Ctrl-C",
+    )
     up.set_defaults(handler=handle_up)
-    validate = sub.add_parser("validate", help="check topology scripts",
-                              description="Load each file with its default parameters (or -p ones) "
-                                          "and report problems. Exit status 1 if any file is invalid.")
+    validate = sub.add_parser(
+        "validate",
+        help="check topology scripts",
+        description="Load each file with its default parameters (or -p ones) "
+        "and report problems. Exit status 1 if any file is invalid.",
+    )
     validate.add_argument("files", nargs="+", help="topology scripts")
     validate.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
     validate.set_defaults(handler=handle_validate)
@@ -86,16 +118,26 @@ def handle_show(args: argparse.Namespace) -> int:
     resolved = topo.resolve()
     applied = applied_parameters(args.file, given)
     if args.json:
-        print(json.dumps({**topo.to_dict(), "parameters": applied,
-                          "interfaces": [vars(i) for i in resolved.interfaces],
-                          "subnets": resolved.segments,
-                          "resolved_routes": [vars(r) for r in resolved.routes]}, indent=1))
+        print(
+            json.dumps(
+                {
+                    **topo.to_dict(),
+                    "parameters": applied,
+                    "interfaces": [vars(i) for i in resolved.interfaces],
+                    "subnets": resolved.segments,
+                    "resolved_routes": [vars(r) for r in resolved.routes],
+                },
+                indent=1,
+            )
+        )
         return 0
     console = output_console(highlight=False)
     console.print(f"[bold]{topo.name}[/] ({Path(args.file).name})  {topo.description}")
     if applied:
-        console.print("parameters: " + ", ".join(f"{k}={v!r}" + (" (given)" if k in given else "")
-                                                  for k, v in applied.items()), markup=False)
+        console.print(
+            "parameters: " + ", ".join(f"{k}={v!r}" + (" (given)" if k in given else "") for k, v in applied.items()),
+            markup=False,
+        )
     nodes = Table("node", "kind", "interfaces", title="nodes")
     for node in topo.nodes.values():
         ifaces = ", ".join(f"{i.name} {i.address or ''}".strip() for i in resolved.interfaces_of(node.name))
@@ -110,8 +152,11 @@ def handle_show(args: argparse.Namespace) -> int:
     if moving or roaming:
         table = Table("station", "path", "access points", title="stations that move or roam")
         for name in dict.fromkeys([*moving, *roaming]):
-            table.add_row(name, describe_path(moving[name].trajectory) if name in moving else "stays put",
-                          ", ".join(roaming.get(name, [])) or "one")
+            table.add_row(
+                name,
+                describe_path(moving[name].trajectory) if name in moving else "stays put",
+                ", ".join(roaming.get(name, [])) or "one",
+            )
         console.print(table)
     if resolved.routes:
         routes = Table("node", "destination", "via", "device", title="routes")
@@ -125,15 +170,18 @@ def describe_path(trajectory) -> str:
     """A trajectory in a line: its model, waypoints, where it starts and ends, over how long."""
     start, end = trajectory.start, trajectory.points[-1][1:]
     where = ", ".join(f"{c:g}" for c in start), ", ".join(f"{c:g}" for c in end)
-    return (f"{trajectory.model}: {len(trajectory.points)} waypoints, ({where[0]}) at 0 s to ({where[1]}) at "
-            f"{trajectory.duration:g} s, at most {trajectory.top_speed():.3g} m/s")
+    return (
+        f"{trajectory.model}: {len(trajectory.points)} waypoints, ({where[0]}) at 0 s to ({where[1]}) at "
+        f"{trajectory.duration:g} s, at most {trajectory.top_speed():.3g} m/s"
+    )
 
 
 def describe_link(link) -> str:
     if not isinstance(link, WiredLink):
         radio = link.radio
-        text = f"{radio.standard} {radio.band} ch{radio.channel} {radio.width}MHz " + \
-               (f"MCS{radio.mcs}" if radio.rate_control == "constant" else radio.rate_control)
+        text = f"{radio.standard} {radio.band} ch{radio.channel} {radio.width}MHz " + (
+            f"MCS{radio.mcs}" if radio.rate_control == "constant" else radio.rate_control
+        )
         return text + (" A-MPDU" if radio.ampdu else " no A-MPDU")
     parts = []
     for label, shape in (("->", link.forward), ("<-", link.backward)):
@@ -172,8 +220,11 @@ def handle_up(args: argparse.Namespace) -> int:
     for item in args.commands:
         node, sep, command = item.partition(":")
         if not sep or node not in topo.nodes:
-            raise SpecError(f"cannot read --exec {item!r}", field="--exec",
-                            fix=f"write NODE:COMMAND with NODE among {', '.join(topo.nodes)}")
+            raise SpecError(
+                f"cannot read --exec {item!r}",
+                field="--exec",
+                fix=f"write NODE:COMMAND with NODE among {', '.join(topo.nodes)}",
+            )
         starts.append((node, command))
     install_termination_handlers()
     with create(args.backend, topo) as network:

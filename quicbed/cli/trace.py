@@ -26,18 +26,20 @@ LOW_CAPACITY = 1e6
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "trace", help="generate, fit and describe delivery traces for trace-driven links",
+        "trace",
+        help="generate, fit and describe delivery traces for trace-driven links",
         description="Delivery traces (Mahimahi's format: one line per 1500-byte opportunity, in ms) drive a wired "
-                    "link's capacity over time. The model subcommands write a trace file; 'fit' turns a measured "
-                    "trace into a Markov model; 'info' describes traces. Rates like '20mbit' (0 is an outage), "
-                    "durations like '500ms'. Files are never overwritten without --force. See docs/traces.md.",
+        "link's capacity over time. The model subcommands write a trace file; 'fit' turns a measured "
+        "trace into a Markov model; 'info' describes traces. Rates like '20mbit' (0 is an outage), "
+        "durations like '500ms'. Files are never overwritten without --force. See docs/traces.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-               "  quicbed trace constant --rate 12mbit --duration 20s -o my.down\n"
-               "  quicbed trace steps --step 10s:24mbit --step 5s:3mbit -o drop.down\n"
-               "  quicbed trace markov --levels 2mbit,20mbit --stay 0.9 --interval 200ms --duration 60s -o m.down\n"
-               "  quicbed trace fit recorded.down --levels 4 --interval 500ms -o model.yaml\n"
-               "  quicbed trace info step-drop.down my.down")
+        "  quicbed trace constant --rate 12mbit --duration 20s -o my.down\n"
+        "  quicbed trace steps --step 10s:24mbit --step 5s:3mbit -o drop.down\n"
+        "  quicbed trace markov --levels 2mbit,20mbit --stay 0.9 --interval 200ms --duration 60s -o m.down\n"
+        "  quicbed trace fit recorded.down --levels 4 --interval 500ms -o model.yaml\n"
+        "  quicbed trace info step-drop.down my.down",
+    )
     sub = parser.add_subparsers(dest="trace_command", metavar="MODEL", required=True)
 
     constant = _writer(sub, "constant", "the same rate throughout", _constant)
@@ -45,8 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     constant.add_argument("--duration", required=True, help="the trace's period, e.g. 20s")
 
     steps = _writer(sub, "steps", "rates one after the other", _steps)
-    steps.add_argument("--step", action="append", required=True, metavar="D:R",
-                       help="a duration and its rate, e.g. 10s:24mbit; repeat in order")
+    steps.add_argument(
+        "--step",
+        action="append",
+        required=True,
+        metavar="D:R",
+        help="a duration and its rate, e.g. 10s:24mbit; repeat in order",
+    )
 
     on_off = _writer(sub, "on-off", "a rate, then nothing, repeated", _on_off)
     on_off.add_argument("--rate", required=True, help="the rate while on, e.g. 20mbit")
@@ -66,16 +73,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     chain = _writer(sub, "markov", "a rate that jumps between levels (a Markov chain)", _markov)
     chain.add_argument("--model", type=Path, help="a model file (YAML, e.g. from 'quicbed trace fit')")
     chain.add_argument("--levels", help="instead of --model: the rates of the states, e.g. 2mbit,8mbit,20mbit")
-    chain.add_argument("--stay", type=float, help="with --levels: probability of staying in a state per interval "
-                                                  "(the rest is spread evenly over the other states)")
+    chain.add_argument(
+        "--stay",
+        type=float,
+        help="with --levels: probability of staying in a state per interval "
+        "(the rest is spread evenly over the other states)",
+    )
     chain.add_argument("--interval", help="with --levels: time per step, e.g. 200ms")
     chain.add_argument("--duration", required=True, help="the trace's period, e.g. 60s")
     chain.add_argument("--seed", type=int, default=1, help="random seed (default 1): same seed, same trace")
 
-    fit = sub.add_parser("fit", help="fit a Markov model to a measured trace",
-                         description="Bin a trace's capacity per --interval, split the bins into --levels states, "
-                                     "count the state changes between consecutive bins. Prints the model as YAML, "
-                                     "or writes it with -o; 'quicbed trace markov --model' generates from it.")
+    fit = sub.add_parser(
+        "fit",
+        help="fit a Markov model to a measured trace",
+        description="Bin a trace's capacity per --interval, split the bins into --levels states, "
+        "count the state changes between consecutive bins. Prints the model as YAML, "
+        "or writes it with -o; 'quicbed trace markov --model' generates from it.",
+    )
     fit.add_argument("trace", help="a trace file, or a shipped trace's name")
     fit.add_argument("--levels", type=int, required=True, help="number of states, e.g. 4")
     fit.add_argument("--interval", required=True, help="time per state, e.g. 500ms")
@@ -83,15 +97,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fit.add_argument("--force", action="store_true", help="overwrite the model file if it exists")
     fit.set_defaults(handler=_fit)
 
-    info = sub.add_parser("info", help="describe traces: rate, period, per-second capacity",
-                          description="For each trace: opportunities, period, mean rate, min/median/max of the "
-                                      "capacity per second, and the share of seconds below 1 Mbit/s.")
+    info = sub.add_parser(
+        "info",
+        help="describe traces: rate, period, per-second capacity",
+        description="For each trace: opportunities, period, mean rate, min/median/max of the "
+        "capacity per second, and the share of seconds below 1 Mbit/s.",
+    )
     info.add_argument("traces", nargs="+", help="trace files, or shipped traces' names")
     info.set_defaults(handler=_info)
 
 
-def _writer(sub: argparse._SubParsersAction, name: str, summary: str,
-            generate: Callable[[argparse.Namespace], list[int]]) -> argparse.ArgumentParser:
+def _writer(
+    sub: argparse._SubParsersAction, name: str, summary: str, generate: Callable[[argparse.Namespace], list[int]]
+) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, help=summary, description=f"Write a trace: {summary}.")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the trace file to write, e.g. my.down")
     parser.add_argument("--force", action="store_true", help="overwrite the file if it exists")
@@ -106,8 +124,10 @@ def _write(args: argparse.Namespace, generate: Callable[[argparse.Namespace], li
     except SpecError as error:
         raise _as_option(error) from None
     count = write_trace(args.output, times)
-    print(f"wrote {args.output}: {count} opportunities, period {times[-1] / 1000:g} s, "
-          f"mean {_mbit(count * BYTES_PER_OPPORTUNITY * 8 / (times[-1] / 1000))}")
+    print(
+        f"wrote {args.output}: {count} opportunities, period {times[-1] / 1000:g} s, "
+        f"mean {_mbit(count * BYTES_PER_OPPORTUNITY * 8 / (times[-1] / 1000))}"
+    )
     return 0
 
 
@@ -135,8 +155,12 @@ def _steps(args: argparse.Namespace) -> list[int]:
         duration, colon, rate = text.partition(":")
         if not colon or not duration.strip() or not rate.strip():
             raise SpecError(f"cannot read {text!r}", field="--step", fix="write DURATION:RATE, e.g. 10s:24mbit")
-        pieces.append((models.seconds_value(duration.strip(), f"--step {text}"),
-                       models.rate_value(rate.strip(), f"--step {text}")))
+        pieces.append(
+            (
+                models.seconds_value(duration.strip(), f"--step {text}"),
+                models.rate_value(rate.strip(), f"--step {text}"),
+            )
+        )
     return models.steps(pieces)
 
 
@@ -153,14 +177,20 @@ def _markov(args: argparse.Namespace) -> list[int]:
     if args.model is not None:
         given = [option for option, value in inline.items() if value is not None]
         if given:
-            raise SpecError(f"{', '.join(given)} given with --model", field=given[0],
-                            fix="give either --model FILE or --levels, --stay and --interval")
+            raise SpecError(
+                f"{', '.join(given)} given with --model",
+                field=given[0],
+                fix="give either --model FILE or --levels, --stay and --interval",
+            )
         model = models.read_markov(args.model)
     else:
         missing = [option for option, value in inline.items() if value is None]
         if missing:
-            raise SpecError(f"missing {', '.join(missing)}", field=missing[0],
-                            fix="give --model FILE, or --levels 2mbit,20mbit --stay 0.9 --interval 200ms")
+            raise SpecError(
+                f"missing {', '.join(missing)}",
+                field=missing[0],
+                fix="give --model FILE, or --levels 2mbit,20mbit --stay 0.9 --interval 200ms",
+            )
         levels = [models.rate_value(text.strip(), "--levels") for text in args.levels.split(",") if text.strip()]
         if not levels:
             raise SpecError("no levels", field="--levels", fix="e.g. --levels 2mbit,8mbit,20mbit")
@@ -175,12 +205,15 @@ def _fit(args: argparse.Namespace) -> int:
         _check_writable(args.output, args.force)
     trace = load_trace(args.trace, "trace")
     try:
-        model = models.fit_markov(read_opportunities(Path(trace.path)), args.levels,
-                                  parse_time(args.interval, "interval", allow_zero=False))
+        model = models.fit_markov(
+            read_opportunities(Path(trace.path)), args.levels, parse_time(args.interval, "interval", allow_zero=False)
+        )
     except SpecError as error:
         raise _as_option(error) from None
-    text = (f"# fitted by: quicbed trace fit {trace.name} --levels {args.levels} --interval {args.interval}\n"
-            + yaml.safe_dump(model.to_dict(), sort_keys=False, default_flow_style=None))
+    text = (
+        f"# fitted by: quicbed trace fit {trace.name} --levels {args.levels} --interval {args.interval}\n"
+        + yaml.safe_dump(model.to_dict(), sort_keys=False, default_flow_style=None)
+    )
     if args.output is None:
         print(text, end="")
         return 0
@@ -199,10 +232,13 @@ def _info(args: argparse.Namespace) -> int:
         if number:
             print()
         print(f"{trace.name} ({trace.path})")
-        print(f"  {trace.opportunities} opportunities, period {trace.period_ms / 1000:g} s, "
-              f"mean {_mbit(trace.mean_rate)}")
-        print(f"  per second: min {_mbit(min(seconds))}, median {_mbit(statistics.median(seconds))}, "
-              f"max {_mbit(max(seconds))}; {low:.0%} of seconds below {LOW_CAPACITY / 1e6:g} Mbit/s")
+        print(
+            f"  {trace.opportunities} opportunities, period {trace.period_ms / 1000:g} s, mean {_mbit(trace.mean_rate)}"
+        )
+        print(
+            f"  per second: min {_mbit(min(seconds))}, median {_mbit(statistics.median(seconds))}, "
+            f"max {_mbit(max(seconds))}; {low:.0%} of seconds below {LOW_CAPACITY / 1e6:g} Mbit/s"
+        )
     return 0
 
 

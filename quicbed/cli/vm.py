@@ -15,8 +15,10 @@ from quicbed.errors import MissingDependency, QuicbedError
 from quicbed.host import kernel as kernel_mod
 from quicbed.host import vm
 
-SLOWDOWN = ("software emulation: the guest CPU is ~13x slower than the host. Use the VM for "
-            "function (netem, mac80211_hwsim, the 802.11 stack), not for CPU-bound speed figures")
+SLOWDOWN = (
+    "software emulation: the guest CPU is ~13x slower than the host. Use the VM for "
+    "function (netem, mac80211_hwsim, the 802.11 stack), not for CPU-bound speed figures"
+)
 
 DESCRIPTION = """\
 Some hosts (containers, cloud VMs, custom kernels) have no sch_netem or mac80211_hwsim
@@ -33,65 +35,99 @@ VM to test function, not to measure speed. See docs/microvm.md.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "vm", help="microVM with the distribution kernel (netem, mac80211_hwsim)",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "vm",
+        help="microVM with the distribution kernel (netem, mac80211_hwsim)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="vm_command", metavar="VM_COMMAND")
     parser.set_defaults(handler=lambda args: _usage(parser))
 
     setup = commands.add_parser(
-        "setup", help="fetch the kernel, check vng and QEMU, test KVM once, boot once",
+        "setup",
+        help="fetch the kernel, check vng and QEMU, test KVM once, boot once",
         description="Prepare the microVM; safe to run again (what is there is kept). Fetches the "
-                    "distribution kernel with 'apt-get download' (no installation; ~100 MB download, "
-                    "~400 MB unpacked in QUICBED_KERNEL_DIR, default /var/lib/quicbed/kernel), checks "
-                    "that virtme-ng (vng) and QEMU are installed, tries one short boot with KVM (its "
-                    "result is remembered; without KVM the VM's CPU is ~13x slower) and boots the VM "
-                    "once to check that netem works inside. Needs root.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    setup.add_argument("--update", action="store_true",
-                       help="fetch the distribution's current kernel if it is newer than the cached one")
-    setup.add_argument("--deb", nargs="+", type=Path, metavar="FILE",
-                       help="install the kernel from these .deb files instead of downloading (offline "
-                            "hosts; on Ubuntu give linux-image, linux-modules and linux-modules-extra)")
+        "distribution kernel with 'apt-get download' (no installation; ~100 MB download, "
+        "~400 MB unpacked in QUICBED_KERNEL_DIR, default /var/lib/quicbed/kernel), checks "
+        "that virtme-ng (vng) and QEMU are installed, tries one short boot with KVM (its "
+        "result is remembered; without KVM the VM's CPU is ~13x slower) and boots the VM "
+        "once to check that netem works inside. Needs root.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    setup.add_argument(
+        "--update",
+        action="store_true",
+        help="fetch the distribution's current kernel if it is newer than the cached one",
+    )
+    setup.add_argument(
+        "--deb",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="install the kernel from these .deb files instead of downloading (offline "
+        "hosts; on Ubuntu give linux-image, linux-modules and linux-modules-extra)",
+    )
     setup.add_argument("--retest-kvm", action="store_true", help="test KVM again even if it was tested")
-    setup.add_argument("--no-boot-test", action="store_true",
-                       help="skip the final test boot (saves 10-60 s)")
+    setup.add_argument("--no-boot-test", action="store_true", help="skip the final test boot (saves 10-60 s)")
     setup.set_defaults(handler=handle_setup)
 
     status = commands.add_parser(
-        "status", help="show what the microVM would use and which VMs are running",
+        "status",
+        help="show what the microVM would use and which VMs are running",
         description="Show vng and QEMU, the cached kernel and its modules, the KVM test result and "
-                    "running quicbed microVMs. Exit status 0 if the microVM is usable.")
+        "running quicbed microVMs. Exit status 0 if the microVM is usable.",
+    )
     status.set_defaults(handler=handle_status)
 
     execute = commands.add_parser(
-        "exec", help="run a command inside the microVM (in the current directory)",
+        "exec",
+        help="run a command inside the microVM (in the current directory)",
         usage="quicbed vm exec [options] -- CMD [ARGS...]",
         description="Boot the microVM, run CMD as root in the current directory (the guest sees the "
-                    "host's files) with sch_netem loaded, print its output and exit with its exit "
-                    "status. The guest's /tmp, /run, /var/tmp, /var/log and /var/cache are empty and "
-                    "private, so keep inputs and outputs elsewhere (e.g. in your project). "
-                    f"Without KVM this is {SLOWDOWN}.\n\n"
-                    "examples:\n"
-                    "  quicbed vm exec -- tc qdisc add dev lo root netem delay 10ms\n"
-                    "  quicbed vm exec --module mac80211_hwsim -- iw dev\n"
-                    "  quicbed vm exec --timeout 3600 -- quicbed run experiments/quickstart.yaml",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "host's files) with sch_netem loaded, print its output and exit with its exit "
+        "status. The guest's /tmp, /run, /var/tmp, /var/log and /var/cache are empty and "
+        "private, so keep inputs and outputs elsewhere (e.g. in your project). "
+        f"Without KVM this is {SLOWDOWN}.\n\n"
+        "examples:\n"
+        "  quicbed vm exec -- tc qdisc add dev lo root netem delay 10ms\n"
+        "  quicbed vm exec --module mac80211_hwsim -- iw dev\n"
+        "  quicbed vm exec --timeout 3600 -- quicbed run experiments/quickstart.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     execute.add_argument("--memory", default=vm.DEFAULT_MEMORY, help="guest memory (default %(default)s)")
-    execute.add_argument("--cpus", type=int, default=min(vm.DEFAULT_CPUS, os.cpu_count() or 1),
-                         help="guest CPUs (default %(default)s)")
-    execute.add_argument("--timeout", type=float, default=vm.DEFAULT_TIMEOUT, metavar="S",
-                         help="kill the VM after S seconds, boot included (default %(default).0f)")
-    execute.add_argument("--module", action="append", default=[], metavar="NAME",
-                         help="also load this kernel module, e.g. mac80211_hwsim or 'mac80211_hwsim "
-                              "radios=0' (repeatable; sch_netem is always loaded)")
-    execute.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                         help="set a variable for CMD (repeatable; the guest inherits no environment "
-                              "except PATH, PYTHONPATH, HOME and QUICBED_*)")
-    execute.add_argument("--verbose", "-v", action="store_true",
-                         help="also show the VM console (kernel and init messages) on stderr")
+    execute.add_argument(
+        "--cpus", type=int, default=min(vm.DEFAULT_CPUS, os.cpu_count() or 1), help="guest CPUs (default %(default)s)"
+    )
+    execute.add_argument(
+        "--timeout",
+        type=float,
+        default=vm.DEFAULT_TIMEOUT,
+        metavar="S",
+        help="kill the VM after S seconds, boot included (default %(default).0f)",
+    )
+    execute.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also load this kernel module, e.g. mac80211_hwsim or 'mac80211_hwsim "
+        "radios=0' (repeatable; sch_netem is always loaded)",
+    )
+    execute.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a variable for CMD (repeatable; the guest inherits no environment "
+        "except PATH, PYTHONPATH, HOME and QUICBED_*)",
+    )
+    execute.add_argument(
+        "--verbose", "-v", action="store_true", help="also show the VM console (kernel and init messages) on stderr"
+    )
     execute.add_argument("--quiet", "-q", action="store_true", help="no progress messages")
-    execute.add_argument("--log", type=Path, metavar="FILE",
-                         help="write the VM console log here (default: in the job directory)")
+    execute.add_argument(
+        "--log", type=Path, metavar="FILE", help="write the VM console log here (default: in the job directory)"
+    )
     execute.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     execute.set_defaults(handler=handle_exec)
 
@@ -136,8 +172,9 @@ def _tools() -> tuple[list[str], list[str]]:
 
 
 def _modules_line(image: kernel_mod.KernelImage) -> str:
-    parts = [f"{name} {'yes' if image.has_module(name) else 'NO'}"
-             for name in ("sch_netem", "mac80211_hwsim", "openvswitch")]
+    parts = [
+        f"{name} {'yes' if image.has_module(name) else 'NO'}" for name in ("sch_netem", "mac80211_hwsim", "openvswitch")
+    ]
     return "modules: " + ", ".join(parts)
 
 
@@ -162,21 +199,30 @@ def handle_setup(args: argparse.Namespace) -> int:
     if not image.has_module("sch_netem"):
         raise QuicbedError(f"the kernel {image.version} has no sch_netem; it cannot replace the host kernel")
     if missing:
-        raise MissingDependency("the microVM also needs: " + "; ".join(missing) + ". Install them and run "
-                                "'quicbed vm setup' again (the kernel is kept)")
+        raise MissingDependency(
+            "the microVM also needs: " + "; ".join(missing) + ". Install them and run "
+            "'quicbed vm setup' again (the kernel is kept)"
+        )
     kvm, detail = vm.detect_kvm(image, force=args.retest_kvm, progress=_say)
     _say(_cpu_line(kvm, detail))
     if not args.no_boot_test:
-        _say("test boot: loading sch_netem and adding a netem qdisc inside the VM "
-             "(10-60 s; --no-boot-test skips it)")
-        result = vm.run_in_vm(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                              cwd="/", timeout=600, progress=None, image=image)
+        _say("test boot: loading sch_netem and adding a netem qdisc inside the VM (10-60 s; --no-boot-test skips it)")
+        result = vm.run_in_vm(
+            ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+            cwd="/",
+            timeout=600,
+            progress=None,
+            image=image,
+        )
         if result.returncode != 0:
-            raise QuicbedError(f"the test boot ran, but netem failed inside it (exit {result.returncode}): "
-                               f"{result.output.strip()[-500:]} (console log: {result.log})")
+            raise QuicbedError(
+                f"the test boot ran, but netem failed inside it (exit {result.returncode}): "
+                f"{result.output.strip()[-500:]} (console log: {result.log})"
+            )
         _say(f"test boot: ok in {result.seconds:.0f} s")
-    _say("the microVM is ready: 'quicbed vm exec -- CMD' runs CMD in it; tests marked "
-         "needs_kernel use it automatically")
+    _say(
+        "the microVM is ready: 'quicbed vm exec -- CMD' runs CMD in it; tests marked needs_kernel use it automatically"
+    )
     return 0
 
 
@@ -249,10 +295,22 @@ def handle_exec(args: argparse.Namespace) -> int:
         raise MissingDependency("quicbed vm exec needs root (fix: sudo quicbed vm exec -- ...)")
     if shutil.which(command[0]) is None and "/" not in command[0]:
         # The guest's PATH is this one plus the Python's directory; warn early on typos.
-        print(f"quicbed: warning: {command[0]} is not on this host's PATH; the guest may not find it either",
-              file=sys.stderr)
+        print(
+            f"quicbed: warning: {command[0]} is not on this host's PATH; the guest may not find it either",
+            file=sys.stderr,
+        )
     progress = None if args.quiet else kernel_mod.stderr_progress
-    result = vm.run_in_vm(command, cwd=os.getcwd(), env=parse_env(args.env), memory=args.memory,
-                          cpus=args.cpus, timeout=args.timeout, log_path=args.log, modules=args.module,
-                          verbose=args.verbose, stream=sys.stdout, progress=progress)
+    result = vm.run_in_vm(
+        command,
+        cwd=os.getcwd(),
+        env=parse_env(args.env),
+        memory=args.memory,
+        cpus=args.cpus,
+        timeout=args.timeout,
+        log_path=args.log,
+        modules=args.module,
+        verbose=args.verbose,
+        stream=sys.stdout,
+        progress=progress,
+    )
     return result.returncode

@@ -10,8 +10,10 @@ from quicbed.clocks import CLOCKS, REAL, VIRTUAL
 
 __all__ = ["CLOCKS", "REAL", "VIRTUAL", "VIRTUAL_CPU", "current_clock"]
 #: what a virtual-time run's CPU record says instead of "not CPU-bound"
-VIRTUAL_CPU = ("virtual time: computing takes no time there, so no role can be CPU-bound; the CPU figures "
-               "are host seconds that cost wall time, not time of the run")
+VIRTUAL_CPU = (
+    "virtual time: computing takes no time there, so no role can be CPU-bound; the CPU figures "
+    "are host seconds that cost wall time, not time of the run"
+)
 
 
 def _cmdline() -> str:

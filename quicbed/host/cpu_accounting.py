@@ -41,6 +41,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 @dataclass(frozen=True)
 class PinResult:
     """Whether pin() worked; false, with the reason, where cpusets are unavailable."""
+
     ok: bool
     reason: str = ""
 
@@ -116,8 +117,14 @@ class CpuAccounting:
     the first of cgroup-v1, cgroup-v2, proc this host offers (QUICBED_CPU_ACCOUNTING narrows
     the choice); start() falls back to the next one, with a warning, if it cannot be written."""
 
-    def __init__(self, run_id: str, roles: Sequence[str] = (), interval: float = 0.1, root: str = "quicbed",
-                 mountinfo: str | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        roles: Sequence[str] = (),
+        interval: float = 0.1,
+        root: str = "quicbed",
+        mountinfo: str | None = None,
+    ) -> None:
         for name in (run_id, root, *roles):
             if not _NAME.fullmatch(name):
                 raise ValueError(f"invalid cgroup name {name!r} (letters, digits, _ . -)")
@@ -128,10 +135,15 @@ class CpuAccounting:
         self.roles: list[str] = list(dict.fromkeys(roles))
         self.hierarchies = parse_mountinfo(_read("/proc/self/mountinfo") if mountinfo is None else mountinfo)
         acct = self.hierarchies.get("cpuacct")
-        self._candidates = [(b, k) for b, k, usable in (
-            ("cgroup-v1", "cpuacct", acct is not None and "cpu" not in acct.controllers),
-            ("cgroup-v2", "v2", "v2" in self.hierarchies), ("proc", "", True))
-            if usable and (forced in ("auto", b) or b == "proc")]  # proc: always the last resort
+        self._candidates = [
+            (b, k)
+            for b, k, usable in (
+                ("cgroup-v1", "cpuacct", acct is not None and "cpu" not in acct.controllers),
+                ("cgroup-v2", "v2", "v2" in self.hierarchies),
+                ("proc", "", True),
+            )
+            if usable and (forced in ("auto", b) or b == "proc")
+        ]  # proc: always the last resort
         self.backend, self._key = self._candidates[0]
         self.cores = 0
         self.warnings: list[str] = []
@@ -172,8 +184,10 @@ class CpuAccounting:
             self.backend, self._key = backend, key
             break
         if self._key == "v2" and "cpu" in _read(f"{self.hierarchies['v2'].mount}/cgroup.subtree_control").split():
-            self.warnings.append(f"cgroup v2 has the cpu controller at its root: '{self.root}' is a CPU-weight "
-                                 f"group of its own (like a systemd slice)")
+            self.warnings.append(
+                f"cgroup v2 has the cpu controller at its root: '{self.root}' is a CPU-weight "
+                f"group of its own (like a systemd slice)"
+            )
         try:
             STATE_DIR.mkdir(parents=True, exist_ok=True)
             start = parse_pid_stat(_read(f"/proc/{os.getpid()}/stat"))[1]
@@ -212,8 +226,17 @@ class CpuAccounting:
         with self._lock:
             samples, warnings = list(self._samples), list(self.warnings)
             gaps = list(self.gaps)
-        return compute_report(samples, start_mono, end_mono, backend=self.backend, interval=self.interval,
-                              cores=self.cores, roles=self.roles, warnings=warnings, gaps=gaps)
+        return compute_report(
+            samples,
+            start_mono,
+            end_mono,
+            backend=self.backend,
+            interval=self.interval,
+            cores=self.cores,
+            roles=self.roles,
+            warnings=warnings,
+            gaps=gaps,
+        )
 
     def preexec(self, role: str) -> Callable[[], None]:
         """A subprocess preexec_fn that puts the child into the role before exec, so that it and
@@ -238,6 +261,7 @@ class CpuAccounting:
                     os.write(pipe, tag + pid + b"\n")  # atomic (< PIPE_BUF)
                 except OSError:
                     pass
+
         return join_role
 
     def add_pid(self, role: str, pid: int, move: bool = True) -> None:
@@ -288,7 +312,9 @@ class CpuAccounting:
                 _write(f"{run_dir}/{role}/cpu.max", f"{quota} {LIMIT_PERIOD_US}")
                 with self._lock:
                     self._limits[role] = f"{run_dir}/{role}"
-                return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v2 cpu.max {quota} {LIMIT_PERIOD_US})")
+                return PinResult(
+                    True, f"{role} limited to {cores:g} cores (cgroup v2 cpu.max {quota} {LIMIT_PERIOD_US})"
+                )
             if "cpu" not in self.hierarchies:
                 return PinResult(False, "no CPU controller: neither a v1 cpu hierarchy nor the v2 cpu controller")
             role_dir = self._v1_role_dir("cpu", role)
@@ -299,8 +325,9 @@ class CpuAccounting:
         with self._lock:
             self._limits[role] = role_dir
         self._follow("cpu", role, role_dir)
-        return PinResult(True, f"{role} limited to {cores:g} cores (cgroup v1 cpu.cfs_quota_us {quota} "
-                               f"per {LIMIT_PERIOD_US})")
+        return PinResult(
+            True, f"{role} limited to {cores:g} cores (cgroup v1 cpu.cfs_quota_us {quota} per {LIMIT_PERIOD_US})"
+        )
 
     def throttling(self, role: str) -> dict[str, float] | None:
         """How the role's CPU limit acted so far: CFS periods, periods throttled and seconds
@@ -309,12 +336,17 @@ class CpuAccounting:
         if directory is None:
             return None
         try:
-            stat = {key: int(value) for key, value in (line.split() for line in _read(f"{directory}/cpu.stat").splitlines())}
+            stat = {
+                key: int(value) for key, value in (line.split() for line in _read(f"{directory}/cpu.stat").splitlines())
+            }
         except (OSError, ValueError):
             return None
         seconds = stat["throttled_usec"] / 1e6 if "throttled_usec" in stat else stat.get("throttled_time", 0) / 1e9
-        return {"periods": stat.get("nr_periods", 0), "throttled_periods": stat.get("nr_throttled", 0),
-                "throttled_seconds": seconds}
+        return {
+            "periods": stat.get("nr_periods", 0),
+            "throttled_periods": stat.get("nr_throttled", 0),
+            "throttled_seconds": seconds,
+        }
 
     def _v2_run_dir_with(self, controller: str) -> str | None:
         """The run's v2 cgroup with ``controller`` enabled from the root down to it, or None
@@ -395,8 +427,10 @@ class CpuAccounting:
         except ProcessLookupError:
             return False  # it has exited
         except OSError as error:
-            self.warnings.append(f"could not move pid {pid} into the {role} cgroup on {key} ({error})"
-                                 + ("" if key == "cpuset" else f"; counting it from /proc/{pid}/stat"))
+            self.warnings.append(
+                f"could not move pid {pid} into the {role} cgroup on {key} ({error})"
+                + ("" if key == "cpuset" else f"; counting it from /proc/{pid}/stat")
+            )
             return False
         self._origins.setdefault((pid, key), origin)
         return True
@@ -433,8 +467,10 @@ class CpuAccounting:
             if pid not in seen:
                 seen.add(pid)
                 _, start, ticks = processes[pid]
-                entry = self._tracked.setdefault((pid, start), _Tracked(
-                    parent.role, 0 if start >= self._start_ticks else ticks, ticks, parent.movable))
+                entry = self._tracked.setdefault(
+                    (pid, start),
+                    _Tracked(parent.role, 0 if start >= self._start_ticks else ticks, ticks, parent.movable),
+                )
                 entry.last = max(entry.last, ticks)
                 queue += [(child, entry) for child in children.get(pid, ())]
         totals: dict[str, float] = {}
@@ -554,7 +590,9 @@ def cleanup_leftovers(root: str = "quicbed", mountinfo: str | None = None) -> li
     cgroup with processes in it is never touched, nor any cgroup of a live run."""
     hierarchies = parse_mountinfo(_read("/proc/self/mountinfo") if mountinfo is None else mountinfo)
     removed = []
-    for base in {os.path.join(hierarchies[k].mount, root) for k in ("cpuacct", "cpuset", "cpu", "v2") if k in hierarchies}:
+    for base in {
+        os.path.join(hierarchies[k].mount, root) for k in ("cpuacct", "cpuset", "cpu", "v2") if k in hierarchies
+    }:
         for run_id in sorted(os.listdir(base)) if os.path.isdir(base) else []:
             if not os.path.isdir(os.path.join(base, run_id)) or _owner_alive(root, run_id):
                 continue
@@ -573,4 +611,3 @@ def cleanup_leftovers(root: str = "quicbed", mountinfo: str | None = None) -> li
         except OSError:
             pass
     return removed
-

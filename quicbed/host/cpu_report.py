@@ -25,7 +25,9 @@ SATURATION = 0.9
 # Defaults for saturation_reasons(), to be set from measurement (bench/) rather than trusted:
 SATURATED_FRACTION = 0.2  # share of the transfer a role may spend CPU-bound before a figure is flagged
 MACHINE_IDLE_MIN = 0.05  # machine idle share below which the whole host counts as saturated
-STEAL_MAX = 0.2  # hypervisor steal share from which the host had too little CPU to keep timing (a few % is common on cloud VMs)
+STEAL_MAX = (
+    0.2  # hypervisor steal share from which the host had too little CPU to keep timing (a few % is common on cloud VMs)
+)
 #: the roles whose CPU decides whether a figure measured the network: both ends of every
 #: download (the measured one, every client of a many-client run, which share the ``client``
 #: role, and the competitor's) and the ns-3 channel. Captures, background traffic and stress
@@ -42,6 +44,7 @@ class Sample:
     together over the number of cores they may use (1.0: every core the role may use was busy
     with it or had it waiting), which tells when threads that each want part of a core fill
     the cores they share."""
+
     t: float
     roles: dict[str, float]
     machine: MachineTicks
@@ -85,9 +88,18 @@ class CpuReport:
         return asdict(self)
 
 
-def compute_report(samples: Sequence[Sample], start: float, end: float, *, backend: str = "",
-                   interval: float = 0.0, cores: int = 0, roles: Iterable[str] | None = None,
-                   warnings: Iterable[str] = (), gaps: Iterable[str] = ()) -> CpuReport:
+def compute_report(
+    samples: Sequence[Sample],
+    start: float,
+    end: float,
+    *,
+    backend: str = "",
+    interval: float = 0.0,
+    cores: int = 0,
+    roles: Iterable[str] | None = None,
+    warnings: Iterable[str] = (),
+    gaps: Iterable[str] = (),
+) -> CpuReport:
     """CPU use over [start, end], the counters interpolated linearly at the window's edges.
     Peak and saturation come from the sample intervals overlapping the window; an interval
     shorter than half the nominal one (the final sample of stop()) is merged into the next.
@@ -98,8 +110,15 @@ def compute_report(samples: Sequence[Sample], start: float, end: float, *, backe
     lo, hi = (max(start, samples[0].t), min(end, samples[-1].t)) if samples else (0.0, 0.0)
     if len(samples) < 2 or hi <= lo:
         unknown.append(f"no CPU samples cover the window ({len(samples)} samples)")
-        return CpuReport(backend, interval, 0.0, {r: RoleCpu(0.0, 0.0, 0.0, 0.0) for r in names},
-                         MachineCpu(cores, 0.0, 0.0, 0.0), warn + unknown[-1:], unknown)
+        return CpuReport(
+            backend,
+            interval,
+            0.0,
+            {r: RoleCpu(0.0, 0.0, 0.0, 0.0) for r in names},
+            MachineCpu(cores, 0.0, 0.0, 0.0),
+            warn + unknown[-1:],
+            unknown,
+        )
     if (math.isfinite(start) and start < lo - interval) or (math.isfinite(end) and end > hi + interval):
         unknown.append(f"samples cover only {hi - lo:.3f} s of the {end - start:.3f} s window")
         warn.append(unknown[-1])
@@ -110,6 +129,7 @@ def compute_report(samples: Sequence[Sample], start: float, end: float, *, backe
             i = min(max(bisect.bisect_right(times, x), 1), len(samples) - 1)
             a, b = samples[i - 1], samples[i]
             return value(b) if b.t <= a.t else value(a) + (value(b) - value(a)) * (x - a.t) / (b.t - a.t)
+
         return at(hi) - at(lo)
 
     grid = [samples[0]]
@@ -118,21 +138,31 @@ def compute_report(samples: Sequence[Sample], start: float, end: float, *, backe
             grid.append(s)
         else:
             grid[-1] = s  # a short interval: the previous one extends to s
-    pairs = [(overlap, a, b) for a, b in zip(grid, grid[1:])
-             if b.t > a.t and (overlap := min(b.t, hi) - max(a.t, lo)) > 0]
+    pairs = [
+        (overlap, a, b) for a, b in zip(grid, grid[1:]) if b.t > a.t and (overlap := min(b.t, hi) - max(a.t, lo)) > 0
+    ]
     covered = sum(p[0] for p in pairs) or 1.0
     result = {}
     for role in names:
+
         def get(s: Sample, role: str = role) -> float:
             return s.roles.get(role, 0.0)
+
         shares = [(overlap, (get(b) - get(a)) / (b.t - a.t)) for overlap, a, b in pairs]
         # demand (run + run-queue wait) tells a starved endpoint from an idle one
         bound = [(overlap, _wanted(b, role, share)) for (overlap, a, b), (_, share) in zip(pairs, shares)]
         seconds = delta(get)
-        result[role] = RoleCpu(seconds, seconds / (hi - lo), max((s for _, s in shares), default=0.0),
-                               sum(o for o, s in bound if s >= SATURATION) / covered)
-    ticks = [delta(lambda s: float(s.machine.busy)), delta(lambda s: float(s.machine.idle)),
-             delta(lambda s: float(s.machine.steal))]
+        result[role] = RoleCpu(
+            seconds,
+            seconds / (hi - lo),
+            max((s for _, s in shares), default=0.0),
+            sum(o for o, s in bound if s >= SATURATION) / covered,
+        )
+    ticks = [
+        delta(lambda s: float(s.machine.busy)),
+        delta(lambda s: float(s.machine.idle)),
+        delta(lambda s: float(s.machine.steal)),
+    ]
     if sum(ticks) <= 0:
         unknown.append("the window is shorter than one /proc/stat tick: no machine figures")
         warn.append(unknown[-1])
@@ -162,13 +192,16 @@ def _pct(x: float) -> str:
     return f"{round(100 * x)} %"
 
 
-def saturation_reasons(report: CpuReport, roles: Sequence[str] = JUDGED_ROLES,
-                       threshold_share: float = SATURATED_FRACTION) -> list[str]:
+def saturation_reasons(
+    report: CpuReport, roles: Sequence[str] = JUDGED_ROLES, threshold_share: float = SATURATED_FRACTION
+) -> list[str]:
     """Human reasons why a figure may be CPU-limited rather than network-limited; [] if none,
     which says nothing where ``report.unknown`` names what could not be seen."""
-    reasons = [f"{role} was CPU-bound (>= {_pct(SATURATION)} of a core) for {_pct(cpu.saturated_share)} "
-               f"of the transfer" for role in roles
-               if (cpu := report.roles.get(role)) is not None and cpu.saturated_share >= threshold_share]
+    reasons = [
+        f"{role} was CPU-bound (>= {_pct(SATURATION)} of a core) for {_pct(cpu.saturated_share)} of the transfer"
+        for role in roles
+        if (cpu := report.roles.get(role)) is not None and cpu.saturated_share >= threshold_share
+    ]
     machine = report.machine
     if report.window_s > 0 and machine.idle_share < MACHINE_IDLE_MIN:
         reasons.append(f"the machine was {_pct(machine.busy_share)} busy (idle below {_pct(MACHINE_IDLE_MIN)})")

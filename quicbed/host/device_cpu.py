@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: where the devices' figures come from, with the command that made them
-SOURCE = ("https://leoncode.co.uk/articles/raspberry-pi-benchmarks: sysbench 1.0.20, "
-          "'sysbench cpu --threads=1 --time=60 run' (primes up to 10000), events per second")
+SOURCE = (
+    "https://leoncode.co.uk/articles/raspberry-pi-benchmarks: sysbench 1.0.20, "
+    "'sysbench cpu --threads=1 --time=60 run' (primes up to 10000), events per second"
+)
 #: the same benchmark on this host (seconds: 10 keep it to a short wait)
 HOST_COMMAND = ("sysbench", "cpu", "--threads=1", "--time=10", "run")
 
@@ -63,6 +65,7 @@ def quota_for(device: DeviceClass, host_events_per_second: float) -> float | Non
 class PacketCosts:
     """CPU seconds a client spends per received datagram and per datagram it sends (ACKs,
     in a download), fitted from downloads with different ACK frequencies."""
+
     per_received: float
     per_sent: float
 
@@ -86,5 +89,4 @@ def fit_packet_costs(samples: Sequence[tuple[float, float, float]]) -> PacketCos
     determinant = rr * ss - rs * rs
     if determinant <= 1e-9 * rr * ss:
         raise ValueError("the downloads all sent the same share of ACKs: vary the ACK frequency")
-    return PacketCosts(per_received=(cr * ss - cs * rs) / determinant,
-                       per_sent=(cs * rr - cr * rs) / determinant)
+    return PacketCosts(per_received=(cr * ss - cs * rs) / determinant, per_sent=(cs * rr - cr * rs) / determinant)

@@ -97,6 +97,7 @@ def stderr_progress(message: str) -> None:
 
 # --- the cache -------------------------------------------------------------------------
 
+
 def _version_key(version: str) -> list[tuple[int, object]]:
     """Sort key for kernel versions: numbers compare as numbers."""
     return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"[.\-+~]", version)]
@@ -105,7 +106,7 @@ def _version_key(version: str) -> list[tuple[int, object]]:
 def kernel_in(directory: Path) -> KernelImage | None:
     """The kernel unpacked in ``directory`` (ROOT with boot/vmlinuz-VER and lib/modules/VER)."""
     for vmlinuz in sorted((directory / "boot").glob("vmlinuz-*")):
-        version = vmlinuz.name[len("vmlinuz-"):]
+        version = vmlinuz.name[len("vmlinuz-") :]
         if (directory / "lib" / "modules" / version).is_dir():
             return KernelImage(version, vmlinuz, directory)
     return None
@@ -168,10 +169,12 @@ def _prepare_cache(cache: Path) -> None:
         raise KernelError(
             f"cannot write the kernel cache {cache} ({error.strerror or error}): run as root "
             f"(e.g. 'sudo quicbed vm setup') or set QUICBED_KERNEL_DIR to a writable directory "
-            f"outside /tmp, /run and /var/cache (those are empty inside the VM)") from None
+            f"outside /tmp, /run and /var/cache (those are empty inside the VM)"
+        ) from None
 
 
 # --- which package ---------------------------------------------------------------------
+
 
 def read_os_release(path: Path = Path("/etc/os-release")) -> dict[str, str]:
     values: dict[str, str] = {}
@@ -237,8 +240,10 @@ def resolve_kernel_packages(depends_output: str, family: str) -> tuple[str, list
             if family == "ubuntu":
                 packages += [f"linux-modules-{version}", f"linux-modules-extra-{version}"]
             return version, packages
-    raise KernelError("apt names no linux-image-<version> package among these dependencies:\n"
-                      + (depends_output.strip() or "(nothing)"))
+    raise KernelError(
+        "apt names no linux-image-<version> package among these dependencies:\n"
+        + (depends_output.strip() or "(nothing)")
+    )
 
 
 def _run(argv: list[str], *, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -258,8 +263,10 @@ def _need(binary: str, package: str) -> str:
     search = ":".join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
     path = shutil.which(binary, path=search)
     if not path:
-        raise MissingDependency(f"'{binary}' is needed to prepare the microVM kernel: "
-                                f"install the '{package}' package (apt-get install {package})")
+        raise MissingDependency(
+            f"'{binary}' is needed to prepare the microVM kernel: "
+            f"install the '{package}' package (apt-get install {package})"
+        )
     return path
 
 
@@ -278,10 +285,13 @@ def latest_available(progress: Progress | None = None) -> tuple[str, list[str]]:
         raise KernelError(
             "fetching the microVM kernel is automated on Debian and Ubuntu only: put a kernel in "
             f"{kernel_dir()}/<version>/boot/vmlinuz-<version> with its modules in "
-            f"{kernel_dir()}/<version>/lib/modules/<version> (run 'depmod -b DIR <version>')")
+            f"{kernel_dir()}/<version>/lib/modules/<version> (run 'depmod -b DIR <version>')"
+        )
     if not shutil.which("apt-cache"):
-        raise MissingDependency("apt-cache is missing; cannot look up the distribution kernel "
-                                "(install apt, or give .deb files: quicbed vm setup --deb FILE ...)")
+        raise MissingDependency(
+            "apt-cache is missing; cannot look up the distribution kernel "
+            "(install apt, or give .deb files: quicbed vm setup --deb FILE ...)"
+        )
     arch = dpkg_architecture()
     candidates = meta_packages(family, arch)
     problems = []
@@ -298,9 +308,11 @@ def latest_available(progress: Progress | None = None) -> tuple[str, list[str]]:
             continue
         # Ubuntu's modules packages: not every release or flavour has both; keep those apt knows.
         return version, [packages[0]] + [name for name in packages[1:] if _apt_knows(name)]
-    raise KernelError("apt does not know a kernel package (" + "; ".join(problems) + "). "
-                      "Refresh the package lists with 'apt-get update' (as root) and retry, "
-                      "or give .deb files: quicbed vm setup --deb FILE ...")
+    raise KernelError(
+        "apt does not know a kernel package (" + "; ".join(problems) + "). "
+        "Refresh the package lists with 'apt-get update' (as root) and retry, "
+        "or give .deb files: quicbed vm setup --deb FILE ..."
+    )
 
 
 def _apt_knows(package: str) -> bool:
@@ -322,7 +334,8 @@ def _download(packages: list[str], into: Path, progress: Progress | None) -> lis
             f"apt-get download {' '.join(packages)} failed:\n{_tail(result.stderr or result.stdout)}\n"
             "This needs access to the distribution mirror: check that 'apt-get update' works "
             "(proxy settings in /etc/apt/apt.conf.d), or download these packages on another "
-            "machine and run 'quicbed vm setup --deb FILE ...'")
+            "machine and run 'quicbed vm setup --deb FILE ...'"
+        )
     debs = sorted(into.glob("*.deb"))
     _say(progress, f"downloaded {len(debs)} package(s) in {time.monotonic() - started:.0f} s")
     return debs
@@ -360,8 +373,9 @@ def _depmod(image: KernelImage, progress: Progress | None) -> None:
         raise KernelError(f"depmod -b {image.root} {image.version} failed: {_tail(result.stderr)}")
 
 
-def install_debs(debs: list[Path], cache: Path | None = None, progress: Progress | None = None,
-                 packages: list[str] | None = None) -> KernelImage:
+def install_debs(
+    debs: list[Path], cache: Path | None = None, progress: Progress | None = None, packages: list[str] | None = None
+) -> KernelImage:
     """Unpack kernel .deb files into the cache and make the result the current kernel."""
     cache = cache or kernel_dir()
     _prepare_cache(cache)
@@ -374,15 +388,20 @@ def install_debs(debs: list[Path], cache: Path | None = None, progress: Progress
         image = kernel_in(staging)
         if image is None:
             names = ", ".join(Path(deb).name for deb in debs)
-            raise KernelError(f"{names}: no boot/vmlinuz-<version> with lib/modules/<version> inside; "
-                              "give the linux-image package (and on Ubuntu linux-modules and "
-                              "linux-modules-extra of the same version)")
+            raise KernelError(
+                f"{names}: no boot/vmlinuz-<version> with lib/modules/<version> inside; "
+                "give the linux-image package (and on Ubuntu linux-modules and "
+                "linux-modules-extra of the same version)"
+            )
         # Ubuntu keeps vmlinuz readable by root only; the VM runner reads it as the caller.
         with contextlib.suppress(OSError):
             image.vmlinuz.chmod(0o644)
         _depmod(image, progress)
-        info = {"version": image.version, "packages": packages or [Path(deb).name for deb in debs],
-                "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        info = {
+            "version": image.version,
+            "packages": packages or [Path(deb).name for deb in debs],
+            "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         (staging / KERNEL_INFO).write_text(json.dumps(info, indent=1) + "\n")
         staging.chmod(0o755)
         final = cache / image.version
@@ -392,15 +411,17 @@ def install_debs(debs: list[Path], cache: Path | None = None, progress: Progress
         set_current(cache, image.version)
         return kernel_in(final) or image
     except OSError as error:
-        raise KernelError(f"preparing the kernel in {cache} failed: {error} "
-                          "(is the disk full? about 500 MB are needed)") from None
+        raise KernelError(
+            f"preparing the kernel in {cache} failed: {error} (is the disk full? about 500 MB are needed)"
+        ) from None
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def ensure_kernel(progress: Progress | None = stderr_progress, *, update: bool = False,
-                  debs: list[Path] | None = None) -> KernelImage:
+def ensure_kernel(
+    progress: Progress | None = stderr_progress, *, update: bool = False, debs: list[Path] | None = None
+) -> KernelImage:
     """The microVM kernel, fetched and unpacked into the cache if it is not there yet.
 
     Idempotent: with a cached kernel and ``update=False`` nothing is run. ``update=True``
@@ -434,8 +455,7 @@ def ensure_kernel(progress: Progress | None = stderr_progress, *, update: bool =
         with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as download:
             debs_found = _download(packages, Path(download), progress)
             image = install_debs(debs_found, cache, progress, packages=packages)
-        _say(progress, f"kernel {image.version} ready in {image.root} "
-                       f"({time.monotonic() - started:.0f} s)")
+        _say(progress, f"kernel {image.version} ready in {image.root} ({time.monotonic() - started:.0f} s)")
         return image
 
 

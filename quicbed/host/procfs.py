@@ -11,6 +11,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Hierarchy:
     """A mounted cgroup hierarchy: version 1 (with its mount options/controllers) or 2."""
+
     version: int
     mount: str
     controllers: frozenset[str] = frozenset()
@@ -36,6 +37,7 @@ def parse_mountinfo(text: str) -> dict[str, Hierarchy]:
 @dataclass(frozen=True)
 class MachineTicks:
     """Cumulative /proc/stat jiffies of all CPUs (guest time is already inside user/nice)."""
+
     busy: int
     idle: int
     steal: int

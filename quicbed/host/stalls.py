@@ -52,8 +52,9 @@ class Stalls:
 
     def __init__(self, pid: int, stop_s: float, period_s: float, limit_s: float = LIMIT_S) -> None:
         if not 0 < stop_s < period_s:
-            raise ValueError(f"a stall of {stop_s} s every {period_s} s: the stop must be positive and shorter "
-                             "than the period")
+            raise ValueError(
+                f"a stall of {stop_s} s every {period_s} s: the stop must be positive and shorter than the period"
+            )
         self.argv = [sys.executable, "-I", __file__, str(pid), repr(stop_s), repr(period_s), repr(limit_s)]
         self.record = StallRecord()
         self._helper: subprocess.Popen | None = None
@@ -62,8 +63,9 @@ class Stalls:
         from quicbed.host.prctl import die_with_parent  # (not at the top: the helper runs this file alone)
 
         # SIGTERM, not SIGKILL, when this process dies: the helper then ends its stop before it exits
-        self._helper = subprocess.Popen(self.argv, stdout=subprocess.PIPE, text=True,
-                                        preexec_fn=lambda: die_with_parent(signal.SIGTERM))
+        self._helper = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, text=True, preexec_fn=lambda: die_with_parent(signal.SIGTERM)
+        )
         assert self._helper.stdout is not None
         try:
             started = self._helper.stdout.readline().strip() == "started"  # the first stop is under way

@@ -26,8 +26,9 @@ def steal_share(start: MachineTicks, end: MachineTicks) -> float:
 QUIET_STEAL, QUIET_SPAN_S, QUIET_WAIT_S = 0.01, 2.0, 60.0
 
 
-def wait_for_quiet_machine(limit: float = QUIET_STEAL, span: float = QUIET_SPAN_S,
-                           longest: float = QUIET_WAIT_S) -> tuple[float, float]:
+def wait_for_quiet_machine(
+    limit: float = QUIET_STEAL, span: float = QUIET_SPAN_S, longest: float = QUIET_WAIT_S
+) -> tuple[float, float]:
     """Returns once the steal share over ``span`` seconds is under ``limit``, or before the
     wait would pass ``longest`` seconds: (seconds waited beyond the first span, the last
     span's steal share). A machine without a hypervisor returns after one span."""
@@ -59,8 +60,9 @@ class Steal:
         self._start = self._ticks()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         assert self._start is not None
         self.share = steal_share(self._start, self._ticks())
 

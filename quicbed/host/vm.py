@@ -65,8 +65,16 @@ DEFAULT_TIMEOUT = 1800.0
 KVM_PROBE_TIMEOUT = 60.0
 KVM_RESULT = "kvm.json"
 #: paths that are a fresh, empty tmpfs inside the guest (not shared with the host)
-GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/var/log", "/var/cache", "/var/lib/apt",
-               "/var/lib/private", "/usr/lib/modules")
+GUEST_TMPFS = (
+    "/tmp",
+    "/run",
+    "/var/tmp",
+    "/var/log",
+    "/var/cache",
+    "/var/lib/apt",
+    "/var/lib/private",
+    "/usr/lib/modules",
+)
 KEEP_JOBS = 20
 
 Progress = Callable[[str], None]
@@ -85,6 +93,7 @@ class VmResult:
 
 
 # --- locating things -------------------------------------------------------------------
+
 
 def vm_dir() -> Path:
     """Where job directories go (``QUICBED_VM_DIR``, default /var/lib/quicbed/vm)."""
@@ -120,7 +129,7 @@ def is_static_elf(path: Path | str) -> bool:
     except (OSError, IndexError):
         return False
     pt_interp = 3
-    return not any(int.from_bytes(table[i:i + 4], order) == pt_interp for i in range(0, len(table), phentsize))
+    return not any(int.from_bytes(table[i : i + 4], order) == pt_interp for i in range(0, len(table), phentsize))
 
 
 def find_static_busybox() -> str | None:
@@ -167,8 +176,10 @@ def guest_private_dirs(paths: Iterable[Path]) -> list[str]:
         if hidden is None:
             continue
         if path == hidden:
-            raise VmError(f"{path} is an empty tmpfs inside the microVM and cannot be shared whole: "
-                          "run from a folder inside it or elsewhere (e.g. your project or /var/lib)")
+            raise VmError(
+                f"{path} is an empty tmpfs inside the microVM and cannot be shared whole: "
+                "run from a folder inside it or elsewhere (e.g. your project or /var/lib)"
+            )
         if not any(path.startswith(parent + "/") for parent in result):
             result.append(path)
     return result
@@ -215,8 +226,9 @@ def vm_available(allow_fetch: bool = True) -> tuple[bool, str]:
     elif not os.access(image.vmlinuz, os.R_OK):
         missing.append(f"read access to {image.vmlinuz}")
     if missing:
-        return False, "missing " + "; ".join(missing) + ". Fix: run 'quicbed vm setup' as root (it fetches the " \
-                      "kernel and checks the rest)"
+        return False, "missing " + "; ".join(
+            missing
+        ) + ". Fix: run 'quicbed vm setup' as root (it fetches the kernel and checks the rest)"
     kvm, kvm_detail = kvm_status(image)
     what = f"kernel {image.version}" if image else kernel_note
     return True, f"{what}; {'KVM' if kvm else 'software emulation (~13x slower CPU)'}: {kvm_detail}"
@@ -241,17 +253,30 @@ def vng_environment(vng: str) -> dict[str, str]:
     return env
 
 
-def vng_command(vng: str, image: KernelImage, script: Path, *, memory: str, cpus: int, kvm: bool,
-                shared: Iterable[str] = ()) -> list[str]:
-    argv = [vng, "--run", str(image.vmlinuz), "--memory", str(memory), "--cpus", str(cpus),
-            "--rw", "--verbose", *(f"--rwdir={path}" for path in shared),
-            "--exec", f"/bin/sh {shlex.quote(str(script))}"]
+def vng_command(
+    vng: str, image: KernelImage, script: Path, *, memory: str, cpus: int, kvm: bool, shared: Iterable[str] = ()
+) -> list[str]:
+    argv = [
+        vng,
+        "--run",
+        str(image.vmlinuz),
+        "--memory",
+        str(memory),
+        "--cpus",
+        str(cpus),
+        "--rw",
+        "--verbose",
+        *(f"--rwdir={path}" for path in shared),
+        "--exec",
+        f"/bin/sh {shlex.quote(str(script))}",
+    ]
     if not kvm:
         argv.append("--disable-kvm")
     return argv
 
 
 # --- KVM -------------------------------------------------------------------------------
+
 
 def kvm_status(image: KernelImage | None = None) -> tuple[bool, str]:
     """The recorded result of the KVM test boot (never boots; see :func:`detect_kvm`)."""
@@ -272,8 +297,9 @@ def kvm_status(image: KernelImage | None = None) -> tuple[bool, str]:
         return False, "untested ('quicbed vm setup' tests it)"
 
 
-def detect_kvm(image: KernelImage, *, force: bool = False, progress: Progress | None = None,
-               timeout: float = KVM_PROBE_TIMEOUT) -> tuple[bool, str]:
+def detect_kvm(
+    image: KernelImage, *, force: bool = False, progress: Progress | None = None, timeout: float = KVM_PROBE_TIMEOUT
+) -> tuple[bool, str]:
     """Whether QEMU can boot ``image`` with KVM here, found by trying once (result cached).
 
     /dev/kvm existing proves nothing (nested setups where the guest hangs exist), so a
@@ -291,18 +317,32 @@ def detect_kvm(image: KernelImage, *, force: bool = False, progress: Progress | 
             progress(f"testing KVM with a short boot (at most {timeout:.0f} s)")
         started = time.monotonic()
         try:
-            result = run_in_vm(["true"], cwd="/", memory="512M", cpus=1, timeout=timeout, kvm=True,
-                               modules=(), progress=None, image=image, base_modules=False)
+            result = run_in_vm(
+                ["true"],
+                cwd="/",
+                memory="512M",
+                cpus=1,
+                timeout=timeout,
+                kvm=True,
+                modules=(),
+                progress=None,
+                image=image,
+                base_modules=False,
+            )
             usable = result.returncode == 0
-            detail = (f"a test boot took {time.monotonic() - started:.0f} s" if usable
-                      else f"test boot failed (exit {result.returncode})")
+            detail = (
+                f"a test boot took {time.monotonic() - started:.0f} s"
+                if usable
+                else f"test boot failed (exit {result.returncode})"
+            )
         except VmTimeout:
             usable, detail = False, f"a test boot with KVM hung (no result within {timeout:.0f} s)"
         except VmError as error:
             usable, detail = False, f"a test boot with KVM failed: {_probable_cause(error)}"
     with contextlib.suppress(OSError):
-        (image.root / KVM_RESULT).write_text(json.dumps(
-            {"usable": usable, "detail": detail, "tested": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n")
+        (image.root / KVM_RESULT).write_text(
+            json.dumps({"usable": usable, "detail": detail, "tested": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n"
+        )
     return usable, detail
 
 
@@ -312,15 +352,16 @@ def _probable_cause(error: VmError) -> str:
     for pattern in ("qemu-system", "error", "Error", "failed"):
         for line in lines:
             if pattern in line:
-                return line[line.index("qemu-system"):][:200] if "qemu-system" in line else line[:200]
+                return line[line.index("qemu-system") :][:200] if "qemu-system" in line else line[:200]
     return lines[-1][:200] if lines else str(error).splitlines()[0]
 
 
 def _prune_jobs(directory: Path, keep: int = KEEP_JOBS) -> None:
     """Keep the newest ``keep`` finished job directories (they help when something failed)."""
     with contextlib.suppress(OSError):
-        jobs = sorted((p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                      key=lambda p: p.name)
+        jobs = sorted(
+            (p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name
+        )
         for old in jobs[:-keep] if keep else jobs:
             if (old / "exit-code").exists() or (old / "finished").exists():
                 shutil.rmtree(old, ignore_errors=True)
@@ -330,8 +371,9 @@ def new_job_dir() -> Path:
     """A new, empty job directory under :func:`vm_dir` (old finished ones are pruned)."""
     jobs = vm_dir()
     if in_guest_tmpfs(jobs):
-        raise VmError(f"QUICBED_VM_DIR={jobs} is a tmpfs inside the microVM; choose a directory under /var/lib "
-                      "or your project")
+        raise VmError(
+            f"QUICBED_VM_DIR={jobs} is a tmpfs inside the microVM; choose a directory under /var/lib or your project"
+        )
     try:
         jobs.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -342,12 +384,24 @@ def new_job_dir() -> Path:
     return job_dir
 
 
-def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
-              memory: str = DEFAULT_MEMORY, cpus: int = DEFAULT_CPUS, timeout: float | None = DEFAULT_TIMEOUT,
-              log_path: Path | str | None = None, *, modules: Iterable[str] = (), verbose: bool = False,
-              stream: TextIO | BinaryIO | None = None, kvm: bool | None = None,
-              progress: Progress | None = kernel_mod.stderr_progress, image: KernelImage | None = None,
-              base_modules: bool = True, job_dir: Path | str | None = None) -> VmResult:
+def run_in_vm(
+    argv: Sequence[str],
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    memory: str = DEFAULT_MEMORY,
+    cpus: int = DEFAULT_CPUS,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    log_path: Path | str | None = None,
+    *,
+    modules: Iterable[str] = (),
+    verbose: bool = False,
+    stream: TextIO | BinaryIO | None = None,
+    kvm: bool | None = None,
+    progress: Progress | None = kernel_mod.stderr_progress,
+    image: KernelImage | None = None,
+    base_modules: bool = True,
+    job_dir: Path | str | None = None,
+) -> VmResult:
     """Boot the microVM, run ``argv`` in ``cwd`` as root, return its exit status and output.
 
     ``modules``: extra kernel modules to load first (``"mac80211_hwsim"``, or with
@@ -363,13 +417,16 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     shared = guest_private_dirs([cwd, Path(sys.prefix), Path(source_root() or cwd)])
     vng = find_vng()
     if vng is None:
-        raise MissingDependency(f"virtme-ng (command 'vng') is not installed: {sys.executable} -m pip install "
-                                "virtme-ng, then run 'quicbed vm setup'")
+        raise MissingDependency(
+            f"virtme-ng (command 'vng') is not installed: {sys.executable} -m pip install "
+            "virtme-ng, then run 'quicbed vm setup'"
+        )
     if find_qemu() is None:
         raise MissingDependency(f"{qemu_binary_name()} is not installed: apt-get install {qemu_package()}")
     if find_static_busybox() is None:
-        raise MissingDependency("the microVM needs a statically linked busybox for its initramfs: "
-                                "apt-get install busybox-static")
+        raise MissingDependency(
+            "the microVM needs a statically linked busybox for its initramfs: apt-get install busybox-static"
+        )
     image = image or kernel_mod.ensure_kernel(progress)
     if kvm is None:
         kvm, _ = kvm_status(image)
@@ -378,12 +435,29 @@ def run_in_vm(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[s
     job = prepare_job(argv, cwd, env, module_specs, job_dir=job_dir, log_path=log_path)
     command = vng_command(vng, image, job.script, memory=memory, cpus=cpus, kvm=kvm, shared=shared)
     if progress:
-        progress(f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
-                 f"{cpus} CPU, {memory}); console log: {job.log}")
-    ended = supervise(command, cwd=cwd, env=vng_environment(vng), run_id=job.run_id, job_dir=job.dir, log=job.log,
-                      stream=stream, verbose=verbose, timeout=timeout)
-    result = job_result(job, ended, guest=f"the microVM (kernel {image.version})", timeout=timeout,
-                        speed="KVM" if kvm else "software emulation, ~13x slower CPU", ended_how=how_the_vm_ended)
+        progress(
+            f"booting the microVM (kernel {image.version}, {'KVM' if kvm else 'software emulation'}, "
+            f"{cpus} CPU, {memory}); console log: {job.log}"
+        )
+    ended = supervise(
+        command,
+        cwd=cwd,
+        env=vng_environment(vng),
+        run_id=job.run_id,
+        job_dir=job.dir,
+        log=job.log,
+        stream=stream,
+        verbose=verbose,
+        timeout=timeout,
+    )
+    result = job_result(
+        job,
+        ended,
+        guest=f"the microVM (kernel {image.version})",
+        timeout=timeout,
+        speed="KVM" if kvm else "software emulation, ~13x slower CPU",
+        ended_how=how_the_vm_ended,
+    )
     result.kvm = kvm
     if progress:
         progress(f"microVM finished in {result.seconds:.0f} s (exit code {result.returncode})")
@@ -411,9 +485,16 @@ def guest_command(argv: Sequence[str], cwd: Path | str | None, guest: str) -> tu
     return words, Path(cwd or os.getcwd()).resolve()
 
 
-def prepare_job(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, modules: Sequence[str], *,
-                job_dir: Path | str | None = None, log_path: Path | str | None = None,
-                emulated_cpu: bool = True) -> Job:
+def prepare_job(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    modules: Sequence[str],
+    *,
+    job_dir: Path | str | None = None,
+    log_path: Path | str | None = None,
+    emulated_cpu: bool = True,
+) -> Job:
     """Write what a guest runs into a job folder (a new one unless ``job_dir`` is given): the
     job script, the reaper and the command line."""
     job_dir = Path(job_dir) if job_dir is not None else new_job_dir()
@@ -433,25 +514,43 @@ def prepare_job(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, m
     return Job(job_dir, run_id, script, log)
 
 
-def job_result(job: Job, ended: Supervised, *, guest: str, timeout: float | None, speed: str,
-               ended_how: Callable[[Sequence[str], int | None], str]) -> VmResult:
+def job_result(
+    job: Job,
+    ended: Supervised,
+    *,
+    guest: str,
+    timeout: float | None,
+    speed: str,
+    ended_how: Callable[[Sequence[str], int | None], str],
+) -> VmResult:
     """The command's exit status and output from the job folder, or the error that explains
     why the guest wrote none (timed out, a module that did not load, the guest died)."""
     output = _read_text(job.dir / "output")
     tail = "\n".join(ended.console[-25:])
     if ended.timed_out:
-        raise VmTimeout(f"{guest} did not finish within {timeout:.0f} s and was stopped ({speed}); give a longer "
-                        f"timeout. Command output (tail):\n{_last_lines(output, 15)}\n"
-                        f"Console (tail, full log {job.log}):\n{tail}", log=job.log, console_tail=tail)
+        raise VmTimeout(
+            f"{guest} did not finish within {timeout:.0f} s and was stopped ({speed}); give a longer "
+            f"timeout. Command output (tail):\n{_last_lines(output, 15)}\n"
+            f"Console (tail, full log {job.log}):\n{tail}",
+            log=job.log,
+            console_tail=tail,
+        )
     failed_module = _read_text(job.dir / "module-failed").strip()
     if failed_module:
-        raise VmError(f"{guest} could not load the module {failed_module}: "
-                      f"{_last_lines(output, 5)} (see {job.log})", log=job.log, console_tail=tail)
+        raise VmError(
+            f"{guest} could not load the module {failed_module}: {_last_lines(output, 5)} (see {job.log})",
+            log=job.log,
+            console_tail=tail,
+        )
     code = read_exit_code(job.dir)
     if code is None:
-        raise VmError(f"{guest} stopped without reporting the command's exit status (no {job.dir}/exit-code) "
-                      f"after {ended.seconds:.0f} s: {ended_how(ended.console, ended.returncode)}. Console "
-                      f"(tail, full log {job.log}):\n{tail}", log=job.log, console_tail=tail)
+        raise VmError(
+            f"{guest} stopped without reporting the command's exit status (no {job.dir}/exit-code) "
+            f"after {ended.seconds:.0f} s: {ended_how(ended.console, ended.returncode)}. Console "
+            f"(tail, full log {job.log}):\n{tail}",
+            log=job.log,
+            console_tail=tail,
+        )
     return VmResult(code, output, job.log, job.dir, False, ended.seconds)
 
 
@@ -469,8 +568,10 @@ def how_the_vm_ended(console: Sequence[str], vng_status: int | None) -> str:
             return f"QEMU exited on signal {number} ({name})" + (f" sent by pid {sender}" if sender else "")
     if any("Kernel panic" in line for line in console):
         return "the guest kernel panicked"
-    return (f"QEMU exited without a word, as it does when killed with SIGKILL (or by the out-of-memory killer); vng "
-            f"exited with status {vng_status}")
+    return (
+        f"QEMU exited without a word, as it does when killed with SIGKILL (or by the out-of-memory killer); vng "
+        f"exited with status {vng_status}"
+    )
 
 
 def _read_text(path: Path) -> str:

@@ -17,8 +17,13 @@ from quicbed.errors import VmError
 IN_VM_VARIABLE = "QUICBED_IN_VM"
 BASE_MODULES = ("sch_netem",)
 #: modules a caller may ask for by feature name
-FEATURE_MODULES = {"netem": "sch_netem", "mac80211_hwsim": "mac80211_hwsim", "hwsim": "mac80211_hwsim",
-                   "openvswitch": "openvswitch", "ovs": "openvswitch"}
+FEATURE_MODULES = {
+    "netem": "sch_netem",
+    "mac80211_hwsim": "mac80211_hwsim",
+    "hwsim": "mac80211_hwsim",
+    "openvswitch": "openvswitch",
+    "ovs": "openvswitch",
+}
 EXIT_MODULE_FAILED = 125
 
 
@@ -30,8 +35,9 @@ def parse_module_spec(spec: str) -> tuple[str, list[str]]:
     """``"mac80211_hwsim radios=0"`` -> (``"mac80211_hwsim"``, ``["radios=0"]``); feature names map to modules."""
     parts = spec.split()
     if not parts or not _MODULE.fullmatch(parts[0]):
-        raise VmError(f"not a kernel module name: {spec!r} (expected e.g. 'mac80211_hwsim' or "
-                      f"'mac80211_hwsim radios=0')")
+        raise VmError(
+            f"not a kernel module name: {spec!r} (expected e.g. 'mac80211_hwsim' or 'mac80211_hwsim radios=0')"
+        )
     for parameter in parts[1:]:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+(=[A-Za-z0-9_.,:\-]*)?", parameter):
             raise VmError(f"module parameter {parameter!r} of {parts[0]} is not of the form name=value")
@@ -62,8 +68,13 @@ def source_root() -> str | None:
 MACHINE_VARIABLE = "QUICBED_MACHINE"
 
 
-def guest_environment(env: Mapping[str, str] | None = None, *, host_env: Mapping[str, str] | None = None,
-                      python: str | None = None, emulated_cpu: bool = True) -> dict[str, str]:
+def guest_environment(
+    env: Mapping[str, str] | None = None,
+    *,
+    host_env: Mapping[str, str] | None = None,
+    python: str | None = None,
+    emulated_cpu: bool = True,
+) -> dict[str, str]:
     """The environment the command gets in the guest (the guest starts with almost none).
 
     PATH starts with the directory of this Python (pyenv shims are not usable there),
@@ -133,9 +144,16 @@ while True:
 '''
 
 
-def render_job_script(job_dir: Path | str, argv: Sequence[str], cwd: Path | str, env: Mapping[str, str],
-                      modules: Sequence[str] = BASE_MODULES, *, nofile: int = 65536,
-                      python: str | None = None) -> str:
+def render_job_script(
+    job_dir: Path | str,
+    argv: Sequence[str],
+    cwd: Path | str,
+    env: Mapping[str, str],
+    modules: Sequence[str] = BASE_MODULES,
+    *,
+    nofile: int = 65536,
+    python: str | None = None,
+) -> str:
     """The POSIX sh script the guest runs (pure: no files touched)."""
     if not argv:
         raise VmError("no command given to run in the microVM")
@@ -154,16 +172,16 @@ def render_job_script(job_dir: Path | str, argv: Sequence[str], cwd: Path | str,
         lines.append(f"export {key}={q(value)}")
     lines += [
         f"ulimit -n {int(nofile)} 2>/dev/null || ulimit -n 4096 2>/dev/null || true",
-        ": > \"$JOB/output\"",
+        ': > "$JOB/output"',
         "status=0",
     ]
     for spec in modules:
         name, params = parse_module_spec(spec)
         command = " ".join(q(part) for part in ["modprobe", name, *params])
         lines += [
-            f"if [ $status -eq 0 ] && ! {command} >> \"$JOB/output\" 2>&1; then",
-            f"  echo {q(name)} > \"$JOB/module-failed\"",
-            f"  echo \"quicbed-vm: could not load the kernel module {name}\" >> \"$JOB/output\"",
+            f'if [ $status -eq 0 ] && ! {command} >> "$JOB/output" 2>&1; then',
+            f'  echo {q(name)} > "$JOB/module-failed"',
+            f'  echo "quicbed-vm: could not load the kernel module {name}" >> "$JOB/output"',
             f"  status={EXIT_MODULE_FAILED}",
             "fi",
         ]
@@ -172,10 +190,10 @@ def render_job_script(job_dir: Path | str, argv: Sequence[str], cwd: Path | str,
     lines += [
         "if [ $status -eq 0 ]; then",
         f"  if cd {q(str(cwd))}; then",
-        f"    {command} >> \"$JOB/output\" 2>&1 < /dev/null",
+        f'    {command} >> "$JOB/output" 2>&1 < /dev/null',
         "    status=$?",
         "  else",
-        f"    echo \"quicbed-vm: cannot change to the directory {cwd}\" >> \"$JOB/output\"",
+        f'    echo "quicbed-vm: cannot change to the directory {cwd}" >> "$JOB/output"',
         "    status=126",
         "  fi",
         "fi",

@@ -89,8 +89,11 @@ class Lab:
         try:
             module = module_from_file(path, module_name, register=True)
         except Exception as error:  # noqa: BLE001 - any fault in a teacher's file, reported as such
-            raise SpecError(f"the checks do not load: {type(error).__name__}: {error}", source=str(path),
-                            fix="fix checks.py (python3 -m py_compile shows syntax errors)") from None
+            raise SpecError(
+                f"the checks do not load: {type(error).__name__}: {error}",
+                source=str(path),
+                fix="fix checks.py (python3 -m py_compile shows syntax errors)",
+            ) from None
         if module is None:
             raise SpecError("cannot load the checks", source=str(path))
         found = [getattr(value, CHECK_MARK) for value in vars(module).values() if hasattr(value, CHECK_MARK)]
@@ -100,9 +103,11 @@ class Lab:
         for item in found:
             for need in item.needs:
                 if need not in earlier:
-                    raise SpecError(f"check {item.name} needs {need!r}, which is not a check defined before it",
-                                    source=str(path), fix=f"use one of {', '.join(earlier) or '(none yet)'}, "
-                                                          "or move the check it needs above it")
+                    raise SpecError(
+                        f"check {item.name} needs {need!r}, which is not a check defined before it",
+                        source=str(path),
+                        fix=f"use one of {', '.join(earlier) or '(none yet)'}, or move the check it needs above it",
+                    )
             earlier.append(item.name)
         return found
 
@@ -139,8 +144,11 @@ def load_lab(folder: Path) -> Lab:
     for key in data:
         if key not in FIELDS:
             close = difflib.get_close_matches(str(key), FIELDS, n=1)
-            raise doc.error(f"unknown field {key!r}", str(key),
-                            fix=f"did you mean {close[0]!r}?" if close else f"use {', '.join(FIELDS)}")
+            raise doc.error(
+                f"unknown field {key!r}",
+                str(key),
+                fix=f"did you mean {close[0]!r}?" if close else f"use {', '.join(FIELDS)}",
+            )
     for key in ("title", "summary"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise doc.error(f"{key} is missing", key, fix=f"write {key}: <text>")
@@ -153,16 +161,28 @@ def load_lab(folder: Path) -> Lab:
     files = data.get("files")
     if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         raise doc.error("files must list what the student hands in", "files", fix="write files: [topology.py]")
-    lab = Lab(folder.name, folder, data["title"].strip(), " ".join(data["summary"].split()), backend,
-              data.get("minutes", 30), tuple(files), _run_sizes(doc, data.get("run")), data.get("order", 100))
+    lab = Lab(
+        folder.name,
+        folder,
+        data["title"].strip(),
+        " ".join(data["summary"].split()),
+        backend,
+        data.get("minutes", 30),
+        tuple(files),
+        _run_sizes(doc, data.get("run")),
+        data.get("order", 100),
+    )
     if not lab.handout.is_file():
         raise SpecError("the lab has no handout.md", source=str(folder), fix="write the task in handout.md")
     # a copy for students may leave solution/ out (docs/labs.md); one that is there is complete
     for part in (lab.starter, *([lab.solution] if lab.solution.exists() else [])):
         missing = [name for name in lab.files if not (part / name).is_file()]
         if missing:
-            raise doc.error(f"{', '.join(missing)} missing from {part.name}/", "files",
-                            fix=f"add them to {part} or remove them from files")
+            raise doc.error(
+                f"{', '.join(missing)} missing from {part.name}/",
+                "files",
+                fix=f"add them to {part} or remove them from files",
+            )
     if not (folder / "checks.py").is_file():
         raise SpecError("the lab has no checks.py", source=str(folder), fix="write its checks in checks.py")
     return lab
@@ -184,8 +204,14 @@ def find_lab(name: str) -> Lab:
     for base in lab_folders():
         if (base / name / LAB_FILE).is_file():
             return load_lab(base / name)
-    names = [folder.name for base in lab_folders() if base.is_dir() for folder in sorted(base.iterdir())
-             if (folder / LAB_FILE).is_file()]
+    names = [
+        folder.name
+        for base in lab_folders()
+        if base.is_dir()
+        for folder in sorted(base.iterdir())
+        if (folder / LAB_FILE).is_file()
+    ]
     close = difflib.get_close_matches(name, names, n=1)
-    raise SpecError(f"no lab named {name!r}", field="NAME",
-                    fix=f"did you mean {close[0]!r}?" if close else "see 'quicbed lab list'")
+    raise SpecError(
+        f"no lab named {name!r}", field="NAME", fix=f"did you mean {close[0]!r}?" if close else "see 'quicbed lab list'"
+    )

@@ -55,17 +55,18 @@ class Check:
     function: Callable[[Any], Verdict]
 
 
-def check(title: str, *, expected: str = "", hint: str = "", points: int = 1,
-          needs: Sequence[str] = ()) -> Callable[[Callable[[Any], Verdict]], Callable[[Any], Verdict]]:
+def check(
+    title: str, *, expected: str = "", hint: str = "", points: int = 1, needs: Sequence[str] = ()
+) -> Callable[[Callable[[Any], Verdict]], Callable[[Any], Verdict]]:
     """Mark ``function`` as one of the lab's checks (run in the order they are defined).
     ``needs``: names of checks that must pass first; if one did not, this one fails saying so."""
     if points < 0:
         raise ValueError("points must not be negative")
 
     def mark(function: Callable[[Any], Verdict]) -> Callable[[Any], Verdict]:
-        setattr(function, CHECK_MARK, Check(function.__name__, title, expected, hint, points, tuple(needs),
-                                            function))
+        setattr(function, CHECK_MARK, Check(function.__name__, title, expected, hint, points, tuple(needs), function))
         return function
+
     return mark
 
 
@@ -117,12 +118,20 @@ class ScoreSheet:
     def to_dict(self) -> dict[str, Any]:
         from quicbed import __version__
 
-        return {"lab": self.lab, "title": self.title, "folder": self.folder, "backend": self.backend,
-                "score": self.score, "total": self.total,
-                **{status: self.count(status) for status in STATUSES},
-                "exit_status": self.exit_status, "started_at": self.started_at, "seconds": round(self.seconds, 1),
-                "quicbed_version": __version__,
-                "checks": [{**asdict(result), "score": result.score} for result in self.results]}
+        return {
+            "lab": self.lab,
+            "title": self.title,
+            "folder": self.folder,
+            "backend": self.backend,
+            "score": self.score,
+            "total": self.total,
+            **{status: self.count(status) for status in STATUSES},
+            "exit_status": self.exit_status,
+            "started_at": self.started_at,
+            "seconds": round(self.seconds, 1),
+            "quicbed_version": __version__,
+            "checks": [{**asdict(result), "score": result.score} for result in self.results],
+        }
 
 
 def _outcome(item: Check, session: Any) -> tuple[str, str, str | None, str | None]:
@@ -139,15 +148,26 @@ def _outcome(item: Check, session: Any) -> tuple[str, str, str | None, str | Non
         return "fail", str(error), None, None
     except Exception as error:  # noqa: BLE001 - a fault in the lab's checks: report it, go on
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return "fail", (f"the check itself failed ({type(error).__name__}: {error}, "
-                        f"{where.filename}:{where.lineno}); tell your teacher"), None, None
+        return (
+            "fail",
+            (
+                f"the check itself failed ({type(error).__name__}: {error}, "
+                f"{where.filename}:{where.lineno}); tell your teacher"
+            ),
+            None,
+            None,
+        )
     if not isinstance(verdict, Verdict):
         return "fail", f"the check returned {verdict!r} instead of a Verdict; tell your teacher", None, None
     return ("pass" if verdict.passed else "fail"), verdict.seen, verdict.expected, verdict.hint
 
 
-def run_checks(checks: Sequence[Check], session: Any, sheet: ScoreSheet,
-               progress: Callable[[int, int, CheckResult | None, Check], None] | None = None) -> ScoreSheet:
+def run_checks(
+    checks: Sequence[Check],
+    session: Any,
+    sheet: ScoreSheet,
+    progress: Callable[[int, int, CheckResult | None, Check], None] | None = None,
+) -> ScoreSheet:
     """Run ``checks`` in order into ``sheet``; ``progress`` hears of each before and after."""
     began = time.monotonic()
     status_of: dict[str, str] = {}
@@ -166,10 +186,16 @@ def run_checks(checks: Sequence[Check], session: Any, sheet: ScoreSheet,
         else:
             status, seen, expected, hint = _outcome(item, session)
         status_of[item.name] = status
-        result = CheckResult(item.name, item.title, status, seen,
-                             expected if expected is not None else item.expected,
-                             (hint if hint is not None else item.hint) if status == "fail" else "",
-                             item.points, round(time.monotonic() - started, 2))
+        result = CheckResult(
+            item.name,
+            item.title,
+            status,
+            seen,
+            expected if expected is not None else item.expected,
+            (hint if hint is not None else item.hint) if status == "fail" else "",
+            item.points,
+            round(time.monotonic() - started, 2),
+        )
         sheet.results.append(result)
         if progress:
             progress(number, len(checks), result, item)

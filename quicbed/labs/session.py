@@ -64,8 +64,11 @@ class ExperimentOutcome:
     def runs(self, **cell: Any) -> list[dict[str, Any]]:
         """Measured (non-warm-up) runs whose cell has these values, e.g. ``transport="tcp"``;
         matrix axes with dots are passed as a dict: ``runs(**{"link.bottleneck.loss": 5})``."""
-        return [row for row in self.rows if not row.get("warmup")
-                and all(row.get("cell", {}).get(axis) == value for axis, value in cell.items())]
+        return [
+            row
+            for row in self.rows
+            if not row.get("warmup") and all(row.get("cell", {}).get(axis) == value for axis, value in cell.items())
+        ]
 
     def values(self, metric: str, **cell: Any) -> list[float]:
         """``metric`` of the matching runs that completed and measured it."""
@@ -91,11 +94,15 @@ class ExperimentOutcome:
         if failed:
             seen += f" (not ok: {'; '.join(failed)})"
         if late:
-            seen += (f"; invalid, the channel behind real time (this machine was busy; the cell's valid runs "
-                     f"count): {'; '.join(late)}")
+            seen += (
+                f"; invalid, the channel behind real time (this machine was busy; the cell's valid runs "
+                f"count): {'; '.join(late)}"
+            )
         if unjudged:
-            seen += (f"; no valid run in {', '.join(unjudged)}: run the check again on a machine with a "
-                     "core free for the channel")
+            seen += (
+                f"; no valid run in {', '.join(unjudged)}: run the check again on a machine with a "
+                "core free for the channel"
+            )
         return Verdict(bool(runs) and not failed and not unjudged, seen)
 
 
@@ -114,8 +121,11 @@ class CheckSession:
     def file(self, name: str) -> Path:
         path = self.folder / name
         if not path.is_file():
-            raise StudentError(f"{name} is missing", source=str(self.folder),
-                               fix=f"write it, or start again from the lab's: quicbed lab start {self.lab.name} DIR")
+            raise StudentError(
+                f"{name} is missing",
+                source=str(self.folder),
+                fix=f"write it, or start again from the lab's: quicbed lab start {self.lab.name} DIR",
+            )
         return path
 
     def topology(self, name: str = "topology.py", **params: Any) -> Topology:
@@ -125,16 +135,23 @@ class CheckSession:
         """The student's answers: a YAML mapping of question names to values."""
         doc = load_yaml(self.file(name))
         if not isinstance(doc.data, dict):
-            raise StudentError("answers are a mapping of question: answer", source=str(doc.path),
-                               fix="keep the layout of the lab's answers.yaml")
+            raise StudentError(
+                "answers are a mapping of question: answer",
+                source=str(doc.path),
+                fix="keep the layout of the lab's answers.yaml",
+            )
         return doc.data
 
     def answer(self, key: str, name: str = "answers.yaml") -> float:
         """One numeric answer; a missing or non-numeric one is the student's error."""
         value = self.answers(name).get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise StudentError(f"{key} has no number (found {value!r})", source=str(self.folder / name), field=key,
-                               fix="write the value you measured, e.g. 12.5")
+            raise StudentError(
+                f"{key} has no number (found {value!r})",
+                source=str(self.folder / name),
+                field=key,
+                fix="write the value you measured, e.g. 12.5",
+            )
         return float(value)
 
     # -- networks ----------------------------------------------------------------------------
@@ -148,8 +165,9 @@ class CheckSession:
             wanted = "ns3" if kernel_problem("netns", topology) else "netns"
         lacking = kernel_problem(wanted, topology)
         if lacking:
-            raise CannotCheck(f"{lacking}, which the {wanted} backend needs for this topology (check in a guest "
-                              "kernel: add --vm)")
+            raise CannotCheck(
+                f"{lacking}, which the {wanted} backend needs for this topology (check in a guest kernel: add --vm)"
+            )
         missing = unavailable(wanted)
         if missing:
             raise CannotCheck(f"the {wanted} backend is not available here: {missing}")
@@ -174,8 +192,9 @@ class CheckSession:
             self.backends_used.append(backend)
         return network
 
-    def ping(self, network: Network, source: str, destination: str, count: int = 20,
-             interval: float = 0.05) -> ping.PingResult:
+    def ping(
+        self, network: Network, source: str, destination: str, count: int = 20, interval: float = 0.05
+    ) -> ping.PingResult:
         self.log(f"ping {source} -> {destination}, {count} probes")
         return ping.ping(network.node(source), network.node(destination).address, count=count, interval=interval)
 
@@ -209,11 +228,21 @@ class CheckSession:
             shutil.rmtree(previous, ignore_errors=True)
             out.rename(previous)
         out.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "quicbed", "run", str(path), "--out", str(out), "--yes",
-                *self.lab.run.arguments()]
+        argv = [
+            sys.executable,
+            "-m",
+            "quicbed",
+            "run",
+            str(path),
+            "--out",
+            str(out),
+            "--yes",
+            *self.lab.run.arguments(),
+        ]
         self.log(f"running {name}: quicbed run {name} {' '.join(self.lab.run.arguments())}")
-        with subprocess.Popen(argv, cwd=self.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) as process:
+        with subprocess.Popen(
+            argv, cwd=self.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as process:
             assert process.stdout is not None
             with (out.parent / f"{path.stem}.log").open("w") as saved:
                 for line in process.stdout:
@@ -221,8 +250,10 @@ class CheckSession:
                     if SHOWN_RUN_LINES.match(line):  # progress and problems; the report's tables stay in the log
                         self.log("  " + line.rstrip())
         if not (out / RESULTS_FILE).exists():
-            raise QuicbedError(f"quicbed run {name} stopped (exit {process.returncode}) before any run: "
-                               f"see {out.parent / (path.stem + '.log')}")
+            raise QuicbedError(
+                f"quicbed run {name} stopped (exit {process.returncode}) before any run: "
+                f"see {out.parent / (path.stem + '.log')}"
+            )
         outcome = ExperimentOutcome.read(path, out, process.returncode)
         backend = outcome.metadata.get("backend") or (outcome.rows[0].get("backend") if outcome.rows else None)
         if backend and backend not in self.backends_used:

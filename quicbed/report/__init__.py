@@ -9,5 +9,4 @@ write the pages and ``build`` ties them together.
 from quicbed.report.build import ReportOptions, ReportResult, build_report
 from quicbed.report.load import ReportError, LoadedResults, load_results
 
-__all__ = ["ReportError", "ReportOptions", "ReportResult", "LoadedResults", "build_report",
-           "load_results"]
+__all__ = ["ReportError", "ReportOptions", "ReportResult", "LoadedResults", "build_report", "load_results"]

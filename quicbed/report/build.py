@@ -78,16 +78,17 @@ def build_report(folder: Path, options: ReportOptions | None = None) -> ReportRe
     results = load_results(folder)
     baseline = choose_baseline(results, options.baseline)
     metrics = select_metrics(results, options.metrics, study_metrics(results) or HEADLINE, options.include_invalid)
-    summary = summarize_results(results, metrics, baseline, options.include_invalid,
-                                study_headline_metric(results))
+    summary = summarize_results(results, metrics, baseline, options.include_invalid, study_headline_metric(results))
     any_counted = bool(counted(results.runs, options.include_invalid).any())
     figures = Figures()
     if options.plots and any_counted:
         figures = make_figures(results, summary, metrics, options.max_runs_per_figure, say)
     elif not options.plots:
         figures.notes.append("figures not drawn (--no-plots)")
-    written = [write_text_atomic(folder / SUMMARY_CSV, summary.table.to_csv(index=False)),
-               write_text_atomic(folder / RUNS_CSV, results.runs.to_csv(index=False))]
+    written = [
+        write_text_atomic(folder / SUMMARY_CSV, summary.table.to_csv(index=False)),
+        write_text_atomic(folder / RUNS_CSV, results.runs.to_csv(index=False)),
+    ]
     outputs = [SUMMARY_CSV, RUNS_CSV]
     if not summary.gains.empty:
         written.append(write_text_atomic(folder / GAINS_CSV, summary.gains.to_csv(index=False)))
@@ -98,12 +99,22 @@ def build_report(folder: Path, options: ReportOptions | None = None) -> ReportRe
     if not any_counted:
         runs = results.runs
         statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
-        first = next((f"{run.run_id!s}: {run.error or run.invalid_reasons!s}" for run in runs.itertuples()
-                      if run.status != "ok" and (run.error or run.invalid_reasons)), "")
-        hint = (" (fix: --include-invalid counts invalid runs)" if (runs["status"] == "invalid").any()
-                and not options.include_invalid else
-                f" (fix: see {folder}/runs/RUN/logs/ for why they failed, then run the experiment again)")
-        raise ReportError(f"no run in {folder} counts for the statistics ({statuses or 'no runs'}"
-                          f"{'; only warm-up runs are ok' if (runs['status'] == 'ok').any() else ''})"
-                          f"{'; first: ' + first if first else ''}; {folder / INDEX_HTML} lists them{hint}")
+        first = next(
+            (
+                f"{run.run_id!s}: {run.error or run.invalid_reasons!s}"
+                for run in runs.itertuples()
+                if run.status != "ok" and (run.error or run.invalid_reasons)
+            ),
+            "",
+        )
+        hint = (
+            " (fix: --include-invalid counts invalid runs)"
+            if (runs["status"] == "invalid").any() and not options.include_invalid
+            else f" (fix: see {folder}/runs/RUN/logs/ for why they failed, then run the experiment again)"
+        )
+        raise ReportError(
+            f"no run in {folder} counts for the statistics ({statuses or 'no runs'}"
+            f"{'; only warm-up runs are ok' if (runs['status'] == 'ok').any() else ''})"
+            f"{'; first: ' + first if first else ''}; {folder / INDEX_HTML} lists them{hint}"
+        )
     return ReportResult(results, summary, metrics, figures, written)

@@ -24,8 +24,21 @@ from quicbed.report.load import LoadedResults, ReportError, load_results
 from quicbed.report.summary import catalogue_entry, counted
 
 #: the table's columns besides the matched axes
-COLUMNS = ("folder", "metric", "n_first", "n_second", "mean_first", "mean_second", "gain", "gain_low", "gain_high",
-           "difference", "difference_low", "difference_high", "note")
+COLUMNS = (
+    "folder",
+    "metric",
+    "n_first",
+    "n_second",
+    "mean_first",
+    "mean_second",
+    "gain",
+    "gain_low",
+    "gain_high",
+    "difference",
+    "difference_low",
+    "difference_high",
+    "note",
+)
 
 
 @dataclass
@@ -41,8 +54,11 @@ class Comparison:
 
 
 def _cell_key(runs: pd.DataFrame, axes: list[str]) -> pd.Series:
-    return runs[axes].apply(lambda row: json.dumps({axis: str(row[axis]) for axis in axes}), axis=1) \
-        if axes else pd.Series(["{}"] * len(runs), index=runs.index, dtype=object)
+    return (
+        runs[axes].apply(lambda row: json.dumps({axis: str(row[axis]) for axis in axes}), axis=1)
+        if axes
+        else pd.Series(["{}"] * len(runs), index=runs.index, dtype=object)
+    )
 
 
 def _held(results: LoadedResults, runs: pd.DataFrame, axes: list[str], where: Mapping[str, str]) -> pd.DataFrame:
@@ -52,19 +68,28 @@ def _held(results: LoadedResults, runs: pd.DataFrame, axes: list[str], where: Ma
         if axis in results.axes:
             runs = runs[runs[axis].astype(str) == value]
             if runs.empty:
-                raise ReportError(f"{results.path}: no counted run has {axis}={value} (fix: one of "
-                                  f"{', '.join(sorted(set(results.runs[axis].astype(str))))})")
+                raise ReportError(
+                    f"{results.path}: no counted run has {axis}={value} (fix: one of "
+                    f"{', '.join(sorted(set(results.runs[axis].astype(str))))})"
+                )
     for axis in axes:
         values = sorted(set(runs[axis].astype(str)))
         if len(values) > 1:
-            raise ReportError(f"{results.path} varies {axis} ({', '.join(values)}) and another folder does not: "
-                              f"its cells would be pooled over it (fix: --where {axis}={values[0]}, or compare "
-                              "folders with the same matrix)")
+            raise ReportError(
+                f"{results.path} varies {axis} ({', '.join(values)}) and another folder does not: "
+                f"its cells would be pooled over it (fix: --where {axis}={values[0]}, or compare "
+                "folders with the same matrix)"
+            )
     return runs
 
 
-def compare_folders(folders: Sequence[Path], metrics: list[str], include_invalid: bool = False,
-                    confidence: float = 0.95, where: Mapping[str, str] | None = None) -> Comparison:
+def compare_folders(
+    folders: Sequence[Path],
+    metrics: list[str],
+    include_invalid: bool = False,
+    confidence: float = 0.95,
+    where: Mapping[str, str] | None = None,
+) -> Comparison:
     """Every folder after the first against the first, cell by cell."""
     if len(folders) < 2:
         raise ReportError("compare needs two folders or more (fix: quicbed compare REFERENCE OTHER...)")
@@ -72,8 +97,10 @@ def compare_folders(folders: Sequence[Path], metrics: list[str], include_invalid
     loaded = [load_results(folder) for folder in folders]
     unknown = [axis for axis in where if not any(axis in results.axes for results in loaded)]
     if unknown:
-        raise ReportError(f"--where {unknown[0]}: no folder varies it (fix: one of "
-                          f"{', '.join(sorted({a for r in loaded for a in r.axes}))})")
+        raise ReportError(
+            f"--where {unknown[0]}: no folder varies it (fix: one of "
+            f"{', '.join(sorted({a for r in loaded for a in r.axes}))})"
+        )
     shared = [axis for axis in loaded[0].axes if all(axis in results.axes for results in loaded)]
     shared = [axis for axis in shared if axis not in where]
     runs = []
@@ -99,8 +126,10 @@ def compare_folders(folders: Sequence[Path], metrics: list[str], include_invalid
                 if row is not None:
                     rows.append({**json.loads(key), "folder": str(results.path), **row})
     if not rows:
-        raise ReportError(f"{', '.join(map(str, folders))} share no cell with a counted run of {', '.join(metrics)} "
-                          "(fix: compare folders with shared axes, and name metrics they have with --metrics)")
+        raise ReportError(
+            f"{', '.join(map(str, folders))} share no cell with a counted run of {', '.join(metrics)} "
+            "(fix: compare folders with shared axes, and name metrics they have with --metrics)"
+        )
     return Comparison(loaded, shared, pd.DataFrame(rows, columns=[*shared, *COLUMNS]), runs, unmatched)
 
 
@@ -110,11 +139,20 @@ def _compared(part_a: pd.DataFrame, part_b: pd.DataFrame, metric: str, confidenc
     xa, xb = part_a[metric].dropna().to_numpy(float), part_b[metric].dropna().to_numpy(float)
     if not len(xa) or not len(xb):
         return None
-    row: dict[str, Any] = {"metric": metric, "n_first": len(xa), "n_second": len(xb),
-                           "mean_first": float(xa.mean()), "mean_second": float(xb.mean()),
-                           "gain": math.nan, "gain_low": math.nan, "gain_high": math.nan,
-                           "difference": float(xb.mean() - xa.mean()), "difference_low": math.nan,
-                           "difference_high": math.nan, "note": ""}
+    row: dict[str, Any] = {
+        "metric": metric,
+        "n_first": len(xa),
+        "n_second": len(xb),
+        "mean_first": float(xa.mean()),
+        "mean_second": float(xb.mean()),
+        "gain": math.nan,
+        "gain_low": math.nan,
+        "gain_high": math.nan,
+        "difference": float(xb.mean() - xa.mean()),
+        "difference_low": math.nan,
+        "difference_high": math.nan,
+        "note": "",
+    }
     try:
         result = stats.compare_means(xa, xb, confidence)
     except ValueError as error:  # fewer than two runs on a side
@@ -138,16 +176,20 @@ def figures(comparison: Comparison, metrics: list[str], folder: Path, confidence
         for name, runs in zip(names, comparison.runs):
             part = runs.dropna(subset=[metric]) if metric in runs else runs.iloc[:0]
             if not part.empty:
-                frames.append(stats.summarize(part.assign(cell=part["_cell"].map(_cell_label)), "cell", metric,
-                                              confidence).assign(folder=name))
+                frames.append(
+                    stats.summarize(
+                        part.assign(cell=part["_cell"].map(_cell_label)), "cell", metric, confidence
+                    ).assign(folder=name)
+                )
         if len(frames) < 2:
             continue
         summary = pd.concat(frames, ignore_index=True)
         entry = catalogue_entry(metric)
         scaled = summary.assign(**{column: summary[column] * entry.scale for column in ("mean", "ci_low", "ci_high")})
         stem = folder / f"compare-{metric}"
-        written += plots.bar_ci(scaled, stem, x="cell", hue="folder", ylabel=entry.axis_label,
-                                xlabel=", ".join(comparison.axes) or None)
+        written += plots.bar_ci(
+            scaled, stem, x="cell", hue="folder", ylabel=entry.axis_label, xlabel=", ".join(comparison.axes) or None
+        )
         scaled.to_csv(stem.with_suffix(".csv"), index=False)
         written.append(stem.with_suffix(".csv"))
     return written
@@ -176,9 +218,14 @@ def shown(row: pd.Series) -> tuple[str, str, str]:
     if not math.isnan(row["gain"]):
         change = f"{row['gain'] * 100:+.1f} % [{row['gain_low'] * 100:+.1f}, {row['gain_high'] * 100:+.1f}]"
     elif not math.isnan(row["difference_low"]):
-        change = (f"{value(row['difference'])}{unit} [{value(row['difference_low'])}, {value(row['difference_high'])}]"
-                  f" ({row['note']})")
+        change = (
+            f"{value(row['difference'])}{unit} [{value(row['difference_low'])}, {value(row['difference_high'])}]"
+            f" ({row['note']})"
+        )
     else:
         change = f"{value(row['difference'])}{unit} ({row['note']})"
-    return (f"{value(row['mean_first'])}{unit} (n={row['n_first']})",
-            f"{value(row['mean_second'])}{unit} (n={row['n_second']})", change)
+    return (
+        f"{value(row['mean_first'])}{unit} (n={row['n_first']})",
+        f"{value(row['mean_second'])}{unit} (n={row['n_second']})",
+        change,
+    )

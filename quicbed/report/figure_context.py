@@ -75,8 +75,9 @@ class FigureContext:
         except Exception as error:  # noqa: BLE001 (a broken artifact must not stop the report)
             self.out.notes.append(f"{title}: skipped ({type(error).__name__}: {error})")
             return
-        self.out.figures.append(FigureFile(stem, title, caption,
-                                           [Path(FIGURES_FOLDER) / path.name for path in written]))
+        self.out.figures.append(
+            FigureFile(stem, title, caption, [Path(FIGURES_FOLDER) / path.name for path in written])
+        )
 
     def skip(self, title: str, reason: str) -> None:
         self.out.notes.append(f"{title}: skipped ({reason})")

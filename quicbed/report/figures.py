@@ -34,8 +34,13 @@ from quicbed.report.study_figures import (
 from quicbed.report.summary import Summary
 
 
-def make_figures(results: LoadedResults, summary: Summary, metric_names: Sequence[str],
-                 max_runs: int = 3, progress: Progress | None = None) -> Figures:
+def make_figures(
+    results: LoadedResults,
+    summary: Summary,
+    metric_names: Sequence[str],
+    max_runs: int = 3,
+    progress: Progress | None = None,
+) -> Figures:
     """Draw every figure into RESULTS/report/ (PNG and SVG); each file appears only when
     complete (drawn in a staging folder, then renamed)."""
     out = Figures()
@@ -58,8 +63,11 @@ def make_figures(results: LoadedResults, summary: Summary, metric_names: Sequenc
             context.skip("single-run figures", "no counted run")
         else:
             say("drawing single-run figures")
-            for title, step in (("inter-packet times", ipt_figure),
-                                ("throughput bins", throughput_bins_figure), ("sequence diagrams", sequence_figures)):
+            for title, step in (
+                ("inter-packet times", ipt_figure),
+                ("throughput bins", throughput_bins_figure),
+                ("sequence diagrams", sequence_figures),
+            ):
                 _guarded(context, title, partial(step, context, candidates, where))
         _guarded(context, "bandwidth share", lambda: share_figures(context))
         _guarded(context, "client distributions", lambda: clients_figures(context))

@@ -12,14 +12,25 @@ from typing import Any
 
 from quicbed.report.tables import DASH, Table
 
-HEADER = ["host", "shard", "runs", "CPUs", "kernel", "code", "QUIC ceilings (bench/endpoints.py)",
-          "link rates accurate up to (bench/links.py)"]
+HEADER = [
+    "host",
+    "shard",
+    "runs",
+    "CPUs",
+    "kernel",
+    "code",
+    "QUIC ceilings (bench/endpoints.py)",
+    "link rates accurate up to (bench/links.py)",
+]
 
 
 def _endpoints(calibration: dict[str, Any]) -> str:
     measured = calibration.get("endpoints") or {}
-    parts = [f"{name} {float(entry['mbit_per_s']):.0f} Mbit/s ({entry.get('measured', '?')})"
-             for name, entry in sorted(measured.items()) if isinstance(entry, dict) and "mbit_per_s" in entry]
+    parts = [
+        f"{name} {float(entry['mbit_per_s']):.0f} Mbit/s ({entry.get('measured', '?')})"
+        for name, entry in sorted(measured.items())
+        if isinstance(entry, dict) and "mbit_per_s" in entry
+    ]
     return ", ".join(parts) or "not measured"
 
 
@@ -39,10 +50,16 @@ def _line(entry: dict[str, Any], runs: Any) -> list[str]:
     git = entry.get("git") or {}
     code = str(git.get("commit") or "")[:12] or (entry.get("versions") or {}).get("quicbed") or DASH
     calibration = entry.get("calibration") or {}
-    return [str(host.get("hostname") or DASH), f"{shard['index']}/{shard['count']}" if shard else "all",
-            str(runs), str(host.get("cpus") or DASH), str(host.get("kernel") or DASH),
-            code + (" (uncommitted changes)" if git.get("dirty") else ""), _endpoints(calibration),
-            _links(calibration)]
+    return [
+        str(host.get("hostname") or DASH),
+        f"{shard['index']}/{shard['count']}" if shard else "all",
+        str(runs),
+        str(host.get("cpus") or DASH),
+        str(host.get("kernel") or DASH),
+        code + (" (uncommitted changes)" if git.get("dirty") else ""),
+        _endpoints(calibration),
+        _links(calibration),
+    ]
 
 
 def hosts_table(metadata: dict[str, Any], recorded_runs: int) -> Table | None:

@@ -120,17 +120,25 @@ def environment_rows(metadata: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def html_table(table: Table, text_columns: int = 1) -> str:
-    head = "".join(f'<th class="{"text" if i < text_columns else ""}">{escape(h)}</th>'
-                   for i, h in enumerate(table.header))
-    body = "".join("<tr>" + "".join(f'<td class="{"text" if i < text_columns else ""}">{escape(c)}</td>'
-                                    for i, c in enumerate(row)) + "</tr>" for row in table.rows)
+    head = "".join(
+        f'<th class="{"text" if i < text_columns else ""}">{escape(h)}</th>' for i, h in enumerate(table.header)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="{"text" if i < text_columns else ""}">{escape(c)}</td>' for i, c in enumerate(row))
+        + "</tr>"
+        for row in table.rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _duration(run: Any) -> str:
     started, finished = run["started"], run["finished"]
-    if isinstance(started, (int, float)) and isinstance(finished, (int, float)) and not (
-            math.isnan(started) or math.isnan(finished)):
+    if (
+        isinstance(started, (int, float))
+        and isinstance(finished, (int, float))
+        and not (math.isnan(started) or math.isnan(finished))
+    ):
         return f"{finished - started:.1f} s"
     return "–"
 
@@ -141,39 +149,51 @@ def run_files(results: LoadedResults, folder: str) -> str:
     if not path.is_dir():
         return '<span class="note">run folder missing</span>'
     entries = sorted(path.iterdir(), key=lambda entry: (entry.is_dir(), entry.name))
-    links = [link(Path(folder) / entry.name, entry.name + ("/" if entry.is_dir() else ""))
-             for entry in entries if not entry.name.startswith(".")]
+    links = [
+        link(Path(folder) / entry.name, entry.name + ("/" if entry.is_dir() else ""))
+        for entry in entries
+        if not entry.name.startswith(".")
+    ]
     return f'<span class="files">{" ".join(links)}</span>'
 
 
 def runs_table(results: LoadedResults) -> str:
     axes_header = "".join(f'<th class="text">{escape(axis)}</th>' for axis in results.axes) or (
-        '<th class="text">cell</th>')
+        '<th class="text">cell</th>'
+    )
     rows = []
     for _, run in results.runs.iterrows():
         kind = "warmup" if run["warmup"] and run["status"] == "ok" else str(run["status"])
         reason = run["error"] if run["status"] != "invalid" else run["invalid_reasons"]
         cells = "".join(f'<td class="text">{escape(str(run[axis]))}</td>' for axis in results.axes) or (
-            f'<td class="text">{escape(str(run["cell"]))}</td>')
-        rows.append(f'<tr class="{escape(kind)}"><td class="text">{escape(run["run_id"])}</td>{cells}'
-                    f'<td>{escape(str(run["repetition"]))}{" (warm-up)" if run["warmup"] else ""}</td>'
-                    f'<td class="text">{escape(str(run["status"]))}</td><td>{_duration(run)}</td>'
-                    f'<td class="text">{escape(str(reason or ""))}</td>'
-                    f'<td class="text">{run_files(results, str(run["folder"]))}</td></tr>')
-    return (f'<table><thead><tr><th class="text">run</th>{axes_header}<th>repetition</th>'
-            '<th class="text">status</th><th>duration</th><th class="text">error / invalid because</th>'
-            f'<th class="text">artifacts</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+            f'<td class="text">{escape(str(run["cell"]))}</td>'
+        )
+        rows.append(
+            f'<tr class="{escape(kind)}"><td class="text">{escape(run["run_id"])}</td>{cells}'
+            f"<td>{escape(str(run['repetition']))}{' (warm-up)' if run['warmup'] else ''}</td>"
+            f'<td class="text">{escape(str(run["status"]))}</td><td>{_duration(run)}</td>'
+            f'<td class="text">{escape(str(reason or ""))}</td>'
+            f'<td class="text">{run_files(results, str(run["folder"]))}</td></tr>'
+        )
+    return (
+        f'<table><thead><tr><th class="text">run</th>{axes_header}<th>repetition</th>'
+        '<th class="text">status</th><th>duration</th><th class="text">error / invalid because</th>'
+        f'<th class="text">artifacts</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
 def _figure(figure: FigureFile) -> str:
     svg = f" {link(figure.svg, 'SVG')}" if figure.svg else ""
     data = f" {link(figure.csv, 'CSV')}" if figure.csv else ""
-    return (f'<figure><a href="{href(figure.png)}"><img src="{href(figure.png)}" alt="{escape(figure.title)}"></a>'
-            f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}{data}</figcaption></figure>")
+    return (
+        f'<figure><a href="{href(figure.png)}"><img src="{href(figure.png)}" alt="{escape(figure.title)}"></a>'
+        f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}{svg}{data}</figcaption></figure>"
+    )
 
 
-def render_html(results: LoadedResults, summary: Summary, metrics: list[str], figures: Figures,
-                outputs: list[str]) -> str:
+def render_html(
+    results: LoadedResults, summary: Summary, metrics: list[str], figures: Figures, outputs: list[str]
+) -> str:
     """The page; ``outputs`` are the report's own files (relative), linked at the top."""
     text_columns = max(1, len(summary.cell_columns) - 2)
     parts = [f"<h1>{escape(results.name)}</h1>"]
@@ -183,9 +203,14 @@ def render_html(results: LoadedResults, summary: Summary, metrics: list[str], fi
     parts.append("<p>Files: " + " · ".join(link(name) for name in [*outputs, *sources]) + "</p>")
     environment = environment_rows(results.metadata)
     if environment:
-        parts.append("<h2>Environment</h2><table><tbody>" + "".join(
-            f'<tr><th class="text">{escape(label)}</th><td class="text">{escape(value)}</td></tr>'
-            for label, value in environment) + "</tbody></table>")
+        parts.append(
+            "<h2>Environment</h2><table><tbody>"
+            + "".join(
+                f'<tr><th class="text">{escape(label)}</th><td class="text">{escape(value)}</td></tr>'
+                for label, value in environment
+            )
+            + "</tbody></table>"
+        )
     hosts = hosts_table(results.metadata, len(results.runs))
     if hosts is not None:
         parts += ["<h2>Hosts</h2>", html_table(hosts, text_columns=len(hosts.header))]
@@ -198,37 +223,52 @@ def render_html(results: LoadedResults, summary: Summary, metrics: list[str], fi
         parts.append(f'<p class="warning"><strong>{escape(headline)}</strong></p>')
     for figure in figures.headline:
         parts += [f"<h2>{escape(figure.title)}</h2>", _figure(figure)]
-    parts += ["<h2>Overview</h2>",
-              (f"<p>{len(results.runs)} run(s) recorded. Statistics use {counted} runs that are not warm-up runs: "
-               "mean ± half-width of the 95 % Student-t confidence interval.</p>"),
-              html_table(overview_table(summary, metrics), text_columns),
-              "<h2>Runs per cell</h2>", html_table(counts_table(summary), text_columns)]
+    parts += [
+        "<h2>Overview</h2>",
+        (
+            f"<p>{len(results.runs)} run(s) recorded. Statistics use {counted} runs that are not warm-up runs: "
+            "mean ± half-width of the 95 % Student-t confidence interval.</p>"
+        ),
+        html_table(overview_table(summary, metrics), text_columns),
+        "<h2>Runs per cell</h2>",
+        html_table(counts_table(summary), text_columns),
+    ]
     excluded = excluded_runs(results, summary.include_invalid)
     if excluded:
-        parts.append("<p>Failed and invalid runs:</p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in excluded)
-                     + "</ul>")
+        parts.append(
+            "<p>Failed and invalid runs:</p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in excluded) + "</ul>"
+        )
     flagged = cpu_bound_runs(results)
     if flagged:
-        parts.append("<p>CPU-bound runs (counted; <code>validity: {cpu_bound: exclude}</code> leaves them out):</p>"
-                     "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in flagged) + "</ul>")
+        parts.append(
+            "<p>CPU-bound runs (counted; <code>validity: {cpu_bound: exclude}</code> leaves them out):</p>"
+            "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in flagged) + "</ul>"
+        )
     unknown = cpu_unknown_runs(results)
     if unknown:
-        parts.append("<p>Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):</p>"
-                     "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in unknown) + "</ul>")
+        parts.append(
+            "<p>Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):</p>"
+            "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in unknown) + "</ul>"
+        )
     for column in metrics:
         parts += [f"<h2>{escape(metric_heading(column))}</h2>", html_table(metric_table(summary, column), text_columns)]
     if summary.baseline and not summary.gains.empty:
         others = max(0, len(summary.cell_columns) - 2 - (1 if "transport" in summary.cell_columns else 0))
-        parts += [f"<h2>Relative gain over {escape(summary.baseline)}</h2>",
-                  f"<p>{escape(gains_explanation(summary.baseline))}</p>",
-                  html_table(gains_table(summary, metrics), others + 2)]
+        parts += [
+            f"<h2>Relative gain over {escape(summary.baseline)}</h2>",
+            f"<p>{escape(gains_explanation(summary.baseline))}</p>",
+            html_table(gains_table(summary, metrics), others + 2),
+        ]
     if figures.figures:
         parts.append("<h2>Figures</h2>")
         parts += [_figure(figure) for figure in figures.figures]
     parts += ["<h2>Runs</h2>", runs_table(results)]
     notes = [*results.warnings, *figures.notes]
     if notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(note)}</li>' for note in notes)
-                     + "</ul>")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(results.name)}'
-            f"</title><style>{CSS}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+        parts.append(
+            "<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(note)}</li>' for note in notes) + "</ul>"
+        )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(results.name)}'
+        f"</title><style>{CSS}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )

@@ -25,9 +25,28 @@ METADATA_FILE = "metadata.json"
 EXPERIMENT_FILE = "experiment.yaml"
 
 #: the columns every runs frame has, before the cell axes and the metrics
-RUN_COLUMNS = ("run_id", "cell_index", "cell", "repetition", "warmup", "status", "error",
-               "invalid_reasons", "cpu_bound_reasons", "cpu_unknown_reasons", "attempt", "earlier_invalid",
-               "transport", "transport_kind", "folder", "started", "finished", "clock", "kernel", "host")
+RUN_COLUMNS = (
+    "run_id",
+    "cell_index",
+    "cell",
+    "repetition",
+    "warmup",
+    "status",
+    "error",
+    "invalid_reasons",
+    "cpu_bound_reasons",
+    "cpu_unknown_reasons",
+    "attempt",
+    "earlier_invalid",
+    "transport",
+    "transport_kind",
+    "folder",
+    "started",
+    "finished",
+    "clock",
+    "kernel",
+    "host",
+)
 #: why a record without ``cpu_unknown_reasons`` (written before runs said) and without CPU
 #: figures has an unknown CPU state
 NO_CPU_FIGURES = "no CPU figures in the record"
@@ -205,31 +224,45 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
         metric_names.update(metrics)
         reasons = record.get("invalid_reasons") or []
         earlier = record.get("earlier_attempts")
-        rows.append({
-            "run_id": str(record["run_id"]), "cell_index": index, "cell": cell_label(cell),
-            "repetition": record.get("repetition"), "warmup": bool(record.get("warmup", False)),
-            "status": str(record.get("status") or "unknown"), "error": record.get("error") or "",
-            "invalid_reasons": "; ".join(str(reason) for reason in reasons)
-            if isinstance(reasons, list) else str(reasons),
-            "cpu_bound_reasons": "; ".join(str(reason) for reason in record.get("cpu_bound_reasons") or []),
-            "cpu_unknown_reasons": cpu_unknown_text(record, metrics),
-            "attempt": int(record.get("attempt") or 1),
-            "earlier_invalid": sum(1 for attempt in earlier if isinstance(attempt, dict)
-                                   and attempt.get("status") == "invalid") if isinstance(earlier, list) else 0,
-            "transport": _transport_name(record),
-            "transport_kind": _transport_kind(record),
-            "folder": str(record.get("folder") or f"runs/{record['run_id']}"),
-            "started": record.get("started"), "finished": record.get("finished"),
-            "clock": str(record.get("clock") or "real"), "kernel": str(record.get("kernel") or ""),
-            "host": str(record.get("host") or ""),
-            "__cell": {axis: axis_value(value) for axis, value in cell.items()},
-            "__metrics": metrics,
-        })
+        rows.append(
+            {
+                "run_id": str(record["run_id"]),
+                "cell_index": index,
+                "cell": cell_label(cell),
+                "repetition": record.get("repetition"),
+                "warmup": bool(record.get("warmup", False)),
+                "status": str(record.get("status") or "unknown"),
+                "error": record.get("error") or "",
+                "invalid_reasons": "; ".join(str(reason) for reason in reasons)
+                if isinstance(reasons, list)
+                else str(reasons),
+                "cpu_bound_reasons": "; ".join(str(reason) for reason in record.get("cpu_bound_reasons") or []),
+                "cpu_unknown_reasons": cpu_unknown_text(record, metrics),
+                "attempt": int(record.get("attempt") or 1),
+                "earlier_invalid": sum(
+                    1 for attempt in earlier if isinstance(attempt, dict) and attempt.get("status") == "invalid"
+                )
+                if isinstance(earlier, list)
+                else 0,
+                "transport": _transport_name(record),
+                "transport_kind": _transport_kind(record),
+                "folder": str(record.get("folder") or f"runs/{record['run_id']}"),
+                "started": record.get("started"),
+                "finished": record.get("finished"),
+                "clock": str(record.get("clock") or "real"),
+                "kernel": str(record.get("kernel") or ""),
+                "host": str(record.get("host") or ""),
+                "__cell": {axis: axis_value(value) for axis, value in cell.items()},
+                "__metrics": metrics,
+            }
+        )
     # the transport axis is the run's "transport" column; other clashes with run fields get a prefix
     columns = {axis: (axis if axis == "transport" or axis not in RUN_COLUMNS else f"cell.{axis}") for axis in axes}
     ordered = _ordered_metrics(metric_names)
-    metric_columns = {name: (name if name not in RUN_COLUMNS and name not in columns.values()
-                             else f"metric.{name}") for name in ordered}
+    metric_columns = {
+        name: (name if name not in RUN_COLUMNS and name not in columns.values() else f"metric.{name}")
+        for name in ordered
+    }
     table = []
     for row in rows:
         values, measured = row.pop("__cell"), row.pop("__metrics")
@@ -238,8 +271,9 @@ def runs_frame(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, list[str], 
         table.append(row)
     axis_columns = [column for column in columns.values() if column not in RUN_COLUMNS]
     frame = pd.DataFrame(table, columns=[*RUN_COLUMNS, *axis_columns, *metric_columns.values()])
-    frame = frame.sort_values(["cell_index", "warmup", "run_id"], ascending=[True, False, True],
-                              kind="stable").reset_index(drop=True)
+    frame = frame.sort_values(
+        ["cell_index", "warmup", "run_id"], ascending=[True, False, True], kind="stable"
+    ).reset_index(drop=True)
     return frame, list(columns.values()), list(metric_columns.values())
 
 
@@ -272,30 +306,47 @@ def _transport_order(frame: pd.DataFrame, experiment: dict[str, Any]) -> list[st
 def load_results(folder: Path) -> LoadedResults:
     """Read a results folder; :class:`ReportError` when there is nothing to report on."""
     if folder.exists() and not folder.is_dir():
-        raise ReportError(f"{folder} is a file, not a results folder (fix: give the folder 'quicbed run' printed, "
-                          "e.g. results/NAME-YYYYMMDD-HHMMSS)")
+        raise ReportError(
+            f"{folder} is a file, not a results folder (fix: give the folder 'quicbed run' printed, "
+            "e.g. results/NAME-YYYYMMDD-HHMMSS)"
+        )
     if not folder.is_dir():
-        raise ReportError(f"results folder {folder} not found (fix: give the folder 'quicbed run' printed, "
-                          "e.g. results/NAME-YYYYMMDD-HHMMSS)")
+        raise ReportError(
+            f"results folder {folder} not found (fix: give the folder 'quicbed run' printed, "
+            "e.g. results/NAME-YYYYMMDD-HHMMSS)"
+        )
     results = folder / RESULTS_FILE
     if results.is_dir():
-        raise ReportError(f"{results} is a folder, not the file of run records (fix: give a folder written by "
-                          "'quicbed run')")
+        raise ReportError(
+            f"{results} is a folder, not the file of run records (fix: give a folder written by 'quicbed run')"
+        )
     if not results.exists():
-        raise ReportError(f"{folder} has no {RESULTS_FILE} (fix: give a folder written by 'quicbed run'; "
-                          "if its experiment has just started, wait until the first run has finished)")
+        raise ReportError(
+            f"{folder} has no {RESULTS_FILE} (fix: give a folder written by 'quicbed run'; "
+            "if its experiment has just started, wait until the first run has finished)"
+        )
     records, superseded, warnings = read_attempts(results)
     if not records:
-        raise ReportError(f"{results} holds no complete run record (fix: wait until the first run has "
-                          f"finished, or continue the experiment with 'quicbed run --resume --out {folder} "
-                          "EXPERIMENT')")
+        raise ReportError(
+            f"{results} holds no complete run record (fix: wait until the first run has "
+            f"finished, or continue the experiment with 'quicbed run --resume --out {folder} "
+            "EXPERIMENT')"
+        )
     metadata = read_json_object(folder / METADATA_FILE, warnings)
     experiment = _experiment_info(folder, metadata)
     frame, axes, metric_names = runs_frame(records)
     earlier = runs_frame(superseded)[0]
     return LoadedResults(
-        path=folder, name=str(experiment.get("name") or metadata.get("name") or folder.name),
+        path=folder,
+        name=str(experiment.get("name") or metadata.get("name") or folder.name),
         description=str(experiment.get("description") or metadata.get("description") or "").strip(),
-        metadata=metadata, records=records, runs=frame, axes=axes, metric_names=metric_names,
-        transports=_transport_order(frame, experiment), warnings=warnings, study=experiment.get("study"),
-        superseded=earlier)
+        metadata=metadata,
+        records=records,
+        runs=frame,
+        axes=axes,
+        metric_names=metric_names,
+        transports=_transport_order(frame, experiment),
+        warnings=warnings,
+        study=experiment.get("study"),
+        superseded=earlier,
+    )

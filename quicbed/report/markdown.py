@@ -63,16 +63,28 @@ def render_markdown(results: LoadedResults, summary: Summary, metrics: list[str]
     if results.description:
         parts += [results.description, ""]
     counted = "ok and invalid" if summary.include_invalid else "ok"
-    parts += [(f"Results folder `{results.path.name}`: {len(results.runs)} run(s) recorded. Statistics use "
-               f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
-               "interval. Base-unit values: `summary.csv`."),
-              ""]
+    parts += [
+        (
+            f"Results folder `{results.path.name}`: {len(results.runs)} run(s) recorded. Statistics use "
+            f"{counted} runs that are not warm-up runs; mean ± half-width of the 95 % Student-t confidence "
+            "interval. Base-unit values: `summary.csv`."
+        ),
+        "",
+    ]
     for headline in headlines(results.runs, summary):
         parts += [f"**{headline}**", ""]
     for figure in figures.headline:
         parts += [f"## {figure.title}", "", *_figure_markdown(figure)]
-    parts += ["## Overview", "", overview_table(summary, metrics).markdown(), "",
-              "## Runs per cell", "", counts_table(summary).markdown(), ""]
+    parts += [
+        "## Overview",
+        "",
+        overview_table(summary, metrics).markdown(),
+        "",
+        "## Runs per cell",
+        "",
+        counts_table(summary).markdown(),
+        "",
+    ]
     hosts = hosts_table(results.metadata, len(results.runs))
     if hosts is not None:
         parts += ["## Hosts", "", hosts.markdown(), ""]
@@ -81,18 +93,31 @@ def render_markdown(results: LoadedResults, summary: Summary, metrics: list[str]
         parts += ["Failed and invalid runs:", "", *(f"- {line}" for line in excluded), ""]
     flagged = cpu_bound_runs(results)
     if flagged:
-        parts += ["CPU-bound runs (counted; `validity: {cpu_bound: exclude}` leaves them out):", "",
-                  *(f"- {line}" for line in flagged), ""]
+        parts += [
+            "CPU-bound runs (counted; `validity: {cpu_bound: exclude}` leaves them out):",
+            "",
+            *(f"- {line}" for line in flagged),
+            "",
+        ]
     unknown = cpu_unknown_runs(results)
     if unknown:
-        parts += ["Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):", "",
-                  *(f"- {line}" for line in unknown), ""]
+        parts += [
+            "Runs whose CPU state is unknown (counted; whether they were CPU-bound cannot be told):",
+            "",
+            *(f"- {line}" for line in unknown),
+            "",
+        ]
     for column in metrics:
         parts += [f"## {metric_heading(column)}", "", metric_table(summary, column).markdown(), ""]
     if summary.baseline and not summary.gains.empty:
-        parts += [f"## Relative gain over {summary.baseline}", "",
-                  gains_explanation(summary.baseline), "",
-                  gains_table(summary, metrics).markdown(), ""]
+        parts += [
+            f"## Relative gain over {summary.baseline}",
+            "",
+            gains_explanation(summary.baseline),
+            "",
+            gains_table(summary, metrics).markdown(),
+            "",
+        ]
     if figures.figures:
         parts += ["## Figures", ""]
         for figure in figures.figures:

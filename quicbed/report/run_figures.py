@@ -68,8 +68,9 @@ def candidate_runs(context: FigureContext, runs: pd.DataFrame) -> dict[str, list
             continue
         medians = part.groupby("cell_index")[ranking].transform("median")
         distance = (part[ranking] - medians).abs().fillna(math.inf)
-        chosen[transport] = list(part.assign(distance=distance)
-                                 .sort_values(["distance", "run_id"], kind="stable")["folder"])
+        chosen[transport] = list(
+            part.assign(distance=distance).sort_values(["distance", "run_id"], kind="stable")["folder"]
+        )
     return chosen
 
 
@@ -93,8 +94,9 @@ def _own_flow(context: FigureContext, transport: str, packets: list) -> metrics.
 # --------------------------------------------------------------------------- single runs
 
 
-def _per_transport(candidates: dict[str, list[str]], extract: Callable[[str, str], tuple[pd.DataFrame, str] | None],
-                   limit: int = 1) -> tuple[list[pd.DataFrame], list[str]]:
+def _per_transport(
+    candidates: dict[str, list[str]], extract: Callable[[str, str], tuple[pd.DataFrame, str] | None], limit: int = 1
+) -> tuple[list[pd.DataFrame], list[str]]:
     """Frames from the first ``limit`` runs per transport that ``extract`` finds usable, with
     their labels; ``extract(transport, folder)`` gives None for a run that lacks the artifact."""
     frames, used = [], []
@@ -132,11 +134,14 @@ def ipt_figure(context: FigureContext, candidates: dict[str, list[str]], where: 
         context.skip(title, "no run has server.pcap")
         return
     gaps = pd.concat(frames, ignore_index=True)
-    context.draw("ipt-server", title,
-                 f"Gaps between consecutive data packets leaving the server (server.pcap), histogram "
-                 f"(share of gaps, log bins) and ECDF; dotted: 100 µs. Runs {', '.join(used)}"
-                 f"{f' ({where})' if where else ''}.",
-                 lambda stem: plots.ipt_plot(gaps, stem, group="transport"))
+    context.draw(
+        "ipt-server",
+        title,
+        f"Gaps between consecutive data packets leaving the server (server.pcap), histogram "
+        f"(share of gaps, log bins) and ECDF; dotted: 100 µs. Runs {', '.join(used)}"
+        f"{f' ({where})' if where else ''}.",
+        lambda stem: plots.ipt_plot(gaps, stem, group="transport"),
+    )
 
 
 def throughput_bins_figure(context: FigureContext, candidates: dict[str, list[str]], where: str) -> None:
@@ -153,10 +158,13 @@ def throughput_bins_figure(context: FigureContext, candidates: dict[str, list[st
         context.skip(title, "no run has client.pcap")
         return
     binned = pd.concat(frames, ignore_index=True)
-    context.draw("throughput-bins", title,
-                 f"Payload received per 50 ms bin at the client (client.pcap) from the first data packet, "
-                 f"one representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
-                 lambda stem: plots.throughput_bins_plot(binned, stem, group="transport", bin_width=BIN_WIDTH))
+    context.draw(
+        "throughput-bins",
+        title,
+        f"Payload received per 50 ms bin at the client (client.pcap) from the first data packet, "
+        f"one representative run per transport: {', '.join(used)}{f' ({where})' if where else ''}.",
+        lambda stem: plots.throughput_bins_plot(binned, stem, group="transport", bin_width=BIN_WIDTH),
+    )
 
 
 def sequence_figures(context: FigureContext, candidates: dict[str, list[str]], where: str) -> None:
@@ -169,12 +177,18 @@ def sequence_figures(context: FigureContext, candidates: dict[str, list[str]], w
             client = context.files.packets(folder, "client.pcap") or []
             flow = _own_flow(context, transport, client)
             rows = metrics.sequence_frame(server, client, flow)
-            offsets = ("TCP sequence/ACK numbers relative to the first data byte" if flow[4] == "tcp"
-                       else "payload bytes sent before each packet (QUIC encrypts its offsets)")
-            context.draw(f"sequence-{slug(transport or 'run')}", title,
-                         f"Run {Path(folder).name}{f' ({where})' if where else ''}: data packets sent at the "
-                         f"server, received at the client, lost, and the client's ACKs; offsets are {offsets}.",
-                         partial(plots.sequence_plot, rows))
+            offsets = (
+                "TCP sequence/ACK numbers relative to the first data byte"
+                if flow[4] == "tcp"
+                else "payload bytes sent before each packet (QUIC encrypts its offsets)"
+            )
+            context.draw(
+                f"sequence-{slug(transport or 'run')}",
+                title,
+                f"Run {Path(folder).name}{f' ({where})' if where else ''}: data packets sent at the "
+                f"server, received at the client, lost, and the client's ACKs; offsets are {offsets}.",
+                partial(plots.sequence_plot, rows),
+            )
             break
         else:
             context.skip(title, "no run has both server.pcap and client.pcap")
@@ -183,12 +197,15 @@ def sequence_figures(context: FigureContext, candidates: dict[str, list[str]], w
 def _flow_labels(flows: list[metrics.FlowKey]) -> dict[metrics.FlowKey, str]:
     protocols = ["quic" if flow[4] == "udp" else "tcp" for flow in flows]
     distinct = len(set(protocols)) == len(protocols)
-    return {flow: (f"{protocol} (port {flow[1]})" if distinct else f"flow {number + 1} ({flow[4]} {flow[1]})")
-            for number, (flow, protocol) in enumerate(zip(flows, protocols, strict=True))}
+    return {
+        flow: (f"{protocol} (port {flow[1]})" if distinct else f"flow {number + 1} ({flow[4]} {flow[1]})")
+        for number, (flow, protocol) in enumerate(zip(flows, protocols, strict=True))
+    }
 
 
-def _download_labels(context: FigureContext, run: pd.Series, flows: list[metrics.FlowKey]
-                     ) -> dict[metrics.FlowKey, str]:
+def _download_labels(
+    context: FigureContext, run: pd.Series, flows: list[metrics.FlowKey]
+) -> dict[metrics.FlowKey, str]:
     """Flows named by the download they carry (the server port in client.json and
     competitor.json, competitor-2.json, ...): the run's transport and its competitors'; others
     as _flow_labels."""
@@ -198,7 +215,8 @@ def _download_labels(context: FigureContext, run: pd.Series, flows: list[metrics
     rivals = [t.get("name") for t in competitor.get("transports", [competitor])]
     files = [("client.json", str(run["transport"]))] + [
         ("competitor.json" if number == 1 else f"competitor-{number}.json", f"{rival or 'competitor'} (competitor)")
-        for number, rival in enumerate(rivals, start=1)]
+        for number, rival in enumerate(rivals, start=1)
+    ]
     for name, label in files:
         path = context.files.path(run["folder"], name)
         try:
@@ -209,12 +227,14 @@ def _download_labels(context: FigureContext, run: pd.Series, flows: list[metrics
     return labels
 
 
-def flow_events(client: list, flows: list[metrics.FlowKey], labels: dict[metrics.FlowKey, str] | None = None
-                ) -> pd.DataFrame:
+def flow_events(
+    client: list, flows: list[metrics.FlowKey], labels: dict[metrics.FlowKey, str] | None = None
+) -> pd.DataFrame:
     """Per-packet rows (time, flow, bytes) of the data packets of ``flows``."""
     labels = labels or _flow_labels(flows)
-    rows = [(packet.ts, labels[flow], packet.payload_len)
-            for flow in flows for packet in metrics.data_packets(client, flow)]
+    rows = [
+        (packet.ts, labels[flow], packet.payload_len) for flow in flows for packet in metrics.data_packets(client, flow)
+    ]
     return pd.DataFrame(rows, columns=["time", "flow", "bytes"]).sort_values("time", kind="stable")
 
 
@@ -275,7 +295,7 @@ def sender_figures(context: FigureContext) -> None:
             read[folder] = _aligned_series(context, folder)
         return read[folder]
 
-    for key, part in groups[:MAX_SENDER_GROUPS if study is not None and study.series else 1]:
+    for key, part in groups[: MAX_SENDER_GROUPS if study is not None and study.series else 1]:
         values = key if isinstance(key, tuple) else (key,)
         where = ", ".join(f"{axis}={value}" for axis, value in zip(others, values))
         suffix = slug(" ".join(map(str, values))) if others else "all"
@@ -287,30 +307,41 @@ def sender_figures(context: FigureContext) -> None:
             folders.append(representative)
             chosen.append(_long(series_of(representative), _label(transport)).assign(run=Path(representative).name))
             # the band: the cell's runs in run order (not the most typical ones), at most MAX_BAND_RUNS
-            banded = [frame for folder in sorted(candidates)[:MAX_BAND_RUNS] if (frame := series_of(folder)) is not None]
+            banded = [
+                frame for folder in sorted(candidates)[:MAX_BAND_RUNS] if (frame := series_of(folder)) is not None
+            ]
             for column in SERIES:
                 band = median_band(banded, column, SENDER_STEP)
                 if not band.empty:
-                    every.append(band.rename(columns={"median": "value"}).assign(series=column,
-                                                                                 group=_label(transport)))
+                    every.append(
+                        band.rename(columns={"median": "value"}).assign(series=column, group=_label(transport))
+                    )
         title = f"Sender state over time{f' ({where})' if where else ''}"
         if not chosen:
             context.skip(title, "no run has server.qlog, tcp_probe.txt.gz or ss.txt (set qlog: true)")
             continue
         single, bands = pd.concat(chosen, ignore_index=True), pd.concat(every, ignore_index=True)
         capacity = _trace_capacity(context, folders[0], float(single["time"].max()))
-        traced = " Grey: the capacity of the trace the download crosses, in 100 ms bins." if capacity is not None else ""
+        traced = (
+            " Grey: the capacity of the trace the download crosses, in 100 ms bins." if capacity is not None else ""
+        )
         sources = "QUIC: server qlog; TCP: tcp_probe events or ss samples (docs/metrics.md)"
-        context.draw(f"sender-runs-{suffix}", f"{title}, one run per transport",
-                     f"cwnd, bytes in flight, smoothed (solid) and min (dotted) RTT and pacing rate of the run closest "
-                     f"to its cell's median, per transport; {sources}; time from the run's start.{traced}",
-                     partial(_sender_files, single, capacity))
-        context.draw(f"sender-cells-{suffix}", f"{title}, median of each cell",
-                     f"The same quantities, median over the runs of each cell (the first {MAX_BAND_RUNS} at most; "
-                     f"shaded: 25th-75th percentile) on a "
-                     f"{SENDER_STEP * 1000:.0f} ms grid, each run held at its last sample until its next and ending "
-                     f"with its transfer; {sources}.{traced}",
-                     partial(_sender_files, bands, capacity))
+        context.draw(
+            f"sender-runs-{suffix}",
+            f"{title}, one run per transport",
+            f"cwnd, bytes in flight, smoothed (solid) and min (dotted) RTT and pacing rate of the run closest "
+            f"to its cell's median, per transport; {sources}; time from the run's start.{traced}",
+            partial(_sender_files, single, capacity),
+        )
+        context.draw(
+            f"sender-cells-{suffix}",
+            f"{title}, median of each cell",
+            f"The same quantities, median over the runs of each cell (the first {MAX_BAND_RUNS} at most; "
+            f"shaded: 25th-75th percentile) on a "
+            f"{SENDER_STEP * 1000:.0f} ms grid, each run held at its last sample until its next and ending "
+            f"with its transfer; {sources}.{traced}",
+            partial(_sender_files, bands, capacity),
+        )
 
 
 def _sender_files(lines: pd.DataFrame, capacity: pd.DataFrame | None, stem: Path) -> list[Path]:
@@ -338,25 +369,43 @@ def share_figures(context: FigureContext) -> None:
                 events = flow_events(client, flows, labels)
                 binned = stats.binned_bytes(events, BIN_WIDTH)
                 shares = stats.bandwidth_share(binned)
-                per_flow = [8 * float(group["bytes"].sum()) / max(float(np.ptp(group["time"])), 1e-9)
-                            for _, group in events.groupby("flow", sort=False)]
+                per_flow = [
+                    8 * float(group["bytes"].sum()) / max(float(np.ptp(group["time"])), 1e-9)
+                    for _, group in events.groupby("flow", sort=False)
+                ]
                 jain = stats.jain_index(per_flow)
                 over_time = stats.jain_over_time(binned)
-                context.draw(f"share-{slug(run['run_id'])}", f"Bandwidth share ({run['cell']})",
-                             f"Share of the bytes per 50 ms bin of the {len(flows)} parallel data flows of run "
-                             f"{run['run_id']} ({run['cell']}), client capture. Jain's index of the flows' "
-                             f"throughputs: {jain:.3f}; mean per bin where all flows sent: "
-                             f"{over_time['jain'].mean():.3f}.",
-                             partial(plots.share_plot, shares))
+                context.draw(
+                    f"share-{slug(run['run_id'])}",
+                    f"Bandwidth share ({run['cell']})",
+                    f"Share of the bytes per 50 ms bin of the {len(flows)} parallel data flows of run "
+                    f"{run['run_id']} ({run['cell']}), client capture. Jain's index of the flows' "
+                    f"throughputs: {jain:.3f}; mean per bin where all flows sent: "
+                    f"{over_time['jain'].mean():.3f}.",
+                    partial(plots.share_plot, shares),
+                )
                 server = context.files.packets(run["folder"], "server.pcap")
                 if server:
-                    gaps = pd.concat([pd.DataFrame({"gap": metrics.inter_packet_times(metrics.data_packets(server, flow)),
-                                                    "flow": labels[flow]}) for flow in flows], ignore_index=True)
-                    context.draw(f"ipt-flows-{slug(run['run_id'])}", f"Inter-packet times per flow ({run['cell']})",
-                                 f"Gaps between consecutive data packets of each of the {len(flows)} parallel flows "
-                                 f"leaving the server (server.pcap) in run {run['run_id']} ({run['cell']}): histogram "
-                                 "(share of gaps, log bins) and ECDF; dotted: 100 µs.",
-                                 partial(plots.ipt_plot, gaps, group="flow"))
+                    gaps = pd.concat(
+                        [
+                            pd.DataFrame(
+                                {
+                                    "gap": metrics.inter_packet_times(metrics.data_packets(server, flow)),
+                                    "flow": labels[flow],
+                                }
+                            )
+                            for flow in flows
+                        ],
+                        ignore_index=True,
+                    )
+                    context.draw(
+                        f"ipt-flows-{slug(run['run_id'])}",
+                        f"Inter-packet times per flow ({run['cell']})",
+                        f"Gaps between consecutive data packets of each of the {len(flows)} parallel flows "
+                        f"leaving the server (server.pcap) in run {run['run_id']} ({run['cell']}): histogram "
+                        "(share of gaps, log bins) and ECDF; dotted: 100 µs.",
+                        partial(plots.ipt_plot, gaps, group="flow"),
+                    )
                 made += 1
             break  # one run per cell: cells are either parallel-flow cells or not
 
@@ -380,21 +429,26 @@ def mobility_figures(context: FigureContext) -> None:
         if not motion:
             continue
         client = context.files.run_record(run["folder"]).get("client")
-        stations = sorted((name for name, timeline in motion["stations"].items() if timeline["samples"]),
-                          key=lambda name: (name != client, name))[:MAX_MOVING_STATIONS]
+        stations = sorted(
+            (name for name, timeline in motion["stations"].items() if timeline["samples"]),
+            key=lambda name: (name != client, name),
+        )[:MAX_MOVING_STATIONS]
         for station in stations:
             timeline = motion["stations"][station]
             frame = mobility.timeline_frame(timeline, motion["interval_s"])
             changes = [e for e in timeline["events"] if e["event"] == "associated"]
             stem = f"mobility-{slug(run['run_id'])}" + (f"-{slug(station)}" if len(stations) > 1 else "")
             role = "the download's client" if station == client else "another station"
-            context.draw(stem, f"{station} moving ({run['cell']})",
-                         f"Station {station} ({role}) in run {run['run_id']} ({run['cell']}): bytes delivered "
-                         f"to it, the signal it heard from each access point and the MCS it received at, per "
-                         f"{motion['interval_s'] * 1e3:.0f} ms sample, and its position. Dashed: it lost its AP; "
-                         f"solid: it associated ({len(changes)} association(s): "
-                         f"{_associations(changes)}). Data in the CSV.",
-                         partial(_mobility_files, frame, timeline["events"]))
+            context.draw(
+                stem,
+                f"{station} moving ({run['cell']})",
+                f"Station {station} ({role}) in run {run['run_id']} ({run['cell']}): bytes delivered "
+                f"to it, the signal it heard from each access point and the MCS it received at, per "
+                f"{motion['interval_s'] * 1e3:.0f} ms sample, and its position. Dashed: it lost its AP; "
+                f"solid: it associated ({len(changes)} association(s): "
+                f"{_associations(changes)}). Data in the CSV.",
+                partial(_mobility_files, frame, timeline["events"]),
+            )
         if stations:
             made[transport] = made.get(transport, 0) + 1
 
@@ -408,5 +462,3 @@ def _mobility_files(frame: pd.DataFrame, events: list[dict[str, Any]], stem: Pat
     data = stem.with_name(f"{stem.name}.csv")
     frame.to_csv(data, index=False)
     return [*written, data]
-
-

@@ -48,28 +48,40 @@ def bar_figures(context: FigureContext, metric_names: Sequence[str]) -> None:
         if rows.empty:
             context.skip(title, "no counted run has this metric")
             continue
-        frame = pd.DataFrame({
-            "x": [_combination(results, row) for _, row in rows.iterrows()] if results.other_axes
-            else (["all"] * len(rows) if hue else list(rows["cell"])),
-            "mean": rows["mean_shown"].to_numpy(),
-            # one run has no interval: draw no error bar rather than none at all
-            "ci_low": rows["ci_low_shown"].fillna(rows["mean_shown"]).to_numpy(),
-            "ci_high": rows["ci_high_shown"].fillna(rows["mean_shown"]).to_numpy()})
+        frame = pd.DataFrame(
+            {
+                "x": [_combination(results, row) for _, row in rows.iterrows()]
+                if results.other_axes
+                else (["all"] * len(rows) if hue else list(rows["cell"])),
+                "mean": rows["mean_shown"].to_numpy(),
+                # one run has no interval: draw no error bar rather than none at all
+                "ci_low": rows["ci_low_shown"].fillna(rows["mean_shown"]).to_numpy(),
+                "ci_high": rows["ci_high_shown"].fillna(rows["mean_shown"]).to_numpy(),
+            }
+        )
         if hue:
             frame["transport"] = rows["transport"].astype(str).to_numpy()
         frame["marked"] = cpu_marked(context.summary, rows)
         xlabel = _combination_axis_label(results) if results.other_axes else ("" if hue else "cell")
         n_text = f"n = {rows['n'].min()}" + (f"-{rows['n'].max()}" if rows["n"].max() != rows["n"].min() else "")
-        context.draw(f"bars-{slug(column)}", title,
-                     f"{entry.label} ({entry.unit or 'no unit'}): mean per cell, error bars the 95 % "
-                     f"Student-t confidence interval; {n_text} runs per cell.{marks_caption(context.summary, rows)}",
-                     partial(plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel,
-                             marked_label=CPU_MARK_LABEL))
+        context.draw(
+            f"bars-{slug(column)}",
+            title,
+            f"{entry.label} ({entry.unit or 'no unit'}): mean per cell, error bars the 95 % "
+            f"Student-t confidence interval; {n_text} runs per cell.{marks_caption(context.summary, rows)}",
+            partial(
+                plots.bar_ci, frame, x="x", hue=hue, ylabel=entry.axis_label, xlabel=xlabel, marked_label=CPU_MARK_LABEL
+            ),
+        )
 
 
 #: the CPU roles that are run metrics (quicbed/runner/analyse.py), in stacking order
-CPU_ROLE_METRICS = {"server": "cpu_server", "client": "cpu_client", "competitor": "cpu_competitor",
-                    "channel": "cpu_channel"}
+CPU_ROLE_METRICS = {
+    "server": "cpu_server",
+    "client": "cpu_client",
+    "competitor": "cpu_competitor",
+    "channel": "cpu_channel",
+}
 
 
 def cpu_figure(context: FigureContext) -> None:
@@ -82,17 +94,23 @@ def cpu_figure(context: FigureContext) -> None:
         context.skip(title, "no run recorded CPU accounting")
         return
     means = table[table["metric"].isin(present.values())].pivot_table(
-        index="cell_index", columns="metric", values="mean_shown", aggfunc="first")
-    labels = {row["cell_index"]: (_combination(context.results, row) if context.results.other_axes else row["cell"])
-              for _, row in table.drop_duplicates("cell_index").iterrows()}
+        index="cell_index", columns="metric", values="mean_shown", aggfunc="first"
+    )
+    labels = {
+        row["cell_index"]: (_combination(context.results, row) if context.results.other_axes else row["cell"])
+        for _, row in table.drop_duplicates("cell_index").iterrows()
+    }
     shares = means.rename(index=labels, columns={name: role for role, name in present.items()})[list(present)]
-    context.draw("cpu-by-role", title,
-                 "Mean CPU seconds per role over the transfer (request to last byte), per cell: the HTTP "
-                 "server, the client, a competing download's client and server, and the ns-3 channel. A role "
-                 "CPU-bound for part of the transfer is "
-                 "named in the report's headline; run.json (details.cpu) has every role, the busiest "
-                 "100 ms and the machine's busy and steal shares.",
-                 partial(plots.stacked_bars, shares, ylabel="CPU (s)"))
+    context.draw(
+        "cpu-by-role",
+        title,
+        "Mean CPU seconds per role over the transfer (request to last byte), per cell: the HTTP "
+        "server, the client, a competing download's client and server, and the ns-3 channel. A role "
+        "CPU-bound for part of the transfer is "
+        "named in the report's headline; run.json (details.cpu) has every role, the busiest "
+        "100 ms and the machine's busy and steal shares.",
+        partial(plots.stacked_bars, shares, ylabel="CPU (s)"),
+    )
 
 
 def ccdf_figures(context: FigureContext) -> None:
@@ -112,11 +130,12 @@ def ccdf_figures(context: FigureContext) -> None:
         where = ", ".join(f"{axis}={value}" for axis, value in zip(results.other_axes, key, strict=False))
         scope = where if key else ("all cells pooled" if results.other_axes else "all runs")
         stem = f"ccdf-{slug(column)}" + (f"-{slug(where)}" if key and len(combinations) > 1 else "")
-        context.draw(stem, f"CCDF of {entry.label}" + (f" ({where})" if key else ""),
-                     f"P({entry.label} > x) over runs per transport, {scope}; shaded: 95 % DKW band "
-                     f"({len(part)} runs).",
-                     partial(plots.ccdf_plot, part, value=column, group=group, scale=entry.scale,
-                             xlabel=entry.axis_label))
+        context.draw(
+            stem,
+            f"CCDF of {entry.label}" + (f" ({where})" if key else ""),
+            f"P({entry.label} > x) over runs per transport, {scope}; shaded: 95 % DKW band ({len(part)} runs).",
+            partial(plots.ccdf_plot, part, value=column, group=group, scale=entry.scale, xlabel=entry.axis_label),
+        )
 
 
 #: the delay a run's point is placed at, first that the runs have (one-way delay from the
@@ -135,13 +154,25 @@ def delay_throughput_figure(context: FigureContext) -> None:
     x, y = catalogue_entry(delay), catalogue_entry("goodput")
     group = "transport" if context.results.has_transport_axis else None
     scope = "all cells pooled" if context.results.other_axes else "all runs"
-    context.draw("goodput-vs-delay", title,
-                 f"One point per counted run ({len(runs)}, {scope}): {y.label} against {x.label}, the delay "
-                 "axis reversed so that better is up and to the right; crosses mark each transport's mean; "
-                 "ellipses (1 sigma of the runs' covariance, as in Pantheon) each cell of 3 runs or more.",
-                 partial(plots.delay_throughput_plot, runs, delay=delay, throughput="goodput",
-                         xlabel=x.axis_label, ylabel=y.axis_label, group=group, cell="cell", delay_scale=x.scale,
-                         throughput_scale=y.scale))
+    context.draw(
+        "goodput-vs-delay",
+        title,
+        f"One point per counted run ({len(runs)}, {scope}): {y.label} against {x.label}, the delay "
+        "axis reversed so that better is up and to the right; crosses mark each transport's mean; "
+        "ellipses (1 sigma of the runs' covariance, as in Pantheon) each cell of 3 runs or more.",
+        partial(
+            plots.delay_throughput_plot,
+            runs,
+            delay=delay,
+            throughput="goodput",
+            xlabel=x.axis_label,
+            ylabel=y.axis_label,
+            group=group,
+            cell="cell",
+            delay_scale=x.scale,
+            throughput_scale=y.scale,
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- the study's headline
@@ -198,10 +229,16 @@ def headline_figures(context: FigureContext) -> None:
         where = ", ".join(f"{axis}={axis_text(value)}" for axis, value in zip(rest, key, strict=True))
         x_of = list(_labels(part, headline.x, " / ")) if headline.x else ["all"] * len(part)
         hue_of = list(_labels(part, headline.hue, HUE_JOINER))
-        frame = pd.DataFrame({"x": x_of, "hue": hue_of, "mean": part["mean_shown"].to_numpy(),
-                              "ci_low": part["ci_low_shown"].fillna(part["mean_shown"]).to_numpy(),
-                              "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy(),
-                              "marked": cpu_marked(context.summary, part)})
+        frame = pd.DataFrame(
+            {
+                "x": x_of,
+                "hue": hue_of,
+                "mean": part["mean_shown"].to_numpy(),
+                "ci_low": part["ci_low_shown"].fillna(part["mean_shown"]).to_numpy(),
+                "ci_high": part["ci_high_shown"].fillna(part["mean_shown"]).to_numpy(),
+                "marked": cpu_marked(context.summary, part),
+            }
+        )
         changes: dict[str, str] = {}  # x label -> "+12% [+3%, +21%]"
         if headline.compare:
             mask = np.ones(len(runs), dtype=bool)
@@ -212,27 +249,45 @@ def headline_figures(context: FigureContext) -> None:
             hue_runs = _labels(scope, headline.hue, HUE_JOINER)
             first, second = headline.compare
             for label in dict.fromkeys(x_of):
-                change = _relative_change(scope.loc[(x_runs == label) & (hue_runs == first), headline.metric],
-                                          scope.loc[(x_runs == label) & (hue_runs == second), headline.metric],
-                                          entry, first)
+                change = _relative_change(
+                    scope.loc[(x_runs == label) & (hue_runs == first), headline.metric],
+                    scope.loc[(x_runs == label) & (hue_runs == second), headline.metric],
+                    entry,
+                    first,
+                )
                 if change:
                     changes[label] = change
-        compared = (f" Above each group: the relative change of {headline.compare[1]} against "
-                    f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method on the log of the ratio), "
-                    f"or the difference B - A where {headline.compare[0]}'s mean is too uncertain to divide by: "
-                    + "; ".join(f"{label}: {change}" for label, change in changes.items())
-                    + ".") if changes and headline.compare else ""  # changes: only with a compare
+        compared = (
+            (
+                f" Above each group: the relative change of {headline.compare[1]} against "
+                f"{headline.compare[0]}, (B - A) / A, with its 95 % CI (delta method on the log of the ratio), "
+                f"or the difference B - A where {headline.compare[0]}'s mean is too uncertain to divide by: "
+                + "; ".join(f"{label}: {change}" for label, change in changes.items())
+                + "."
+            )
+            if changes and headline.compare
+            else ""
+        )  # changes: only with a compare
         stem = f"headline-{slug(headline.metric)}" + (f"-{slug(where)}" if where else "")
-        context.draw(stem, headline.title + (f" ({where})" if where else ""),
-                     f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "
-                     f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}"
-                     f"{marks_caption(context.summary, part)}",
-                     partial(plots.bar_ci, frame, x="x", hue="hue", ylabel=entry.axis_label,
-                             xlabel=" / ".join(headline.x), marked_label=CPU_MARK_LABEL,
-                             notes={label: change.split(" [")[0] for label, change in changes.items()}))
+        context.draw(
+            stem,
+            headline.title + (f" ({where})" if where else ""),
+            f"{entry.label} ({entry.unit or 'no unit'}): mean per cell with its 95 % Student-t confidence "
+            f"interval, by {' / '.join(headline.x) or 'cell'} and {' / '.join(headline.hue)}.{compared}"
+            f"{marks_caption(context.summary, part)}",
+            partial(
+                plots.bar_ci,
+                frame,
+                x="x",
+                hue="hue",
+                ylabel=entry.axis_label,
+                xlabel=" / ".join(headline.x),
+                marked_label=CPU_MARK_LABEL,
+                notes={label: change.split(" [")[0] for label, change in changes.items()},
+            ),
+        )
     context.out.headline += context.out.figures[drawn:]
     del context.out.figures[drawn:]
-
 
 
 # --------------------------------------------------------------------------- many clients
@@ -253,11 +308,23 @@ def _client_rows(context: FigureContext, runs: pd.DataFrame, label: pd.Series) -
         if mac is not None:
             for radio in json.loads(mac.read_text()).get("radios", {}).values():
                 if radio.get("role") == "ap":
-                    receivers.update({name: link["mean_mpdus_per_ampdu"]
-                                      for name, link in (radio.get("per_receiver") or {}).items() if link.get("psdus")})
+                    receivers.update(
+                        {
+                            name: link["mean_mpdus_per_ampdu"]
+                            for name, link in (radio.get("per_receiver") or {}).items()
+                            if link.get("psdus")
+                        }
+                    )
         for client in clients:
-            rows.append({"cell": cell, "run": Path(run["folder"]).name, "client": client["node"],
-                         "goodput": client.get("goodput", math.nan), "ampdu": receivers.get(client["node"], math.nan)})
+            rows.append(
+                {
+                    "cell": cell,
+                    "run": Path(run["folder"]).name,
+                    "client": client["node"],
+                    "goodput": client.get("goodput", math.nan),
+                    "ampdu": receivers.get(client["node"], math.nan),
+                }
+            )
     return pd.DataFrame(rows, columns=["cell", "run", "client", "goodput", "ampdu"])
 
 
@@ -276,16 +343,21 @@ def clients_figures(context: FigureContext) -> None:
         runs, label = runs[keep], label[keep]
     rows = _client_rows(context, runs, label)
     who = " / ".join(axes)
-    for column, title, entry_label, scale in (("goodput", "Goodput per client", "goodput (Mbit/s)", 1e-6),
-                                              ("ampdu", "MPDUs per A-MPDU per client", "MPDUs per A-MPDU", 1.0)):
+    for column, title, entry_label, scale in (
+        ("goodput", "Goodput per client", "goodput (Mbit/s)", 1e-6),
+        ("ampdu", "MPDUs per A-MPDU per client", "MPDUs per A-MPDU", 1.0),
+    ):
         part = rows.dropna(subset=[column])
         if part.empty:
             context.skip(title, f"no many-client run recorded its clients' {column}")
             continue
-        context.draw(f"clients-{column}", title,
-                     f"P(X > x) over the clients of each cell ({who}), every counted run pooled "
-                     f"({part['run'].nunique()} runs, {len(part)} clients); shaded: 95 % DKW band.",
-                     partial(_client_files, part, column, entry_label, scale))
+        context.draw(
+            f"clients-{column}",
+            title,
+            f"P(X > x) over the clients of each cell ({who}), every counted run pooled "
+            f"({part['run'].nunique()} runs, {len(part)} clients); shaded: 95 % DKW band.",
+            partial(_client_files, part, column, entry_label, scale),
+        )
 
 
 def _client_files(rows: pd.DataFrame, column: str, xlabel: str, scale: float, stem: Path) -> list[Path]:
@@ -293,5 +365,3 @@ def _client_files(rows: pd.DataFrame, column: str, xlabel: str, scale: float, st
     data = stem.with_name(f"{stem.name}.csv")
     rows.to_csv(data, index=False)
     return [*written, data]
-
-

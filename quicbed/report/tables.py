@@ -89,8 +89,10 @@ class Table:
         def escape(text: str) -> str:
             return text.replace("|", "\\|").replace("\n", " ")
 
-        lines = ["| " + " | ".join(escape(cell) for cell in self.header) + " |",
-                 "|" + "|".join(" --- " for _ in self.header) + "|"]
+        lines = [
+            "| " + " | ".join(escape(cell) for cell in self.header) + " |",
+            "|" + "|".join(" --- " for _ in self.header) + "|",
+        ]
         lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in self.rows]
         return "\n".join(lines)
 
@@ -131,18 +133,25 @@ def marks_caption(summary: Summary, rows: pd.DataFrame) -> str:
     counts = summary.counts.set_index("cell_index").loc[rows["cell_index"].unique()]
     words = ""
     if ((counts["cpu_bound"] + counts["cpu_unknown"]) > 0).any():
-        words += (" Hatched bars: cells whose counted runs include CPU-bound runs or runs of unknown CPU state "
-                  "(the tables' CPU column); their figures may measure the CPU rather than the network.")
+        words += (
+            " Hatched bars: cells whose counted runs include CPU-bound runs or runs of unknown CPU state "
+            "(the tables' CPU column); their figures may measure the CPU rather than the network."
+        )
     if counts["failed"].any():
-        words += (f" {int(counts['failed'].sum())} failed run(s) ({int(counts['timed_out'].sum())} timed out) are "
-                  "not in the means (the tables' failed column and median with timeouts last).")
+        words += (
+            f" {int(counts['failed'].sum())} failed run(s) ({int(counts['timed_out'].sum())} timed out) are "
+            "not in the means (the tables' failed column and median with timeouts last)."
+        )
     return words
 
 
 def failed_text(failed: int, timed_out: int) -> str:
     """Failed runs, with how many timed out: ``3 (2 timed out)``, ``0``."""
-    return f"{failed} ({timed_out} timed out)" if timed_out and timed_out != failed else (
-        f"{failed} timed out" if timed_out else str(failed))
+    return (
+        f"{failed} ({timed_out} timed out)"
+        if timed_out and timed_out != failed
+        else (f"{failed} timed out" if timed_out else str(failed))
+    )
 
 
 def censored_median(value: float, scale: float) -> str:
@@ -160,16 +169,45 @@ def metric_table(summary: Summary, column: str) -> Table:
     body = []
     for _, row in rows.iterrows():
         cell = counts.loc[row["cell_index"]]
-        interval = (f"[{number(row['ci_low_shown'])}, {number(row['ci_high_shown'])}]"
-                    if not math.isnan(row["ci_low_shown"]) else DASH)
-        pm = (minus_plus(row["mean_shown"], row["ci_low_shown"], row["ci_high_shown"])
-              if _method(row) == "t-truncated" else number(spread(row["ci_half_width_shown"], row["mean_shown"])))
-        body.append([*_cell_values(summary, row), str(row["n"]), failed_text(int(cell["failed"]), int(cell["timed_out"])),
-                     number(row["mean_shown"]), pm, interval, number(row["median_shown"]),
-                     censored_median(row["median_with_timeouts"], row["scale"]),
-                     number(spread(row["std_shown"], row["mean_shown"])), cpu_mark(cell) or DASH])
-    return Table([*_cell_header(summary), "n", "failed", "mean", "± 95 % CI", "95 % CI", "median",
-                  "median, timeouts last", "std", "CPU"], body)
+        interval = (
+            f"[{number(row['ci_low_shown'])}, {number(row['ci_high_shown'])}]"
+            if not math.isnan(row["ci_low_shown"])
+            else DASH
+        )
+        pm = (
+            minus_plus(row["mean_shown"], row["ci_low_shown"], row["ci_high_shown"])
+            if _method(row) == "t-truncated"
+            else number(spread(row["ci_half_width_shown"], row["mean_shown"]))
+        )
+        body.append(
+            [
+                *_cell_values(summary, row),
+                str(row["n"]),
+                failed_text(int(cell["failed"]), int(cell["timed_out"])),
+                number(row["mean_shown"]),
+                pm,
+                interval,
+                number(row["median_shown"]),
+                censored_median(row["median_with_timeouts"], row["scale"]),
+                number(spread(row["std_shown"], row["mean_shown"])),
+                cpu_mark(cell) or DASH,
+            ]
+        )
+    return Table(
+        [
+            *_cell_header(summary),
+            "n",
+            "failed",
+            "mean",
+            "± 95 % CI",
+            "95 % CI",
+            "median",
+            "median, timeouts last",
+            "std",
+            "CPU",
+        ],
+        body,
+    )
 
 
 def overview_table(summary: Summary, metrics: list[str]) -> Table:
@@ -180,12 +218,27 @@ def overview_table(summary: Summary, metrics: list[str]) -> Table:
     body = []
     for _, cell in summary.counts.sort_values("cell_index").iterrows():
         values = table[table["cell_index"] == cell["cell_index"]].set_index("metric")
-        shown = [mean_interval(values.loc[m, "mean_shown"], values.loc[m, "ci_low_shown"],
-                               values.loc[m, "ci_high_shown"], values.loc[m, "ci_half_width_shown"],
-                               _method(values.loc[m]))
-                 if m in values.index and values.loc[m, "n"] else DASH for m in metrics]
-        body.append([*_cell_values(summary, cell), str(cell["used"]),
-                     failed_text(int(cell["failed"]), int(cell["timed_out"])), *shown, cpu_mark(cell) or DASH])
+        shown = [
+            mean_interval(
+                values.loc[m, "mean_shown"],
+                values.loc[m, "ci_low_shown"],
+                values.loc[m, "ci_high_shown"],
+                values.loc[m, "ci_half_width_shown"],
+                _method(values.loc[m]),
+            )
+            if m in values.index and values.loc[m, "n"]
+            else DASH
+            for m in metrics
+        ]
+        body.append(
+            [
+                *_cell_values(summary, cell),
+                str(cell["used"]),
+                failed_text(int(cell["failed"]), int(cell["timed_out"])),
+                *shown,
+                cpu_mark(cell) or DASH,
+            ]
+        )
     return Table([*_cell_header(summary), "n", "failed", *(metric_heading(m) for m in metrics), "CPU"], body)
 
 
@@ -209,21 +262,48 @@ def gains_table(summary: Summary, metrics: list[str]) -> Table:
         if row.get("comparison") == "absolute":
             entry = catalogue_entry(row["metric"])
             shown = difference(row["difference"], entry.unit, entry.scale)
-            interval = (f"[{difference(row['difference_ci_low'], entry.unit, entry.scale)}, "
-                        f"{difference(row['difference_ci_high'], entry.unit, entry.scale)}]")
+            interval = (
+                f"[{difference(row['difference_ci_low'], entry.unit, entry.scale)}, "
+                f"{difference(row['difference_ci_high'], entry.unit, entry.scale)}]"
+            )
             verdict = f"{row['verdict']} ({row['note']})" if row["verdict"] else row["note"]
         else:
             shown = percent(row["gain"])
-            interval = (f"[{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
-                        if not math.isnan(row["ci_low"]) else DASH)
+            interval = (
+                f"[{percent(row['ci_low'])}, {percent(row['ci_high'])}]" if not math.isnan(row["ci_low"]) else DASH
+            )
             verdict = row["verdict"] or row["note"]
-        failures = (f"{failed_text(row['failed_transport'], row['timed_out_transport'])} vs "
-                    f"{failed_text(row['failed_baseline'], row['timed_out_baseline'])}")
-        body.append([*(str(row[axis]) for axis in others), metric_heading(row["metric"]), str(row["transport"]),
-                     f"{row['n_transport']} vs {row['n_baseline']}", failures, shown, interval, verdict or DASH,
-                     _gain_cpu(summary, row, others)])
-    return Table([*others, "metric", f"transport vs {summary.baseline}", "n", "failed", "gain (or difference)",
-                  "95 % CI", "verdict", "CPU"], body)
+        failures = (
+            f"{failed_text(row['failed_transport'], row['timed_out_transport'])} vs "
+            f"{failed_text(row['failed_baseline'], row['timed_out_baseline'])}"
+        )
+        body.append(
+            [
+                *(str(row[axis]) for axis in others),
+                metric_heading(row["metric"]),
+                str(row["transport"]),
+                f"{row['n_transport']} vs {row['n_baseline']}",
+                failures,
+                shown,
+                interval,
+                verdict or DASH,
+                _gain_cpu(summary, row, others),
+            ]
+        )
+    return Table(
+        [
+            *others,
+            "metric",
+            f"transport vs {summary.baseline}",
+            "n",
+            "failed",
+            "gain (or difference)",
+            "95 % CI",
+            "verdict",
+            "CPU",
+        ],
+        body,
+    )
 
 
 def _gain_cpu(summary: Summary, row: pd.Series, others: list[str]) -> str:
@@ -242,12 +322,14 @@ def _gain_cpu(summary: Summary, row: pd.Series, others: list[str]) -> str:
 
 def gains_explanation(baseline: str) -> str:
     """How the gains table was computed, naming the baseline (the words under its heading)."""
-    return (f"mean(transport) / mean({baseline}) − 1, with its 95 % CI from the log of the ratio (delta method, "
-            f"Welch-Satterthwaite t): it never goes below −100 %. Where {baseline}'s mean is too uncertain to "
-            f"divide by (its 95 % CI includes 0, or its relative standard error exceeds "
-            f"{round(100 * MAX_BASELINE_RSE)} %), the row shows the difference mean(transport) − mean({baseline}) "
-            "in the metric's unit with Welch's 95 % CI instead. Verdict from the CI and whether higher or lower "
-            "is better.")
+    return (
+        f"mean(transport) / mean({baseline}) − 1, with its 95 % CI from the log of the ratio (delta method, "
+        f"Welch-Satterthwaite t): it never goes below −100 %. Where {baseline}'s mean is too uncertain to "
+        f"divide by (its 95 % CI includes 0, or its relative standard error exceeds "
+        f"{round(100 * MAX_BASELINE_RSE)} %), the row shows the difference mean(transport) − mean({baseline}) "
+        "in the metric's unit with Welch's 95 % CI instead. Verdict from the CI and whether higher or lower "
+        "is better."
+    )
 
 
 def attempts_text(invalid: int, attempts: int) -> str:
@@ -256,13 +338,37 @@ def attempts_text(invalid: int, attempts: int) -> str:
 
 
 def counts_table(summary: Summary) -> Table:
-    body = [[*_cell_values(summary, row), str(row["runs"]), str(row["used"]), str(row["cpu_bound"]),
-             str(row["cpu_unknown"]), str(row["failed"]), str(row["invalid"]), str(row["remade"]),
-             attempts_text(int(row["invalid_attempts"]), int(row["attempts"])), str(row["warmup"])]
-            for _, row in summary.counts.sort_values("cell_index").iterrows()]
+    body = [
+        [
+            *_cell_values(summary, row),
+            str(row["runs"]),
+            str(row["used"]),
+            str(row["cpu_bound"]),
+            str(row["cpu_unknown"]),
+            str(row["failed"]),
+            str(row["invalid"]),
+            str(row["remade"]),
+            attempts_text(int(row["invalid_attempts"]), int(row["attempts"])),
+            str(row["warmup"]),
+        ]
+        for _, row in summary.counts.sort_values("cell_index").iterrows()
+    ]
     invalid = "invalid (counted)" if summary.include_invalid else "invalid (excluded)"
-    return Table([*_cell_header(summary), "runs", "counted", "of which CPU-bound", "of which CPU unknown", "failed",
-                  invalid, "made again", "invalid attempts", "warm-up"], body)
+    return Table(
+        [
+            *_cell_header(summary),
+            "runs",
+            "counted",
+            "of which CPU-bound",
+            "of which CPU unknown",
+            "failed",
+            invalid,
+            "made again",
+            "invalid attempts",
+            "warm-up",
+        ],
+        body,
+    )
 
 
 def clock_headline(runs: pd.DataFrame) -> str | None:
@@ -272,12 +378,16 @@ def clock_headline(runs: pd.DataFrame) -> str | None:
     if virtual.empty:
         return None
     if len(virtual) < len(measured):
-        return (f"Mixed clocks: {len(virtual)} run(s) in virtual time, {len(measured) - len(virtual)} in real time. "
-                "Compare them only where bench/clocks.py shows the two clocks agree (docs/clocks.md).")
+        return (
+            f"Mixed clocks: {len(virtual)} run(s) in virtual time, {len(measured) - len(virtual)} in real time. "
+            "Compare them only where bench/clocks.py shows the two clocks agree (docs/clocks.md)."
+        )
     kernels = ", ".join(sorted(set(virtual["kernel"]) - {""})) or "unknown"
-    return (f"Virtual time: every run ran in quicbed's User-Mode Linux kernel ({kernels}), whose clock waits while "
-            "its processes compute. No run can be CPU-bound, CPU figures are left out, and the figures are the "
-            "emulated network's alone; what computing costs on a real device is not in them (docs/clocks.md).")
+    return (
+        f"Virtual time: every run ran in quicbed's User-Mode Linux kernel ({kernels}), whose clock waits while "
+        "its processes compute. No run can be CPU-bound, CPU figures are left out, and the figures are the "
+        "emulated network's alone; what computing costs on a real device is not in them (docs/clocks.md)."
+    )
 
 
 def cpu_bound_headline(summary: Summary) -> str | None:
@@ -287,16 +397,21 @@ def cpu_bound_headline(summary: Summary) -> str | None:
     sentences = []
     bound = counts[counts["cpu_bound"] > 0]
     if not bound.empty:
-        cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_bound']} of {row['used']}"
-                          for _, row in bound.iterrows())
+        cells = ", ".join(
+            f"{' '.join(_cell_values(summary, row))}: {row['cpu_bound']} of {row['used']}"
+            for _, row in bound.iterrows()
+        )
         sentences.append(
             f"CPU-bound runs (an endpoint or the ns-3 channel wanted a whole core for at least 20 % of the "
             f"transfer, or the machine was saturated): {cells}. Their figures measure the endpoints' or the "
-            "machine's CPU as much as the network (docs/metrics.md, 'CPU accounting').")
+            "machine's CPU as much as the network (docs/metrics.md, 'CPU accounting')."
+        )
     unknown = counts[counts["cpu_unknown"] > 0]
     if not unknown.empty:
-        cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {row['cpu_unknown']} of {row['used']}"
-                          for _, row in unknown.iterrows())
+        cells = ", ".join(
+            f"{' '.join(_cell_values(summary, row))}: {row['cpu_unknown']} of {row['used']}"
+            for _, row in unknown.iterrows()
+        )
         sentences.append(f"CPU state unknown (no CPU figures, or only some: it may have been CPU-bound): {cells}.")
     return " ".join(sentences) or None
 
@@ -308,21 +423,36 @@ def failures_headline(summary: Summary) -> str | None:
     with_failures = counts[counts["failed"] > 0]
     if with_failures.empty:
         return None
-    cells = ", ".join(f"{' '.join(_cell_values(summary, row))}: {failed_text(int(row['failed']), int(row['timed_out']))}"
-                      f" of {row['runs'] - row['warmup']}" for _, row in with_failures.iterrows())
-    sentences = [f"Failed runs, left out of every mean and gain: {cells}. A timed-out download is a result (it "
-                 "would have taken longer than the limit): the tables' 'median, timeouts last' counts it "
-                 "(docs/metrics.md, 'Statistics over runs')."]
+    cells = ", ".join(
+        f"{' '.join(_cell_values(summary, row))}: {failed_text(int(row['failed']), int(row['timed_out']))}"
+        f" of {row['runs'] - row['warmup']}"
+        for _, row in with_failures.iterrows()
+    )
+    sentences = [
+        f"Failed runs, left out of every mean and gain: {cells}. A timed-out download is a result (it "
+        "would have taken longer than the limit): the tables' 'median, timeouts last' counts it "
+        "(docs/metrics.md, 'Statistics over runs')."
+    ]
     gains = summary.gains
     if not gains.empty:
         others = [column for column in summary.cell_columns[2:] if column != "transport"]
         differing = gains[gains["failed_transport"] != gains["failed_baseline"]].drop_duplicates(
-            subset=[*others, "transport"])
-        pairs = [" ".join([*(str(row[axis]) for axis in others), f"{row['transport']} {row['failed_transport']} vs "
-                           f"{row['baseline']} {row['failed_baseline']}"]) for _, row in differing.iterrows()]
+            subset=[*others, "transport"]
+        )
+        pairs = [
+            " ".join(
+                [
+                    *(str(row[axis]) for axis in others),
+                    f"{row['transport']} {row['failed_transport']} vs {row['baseline']} {row['failed_baseline']}",
+                ]
+            )
+            for _, row in differing.iterrows()
+        ]
         if pairs:
-            sentences.append("The compared transports failed unequally (" + "; ".join(pairs) + "): their means "
-                             "compare survivors, so read the medians with timeouts last.")
+            sentences.append(
+                "The compared transports failed unequally (" + "; ".join(pairs) + "): their means "
+                "compare survivors, so read the medians with timeouts last."
+            )
     return " ".join(sentences)
 
 
@@ -333,17 +463,26 @@ def hosts_headline(summary: Summary) -> str | None:
         return None
     others = [column for column in summary.cell_columns[2:] if column != "transport"]
     apart = gains[gains["hosts"] != ""].drop_duplicates(subset=[*others, "transport"])
-    pairs = "; ".join(" ".join([*(str(row[axis]) for axis in others), f"{row['transport']} vs {row['baseline']}: "
-                                f"{row['hosts']}"]) for _, row in apart.iterrows())
-    return (f"Comparisons across machines: {pairs}. A difference between the hosts enters these gains (shard by "
-            "an axis the comparison does not vary, or check the Hosts table; docs/multi-host.md).")
+    pairs = "; ".join(
+        " ".join([*(str(row[axis]) for axis in others), f"{row['transport']} vs {row['baseline']}: {row['hosts']}"])
+        for _, row in apart.iterrows()
+    )
+    return (
+        f"Comparisons across machines: {pairs}. A difference between the hosts enters these gains (shard by "
+        "an axis the comparison does not vary, or check the Hosts table; docs/multi-host.md)."
+    )
 
 
 def headlines(runs: pd.DataFrame, summary: Summary) -> list[str]:
     """The warnings a report puts first, in order: the clock, CPU-bound runs, failed runs,
     comparisons across machines, invalid attempts that differ from the valid runs."""
-    found = (clock_headline(runs), cpu_bound_headline(summary), failures_headline(summary),
-             hosts_headline(summary), rerun_bias_headline(summary))
+    found = (
+        clock_headline(runs),
+        cpu_bound_headline(summary),
+        failures_headline(summary),
+        hosts_headline(summary),
+        rerun_bias_headline(summary),
+    )
     return [headline for headline in found if headline]
 
 
@@ -356,10 +495,12 @@ def rerun_bias_warnings(summary: Summary) -> list[str]:
     unit = f" {entry.unit}" if entry.unit else ""
     lines = []
     for _, row in summary.bias[summary.bias["outside"]].sort_values("cell_index").iterrows():
-        lines.append(f"{' '.join(_cell_values(summary, row))}: {row['n_invalid']} invalid attempt(s) averaged "
-                     f"{number(entry.show(row['mean_invalid']))}{unit}, the {row['n_valid']} valid runs "
-                     f"{number(entry.show(row['mean_valid']))} [{number(entry.show(row['ci_low']))}, "
-                     f"{number(entry.show(row['ci_high']))}]{unit}")
+        lines.append(
+            f"{' '.join(_cell_values(summary, row))}: {row['n_invalid']} invalid attempt(s) averaged "
+            f"{number(entry.show(row['mean_invalid']))}{unit}, the {row['n_valid']} valid runs "
+            f"{number(entry.show(row['mean_valid']))} [{number(entry.show(row['ci_low']))}, "
+            f"{number(entry.show(row['ci_high']))}]{unit}"
+        )
     return lines
 
 
@@ -369,6 +510,9 @@ def rerun_bias_headline(summary: Summary) -> str | None:
     if not cells:
         return None
     label = catalogue_entry(summary.bias_metric or "").label
-    return (f"Invalid attempts differ from the valid runs in {label} (their mean outside the valid runs' 95 % CI): "
-            + "; ".join(cells) + ". Only valid runs count and invalid ones are made again, so these cells may lean "
-            "towards the runs that stayed valid (docs/metrics.md, 'Statistics over runs').")
+    return (
+        f"Invalid attempts differ from the valid runs in {label} (their mean outside the valid runs' 95 % CI): "
+        + "; ".join(cells)
+        + ". Only valid runs count and invalid ones are made again, so these cells may lean "
+        "towards the runs that stayed valid (docs/metrics.md, 'Statistics over runs')."
+    )

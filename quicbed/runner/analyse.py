@@ -32,10 +32,10 @@ from quicbed.analysis.metrics import (
     reverse,
     run_metrics,
     short_gap_share,
-    tcp_retransmissions,
     total_time,
 )
 from quicbed.analysis.mac import merge_nodes, receiver_summary
+from quicbed.analysis.matching import tcp_retransmissions
 from quicbed.analysis.mobility import aps_used, capture_outages, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
@@ -52,8 +52,12 @@ def _finite(metrics: dict[str, Any]) -> dict[str, float]:
     clean: dict[str, float] = {}
     for name, value in metrics.items():
         if name not in METRICS:
-            warnings.warn(f"metric {name!r} is not in quicbed.analysis.catalogue.METRICS, so it is left out of "
-                          "the results (fix: add its entry there)", UncataloguedMetric, stacklevel=2)
+            warnings.warn(
+                f"metric {name!r} is not in quicbed.analysis.catalogue.METRICS, so it is left out of "
+                "the results (fix: add its entry there)",
+                UncataloguedMetric,
+                stacklevel=2,
+            )
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             clean[name] = float(value)
     return clean
@@ -146,8 +150,9 @@ def setup_lead(client_packets: list[Packet], record: dict[str, Any], flows: list
     if not isinstance(started, (int, float)) or not flows:
         return None
     towards_server = {reverse(flow) for flow in flows}
-    first = min((packet.ts for packet in client_packets if packet.flow in towards_server and _opens(packet)),
-                default=None)
+    first = min(
+        (packet.ts for packet in client_packets if packet.flow in towards_server and _opens(packet)), default=None
+    )
     return None if first is None else first - started
 
 
@@ -165,17 +170,26 @@ def exchange_times(record: dict[str, Any], lead: float | None, warnings: list[st
     if lead is None:
         return {}
     if lead < -CLOCK_TOLERANCE_S:
-        warnings.append(f"the client capture's first packet came {-lead * 1e3:.1f} ms before the record's start: "
-                        "the clocks differ, so connect_time, ttfb and total_time are the record's")
+        warnings.append(
+            f"the client capture's first packet came {-lead * 1e3:.1f} ms before the record's start: "
+            "the clocks differ, so connect_time, ttfb and total_time are the record's"
+        )
         return {}
     lead = max(lead, 0.0)
-    return {name: value - lead for name, value in (("connect_time", connect_time(record)),
-                                                   ("ttfb", first_byte_time(record)),
-                                                   ("total_time", total_time(record))) if value >= lead}
+    return {
+        name: value - lead
+        for name, value in (
+            ("connect_time", connect_time(record)),
+            ("ttfb", first_byte_time(record)),
+            ("total_time", total_time(record)),
+        )
+        if value >= lead
+    }
 
 
-def analyse_captures(folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
-                     ) -> CaptureAnalysis:
+def analyse_captures(
+    folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
+) -> CaptureAnalysis:
     """The capture metrics of the record's download over all its connections
     (:func:`quicbed.analysis.metrics.run_metrics`), TCP's declared and spurious losses summed
     over them, and the (first) competitor's server-side gaps."""
@@ -188,29 +202,48 @@ def analyse_captures(folder: Path, record: dict[str, Any], competitor_records: S
     if not flows:
         analysis.warnings.append(
             f"no data from the record's server port {record_port(record)} in the client capture: capture metrics "
-            "left out (no other flow is taken in its place)")
+            "left out (no other flow is taken in its place)"
+        )
         return analysis
     if request_time(record) is None:
-        analysis.warnings.append("the client record has no request time: each connection's data window starts at "
-                                 "its first data packet (TLS handshake data included)")
+        analysis.warnings.append(
+            "the client record has no request time: each connection's data window starts at "
+            "its first data packet (TLS handshake data included)"
+        )
     result = run_metrics(server_packets, client_packets, record, flows=flows)
     if not result.data_packets_received:
-        analysis.warnings.append("no data packet of the download reached the client capture after the record's "
-                                 "request time: capture metrics left out (are the clocks of the record and the "
-                                 "captures the same?)")
+        analysis.warnings.append(
+            "no data packet of the download reached the client capture after the record's "
+            "request time: capture metrics left out (are the clocks of the record and the "
+            "captures the same?)"
+        )
         return analysis
     summary = result.to_dict()
-    values = {name: summary[name] for name in ("throughput", "transfer_time", "loss", "loss_burst_mean", "owd_mean",
-                                               "owd_p95", "ipt_server_short_share", "ipt_client_short_share",
-                                               "out_of_order", "ack_ratio")}
+    values = {
+        name: summary[name]
+        for name in (
+            "throughput",
+            "transfer_time",
+            "loss",
+            "loss_burst_mean",
+            "owd_mean",
+            "owd_p95",
+            "ipt_server_short_share",
+            "ipt_client_short_share",
+            "out_of_order",
+            "ack_ratio",
+        )
+    }
     values.update({f"idi_server_k{k}": v for k, v in summary["idi_server"].items()})
     connections = [{**item, "flow": list(item["flow"])} for item in summary["connections"]]
     if flows[0][4] == "tcp":  # QUIC's come from the sender's qlog
         declared = spurious = 0
         for item, flow in zip(connections, flows, strict=True):
             start = item["request_time"]
-            sent, spurious_here = tcp_retransmissions(response_data(data_packets(server_packets, flow), start),
-                                                      response_data(data_packets(client_packets, flow), start))
+            sent, spurious_here = tcp_retransmissions(
+                response_data(data_packets(server_packets, flow), start),
+                response_data(data_packets(client_packets, flow), start),
+            )
             item.update(losses_declared=sent, losses_spurious=spurious_here)
             declared, spurious = declared + sent, spurious + spurious_here
         values["losses_declared"] = declared
@@ -219,15 +252,17 @@ def analyse_captures(folder: Path, record: dict[str, Any], competitor_records: S
     rival = download_flow(client_packets, record_port(competitor_records[0])) if competitor_records else None
     if rival is not None:
         values["competitor_ipt_server_short_share"] = short_gap_share(
-            inter_packet_times(data_packets(server_packets, rival)))
+            inter_packet_times(data_packets(server_packets, rival))
+        )
     analysis.setup_lead = setup_lead(client_packets, record, flows)
     values.update(exchange_times(record, analysis.setup_lead, analysis.warnings))
     analysis.metrics, analysis.connections = values, connections
     return analysis
 
 
-def capture_metrics(folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
-                    ) -> dict[str, float]:
+def capture_metrics(
+    folder: Path, record: dict[str, Any], competitor_records: Sequence[dict[str, Any]] = ()
+) -> dict[str, float]:
     """The flat capture metrics of :func:`analyse_captures`."""
     return analyse_captures(folder, record, competitor_records).metrics
 
@@ -252,8 +287,10 @@ def measurement_invalid_reasons(folder: Path, details: dict[str, Any], mtu: int 
             reasons.append(f"the {name} capture did not write {unwritten} packets its filter accepted")
     background = details.get("background") or {}
     if background.get("rate") and "bytes_received" in background and not background["bytes_received"]:
-        reasons.append("the background traffic delivered nothing (iperf3's UDP stream set-up was lost, or its "
-                       "sender never sent): the transfer ran without it")
+        reasons.append(
+            "the background traffic delivered nothing (iperf3's UDP stream set-up was lost, or its "
+            "sender never sent): the transfer ran without it"
+        )
     overruns = (details.get("tcp_state") or {}).get("overruns") or 0
     if overruns:
         reasons.append(f"the tcp_probe trace lost {overruns} events (trace buffer overrun)")
@@ -262,20 +299,28 @@ def measurement_invalid_reasons(folder: Path, details: dict[str, Any], mtu: int 
         if path.exists():
             large = oversized_packets(read_capture(path), mtu)
             if large:
-                reasons.append(f"the {name} capture holds {large} packets larger than the {mtu}-byte MTU "
-                               "(segmentation or receive offload on)")
+                reasons.append(
+                    f"the {name} capture holds {large} packets larger than the {mtu}-byte MTU "
+                    "(segmentation or receive offload on)"
+                )
     return reasons
 
 
-def review_measurement(folder: Path, record: dict[str, Any], details: dict[str, Any],
-                       mtu: int = DEFAULT_MTU) -> dict[str, Any]:
+def review_measurement(
+    folder: Path, record: dict[str, Any], details: dict[str, Any], mtu: int = DEFAULT_MTU
+) -> dict[str, Any]:
     """What a run keeps in its details about its own measurement, once its processes are
     stopped: each connection's capture figures, the warnings of the capture analysis, and
     the reasons its measurements are invalid (:func:`measurement_invalid_reasons`)."""
-    analysis = analyse_captures(folder, record, details.get("competitors", ())) if record.get("ok") \
-        else CaptureAnalysis()
-    return {"connections": analysis.connections, "warnings": analysis.warnings + layout_warnings(details),
-            "setup_lead_s": analysis.setup_lead, "invalid_reasons": measurement_invalid_reasons(folder, details, mtu)}
+    analysis = (
+        analyse_captures(folder, record, details.get("competitors", ())) if record.get("ok") else CaptureAnalysis()
+    )
+    return {
+        "connections": analysis.connections,
+        "warnings": analysis.warnings + layout_warnings(details),
+        "setup_lead_s": analysis.setup_lead,
+        "invalid_reasons": measurement_invalid_reasons(folder, details, mtu),
+    }
 
 
 def layout_warnings(details: dict[str, Any]) -> list[str]:
@@ -288,17 +333,22 @@ def layout_warnings(details: dict[str, Any]) -> list[str]:
     own = server.get("own_qdisc") or {}
     if not (own.get("overlimits") or own.get("dropped")):
         return []
-    return [f"the server's own interface was the bottleneck (its {own.get('kind')} qdisc held packets back "
-            f"{own.get('overlimits') or 0} times and dropped {own.get('dropped') or 0}): the capture shows what the "
-            "server sent, but a queue on the sending host throttles TCP (TCP small queues) before it drops, unlike a "
-            "router's; shape a link between routers to emulate a network bottleneck (docs/metrics.md, section 1)"]
+    return [
+        f"the server's own interface was the bottleneck (its {own.get('kind')} qdisc held packets back "
+        f"{own.get('overlimits') or 0} times and dropped {own.get('dropped') or 0}): the capture shows what the "
+        "server sent, but a queue on the sending host throttles TCP (TCP small queues) before it drops, unlike a "
+        "router's; shape a link between routers to emulate a network bottleneck (docs/metrics.md, section 1)"
+    ]
 
 
 def client_sockets(record: dict[str, Any]) -> set[str]:
     """``addr:port`` of the TCP client's connections (TCP_INFO in its record): other clients'
     downloads from the same server port are told apart by them."""
-    return {f"{c['local']}:{c['local_port']}" for c in (record.get("transport") or {}).get("connections") or []
-            if c.get("local") and c.get("local_port")}
+    return {
+        f"{c['local']}:{c['local_port']}"
+        for c in (record.get("transport") or {}).get("connections") or []
+        if c.get("local") and c.get("local_port")
+    }
 
 
 def sender_mss(record: dict[str, Any], peer: str | None = None) -> float | None:
@@ -355,8 +405,10 @@ def combine_sockets(sockets: list[SocketState]) -> tuple[dict[str, float], CwndS
         keep = ~np.isnan(data)
         return float(np.sum(data[keep] * weights[keep]) / np.sum(weights[keep])) if keep.any() else math.nan
 
-    values = {"cwnd_mean": weighted([time_weighted_mean_var(s.times, s.cwnd, s.start, s.end)[0] for s in active]),
-              "srtt_mean": weighted([time_weighted_mean_var(s.times, s.srtt, s.start, s.end)[0] for s in active])}
+    values = {
+        "cwnd_mean": weighted([time_weighted_mean_var(s.times, s.cwnd, s.start, s.end)[0] for s in active]),
+        "srtt_mean": weighted([time_weighted_mean_var(s.times, s.srtt, s.start, s.end)[0] for s in active]),
+    }
     for phase in sorted({name for s in active for name in s.phases}):
         values[f"phase_{phase}"] = weighted([s.phases.get(phase, 0.0) for s in active])
     times = np.unique(np.concatenate([s.times for s in active]))
@@ -365,8 +417,9 @@ def combine_sockets(sockets: list[SocketState]) -> tuple[dict[str, float], CwndS
         held = np.searchsorted(state.times, times, side="right") - 1
         inside = (held >= 0) & (times >= state.start) & (times <= state.end)
         total[inside] += state.cwnd[held[inside]]
-    series = CwndSeries(times, total, min(s.start for s in active), max(s.end for s in active),
-                        min(s.min_rtt for s in active))
+    series = CwndSeries(
+        times, total, min(s.start for s in active), max(s.end for s in active), min(s.min_rtt for s in active)
+    )
     return values, series
 
 
@@ -391,9 +444,17 @@ def probe_sockets(folder: Path, record: dict[str, Any]) -> list[SocketState]:
         if len(events) < 2 or not mss:
             continue
         summary = summarize_probe(events, states)
-        sockets.append(SocketState(events["time"].to_numpy(), events["cwnd"].to_numpy() * mss,
-                                   events["srtt"].to_numpy(), summary.start, summary.end, summary.phases,
-                                   float(events["srtt"].min())))
+        sockets.append(
+            SocketState(
+                events["time"].to_numpy(),
+                events["cwnd"].to_numpy() * mss,
+                events["srtt"].to_numpy(),
+                summary.start,
+                summary.end,
+                summary.phases,
+                float(events["srtt"].min()),
+            )
+        )
     return sockets
 
 
@@ -406,9 +467,17 @@ def ss_sockets(folder: Path, record: dict[str, Any]) -> list[SocketState]:
         if samples.empty:
             continue
         summary = summarize_ss(samples)
-        sockets.append(SocketState(samples["time"].to_numpy(), samples["cwnd_bytes"].to_numpy(dtype=float),
-                                   samples["rtt"].to_numpy(dtype=float), summary.start, summary.end,
-                                   summary.phases, float(samples["min_rtt"].min())))
+        sockets.append(
+            SocketState(
+                samples["time"].to_numpy(),
+                samples["cwnd_bytes"].to_numpy(dtype=float),
+                samples["rtt"].to_numpy(dtype=float),
+                summary.start,
+                summary.end,
+                summary.phases,
+                float(samples["min_rtt"].min()),
+            )
+        )
     return sockets
 
 
@@ -423,8 +492,11 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, floa
         # the server's file, whatever vantage it declares (quinn's say "unknown")
         trace = qlog.load_trace(folder / "server.qlog", vantage=None)
         summary = qlog.summarize_trace(trace)
-        values = {"cwnd_mean": summary.cwnd_mean, "srtt_mean": summary.smoothed_rtt_mean,
-                  **{f"phase_{phase}": share for phase, share in summary.phases.items()}}
+        values = {
+            "cwnd_mean": summary.cwnd_mean,
+            "srtt_mean": summary.smoothed_rtt_mean,
+            **{f"phase_{phase}": share for phase, share in summary.phases.items()},
+        }
         exit_ = qlog.slow_start_exit(trace)
         if exit_.reason in ("loss", "delay"):
             values["slow_start_exit"] = exit_.time
@@ -435,8 +507,9 @@ def sender_metrics(folder: Path, record: dict[str, Any]) -> tuple[dict[str, floa
             if losses.declared:
                 values["spurious_loss_share"] = losses.spurious / losses.declared
         frame = qlog.metrics_frame(trace)
-        return values, CwndSeries(frame["time"].to_numpy(), frame["cwnd"].to_numpy(), summary.start,
-                                  summary.end, summary.min_rtt)
+        return values, CwndSeries(
+            frame["time"].to_numpy(), frame["cwnd"].to_numpy(), summary.start, summary.end, summary.min_rtt
+        )
     if (folder / "tcp_probe.txt.gz").exists():
         probed = probe_sockets(folder, record)
         if probed:
@@ -462,8 +535,9 @@ def bdp_metrics(series: CwndSeries | None, delivery_rate: float | None) -> dict[
     return {"cwnd_over_bdp": mean / bdp, "cwnd_above_bdp": shares.get("above", 0.0)}
 
 
-def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None,
-                window_s: float | None = None) -> dict[str, float]:
+def mac_metrics(
+    folder: Path, hops: list[tuple[str, str]], app_bytes: int | None = None, window_s: float | None = None
+) -> dict[str, float]:
     """A-MPDU size, airtime (its share of the download's ``window_s``, and per megabyte of the
     ``app_bytes`` delivered), retries and MAC delay of what the node that transmits the
     download's last hop (the AP for a station, every AP a roaming client used) sent to the
@@ -495,8 +569,11 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
             values.update(mac_delay_median=own["mac_delay"]["median_s"], mac_delay_p95=own["mac_delay"]["p95_s"])
     if node:
         if not own:
-            values.update(ampdu_mean=node["mean_mpdus_per_ampdu"], airtime_share=node["airtime_share"],
-                          mac_retries=node["retries"])
+            values.update(
+                ampdu_mean=node["mean_mpdus_per_ampdu"],
+                airtime_share=node["airtime_share"],
+                mac_retries=node["retries"],
+            )
             if app_bytes:
                 values["airtime_per_mb"] = node["airtime_s"] / (app_bytes / 1e6)
             delay = node.get("mac_delay") or {}
@@ -504,8 +581,11 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
                 values.update(mac_delay_median=delay["median_s"], mac_delay_p95=delay["p95_s"])
         sojourn = node.get("queue_disc_sojourn") or {}
         if sojourn.get("frames"):
-            values.update(queue_delay_median=sojourn["median_s"], queue_delay_p95=sojourn["p95_s"],
-                          queue_disc_drops=node["discipline_drops"])
+            values.update(
+                queue_delay_median=sojourn["median_s"],
+                queue_delay_p95=sojourn["p95_s"],
+                queue_disc_drops=node["discipline_drops"],
+            )
     if hops:  # OFDMA (802.11ax): how many stations shared a downlink multi-user PPDU; the client's uplink
         sending = [radio for radio in stats.get("radios", {}).values() if radio.get("node") in senders]
         multi_user, carried = (sum(radio.get(key, 0) for radio in sending) for key in ("mu_ppdus", "mu_psdus"))
@@ -520,11 +600,15 @@ def mac_metrics(folder: Path, hops: list[tuple[str, str]], app_bytes: int | None
         values.update(handovers(timeline, motion["interval_s"]))
     for number, (sender, receiver) in enumerate(hops[:MAX_HOP_METRICS], start=1):
         hop_senders = senders if number == len(hops) else [sender]
-        links = [radio["per_receiver"][receiver] for radio in stats.get("radios", {}).values()
-                 if radio.get("node") in hop_senders and radio.get("per_receiver", {}).get(receiver, {}).get("psdus")]
+        links = [
+            radio["per_receiver"][receiver]
+            for radio in stats.get("radios", {}).values()
+            if radio.get("node") in hop_senders and radio.get("per_receiver", {}).get(receiver, {}).get("psdus")
+        ]
         if links:  # PSDU-weighted: the MPDUs of every A-MPDU the receiver was sent, over their count
-            values[f"ampdu_hop{number}"] = (sum(link["psdus"] * link["mean_mpdus_per_ampdu"] for link in links)
-                                            / sum(link["psdus"] for link in links))
+            values[f"ampdu_hop{number}"] = sum(link["psdus"] * link["mean_mpdus_per_ampdu"] for link in links) / sum(
+                link["psdus"] for link in links
+            )
     lag = stats.get("lag", {})
     if lag.get("max_ms") is not None:
         values["lag_max"] = lag["max_ms"] / 1e3
@@ -575,21 +659,30 @@ def clients_metrics(folder: Path, clients: list[dict[str, Any]]) -> dict[str, fl
     if len(goodputs) == len(clients) and goodputs:
         span = max(client["download_time"] for client in clients)
         if all(isinstance(client.get("download_end"), (int, float)) for client in clients):
-            span = (max(client["download_end"] for client in clients)
-                    - min(client["download_end"] - client["download_time"] for client in clients))
-        values.update(aggregate_goodput=8.0 * sum(client["bytes"] for client in clients) / span,
-                      client_goodput_min=min(goodputs), client_goodput_median=float(np.median(goodputs)),
-                      jain_index=jain_index(goodputs))
+            span = max(client["download_end"] for client in clients) - min(
+                client["download_end"] - client["download_time"] for client in clients
+            )
+        values.update(
+            aggregate_goodput=8.0 * sum(client["bytes"] for client in clients) / span,
+            client_goodput_min=min(goodputs),
+            client_goodput_median=float(np.median(goodputs)),
+            jain_index=jain_index(goodputs),
+        )
     path = folder / "mac-stats.json"
     if path.exists():
         radios = json.loads(path.read_text()).get("radios", {}).values()
         nodes = {client["node"] for client in clients}
-        sizes = [link["mean_mpdus_per_ampdu"] for radio in radios if radio.get("role") == "ap"
-                 for receiver, link in (radio.get("per_receiver") or {}).items()
-                 if receiver in nodes and link.get("psdus")]
+        sizes = [
+            link["mean_mpdus_per_ampdu"]
+            for radio in radios
+            if radio.get("role") == "ap"
+            for receiver, link in (radio.get("per_receiver") or {}).items()
+            if receiver in nodes and link.get("psdus")
+        ]
         if sizes:
-            values.update(ampdu_client_min=min(sizes), ampdu_client_median=float(np.median(sizes)),
-                          ampdu_client_max=max(sizes))
+            values.update(
+                ampdu_client_min=min(sizes), ampdu_client_median=float(np.median(sizes)), ampdu_client_max=max(sizes)
+            )
     return values
 
 
@@ -634,9 +727,13 @@ def stress_metrics(stress: dict[str, Any] | None) -> dict[str, float]:
     return values
 
 
-def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tuple[str, str]] | None = None,
-                   competitor_records: Sequence[dict[str, Any]] = (),
-                   clients: list[dict[str, Any]] | None = None) -> dict[str, float]:
+def run_metrics_of(
+    folder: Path,
+    record: dict[str, Any],
+    wireless_hops: list[tuple[str, str]] | None = None,
+    competitor_records: Sequence[dict[str, Any]] = (),
+    clients: list[dict[str, Any]] | None = None,
+) -> dict[str, float]:
     """Every metric this run's artifacts allow, in base units (what they leave out and why:
     :func:`review_measurement`, kept in the run's details)."""
     values: dict[str, float] = {}
@@ -650,8 +747,14 @@ def run_metrics_of(folder: Path, record: dict[str, Any], wireless_hops: list[tup
         sender, series = sender_metrics(folder, record)
         values.update(sender)
         values.update(bdp_metrics(series, values.get("throughput") or values.get("goodput")))
-    values.update(mac_metrics(folder, wireless_hops or [], record.get("bytes") if record.get("ok") else None,
-                              record.get("total_time") if record.get("ok") else None))
+    values.update(
+        mac_metrics(
+            folder,
+            wireless_hops or [],
+            record.get("bytes") if record.get("ok") else None,
+            record.get("total_time") if record.get("ok") else None,
+        )
+    )
     if wireless_hops and "handovers" not in values:
         values.update(association_metrics(folder, record, wireless_hops[-1][1]))
     return _finite(values)
@@ -666,8 +769,9 @@ def association_metrics(folder: Path, record: dict[str, Any], client: str) -> di
     if not path.exists():
         return {}
     logged = json.loads(path.read_text())
-    moments = [logged["since"] + e["t"] for e in logged["events"]
-               if e["station"] == client and e["event"] == "associated"]
+    moments = [
+        logged["since"] + e["t"] for e in logged["events"] if e["station"] == client and e["event"] == "associated"
+    ]
     values = {"handovers": float(len(moments))}
     capture = folder / "client.pcap"
     if moments and capture.exists():

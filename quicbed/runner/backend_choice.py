@@ -28,11 +28,13 @@ from quicbed.spec.topology import Topology
 
 #: what happens on a kernel without netem, said in the same words by README, 'run --help' and
 #: doctor (tests/unit/test_cli.py holds them to it); a dry run shows the outcome for one file
-NO_NETEM = ("On a kernel without netem, an experiment file that names no backend runs on the ns3 backend, on "
-            "this host, when ns3 can make every link it uses; otherwise, and whenever a netns or mininet-wifi "
-            "backend is named, 'quicbed run' moves the runs by itself into quicbed's virtual-time kernel where "
-            "it is built (the runs' clock is then virtual), else into the microVM ('--clock real' or '--vm' "
-            "always the microVM, '--no-vm' never a guest).")
+NO_NETEM = (
+    "On a kernel without netem, an experiment file that names no backend runs on the ns3 backend, on "
+    "this host, when ns3 can make every link it uses; otherwise, and whenever a netns or mininet-wifi "
+    "backend is named, 'quicbed run' moves the runs by itself into quicbed's virtual-time kernel where "
+    "it is built (the runs' clock is then virtual), else into the microVM ('--clock real' or '--vm' "
+    "always the microVM, '--no-vm' never a guest)."
+)
 
 #: the netem features a link may use, as shown to users
 NETEM_FIELDS = ("delay", "jitter", "loss", "corrupt", "reorder", "duplicate", "slot")
@@ -71,12 +73,19 @@ def ns3_problems(topologies: list[Topology]) -> list[str]:
 
 
 def _trace_uses(topologies: list[Topology]) -> list[str]:
-    return list(dict.fromkeys(link.name for topo in topologies for link in topo.links
-                              if isinstance(link, WiredLink) and (link.forward.trace or link.backward.trace)))
+    return list(
+        dict.fromkeys(
+            link.name
+            for topo in topologies
+            for link in topo.links
+            if isinstance(link, WiredLink) and (link.forward.trace or link.backward.trace)
+        )
+    )
 
 
-def choose_backend(experiment: Experiment, requested: str | None, params: dict[str, Any],
-                   vm_requested: bool = False) -> BackendChoice:
+def choose_backend(
+    experiment: Experiment, requested: str | None, params: dict[str, Any], vm_requested: bool = False
+) -> BackendChoice:
     backend = requested or experiment.backend
     if requested or "backend" in experiment.raw or vm_requested or backend != "netns":
         return BackendChoice(backend)
@@ -85,8 +94,11 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
     if traced:  # no kernel replays a trace: ns3 or nothing (require_realisable says why)
         if ns3_problems(topologies):
             return BackendChoice(backend)
-        return BackendChoice("ns3", f"the links {', '.join(traced)} of {experiment.source} replay delivery traces, "
-                                    "which only the ns3 backend can: running on ns3")
+        return BackendChoice(
+            "ns3",
+            f"the links {', '.join(traced)} of {experiment.source} replay delivery traces, "
+            "which only the ns3 backend can: running on ns3",
+        )
     if has_netem():
         return BackendChoice(backend)
     uses = _netem_uses(topologies)
@@ -95,12 +107,18 @@ def choose_backend(experiment: Experiment, requested: str | None, params: dict[s
     problems = ns3_problems(topologies)
     needing = f"this kernel has no netem, which the links {', '.join(uses)} of {experiment.source} need"
     if problems:
-        return BackendChoice("netns", f"{needing}, and the ns3 backend cannot run them ({'; '.join(problems)}): "
-                                      "they run on netns in a guest kernel with netem (below)")
-    return BackendChoice("ns3", f"{needing}: running them on the ns3 backend, which simulates the same wired links "
-                                "on this host at its full speed (the other choice, --backend netns, runs netem in a guest "
-                                "kernel: quicbed's virtual-time kernel, or the microVM with a ~13x slower CPU; name a "
-                                "backend in the file or with --backend to choose)")
+        return BackendChoice(
+            "netns",
+            f"{needing}, and the ns3 backend cannot run them ({'; '.join(problems)}): "
+            "they run on netns in a guest kernel with netem (below)",
+        )
+    return BackendChoice(
+        "ns3",
+        f"{needing}: running them on the ns3 backend, which simulates the same wired links "
+        "on this host at its full speed (the other choice, --backend netns, runs netem in a guest "
+        "kernel: quicbed's virtual-time kernel, or the microVM with a ~13x slower CPU; name a "
+        "backend in the file or with --backend to choose)",
+    )
 
 
 def require_realisable(experiment: Experiment, backend: str, params: dict[str, Any]) -> None:
@@ -115,5 +133,7 @@ def require_realisable(experiment: Experiment, backend: str, params: dict[str, A
             except QuicbedError as error:
                 problems.append(f"{error} (backend_options.{backend}: {options or 'none'})")
     if problems:
-        raise QuicbedError(f"{experiment.source}: the {backend} backend cannot realise this experiment's links: "
-                           f"{'; '.join(dict.fromkeys(problems))}")
+        raise QuicbedError(
+            f"{experiment.source}: the {backend} backend cannot realise this experiment's links: "
+            f"{'; '.join(dict.fromkeys(problems))}"
+        )

@@ -27,13 +27,16 @@ def beyond_real_time(experiment: Experiment, backend: str, params: dict[str, Any
     if backend != "ns3":
         return None
     cells = {_stations(topology_for(experiment, cell, params)) for cell in experiment.topology_cells()}
-    over = sorted({count for count, ofdma in cells
-                   if count > (REAL_TIME_OFDMA_STATIONS if ofdma else REAL_TIME_STATIONS)})
+    over = sorted(
+        {count for count, ofdma in cells if count > (REAL_TIME_OFDMA_STATIONS if ofdma else REAL_TIME_STATIONS)}
+    )
     if not over:
         return None
     with_ofdma = any(ofdma and count in over for count, ofdma in cells)
-    return (f"{experiment.source}: cells of {', '.join(map(str, over))} stations{' with OFDMA' if with_ofdma else ''} "
-            "are beyond what the ns-3 channel keeps in real time where it was measured (a 2-core Debian 12 VM: 5 "
-            f"stations keep pace, {REAL_TIME_STATIONS} are the edge, and with OFDMA 4 fell behind in every run; "
-            "docs/studies.md, E5), so expect their runs to be invalid (fix: --clock virtual runs them at any scale, "
-            "docs/clocks.md; or fewer stations with --set 'matrix.params.stations=[...]')")
+    return (
+        f"{experiment.source}: cells of {', '.join(map(str, over))} stations{' with OFDMA' if with_ofdma else ''} "
+        "are beyond what the ns-3 channel keeps in real time where it was measured (a 2-core Debian 12 VM: 5 "
+        f"stations keep pace, {REAL_TIME_STATIONS} are the edge, and with OFDMA 4 fell behind in every run; "
+        "docs/studies.md, E5), so expect their runs to be invalid (fix: --clock virtual runs them at any scale, "
+        "docs/clocks.md; or fewer stations with --set 'matrix.params.stations=[...]')"
+    )

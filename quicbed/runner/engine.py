@@ -95,8 +95,7 @@ def wireless_hops(topo: Topology, server: str, client: str) -> list[tuple[str, s
 class NetworkKeeper:
     """The live network of the current run, rebuilt only when the topology changes."""
 
-    def __init__(self, experiment: Experiment, backend: str, overrides: dict[str, Any],
-                 on_build: Any = None) -> None:
+    def __init__(self, experiment: Experiment, backend: str, overrides: dict[str, Any], on_build: Any = None) -> None:
         self.experiment = experiment
         self.backend = backend
         self.overrides = overrides
@@ -117,8 +116,11 @@ class NetworkKeeper:
                 self.description = description
                 return self.network
         self.close()
-        options = seeded_options(self.backend, self.experiment.backend_options.get(self.backend, {}),
-                                 random_stream(self.experiment.seed, run.run_id, attempt))
+        options = seeded_options(
+            self.backend,
+            self.experiment.backend_options.get(self.backend, {}),
+            random_stream(self.experiment.seed, run.run_id, attempt),
+        )
         network = create(self.backend, topo, **options)
         network.__enter__()
         self.network, self.description = network, description
@@ -134,8 +136,11 @@ class NetworkKeeper:
         if _without_shapes(topo.to_dict()) != _without_shapes(network.topology.to_dict()):
             return False
         for link, live in zip(topo.links, network.topology.links):
-            if isinstance(link, WiredLink) and isinstance(live, WiredLink) and \
-                    (link.forward, link.backward) != (live.forward, live.backward):
+            if (
+                isinstance(link, WiredLink)
+                and isinstance(live, WiredLink)
+                and (link.forward, link.backward) != (live.forward, live.backward)
+            ):
                 network.replace_link_shapes(link)
         return True
 
@@ -170,8 +175,14 @@ class Progress:
             )
             from rich.progress import Progress as Bar
 
-            self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                           TextColumn("ETA"), TimeRemainingColumn(), transient=True)
+            self.bar = Bar(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task("starting", total=total, completed=done)
 
@@ -217,7 +228,9 @@ def result_text(record: RunRecord) -> str:
     for name in RESULT_LINE_METRICS:
         if name in record.metrics:
             entry = metric(name)
-            shown.append(f"{entry.label} {entry.show(record.metrics[name]):.3g}{' ' + entry.unit if entry.unit else ''}")
+            shown.append(
+                f"{entry.label} {entry.show(record.metrics[name]):.3g}{' ' + entry.unit if entry.unit else ''}"
+            )
     text = ", ".join(shown) or "ok"
     if record.status == "invalid":
         text = f"INVALID ({'; '.join(record.invalid_reasons)}): {text}"
@@ -241,8 +254,13 @@ class ExperimentRunner:
     # -- metadata ----------------------------------------------------------------------------
     def _resolved(self) -> dict[str, Any]:
         exp = self.experiment
-        return {**exp.raw, "transports": {n: t.describe() for n, t in exp.transports.items()},
-                "backend": self.backend, "topology_overrides": self.options.params, "cells": exp.cells()}
+        return {
+            **exp.raw,
+            "transports": {n: t.describe() for n, t in exp.transports.items()},
+            "backend": self.backend,
+            "topology_overrides": self.options.params,
+            "cells": exp.cells(),
+        }
 
     def _check_resumable(self, previous: dict[str, Any]) -> None:
         """A resumed experiment must be the same one (more repetitions or warm-up runs are fine),
@@ -253,9 +271,11 @@ class ExperimentRunner:
         now = {k: v for k, v in json.loads(json.dumps(self._resolved(), default=str)).items() if k not in ignored}
         changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
         if before and changed:
-            raise QuicbedError(f"{self.options.out} was written with other settings ({', '.join(changed)} differ: "
-                               "--set, -p or --backend); resuming would mix two experiments (fix: resume with the "
-                               "options of the first session, see metadata.json)")
+            raise QuicbedError(
+                f"{self.options.out} was written with other settings ({', '.join(changed)} differ: "
+                "--set, -p or --backend); resuming would mix two experiments (fix: resume with the "
+                "options of the first session, see metadata.json)"
+            )
 
     def _shard_record(self, runs: Sized, total: int) -> dict[str, Any] | None:
         shard = self.options.shard
@@ -268,34 +288,55 @@ class ExperimentRunner:
         if self.options.resume:
             self._check_resumable(previous)
             if _shard_identity(previous.get("shard")) != _shard_identity(shard):
-                raise QuicbedError(f"{self.options.out} holds shard {_shard_text(previous.get('shard'))}, not "
-                                   f"{_shard_text(shard)} (fix: resume with the --shard and --shard-by it was "
-                                   "started with, see metadata.json)")
+                raise QuicbedError(
+                    f"{self.options.out} holds shard {_shard_text(previous.get('shard'))}, not "
+                    f"{_shard_text(shard)} (fix: resume with the --shard and --shard-by it was "
+                    "started with, see metadata.json)"
+                )
         fingerprint_now = fingerprint.fingerprint(exp, self.options.params)
         mixed = list(previous.get("mixed_fingerprints") or [])
         if self.options.resume and previous.get("fingerprint"):
             changed = fingerprint.differences(previous["fingerprint"], fingerprint_now)
             if changed and not self.options.force:
-                raise QuicbedError(f"{self.options.out} was started with other code, tools, traces or kernel: "
-                                   f"{'; '.join(changed)}; resuming would mix runs of both in one result (fix: "
-                                   "resume where and with what it was started, or add --force to mix them, "
-                                   "which metadata.json then records)")
+                raise QuicbedError(
+                    f"{self.options.out} was started with other code, tools, traces or kernel: "
+                    f"{'; '.join(changed)}; resuming would mix runs of both in one result (fix: "
+                    "resume where and with what it was started, or add --force to mix them, "
+                    "which metadata.json then records)"
+                )
             mixed += [f"session {len(previous.get('sessions', [])) + 1}: {change}" for change in changed]
         now = time.time()
-        session = {"started": now, "started_utc": meta.utc(now), "finished": None, "status": "running",
-                   "command": self.options.command,
-                   "host": meta.host_info(), "versions": meta.tool_versions(), "git": meta.git_commit(),
-                   "fingerprint": fingerprint_now,
-                   "calibration": bench_results.calibration(), "backend": self.backend, "networks": []}
+        session = {
+            "started": now,
+            "started_utc": meta.utc(now),
+            "finished": None,
+            "status": "running",
+            "command": self.options.command,
+            "host": meta.host_info(),
+            "versions": meta.tool_versions(),
+            "git": meta.git_commit(),
+            "fingerprint": fingerprint_now,
+            "calibration": bench_results.calibration(),
+            "backend": self.backend,
+            "networks": [],
+        }
         self.metadata = {
             "format": FORMAT_VERSION,
-            "name": exp.name, "description": exp.description, "experiment_file": str(exp.source),
-            "experiment": {**self._resolved(), "runs": total}, "shard": shard,
-            "started": previous.get("started", now), "started_utc": meta.utc(previous.get("started", now)),
-            "finished": None, "status": "running",
-            "backend": self.backend, "backend_note": self.options.backend_note,
-            "host": session["host"], "versions": session["versions"],
-            "git": session["git"], "calibration": session["calibration"],
+            "name": exp.name,
+            "description": exp.description,
+            "experiment_file": str(exp.source),
+            "experiment": {**self._resolved(), "runs": total},
+            "shard": shard,
+            "started": previous.get("started", now),
+            "started_utc": meta.utc(previous.get("started", now)),
+            "finished": None,
+            "status": "running",
+            "backend": self.backend,
+            "backend_note": self.options.backend_note,
+            "host": session["host"],
+            "versions": session["versions"],
+            "git": session["git"],
+            "calibration": session["calibration"],
             "fingerprint": previous.get("fingerprint") or fingerprint_now,
             **({"mixed_fingerprints": mixed} if mixed else {}),
             "sessions": [*previous.get("sessions", []), session],
@@ -308,8 +349,14 @@ class ExperimentRunner:
         if any(entry["topology"] == topology for entry in session["networks"]):
             return
         description = network.describe()
-        session["networks"].append({"topology": topology, "network": description,
-                                    "interfaces": meta.interface_state(network), "built": time.time()})
+        session["networks"].append(
+            {
+                "topology": topology,
+                "network": description,
+                "interfaces": meta.interface_state(network),
+                "built": time.time(),
+            }
+        )
         assert self.folder is not None
         self.folder.write_metadata(self.metadata)
         if self.progress is not None:
@@ -339,8 +386,11 @@ class ExperimentRunner:
             if self.options.retry_failed:
                 finished = {run_id: line for run_id, line in finished.items() if line.status != "failed"}
             # a run stopped between an attempt that did not count and the next one is not done
-            continuing = {run_id: earlier for run_id, line in finished.items()
-                          if (earlier := attempts_to_continue(line, self.experiment.validity)) is not None}
+            continuing = {
+                run_id: earlier
+                for run_id, line in finished.items()
+                if (earlier := attempts_to_continue(line, self.experiment.validity)) is not None
+            }
             finished = {run_id: line for run_id, line in finished.items() if run_id not in continuing}
             done = sum(1 for run in runs if run.run_id in finished) if finished else 0
             todo = (run for run in runs if run.run_id not in finished)  # made as the runs go
@@ -364,9 +414,11 @@ class ExperimentRunner:
                     progress.starting(run)
                     earlier = continuing.get(run.run_id, [])
                     if earlier:
-                        progress.note(f"{run.run_id}: attempt {len(earlier)} was {earlier[-1]['status']} and the "
-                                      f"last session stopped before the next: making it again "
-                                      f"(attempt {len(earlier) + 1})")
+                        progress.note(
+                            f"{run.run_id}: attempt {len(earlier)} was {earlier[-1]['status']} and the "
+                            f"last session stopped before the next: making it again "
+                            f"(attempt {len(earlier) + 1})"
+                        )
                     record = self._one_run(run, keeper, folder, earlier)
                     record = self._make_again(run, record, keeper, folder, earlier)
                     setattr(summary, record.status, getattr(summary, record.status) + 1)
@@ -383,8 +435,14 @@ class ExperimentRunner:
                     self._finish_metadata(status)
         return summary
 
-    def _make_again(self, run: Run, record: RunRecord, keeper: NetworkKeeper,
-                    folder: ResultsFolder, earlier: list[dict[str, Any]] | None = None) -> RunRecord:
+    def _make_again(
+        self,
+        run: Run,
+        record: RunRecord,
+        keeper: NetworkKeeper,
+        folder: ResultsFolder,
+        earlier: list[dict[str, Any]] | None = None,
+    ) -> RunRecord:
         """Make a run that does not count again: an invalid one up to ``validity.reruns`` times, so
         that its cell ends with the repetitions asked for, a failed one up to
         ``validity.retry_failed`` times (a fault, such as a process it depends on dying, closed
@@ -396,30 +454,51 @@ class ExperimentRunner:
             earlier.append(_attempt_summary(len(earlier) + 1, record.status, record.error, record.invalid_reasons))
             if self.progress is not None:
                 why = record.error if record.status == "failed" else "; ".join(record.invalid_reasons)
-                self.progress.note(f"{run.run_id} {record.status} ({why}): making it again "
-                                   f"(attempt {len(earlier) + 1})")
+                self.progress.note(
+                    f"{run.run_id} {record.status} ({why}): making it again (attempt {len(earlier) + 1})"
+                )
             if record.status == "invalid":  # not inside the hypervisor's spell that may have made it so
                 waited, steal = self.wait_for_quiet_machine()
                 earlier[-1]["waited_for_quiet_machine_s"] = round(waited, 1)
                 if waited >= 1 and self.progress is not None:
-                    self.progress.note(f"{run.run_id}: waited {waited:.0f} s for the hypervisor to take less than "
-                                       f"{QUIET_STEAL:.0%} of the CPU time (last {steal:.1%})")
+                    self.progress.note(
+                        f"{run.run_id}: waited {waited:.0f} s for the hypervisor to take less than "
+                        f"{QUIET_STEAL:.0%} of the CPU time (last {steal:.1%})"
+                    )
             raise_if_interrupted()
             record = self._one_run(run, keeper, folder, earlier)
         return record
 
-    def _one_run(self, run: Run, keeper: NetworkKeeper, folder: ResultsFolder,
-                 earlier_attempts: list[dict[str, Any]] | None = None) -> RunRecord:
+    def _one_run(
+        self,
+        run: Run,
+        keeper: NetworkKeeper,
+        folder: ResultsFolder,
+        earlier_attempts: list[dict[str, Any]] | None = None,
+    ) -> RunRecord:
         exp = self.experiment
         transport = exp.transport_of(run.cell)
         record = RunRecord(
-            run_id=run.run_id, index=run.index, cell_index=run.cell_index, cell=run.cell,
-            repetition=run.repetition, warmup=run.warmup, transport=transport.describe(),
+            run_id=run.run_id,
+            index=run.index,
+            cell_index=run.cell_index,
+            cell=run.cell,
+            repetition=run.repetition,
+            warmup=run.warmup,
+            transport=transport.describe(),
             workload=workload_of(exp, run.cell),
             competitor=competitors_described(exp.competitors_of(run.cell)),
-            client=run.cell.get("client", exp.client), server=exp.server, backend=self.backend,
-            clock=current_clock(), kernel=kernel_release(), host=meta.machine_name(), started=time.time(), attempt=1 + len(earlier_attempts or []),
-            earlier_attempts=list(earlier_attempts or []), folder=f"runs/{run.run_id}")
+            client=run.cell.get("client", exp.client),
+            server=exp.server,
+            backend=self.backend,
+            clock=current_clock(),
+            kernel=kernel_release(),
+            host=meta.machine_name(),
+            started=time.time(),
+            attempt=1 + len(earlier_attempts or []),
+            earlier_attempts=list(earlier_attempts or []),
+            folder=f"runs/{run.run_id}",
+        )
         details: dict[str, Any] = {}  # run.json's, beside the record: what the run measured and set
         partial = folder.begin_run(run.run_id)
         try:
@@ -437,14 +516,23 @@ class ExperimentRunner:
             if not client.ok:
                 record.status, record.error = "failed", f"download failed: {client.error}"
             elif failed:
-                record.status, record.error = "failed", (f"{len(failed)} of the other clients failed, e.g. "
-                                                         f"{failed[0]['node']}: {failed[0]['error']}")
+                record.status, record.error = (
+                    "failed",
+                    (f"{len(failed)} of the other clients failed, e.g. {failed[0]['node']}: {failed[0]['error']}"),
+                )
             hops = wireless_hops(network.topology, exp.server, str(record.client))
-            record.metrics = {**run_metrics_of(partial, client_record, hops, execution.details.get("competitors", ()),
-                                               execution.details.get("clients")),
-                              # in virtual time computing takes no time: CPU figures say nothing of the run
-                              **(cpu_metrics(execution.details.get("cpu")) if record.clock == REAL else {}),
-                              **stress_metrics(execution.details.get("stress"))}
+            record.metrics = {
+                **run_metrics_of(
+                    partial,
+                    client_record,
+                    hops,
+                    execution.details.get("competitors", ()),
+                    execution.details.get("clients"),
+                ),
+                # in virtual time computing takes no time: CPU figures say nothing of the run
+                **(cpu_metrics(execution.details.get("cpu")) if record.clock == REAL else {}),
+                **stress_metrics(execution.details.get("stress")),
+            }
             record.cpu_bound_reasons = execution.details.get("cpu_bound_reasons", [])
             record.cpu_unknown_reasons = execution.details.get("cpu_unknown_reasons", [NO_CPU_RECORD])
             record.invalid_reasons = invalid_reasons(details, exp.validity.cpu_bound)
@@ -491,8 +579,10 @@ def attempts_to_continue(line: RunRecord, validity: Validity) -> list[dict[str, 
     earlier = list(line.earlier_attempts or [])
     if line.warmup or not has_attempts_left(line.status, earlier, validity):
         return None
-    return [*earlier, _attempt_summary(int(line.attempt or len(earlier) + 1), line.status, line.error,
-                                       line.invalid_reasons or [])]
+    return [
+        *earlier,
+        _attempt_summary(int(line.attempt or len(earlier) + 1), line.status, line.error, line.invalid_reasons or []),
+    ]
 
 
 def _shard_identity(shard: dict[str, Any] | None) -> tuple[Any, ...] | None:
@@ -527,12 +617,16 @@ def invalid_reasons(details: dict[str, Any], cpu_bound: str = "flag") -> list[st
     reasons = list((details.get("mac_stats") or {}).get("invalid_reasons") or [])
     for number, competitor in enumerate(details.get("competitors") or [], start=1):
         if not competitor.get("ok"):
-            reasons.append(f"competitor {number} failed ({competitor.get('error') or 'no error given'}): the "
-                           "download did not compete with it to the end")
+            reasons.append(
+                f"competitor {number} failed ({competitor.get('error') or 'no error given'}): the "
+                "download did not compete with it to the end"
+            )
     background = details.get("background")
     if background is not None and not background.get("bytes_received"):
-        reasons.append(f"the background traffic ({background.get('kind')}, {background.get('from')} -> "
-                       f"{background.get('to')}) delivered nothing: the download ran without it")
+        reasons.append(
+            f"the background traffic ({background.get('kind')}, {background.get('from')} -> "
+            f"{background.get('to')}) delivered nothing: the download ran without it"
+        )
     reasons += (details.get("measurement") or {}).get("invalid_reasons") or []
     if cpu_bound == "exclude":
         reasons += details.get("cpu_bound_reasons") or []

@@ -58,9 +58,14 @@ def trace_digests(experiment: Experiment, overrides: dict[str, Any]) -> dict[str
 
 
 def fingerprint(experiment: Experiment, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"code": code_state(), **tool_versions(), "quinn": file_digest(native_binary()),
-            "topology": file_digest(experiment.topology_script),
-            "traces": trace_digests(experiment, overrides or {}), "kernel": platform.release()}
+    return {
+        "code": code_state(),
+        **tool_versions(),
+        "quinn": file_digest(native_binary()),
+        "topology": file_digest(experiment.topology_script),
+        "traces": trace_digests(experiment, overrides or {}),
+        "kernel": platform.release(),
+    }
 
 
 def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:

@@ -53,9 +53,11 @@ def storage_error(error: BaseException, path: Path | str | None = None) -> Stora
         return None
     problem, fix = _STORAGE_PROBLEMS[error.errno]
     where = error.filename or path
-    return StorageError(f"cannot write {where}: {problem} (fix: {fix}, or move the folder elsewhere; then continue "
-                        "the experiment with 'quicbed run --resume --out FOLDER EXPERIMENT': what was written so "
-                        "far is kept)")
+    return StorageError(
+        f"cannot write {where}: {problem} (fix: {fix}, or move the folder elsewhere; then continue "
+        "the experiment with 'quicbed run --resume --out FOLDER EXPERIMENT': what was written so "
+        "far is kept)"
+    )
 
 
 @contextlib.contextmanager
@@ -159,11 +161,15 @@ class ResultsFolder:
             raise QuicbedError(f"{path} is a file, not a results folder (fix: choose another --out)")
         existing = path.exists() and any(path.iterdir())
         if existing and not resume:
-            raise QuicbedError(f"{path} exists and is not empty; results are never overwritten "
-                               "(fix: choose another --out, or add --resume to continue that experiment)")
+            raise QuicbedError(
+                f"{path} exists and is not empty; results are never overwritten "
+                "(fix: choose another --out, or add --resume to continue that experiment)"
+            )
         if resume and not (path / RESULTS).exists() and not (path / METADATA).exists():
-            raise QuicbedError(f"{path} holds no interrupted experiment to resume (no {METADATA}) "
-                               "(fix: drop --resume, or give the folder of the interrupted run with --out)")
+            raise QuicbedError(
+                f"{path} holds no interrupted experiment to resume (no {METADATA}) "
+                "(fix: drop --resume, or give the folder of the interrupted run with --out)"
+            )
         new = not path.exists()
         try:
             with writing(path):
@@ -177,14 +183,18 @@ class ResultsFolder:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock_file.close()
-            raise QuicbedError(f"another experiment is writing into {path} right now (fix: wait for it, or "
-                               "choose another --out)") from None
+            raise QuicbedError(
+                f"another experiment is writing into {path} right now (fix: wait for it, or choose another --out)"
+            ) from None
         if resume:
             self._check_same_experiment(experiment_file)
             torn = repair_torn_end(self.results_path)
             if torn is not None:
-                print(f"warning: {self.results_path} ended in a torn line (an interrupted write); it was cut "
-                      f"off and kept in {torn}, and its run is made again", file=sys.stderr)
+                print(
+                    f"warning: {self.results_path} ended in a torn line (an interrupted write); it was cut "
+                    f"off and kept in {torn}, and its run is made again",
+                    file=sys.stderr,
+                )
         else:
             try:
                 write_text_atomic(path / EXPERIMENT_COPY, experiment_file.read_text())
@@ -196,8 +206,10 @@ class ResultsFolder:
     def _check_same_experiment(self, experiment_file: Path) -> None:
         copy = self.path / EXPERIMENT_COPY
         if copy.exists() and copy.read_bytes() != experiment_file.read_bytes():
-            raise QuicbedError(f"{experiment_file} differs from the experiment that wrote {self.path} "
-                               f"({copy}); resuming would mix two experiments (fix: resume with {copy})")
+            raise QuicbedError(
+                f"{experiment_file} differs from the experiment that wrote {self.path} "
+                f"({copy}); resuming would mix two experiments (fix: resume with {copy})"
+            )
 
     def _drop_partial_runs(self) -> None:
         """Runs interrupted last time left a ``.partial`` folder: it is not a result."""
@@ -208,8 +220,11 @@ class ResultsFolder:
     def finished(self) -> dict[str, RunRecord]:
         """Runs already recorded, by run id (their folder must exist, too; the last line of a
         run made again counts)."""
-        return {r.run_id: r for r in latest_records(read_results(self.results_path))
-                if (self.path / (r.folder or f"runs/{r.run_id}")).is_dir()}
+        return {
+            r.run_id: r
+            for r in latest_records(read_results(self.results_path))
+            if (self.path / (r.folder or f"runs/{r.run_id}")).is_dir()
+        }
 
     def begin_run(self, run_id: str) -> Path:
         """The partial folder of a run about to be made; an earlier attempt's folder (a failed run
@@ -226,8 +241,9 @@ class ResultsFolder:
         then append the results line (the record alone)."""
         final = self.runs_dir / run_id  # free: begin_run moved any earlier attempt away
         # paths into the run's folder are kept relative to it: the partial name goes away
-        text = json.dumps({**record.to_dict(), "folder": f"runs/{run_id}", "details": details},
-                          default=str).replace(f"{partial}/", "")
+        text = json.dumps({**record.to_dict(), "folder": f"runs/{run_id}", "details": details}, default=str).replace(
+            f"{partial}/", ""
+        )
         stored = json.loads(text)
         with writing(partial / "run.json"):
             (partial / "run.json").write_text(json.dumps(stored, indent=1) + "\n")

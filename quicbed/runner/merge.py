@@ -26,8 +26,15 @@ from quicbed import atomic
 from quicbed.errors import QuicbedError
 from quicbed.results import RunRecord
 from quicbed.runner.fingerprint import differences as fingerprint_differences
-from quicbed.runner.folder import (EXPERIMENT_COPY, LOCK, METADATA, RESULTS, read_results, write_json_atomic,
-                                   write_text_atomic)
+from quicbed.runner.folder import (
+    EXPERIMENT_COPY,
+    LOCK,
+    METADATA,
+    RESULTS,
+    read_results,
+    write_json_atomic,
+    write_text_atomic,
+)
 from quicbed.spec.experiment import Run
 
 #: metadata.json keys of the resolved experiment that may differ between shards
@@ -81,23 +88,28 @@ def holding(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise QuicbedError(f"{path} is being written by a running experiment (fix: wait until it has "
-                               "finished)") from None
+            raise QuicbedError(
+                f"{path} is being written by a running experiment (fix: wait until it has finished)"
+            ) from None
         yield
 
 
 def read_shard(path: Path) -> ShardFolder:
     for name in (METADATA, EXPERIMENT_COPY):
         if not (path / name).is_file():
-            raise QuicbedError(f"{path} is not a results folder of 'quicbed run' (no {name}) (fix: give the "
-                               "folders that 'quicbed run --shard K/N' wrote)")
+            raise QuicbedError(
+                f"{path} is not a results folder of 'quicbed run' (no {name}) (fix: give the "
+                "folders that 'quicbed run --shard K/N' wrote)"
+            )
     try:
         metadata = json.loads((path / METADATA).read_text())
     except ValueError as error:
         raise QuicbedError(f"{path / METADATA} is not JSON ({error})") from None
     if not isinstance(metadata, dict):
-        raise QuicbedError(f"{path / METADATA} is not a JSON object (fix: give the folders that "
-                           "'quicbed run --shard K/N' wrote; this file was edited or damaged)")
+        raise QuicbedError(
+            f"{path / METADATA} is not a JSON object (fix: give the folders that "
+            "'quicbed run --shard K/N' wrote; this file was edited or damaged)"
+        )
     _check_experiment(path / METADATA, metadata.get("experiment"))
     return ShardFolder(path, metadata, (path / EXPERIMENT_COPY).read_bytes(), read_results(path / RESULTS))
 
@@ -107,13 +119,17 @@ def _check_experiment(path: Path, experiment: Any) -> None:
     experiment = experiment if isinstance(experiment, dict) else {}
     cells = experiment.get("cells", [{}])
     if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
-        raise QuicbedError(f"{path}: experiment.cells is not a list of cells (fix: the file was edited or damaged; "
-                           "merge the folders 'quicbed run --shard K/N' wrote)")
+        raise QuicbedError(
+            f"{path}: experiment.cells is not a list of cells (fix: the file was edited or damaged; "
+            "merge the folders 'quicbed run --shard K/N' wrote)"
+        )
     for key, low in (("repetitions", 1), ("warmup", 0)):
         value = experiment.get(key, low)
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise QuicbedError(f"{path}: experiment.{key} is {value!r}, not a whole number >= {low} (fix: the file "
-                               "was edited or damaged; merge the folders 'quicbed run --shard K/N' wrote)")
+            raise QuicbedError(
+                f"{path}: experiment.{key} is {value!r}, not a whole number >= {low} (fix: the file "
+                "was edited or damaged; merge the folders 'quicbed run --shard K/N' wrote)"
+            )
 
 
 def expected_run_ids(metadata: dict[str, Any]) -> list[str]:
@@ -140,30 +156,46 @@ def differences(shards: list[ShardFolder]) -> list[str]:
     first, problems = shards[0], []
     for other in shards[1:]:
         if other.experiment_file != first.experiment_file:
-            problems.append(f"{other.path} ran another experiment file than {first.path} (their experiment.yaml "
-                            "differ)")
+            problems.append(
+                f"{other.path} ran another experiment file than {first.path} (their experiment.yaml differ)"
+            )
         elif _settings(other) != _settings(first):
-            changed = sorted(key for key in set(_settings(other)) | set(_settings(first))
-                             if _settings(other).get(key) != _settings(first).get(key))
-            problems.append(f"{other.path} ran the experiment with other settings than {first.path} "
-                            f"({', '.join(changed)} differ: --set, -p or --backend)")
+            changed = sorted(
+                key
+                for key in set(_settings(other)) | set(_settings(first))
+                if _settings(other).get(key) != _settings(first).get(key)
+            )
+            problems.append(
+                f"{other.path} ran the experiment with other settings than {first.path} "
+                f"({', '.join(changed)} differ: --set, -p or --backend)"
+            )
         before, now = first.metadata.get("fingerprint"), other.metadata.get("fingerprint")
         if before and now:
             changed = fingerprint_differences(before, now)
             if changed:
-                problems.append(f"{other.path} ran with other code, tools, traces or kernel than {first.path} "
-                                f"({'; '.join(changed)})")
+                problems.append(
+                    f"{other.path} ran with other code, tools, traces or kernel than {first.path} "
+                    f"({'; '.join(changed)})"
+                )
         elif _code(other) != _code(first):  # folders of a quicbed that recorded no fingerprint
-            problems.append(f"{other.path} ran other code than {first.path} (commit {_code(other)[0]}, quicbed "
-                            f"{_code(other)[1]} against commit {_code(first)[0]}, quicbed {_code(first)[1]})")
+            problems.append(
+                f"{other.path} ran other code than {first.path} (commit {_code(other)[0]}, quicbed "
+                f"{_code(other)[1]} against commit {_code(first)[0]}, quicbed {_code(first)[1]})"
+            )
     splits = {((s.shard or {}).get("count"), (s.shard or {}).get("by"), (s.shard or {}).get("split")) for s in shards}
     if len(splits) > 1:
         problems.append("the folders come from different splits (" + ", ".join(s.describe() for s in shards) + ")")
-    problems += [f"{shard.path} mixes fingerprints already (resumed with --force: "
-                 f"{'; '.join(shard.metadata['mixed_fingerprints'])})"
-                 for shard in shards if shard.metadata.get("mixed_fingerprints")]
-    problems += [f"{shard.path} has uncommitted code changes (git status was not clean)"
-                 for shard in shards if (shard.metadata.get("git") or {}).get("dirty")]
+    problems += [
+        f"{shard.path} mixes fingerprints already (resumed with --force: "
+        f"{'; '.join(shard.metadata['mixed_fingerprints'])})"
+        for shard in shards
+        if shard.metadata.get("mixed_fingerprints")
+    ]
+    problems += [
+        f"{shard.path} has uncommitted code changes (git status was not clean)"
+        for shard in shards
+        if (shard.metadata.get("git") or {}).get("dirty")
+    ]
     return problems
 
 
@@ -184,10 +216,19 @@ def _link_or_copy(source: str, target: str) -> None:
 
 def _shard_entry(shard: ShardFolder) -> dict[str, Any]:
     metadata = shard.metadata
-    return {"folder": str(shard.path.resolve()), "shard": shard.shard, "runs": len(shard.run_ids),
-            "status": metadata.get("status"), "started": metadata.get("started"), "finished": metadata.get("finished"),
-            "host": metadata.get("host"), "versions": metadata.get("versions"), "git": metadata.get("git"),
-            "calibration": metadata.get("calibration"), "backend": metadata.get("backend")}
+    return {
+        "folder": str(shard.path.resolve()),
+        "shard": shard.shard,
+        "runs": len(shard.run_ids),
+        "status": metadata.get("status"),
+        "started": metadata.get("started"),
+        "finished": metadata.get("finished"),
+        "host": metadata.get("host"),
+        "versions": metadata.get("versions"),
+        "git": metadata.get("git"),
+        "calibration": metadata.get("calibration"),
+        "backend": metadata.get("backend"),
+    }
 
 
 def _merged_metadata(shards: list[ShardFolder], result: MergeResult, force: bool) -> dict[str, Any]:
@@ -199,12 +240,18 @@ def _merged_metadata(shards: list[ShardFolder], result: MergeResult, force: bool
     return {
         **{key: value for key, value in first.items() if key not in ("shard", "calibration")},
         "host": {**(first.get("host") or {}), "hostname": ", ".join(hostnames), "hosts": len(hostnames)},
-        "started": min(started) if started else None, "finished": max(finished) if finished else None,
+        "started": min(started) if started else None,
+        "finished": max(finished) if finished else None,
         "status": "complete" if complete else "incomplete",
         "sessions": [{**session, "shard": s.shard} for s in shards for session in s.metadata.get("sessions", [])],
         "shards": [_shard_entry(s) for s in shards],
-        "merged": {"runs": len(result.present), "expected": len(result.expected), "missing": result.missing,
-                   "force": force, "warnings": result.warnings},
+        "merged": {
+            "runs": len(result.present),
+            "expected": len(result.expected),
+            "missing": result.missing,
+            "force": force,
+            "warnings": result.warnings,
+        },
     }
 
 
@@ -230,15 +277,20 @@ def _merge_locked(shards: list[ShardFolder], out: Path, force: bool) -> MergeRes
     doubled = duplicates(shards)
     if doubled:
         run_id, paths = next(iter(doubled.items()))
-        raise QuicbedError(f"{len(doubled)} run id(s) are in more than one folder, e.g. {run_id} in "
-                           f"{', '.join(map(str, paths))}; nothing says which counts (fix: merge each shard once, "
-                           "and only shards of one split)")
+        raise QuicbedError(
+            f"{len(doubled)} run id(s) are in more than one folder, e.g. {run_id} in "
+            f"{', '.join(map(str, paths))}; nothing says which counts (fix: merge each shard once, "
+            "and only shards of one split)"
+        )
     problems = differences(shards)
     refusals = [p for p in problems if "uncommitted" not in p]
     if refusals and not force:
-        raise QuicbedError("these folders are not shards of one experiment:\n  " + "\n  ".join(refusals) +
-                           "\n(fix: run every shard with the same experiment file, options and code; --force "
-                           "merges them anyway and records why)")
+        raise QuicbedError(
+            "these folders are not shards of one experiment:\n  "
+            + "\n  ".join(refusals)
+            + "\n(fix: run every shard with the same experiment file, options and code; --force "
+            "merges them anyway and records why)"
+        )
     present = [run_id for shard in shards for run_id in shard.run_ids]
     result = MergeResult(out, shards, expected_run_ids(shards[0].metadata), present, warnings=problems)
     building = out.parent / f".{out.name}.merging-{os.getpid()}"
@@ -254,11 +306,13 @@ def _merge_locked(shards: list[ShardFolder], out: Path, force: bool) -> MergeRes
                 if source.is_dir():
                     shutil.copytree(source, building / "runs" / run_id, copy_function=_link_or_copy)
             if (shard.path / "attempts").is_dir():
-                shutil.copytree(shard.path / "attempts", building / "attempts", copy_function=_link_or_copy,
-                                dirs_exist_ok=True)
+                shutil.copytree(
+                    shard.path / "attempts", building / "attempts", copy_function=_link_or_copy, dirs_exist_ok=True
+                )
         lines.sort(key=lambda record: int(record.index))  # stable: a run's later line stays later
-        write_text_atomic(building / RESULTS, "".join(json.dumps(r.to_dict(), separators=(",", ":")) + "\n"
-                                                      for r in lines))
+        write_text_atomic(
+            building / RESULTS, "".join(json.dumps(r.to_dict(), separators=(",", ":")) + "\n" for r in lines)
+        )
         shutil.copyfile(shards[0].path / EXPERIMENT_COPY, building / EXPERIMENT_COPY)
         write_json_atomic(building / METADATA, _merged_metadata(shards, result, force))
         atomic.sync_tree(building)  # copies on disk before the folder appears under its name

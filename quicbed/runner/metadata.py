@@ -23,8 +23,14 @@ from quicbed.host.clock import current_clock
 from quicbed.paths import PACKAGE_ROOT
 
 #: offload features that change what captures see and how packets are batched
-OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
-            "large-receive-offload", "tx-checksumming", "rx-checksumming")
+OFFLOADS = (
+    "tcp-segmentation-offload",
+    "generic-segmentation-offload",
+    "generic-receive-offload",
+    "large-receive-offload",
+    "tx-checksumming",
+    "rx-checksumming",
+)
 
 
 def _output(argv: list[str]) -> str | None:
@@ -77,10 +83,20 @@ def tool_versions() -> dict[str, Any]:
 
 
 #: host settings that change how transports behave, recorded as Flent records them
-SYSCTLS = ("net.core.default_qdisc", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
-           "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_ecn",
-           "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_no_metrics_save",
-           "kernel.sched_rt_runtime_us")
+SYSCTLS = (
+    "net.core.default_qdisc",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_available_congestion_control",
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_no_metrics_save",
+    "kernel.sched_rt_runtime_us",
+)
 
 
 def sysctls(names: tuple[str, ...] = SYSCTLS) -> dict[str, str | None]:
@@ -119,10 +135,16 @@ def host_info() -> dict[str, Any]:
     except (OSError, ValueError, IndexError):
         pass
     return {
-        "hostname": machine_name(), "kernel": platform.release(), "machine": platform.machine(),
-        "os": _first_match(r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text()
-                           if Path("/etc/os-release").exists() else ""),
-        "cpus": os.cpu_count(), "cpu_model": cpu_model(), "memory_bytes": memory, "sysctls": sysctls(),
+        "hostname": machine_name(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "os": _first_match(
+            r'PRETTY_NAME="([^"]+)"', Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+        ),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "memory_bytes": memory,
+        "sysctls": sysctls(),
         "in_microvm": os.environ.get("QUICBED_IN_VM") == "1",
         "clock": current_clock(),
         "tbf_burst_ms": os.environ.get("QUICBED_TBF_BURST_MS"),
@@ -140,8 +162,10 @@ def _handles(network: Network) -> Iterator[tuple[str, NodeHandle]]:
 
 def qdisc_state(network: Network) -> dict[str, list[str]]:
     """``tc qdisc show`` of every namespace: what shaped the packets of a run."""
-    return {name: handle.run(["tc", "qdisc", "show"], check=False).stdout.strip().splitlines()
-            for name, handle in _handles(network)}
+    return {
+        name: handle.run(["tc", "qdisc", "show"], check=False).stdout.strip().splitlines()
+        for name, handle in _handles(network)
+    }
 
 
 def interface_state(network: Network) -> dict[str, Any]:
@@ -152,7 +176,10 @@ def interface_state(network: Network) -> dict[str, Any]:
         offloads: dict[str, dict[str, str]] = {}
         for interface in handle.interfaces:
             text = handle.run(["ethtool", "-k", interface], check=False).stdout
-            offloads[interface] = {feature: value for feature, value in
-                                   re.findall(r"^([a-z-]+): (on|off)", text, re.MULTILINE) if feature in OFFLOADS}
+            offloads[interface] = {
+                feature: value
+                for feature, value in re.findall(r"^([a-z-]+): (on|off)", text, re.MULTILINE)
+                if feature in OFFLOADS
+            }
         state[name] = {"qdiscs": qdiscs[name], "offloads": offloads}
     return state

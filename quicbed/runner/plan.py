@@ -80,14 +80,18 @@ class Plan:
         return [Shard(k, self.shard.count, self.shard.by).size(self.experiment) for k in range(1, self.shard.count + 1)]
 
 
-def measured_run_seconds(name: str, results_root: Path = Path("results"),
-                         clock: str = REAL) -> tuple[float, int] | None:
+def measured_run_seconds(
+    name: str, results_root: Path = Path("results"), clock: str = REAL
+) -> tuple[float, int] | None:
     """Median wall duration of the finished runs of earlier folders of experiment ``name``
     under ``results_root`` on ``clock`` (newest folders first, up to ESTIMATE_RUNS runs), and
     how many runs."""
     durations: list[float] = []
-    folders = sorted(results_root.glob(f"{name}-*/{RESULTS_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if results_root.is_dir() else []
+    folders = (
+        sorted(results_root.glob(f"{name}-*/{RESULTS_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if results_root.is_dir()
+        else []
+    )
     for results in folders:
         if clock == VIRTUAL:
             durations += _guest_run_seconds(results.parent)
@@ -170,26 +174,35 @@ def estimate(plan: Plan, results_root: Path = Path("results"), clock: str = REAL
     if measured is not None:
         median, runs = measured
         where = " in virtual time" if clock == VIRTUAL else ""
-        return (f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; "
-                f"{bound}")
+        return (
+            f"about {_hours(count * median)} at the {median:.1f} s median of {runs} earlier runs here{where}; {bound}"
+        )
     wall = plan.experiment.wall_time
     if wall is not None and wall.clock == clock:
-        return (f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
-                f"{_hours(wall.seconds)} on {wall.host}{' in virtual time' if clock == VIRTUAL else ''}: "
-                f"{wall.per_run:.1f} s a run); {bound}")
+        return (
+            f"about {_hours(count * wall.per_run)} from the file's wall_time ({wall.runs} run(s) in "
+            f"{_hours(wall.seconds)} on {wall.host}{' in virtual time' if clock == VIRTUAL else ''}: "
+            f"{wall.per_run:.1f} s a run); {bound}"
+        )
     rough = rough_run_seconds(plan.experiment) if clock == REAL else None
     if rough is not None:
-        return (f"roughly {_hours(count * rough)}, a rough figure: each run's objects over its narrowest wired link "
-                f"plus {SETUP_SECONDS:g} s of set-up ({rough:.1f} s a run; no earlier run of {plan.experiment.name} in "
-                f"{results_root}/ and no wall_time in the file: run it once with --repetitions 1 for a measured one); "
-                f"{bound}")
+        return (
+            f"roughly {_hours(count * rough)}, a rough figure: each run's objects over its narrowest wired link "
+            f"plus {SETUP_SECONDS:g} s of set-up ({rough:.1f} s a run; no earlier run of {plan.experiment.name} in "
+            f"{results_root}/ and no wall_time in the file: run it once with --repetitions 1 for a measured one); "
+            f"{bound}"
+        )
     if clock == VIRTUAL:
-        return (f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ nor a "
-                "wall_time with clock: virtual in the file (in "
-                "bench/clocks.py a cell took 1.7-11 times its real-time wall time here: run it once with "
-                f"--repetitions 1 to have one); {bound}")
-    return (f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "
-            "the file (run it once with --repetitions 1 to have one)")
+        return (
+            f"no estimate: no earlier virtual-time run of {plan.experiment.name} in {results_root}/ nor a "
+            "wall_time with clock: virtual in the file (in "
+            "bench/clocks.py a cell took 1.7-11 times its real-time wall time here: run it once with "
+            f"--repetitions 1 to have one); {bound}"
+        )
+    return (
+        f"{bound}; no estimate: no earlier run of {plan.experiment.name} in {results_root}/ and no wall_time in "
+        "the file (run it once with --repetitions 1 to have one)"
+    )
 
 
 #: what a real-time run costs besides its transfer (network, endpoints, captures, analysis):
@@ -216,8 +229,13 @@ def rough_run_seconds(experiment: Experiment) -> float | None:
         workload = workload_of(experiment, cell)
         size = workload.get("object") or pages.get(str(workload.get("page")), 0)
         links = topology_for(experiment, cell, {}).links
-        rates = [shape.rate for link in links if isinstance(link, WiredLink)
-                 for shape in (link.forward, link.backward) if shape.rate]
+        rates = [
+            shape.rate
+            for link in links
+            if isinstance(link, WiredLink)
+            for shape in (link.forward, link.backward)
+            if shape.rate
+        ]
         if not rates or not size or not all(isinstance(link, WiredLink) for link in links):
             return None
         seconds.append(SETUP_SECONDS + 8 * size / min(rates))
@@ -228,8 +246,10 @@ def header(plan: Plan) -> str:
     exp = plan.experiment
     warmup = f" + {exp.warmup} warm-up run(s) per cell" if exp.warmup else ""
     order = f"order {exp.order}{f' (seed {exp.seed})' if exp.order == 'random' else ''}"
-    text = (f"{exp.name}: {exp.cell_count()} cell(s) x {exp.repetitions} repetition(s){warmup} = "
-            f"{len(plan.every_run)} runs, {order}, backend {plan.backend}, timeout {exp.timeout:g} s per run")
+    text = (
+        f"{exp.name}: {exp.cell_count()} cell(s) x {exp.repetitions} repetition(s){warmup} = "
+        f"{len(plan.every_run)} runs, {order}, backend {plan.backend}, timeout {exp.timeout:g} s per run"
+    )
     if plan.shard is not None:
         text += f"\nshard {plan.shard}: {len(plan.runs)} of the {len(plan.every_run)} runs"
     return text
@@ -247,5 +267,7 @@ def summary_lines(plan: Plan, results_root: Path = Path("results"), clock: str =
 
 
 def run_lines(plan: Plan) -> list[str]:
-    return [f"{run.index + 1:>5}  {run.run_id}  {'warm-up  ' if run.warmup else ''}{run.label or '(single cell)'}"
-            for run in plan.runs]
+    return [
+        f"{run.index + 1:>5}  {run.run_id}  {'warm-up  ' if run.warmup else ''}{run.label or '(single cell)'}"
+        for run in plan.runs
+    ]

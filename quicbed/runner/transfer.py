@@ -30,7 +30,8 @@ from quicbed.host.affinity import set_process_affinity
 from quicbed.host.cpu_accounting import CpuAccounting
 from quicbed.host.cpu_report import CpuReport, saturation_reasons
 from quicbed.runner.analyse import record_metrics, review_measurement
-from quicbed.spec.experiment import Experiment, Run, Stress
+from quicbed.spec.contention import Stress
+from quicbed.spec.experiment import Experiment, Run
 from quicbed.spec.link import WiredLink
 from quicbed.spec.topology import Topology
 from quicbed.spec.units import parse_rate, parse_size
@@ -90,7 +91,9 @@ def prepare_assets(directory: Path, experiment: Experiment) -> Assets:
     sizes |= {parse_size(value, "workload.object") for value in experiment.matrix.get("workload.object", [])}
     sizes |= {parse_size(value["object"], "workload.object") for value in whole if "object" in value}
     page_names = {experiment.workload["page"]} if "page" in experiment.workload else set()
-    page_names |= set(experiment.matrix.get("workload.page", [])) | {value["page"] for value in whole if "page" in value}
+    page_names |= set(experiment.matrix.get("workload.page", [])) | {
+        value["page"] for value in whole if "page" in value
+    }
     shapes = [shape for shape in objects.PAGE_SHAPES if shape.name in page_names]
     objects.generate(directory / "www", bulk=sorted(sizes), pages=shapes, seed=experiment.seed)
     cert, key = certs.write(directory / "tls", [SERVER_NAME])
@@ -166,12 +169,20 @@ def replayed_traces(topology: Topology, client: str) -> list[dict[str, Any]]:
     for link in topology.links:
         if not isinstance(link, WiredLink):
             continue
-        for direction, shape, source, target in (("forward", link.forward, link.node1, link.node2),
-                                                 ("backward", link.backward, link.node2, link.node1)):
+        for direction, shape, source, target in (
+            ("forward", link.forward, link.node1, link.node2),
+            ("backward", link.backward, link.node2, link.node1),
+        ):
             if shape.trace is not None:
-                found.append({"link": link.name, "direction": direction, "path": shape.trace.path,
-                              "digest": shape.trace.digest,
-                              "towards_client": hops.get(target, far) < hops.get(source, far)})
+                found.append(
+                    {
+                        "link": link.name,
+                        "direction": direction,
+                        "path": shape.trace.path,
+                        "digest": shape.trace.digest,
+                        "towards_client": hops.get(target, far) < hops.get(source, far),
+                    }
+                )
     return found
 
 
@@ -239,23 +250,41 @@ class RunExecution:
         self.workload = workload_of(experiment, run.cell)
         self.server: NodeHandle = network.node(experiment.server)
         transport = experiment.transport_of(run.cell)
-        self.main = Download("main", transport, network.node(run_client(experiment, run)),
-                             transport_kind(transport.kind).port)
+        self.main = Download(
+            "main", transport, network.node(run_client(experiment, run)), transport_kind(transport.kind).port
+        )
         # each competitor on its own port, also when it uses the measured download's kind of transport
         self.competitors: list[Download] = []
         if experiment.competitor is not None:
             node = network.node(experiment.competitor.client)
-            self.competitors = [Download("competitor" if number == 1 else f"competitor-{number}", rival, node,
-                                         transport_kind(rival.kind).port + number)
-                                for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)]
+            self.competitors = [
+                Download(
+                    "competitor" if number == 1 else f"competitor-{number}",
+                    rival,
+                    node,
+                    transport_kind(rival.kind).port + number,
+                )
+                for number, rival in enumerate(experiment.competitors_of(run.cell), start=1)
+            ]
         # the other clients of a many-client run: the same transport, workload and server
-        self.others = [Download(f"client-{name}", transport, network.node(name), self.main.port)
-                       for name in experiment.clients_of(network.topology)[1:]]
+        self.others = [
+            Download(f"client-{name}", transport, network.node(name), self.main.port)
+            for name in experiment.clients_of(network.topology)[1:]
+        ]
         self.details: dict[str, Any] = {}
         self.critical = CriticalProcesses(network)
         #: what the transport kinds' hooks get of this run (quicbed.apps.transports)
-        self.context = RunContext(self.server, assets, folder, self.logs, experiment.timeout, READY_TIMEOUT,
-                                  experiment.qlog, self.details, self.critical.watch)
+        self.context = RunContext(
+            self.server,
+            assets,
+            folder,
+            self.logs,
+            experiment.timeout,
+            READY_TIMEOUT,
+            experiment.qlog,
+            self.details,
+            self.critical.watch,
+        )
 
     @property
     def downloads(self) -> list[Download]:
@@ -304,8 +333,10 @@ class RunExecution:
             records = release()
             record = records[0]
             if self.experiment.clients is not None:  # (a cell with one station still reports as many-client)
-                self.details["clients"] = [{"node": d.client.name, "record": d.record_name, **record_summary(r)}
-                                           for d, r in zip(downloads, records)]
+                self.details["clients"] = [
+                    {"node": d.client.name, "record": d.record_name, **record_summary(r)}
+                    for d, r in zip(downloads, records)
+                ]
             elif self.competitors:
                 self.details["competitors"] = records[1:]
             self.critical.sleep(CLOSING_GRACE, "at the end of the transfer")
@@ -315,16 +346,36 @@ class RunExecution:
         if isinstance(self.network, WalkedStations) and (topology.moving_stations() or topology.roaming_stations()):
             # (mininet-wifi: who associated where and when, from the APs' hostapd logs)
             events = self.network.association_events(since=motion_start)
-            (self.folder / "associations.json").write_text(json.dumps(
-                {"source": "hostapd logs", "since": motion_start, "events": events,
-                 "motion_errors": self.network.motion_errors}, indent=1) + "\n")
+            (self.folder / "associations.json").write_text(
+                json.dumps(
+                    {
+                        "source": "hostapd logs",
+                        "since": motion_start,
+                        "events": events,
+                        "motion_errors": self.network.motion_errors,
+                    },
+                    indent=1,
+                )
+                + "\n"
+            )
         # capture figures per connection, analysis warnings, why the measurement is invalid
         self.details["measurement"] = review_measurement(self.folder, record, self.details)
         if isinstance(self.network, MacStatistics):
             stats = self.network.mac_stats(window=transfer_window(records))
             (self.folder / "mac-stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-            self.details["mac_stats"] = {key: stats[key] for key in (
-                "valid", "invalid_reasons", "lag", "judged_over", "behind_share", "slow_share", "tap", "frames")}
+            self.details["mac_stats"] = {
+                key: stats[key]
+                for key in (
+                    "valid",
+                    "invalid_reasons",
+                    "lag",
+                    "judged_over",
+                    "behind_share",
+                    "slow_share",
+                    "tap",
+                    "frames",
+                )
+            }
         return record
 
     # -- CPU ---------------------------------------------------------------------------------
@@ -387,8 +438,12 @@ class RunExecution:
         ports = sorted({download.port for download in self.downloads})  # the competitors' too
         captures = CaptureSet(self.folder, bpf_filter=" or ".join(f"port {p}" for p in ports), log_dir=self.logs)
         captures.add(self.server, self.server.interfaces[0], name="server")
-        captures.add(self.main.client, self.main.client.interfaces[0], name="client",
-                     **({"snaplen": FULL_SNAPLEN} if self.experiment.full_captures else {}))
+        captures.add(
+            self.main.client,
+            self.main.client.interfaces[0],
+            name="client",
+            **({"snaplen": FULL_SNAPLEN} if self.experiment.full_captures else {}),
+        )
         captures.start()
         for name, capture in captures.captures.items():
             self.critical.watch(f"the {name} capture", capture.process)
@@ -401,9 +456,17 @@ class RunExecution:
         source, sink = self.network.node(background.source), self.network.node(background.destination)
         server = iperf.start_server(source, port=BACKGROUND_PORT, log_dir=self.logs)
         # the sink asks, the source sends (-R): the download's direction
-        client = iperf.start(sink, source.address, port=BACKGROUND_PORT, protocol=background.kind, rate=rate,
-                             duration=self.experiment.timeout + BACKGROUND_LEAD, reverse=True,
-                             log_dir=self.logs, name="background")
+        client = iperf.start(
+            sink,
+            source.address,
+            port=BACKGROUND_PORT,
+            protocol=background.kind,
+            rate=rate,
+            duration=self.experiment.timeout + BACKGROUND_LEAD,
+            reverse=True,
+            log_dir=self.logs,
+            name="background",
+        )
         self.critical.watch("the background traffic's server", server.process)
         self.critical.watch("the background traffic's sender", client.process)
         self.critical.sleep(BACKGROUND_LEAD, "before the transfer")
@@ -415,11 +478,17 @@ class RunExecution:
             # what it delivered (iperf3 reports on being stopped): none if its stream set-up was lost
             delivered = client.result(timeout=0)
             (self.folder / "background.json").write_text(json.dumps(delivered.to_dict(), indent=1) + "\n")
-            self.details["background"] = {"kind": background.kind, "rate": rate, "from": background.source,
-                                          "to": background.destination, "seconds": time.time() - start,
-                                          "received_bps": delivered.received_bps,
-                                          "bytes_received": delivered.bytes_received,
-                                          "lost_percent": delivered.lost_percent}
+            self.details["background"] = {
+                "kind": background.kind,
+                "rate": rate,
+                "from": background.source,
+                "to": background.destination,
+                "seconds": time.time() - start,
+                "received_bps": delivered.received_bps,
+                "bytes_received": delivered.bytes_received,
+                "lost_percent": delivered.lost_percent,
+            }
+
         return Started(stop)
 
     # -- CPU stress --------------------------------------------------------------------------
@@ -432,14 +501,19 @@ class RunExecution:
             result = accounting.limit("client", stress.cpu_quota) if accounting is not None else None
             if not result:
                 why = result.reason if result is not None else self.details.get("cpu", {}).get("error", "")
-                raise BackendError(f"stress.cpu_quota={stress.cpu_quota:g} cannot be applied: {why} (fix: run as "
-                                   "root on a host with the cgroup cpu controller, or leave the quota out)")
+                raise BackendError(
+                    f"stress.cpu_quota={stress.cpu_quota:g} cannot be applied: {why} (fix: run as "
+                    "root on a host with the cgroup cpu controller, or leave the quota out)"
+                )
             applied["quota_mechanism"] = result.reason
         loads = []
         with self.network.counted_as("stress"):
             for number in range(stress.load):
-                loads.append(self.main.client.start([sys.executable, "-c", BUSY_LOOP], name=f"stress-{number}",
-                                                    log_dir=self.logs))
+                loads.append(
+                    self.main.client.start(
+                        [sys.executable, "-c", BUSY_LOOP], name=f"stress-{number}", log_dir=self.logs
+                    )
+                )
                 self.critical.watch("a CPU load", loads[-1])
 
         def stop() -> None:
@@ -448,15 +522,29 @@ class RunExecution:
             if stress.cpu_quota is not None and accounting is not None:
                 applied["throttling"] = accounting.throttling("client")
             self.details["stress"] = applied
+
         return Started(stop)
 
     # -- clients -----------------------------------------------------------------------------
     def _client_argv(self, download: Download, *extra: str) -> list[str]:
-        common = ["--host", self.server.address, "--port", str(download.port), "--ca-cert", str(self.assets.cert),
-                  "--server-name", SERVER_NAME, "--timeout", f"{self.experiment.timeout:g}",
-                  "--output", str(self.folder / download.record_name),
-                  "--label", f"{self.run.run_id} {download.role}", *request_arguments(self.workload, self.assets),
-                  *extra]
+        common = [
+            "--host",
+            self.server.address,
+            "--port",
+            str(download.port),
+            "--ca-cert",
+            str(self.assets.cert),
+            "--server-name",
+            SERVER_NAME,
+            "--timeout",
+            f"{self.experiment.timeout:g}",
+            "--output",
+            str(self.folder / download.record_name),
+            "--label",
+            f"{self.run.run_id} {download.role}",
+            *request_arguments(self.workload, self.assets),
+            *extra,
+        ]
         if self.experiment.full_captures:  # the secrets that decrypt them (docs/results.md)
             common += ["--keylog", str(self.folder / TLS_KEYLOG)]
         if download.transport.resumption != "none":
@@ -467,8 +555,10 @@ class RunExecution:
         output = self.folder / download.record_name
         if not output.exists():
             errors = process.errors().strip()[-500:]
-            raise BackendError(f"{_client_name(download)} {how_it_ended(process.returncode)} before writing its "
-                               f"record{': ' + errors if errors else ''}")
+            raise BackendError(
+                f"{_client_name(download)} {how_it_ended(process.returncode)} before writing its "
+                f"record{': ' + errors if errors else ''}"
+            )
         return json.loads(output.read_text())
 
     def _wait_for_clients(self, processes: list[Process]) -> None:
@@ -494,17 +584,23 @@ class RunExecution:
         try:
             for d in downloads:
                 with self.network.counted_as("client" if d in [self.main, *self.others] else "competitor"):
-                    processes.append(d.client.start(
-                        self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
-                        name="client" if d.role == "main" else f"{d.role}-client", log_dir=self.logs))
+                    processes.append(
+                        d.client.start(
+                            self._client_argv(d, "--ready-file", str(ready[d.role]), "--start-file", str(go)),
+                            name="client" if d.role == "main" else f"{d.role}-client",
+                            log_dir=self.logs,
+                        )
+                    )
             deadline = time.monotonic() + READY_TIMEOUT
             while not all(path.exists() for path in ready.values()):
                 self.critical.check("while the clients started")
                 exited = [(d, p) for d, p in zip(downloads, processes) if not p.running]
                 if exited:
                     download, process = exited[0]
-                    raise BackendError(f"{_client_name(download)} {how_it_ended(process.returncode)} before it was "
-                                       f"ready: {process.errors().strip()[-300:]}")
+                    raise BackendError(
+                        f"{_client_name(download)} {how_it_ended(process.returncode)} before it was "
+                        f"ready: {process.errors().strip()[-300:]}"
+                    )
                 if time.monotonic() > deadline:
                     raise BackendError(f"the clients were not ready after {READY_TIMEOUT:g} s")
                 time.sleep(0.01)
@@ -513,6 +609,7 @@ class RunExecution:
                 go.touch()
                 self._wait_for_clients(processes)
                 return [self._record(d, p) for d, p in zip(downloads, processes)]
+
             yield release
         finally:
             for process in processes:

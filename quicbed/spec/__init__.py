@@ -7,7 +7,21 @@ from quicbed.spec.resolve import Interface, ResolvedTopology, Route
 from quicbed.spec.topology import Topology
 
 __all__ = [
-    "AccessPoint", "Bernoulli", "GilbertElliott", "Host", "Interface", "MeshPoint", "Node",
-    "Radio", "ResolvedTopology", "Route", "Shape", "Slot", "Station", "Switch", "Topology",
-    "WiredLink", "WirelessLink",
+    "AccessPoint",
+    "Bernoulli",
+    "GilbertElliott",
+    "Host",
+    "Interface",
+    "MeshPoint",
+    "Node",
+    "Radio",
+    "ResolvedTopology",
+    "Route",
+    "Shape",
+    "Slot",
+    "Station",
+    "Switch",
+    "Topology",
+    "WiredLink",
+    "WirelessLink",
 ]

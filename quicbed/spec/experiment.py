@@ -18,7 +18,6 @@ from __future__ import annotations
 import array
 import itertools
 import math
-import os
 import random
 import re
 from collections.abc import Iterable, Iterator
@@ -30,12 +29,24 @@ from quicbed.backend_registry import BACKEND_NAMES
 from quicbed.clocks import CLOCKS, REAL
 from quicbed.errors import SpecError
 from quicbed.paths import SHIPPED_ROOT, shipped
+from quicbed.spec.contention import (
+    OTHERS,
+    Background,
+    Competitor,
+    Stress,
+    check_competitors,
+    parse_background,
+    parse_clients,
+    parse_competitor,
+    parse_cpu_quota,
+    parse_stress,
+)
 from quicbed.spec.link import SHAPE_FIELDS, parse_shape
 from quicbed.spec.overrides import apply_overrides, default_client, params_dropped_with_the_script
 from quicbed.spec.study import Study, parse_study
 from quicbed.spec.transport import TRANSPORT_OPTIONS, Transport, TransportEntry
 from quicbed.spec.units import parse_rate, parse_size, parse_time
-from quicbed.spec.values import among as _among, choice as _choice, expect_mapping as _expect_mapping
+from quicbed.spec.values import among as _among, choice as _choice, count as _count, expect_mapping as _expect_mapping
 from quicbed.spec.values import suggest as _suggest
 from quicbed.spec.walltime import WallTime, parse_wall_time
 from quicbed.spec.yamlfile import LocatedData, load_yaml
@@ -46,9 +57,35 @@ if TYPE_CHECKING:
 #: an experiment name's longest: results/NAME-YYYYMMDD-HHMMSS-shardK of N stays far below a
 #: file name's 255 bytes
 MAX_NAME = 100
-TOP_LEVEL = ("name", "description", "topology", "backend", "backend_options", "client", "clients", "server", "transports", "workload",
-             "matrix", "repetitions", "warmup", "order", "seed", "timeout", "reuse", "captures", "qlog",
-             "background", "competitor", "stress", "validity", "isolate_channel", "study", "wall_time", "clock")
+TOP_LEVEL = (
+    "name",
+    "description",
+    "topology",
+    "backend",
+    "backend_options",
+    "client",
+    "clients",
+    "server",
+    "transports",
+    "workload",
+    "matrix",
+    "repetitions",
+    "warmup",
+    "order",
+    "seed",
+    "timeout",
+    "reuse",
+    "captures",
+    "qlog",
+    "background",
+    "competitor",
+    "stress",
+    "validity",
+    "isolate_channel",
+    "study",
+    "wall_time",
+    "clock",
+)
 ORDERS = ("round-robin", "random")
 REUSE = ("cell", "run")
 #: matrix axes whose values change the network a run is made on
@@ -63,46 +100,18 @@ BUILTIN_TRANSPORTS: dict[str, dict[str, Any]] = {
     # the native stack; BQUIC there asks for one ACK frequency from the first packet, with the
     # delay capped at 25 ms (quinn cannot switch after N packets, nor cap at a fraction of the RTT)
     "quic-native": {"kind": "quic", "impl": "quinn", "profile": "quic"},
-    "bquic-native": {"kind": "quic", "impl": "quinn", "profile": "bquic",
-                     "knobs": {"ack_decimation_after": 0, "ack_delay_rtt_fraction": None}},
+    "bquic-native": {
+        "kind": "quic",
+        "impl": "quinn",
+        "profile": "bquic",
+        "knobs": {"ack_decimation_after": 0, "ack_delay_rtt_fraction": None},
+    },
     "quic-fine-native": {"kind": "quic", "impl": "quinn", "profile": "quic-fine-pacing"},
     "tcp": {"kind": "tcp", "http": "2", "cc": "cubic"},
     "tcp-h1": {"kind": "tcp", "http": "1.1", "cc": "cubic"},
     "tcp-bbr": {"kind": "tcp", "http": "2", "cc": "bbr"},
     "tcp-reno": {"kind": "tcp", "http": "2", "cc": "reno"},
 }
-
-
-@dataclass(frozen=True)
-class Background:
-    kind: str  # "udp" or "tcp"
-    rate: float | None  # bit/s for UDP
-    source: str
-    destination: str
-
-
-#: a competitor.transport value: every other transport of the run's transport axis at once
-OTHERS = "others"
-
-
-@dataclass(frozen=True)
-class Competitor:
-    """Downloads over other transports, started with the run's own (shared medium): one
-    transport ("tcp-bbr"), several at once ("tcp-bbr+quic-cubic"), or "others"."""
-
-    transport: str  # the default; a ``competitor.transport`` matrix axis sets it per cell
-    client: str
-
-
-@dataclass(frozen=True)
-class Stress:
-    """CPU stress on the measured client (docs/studies.md, E2): defaults of the
-    ``stress.cpu_quota`` and ``stress.load`` matrix axes."""
-
-    #: cores' worth of CPU time the client's processes may use (a cgroup CPU quota); None: no quota
-    cpu_quota: float | None = None
-    #: CPU-bound processes started in the client's node, on the cores the client runs on
-    load: int = 0
 
 
 CPU_BOUND_POLICIES = ("flag", "exclude")
@@ -242,8 +251,11 @@ class Experiment:
         """The nodes that download in a run on ``topology``, the measured ``client`` first."""
         if self.clients is None:
             return [self.client]
-        names = [n for n, node in topology.nodes.items() if node.kind == "station"] \
-            if self.clients == "stations" else list(self.clients)
+        names = (
+            [n for n, node in topology.nodes.items() if node.kind == "station"]
+            if self.clients == "stations"
+            else list(self.clients)
+        )
         return [self.client, *(name for name in names if name != self.client)]
 
     def stress_of(self, cell: dict[str, Any]) -> Stress:
@@ -264,8 +276,11 @@ def topology_for(experiment: Experiment, cell: dict[str, Any], overrides: dict[s
     overrides and the cell's params/link axes applied."""
     from quicbed.spec.loader import load_topology
 
-    params = {**experiment.topology_params, **overrides,
-              **{axis.partition(".")[2]: value for axis, value in cell.items() if axis.startswith("params.")}}
+    params = {
+        **experiment.topology_params,
+        **overrides,
+        **{axis.partition(".")[2]: value for axis, value in cell.items() if axis.startswith("params.")},
+    }
     topo = load_topology(str(experiment.topology_script), params)
     for axis, value in cell.items():
         if axis.startswith("link."):
@@ -286,12 +301,6 @@ def _script_path(experiment_file: Path, text: str) -> Path:
     return script
 
 
-def _count(doc: LocatedData, value: Any, field: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise doc.error(f"expected a whole number >= {minimum}, got {value!r}", field)
-    return value
-
-
 def _boolean(doc: LocatedData, value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise doc.error(f"expected true or false, got {value!r}", field)
@@ -306,9 +315,12 @@ def _isolation(doc: LocatedData, value: Any) -> str:
     if value is True or value is False:
         return ISOLATIONS[0] if value else "off"
     if value not in ISOLATIONS:
-        raise doc.error(f"isolate_channel must be true, false, process, simulator or off, got {value!r}",
-                        "isolate_channel", fix="true (the same as process: every channel thread on a core of its "
-                                               "own), simulator (its simulator thread alone there) or false")
+        raise doc.error(
+            f"isolate_channel must be true, false, process, simulator or off, got {value!r}",
+            "isolate_channel",
+            fix="true (the same as process: every channel thread on a core of its "
+            "own), simulator (its simulator thread alone there) or false",
+        )
     return value
 
 
@@ -321,8 +333,9 @@ def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
     unknown = set(spec) - set(TRANSPORT_OPTIONS)
     if unknown:
         key = sorted(unknown)[0]
-        raise doc.error(f"unknown transport option {key!r}", f"{field}.{key}",
-                        fix=f"transports take {', '.join(TRANSPORT_OPTIONS)}")
+        raise doc.error(
+            f"unknown transport option {key!r}", f"{field}.{key}", fix=f"transports take {', '.join(TRANSPORT_OPTIONS)}"
+        )
     try:
         kind = transport_kind(spec.get("kind"))
     except SpecError as error:
@@ -336,67 +349,14 @@ def builtin_transports() -> dict[str, Transport]:
     return {name: _transport(doc, name, spec, f"transports.{name}") for name, spec in BUILTIN_TRANSPORTS.items()}
 
 
-def _cpu_quota(doc: LocatedData, value: Any, field: str) -> float | None:
-    """A CPU quota in cores (0.5: half of one core), or null for none."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.01 <= value <= (os.cpu_count() or 1):
-        raise doc.error(f"expected a number of cores from 0.01 to {os.cpu_count() or 1} (or null), got {value!r}",
-                        field, fix="e.g. 0.5 lets the client use half of one core")
-    return float(value)
-
-
 def _check_page(doc: LocatedData, value: Any, field: str) -> None:
     from quicbed.apps.objects import PAGE_SHAPES
 
     names = [shape.name for shape in PAGE_SHAPES]
     if value not in names:
-        raise doc.error(f"unknown page {value!r}", field,
-                        fix=f"{_suggest(str(value), names)}pages are {', '.join(names)}")
-
-
-def _clients(doc: LocatedData, value: Any, exp: Experiment, topo: Any) -> tuple[str, ...] | str | None:
-    """``clients``: "stations" or a list of nodes; each downloads with the run's transport and
-    workload at the same time as ``client`` (which must be one of them)."""
-    if value is None:
-        return None
-    if exp.competitor is not None:
-        raise doc.error("clients and competitor cannot be combined", "clients",
-                        fix="many clients download with one transport; a competitor is a second transport")
-    stations = [n for n, node in topo.nodes.items() if node.kind == "station"]
-    if value == "stations":
-        if exp.client not in stations:
-            raise doc.error(f"client {exp.client!r} is not a station of the topology", "client",
-                            fix=f"with clients: stations, the measured client is one of them, e.g. {stations[:1]}"
-                            if stations else "this topology has no stations: list the clients by name")
-        return "stations"
-    if not isinstance(value, list) or not value or not all(isinstance(name, str) for name in value):
-        raise doc.error(f"expected 'stations' or a list of nodes, got {value!r}", "clients",
-                        fix="write clients: stations, or clients: [sta1, sta2]")
-    for index, name in enumerate(value):
-        if not _among(name, topo.nodes) or not topo.nodes[name].routed:
-            raise doc.error(f"{name!r} is not a host, station or mesh point of the topology", f"clients[{index}]",
-                            fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
-    if exp.client not in value:
-        raise doc.error(f"the measured client {exp.client!r} is not among the clients", "clients",
-                        fix=f"add {exp.client} to the list, or set client: to one of them")
-    return tuple(value)
-
-
-def _check_competitors(doc: LocatedData, value: Any, field: str, exp: Experiment) -> None:
-    """A competitor.transport value: a transport, several joined by "+", or "others"."""
-    if value == OTHERS:
-        if OTHERS in exp.transports:
-            raise doc.error(f"a transport is named {OTHERS!r}, which competitor.transport reserves", field,
-                            fix="rename that transport")
-        return
-    names = value.split("+") if isinstance(value, str) else [value]
-    for name in names:
-        if not _among(name, exp.transports):
-            raise doc.error(f"unknown transport {name!r}", field,
-                            fix=f"{_suggest(str(name), list(exp.transports))}use one of {', '.join(exp.transports)}, "
-                                f"several joined by '+' (tcp-bbr+quic-cubic), or {OTHERS!r} (every other transport "
-                                "of the transport axis)")
+        raise doc.error(
+            f"unknown page {value!r}", field, fix=f"{_suggest(str(value), names)}pages are {', '.join(names)}"
+        )
 
 
 def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
@@ -405,8 +365,11 @@ def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
     unknown = set(workload) - {"object", "page", "parallel"}
     if unknown:
         key = sorted(unknown)[0]
-        raise doc.error(f"unknown workload option {key!r}", f"{field}.{key}",
-                        fix="a workload is an object (a size) or a page (a name), with parallel streams")
+        raise doc.error(
+            f"unknown workload option {key!r}",
+            f"{field}.{key}",
+            fix="a workload is an object (a size) or a page (a name), with parallel streams",
+        )
     if ("object" in workload) == ("page" in workload):
         raise doc.error("give either an object size or a page", field, fix="e.g. {object: 10MB} or {page: p8-262k}")
     if "object" in workload:
@@ -418,21 +381,26 @@ def _workload(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
     return workload
 
 
-def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topology_params: dict[str, Any],
-                link_names: list[str]) -> list[Any]:
+def _check_axis(
+    doc: LocatedData, axis: str, values: Any, exp: Experiment, topology_params: dict[str, Any], link_names: list[str]
+) -> list[Any]:
     field = f"matrix.{axis}"
     if not isinstance(axis, str):
-        raise doc.error(f"unknown matrix axis {axis!r}", field, fix="axes are names, e.g. transport or "
-                                                                      "link.bottleneck.loss")
+        raise doc.error(
+            f"unknown matrix axis {axis!r}", field, fix="axes are names, e.g. transport or link.bottleneck.loss"
+        )
     if not isinstance(values, list) or not values:
         raise doc.error("a matrix axis needs a non-empty list of values", field, fix=f"write {axis}: [a, b]")
     if axis == "transport":
         for index, value in enumerate(values):
             if not _among(value, exp.transports):
-                raise doc.error(f"unknown transport {value!r}", f"{field}[{index}]",
-                                fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
-                                    f"or use one of {', '.join(exp.transports)} ('quicbed transports' says "
-                                    "what each is)")
+                raise doc.error(
+                    f"unknown transport {value!r}",
+                    f"{field}[{index}]",
+                    fix=f"{_suggest(str(value), list(exp.transports))}define it under 'transports' "
+                    f"or use one of {', '.join(exp.transports)} ('quicbed transports' says "
+                    "what each is)",
+                )
     elif axis == "workload":
         for index, value in enumerate(values):
             _workload(doc, value, f"{field}[{index}]")
@@ -445,17 +413,25 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
     elif axis.startswith("params."):
         name = axis.partition(".")[2]
         if name not in topology_params:
-            raise doc.error(f"the topology has no parameter {name!r}", field,
-                            fix=f"{_suggest(name, list(topology_params))}parameters are "
-                                f"{', '.join(topology_params) or 'none'}")
+            raise doc.error(
+                f"the topology has no parameter {name!r}",
+                field,
+                fix=f"{_suggest(name, list(topology_params))}parameters are {', '.join(topology_params) or 'none'}",
+            )
     elif axis.startswith("link."):
         parts = axis.split(".")
         if len(parts) != 3 or parts[1] not in link_names:
-            raise doc.error(f"cannot read link axis {axis!r}", field,
-                            fix=f"write link.LINK.PARAMETER with LINK among {', '.join(link_names)}")
+            raise doc.error(
+                f"cannot read link axis {axis!r}",
+                field,
+                fix=f"write link.LINK.PARAMETER with LINK among {', '.join(link_names)}",
+            )
         if parts[2] not in SHAPE_FIELDS:
-            raise doc.error(f"unknown link parameter {parts[2]!r}", field,
-                            fix=f"{_suggest(parts[2], SHAPE_FIELDS)}wired links take {', '.join(SHAPE_FIELDS)}")
+            raise doc.error(
+                f"unknown link parameter {parts[2]!r}",
+                field,
+                fix=f"{_suggest(parts[2], SHAPE_FIELDS)}wired links take {', '.join(SHAPE_FIELDS)}",
+            )
         for index, value in enumerate(values):
             parse_shape({parts[2]: value}, f"{field}[{index}]")
     elif axis == "background.rate":
@@ -468,21 +444,27 @@ def _check_axis(doc: LocatedData, axis: str, values: Any, exp: Experiment, topol
         pass  # node names are checked against the topology below
     elif axis == "competitor.transport":
         if exp.competitor is None:
-            raise doc.error("a competitor.transport axis needs a 'competitor' section", field,
-                            fix="add competitor: {client: client}")
+            raise doc.error(
+                "a competitor.transport axis needs a 'competitor' section",
+                field,
+                fix="add competitor: {client: client}",
+            )
         for index, value in enumerate(values):
-            _check_competitors(doc, value, f"{field}[{index}]", exp)
+            check_competitors(doc, value, f"{field}[{index}]", exp.transports)
     elif axis == "stress.cpu_quota":
         for index, value in enumerate(values):
-            _cpu_quota(doc, value, f"{field}[{index}]")
+            parse_cpu_quota(doc, value, f"{field}[{index}]")
     elif axis == "stress.load":
         for index, value in enumerate(values):
             _count(doc, value, f"{field}[{index}]", 0)
     else:
-        raise doc.error(f"unknown matrix axis {axis!r}", field,
-                        fix="axes are transport, workload, workload.object, workload.page, params.NAME, "
-                            "link.LINK.PARAMETER, background.rate, client, competitor.transport, "
-                            "stress.cpu_quota, stress.load")
+        raise doc.error(
+            f"unknown matrix axis {axis!r}",
+            field,
+            fix="axes are transport, workload, workload.object, workload.page, params.NAME, "
+            "link.LINK.PARAMETER, background.rate, client, competitor.transport, "
+            "stress.cpu_quota, stress.load",
+        )
     return values
 
 
@@ -513,30 +495,44 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     swapped = params_dropped_with_the_script(data, doc.data, overrides, lambda text: _script_path(doc.path, text))
     for key in data:
         if key not in TOP_LEVEL:
-            raise doc.error(f"unknown field {key!r}", str(key), fix=f"{_suggest(key, TOP_LEVEL)}fields are "
-                                                                f"{', '.join(TOP_LEVEL)}")
+            raise doc.error(
+                f"unknown field {key!r}", str(key), fix=f"{_suggest(key, TOP_LEVEL)}fields are {', '.join(TOP_LEVEL)}"
+            )
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
         raise doc.error(f"name must be lower-case letters, digits, '-', '_' or '.', got {name!r}", "name")
     if len(name) > MAX_NAME:
-        raise doc.error(f"name is {len(name)} characters long, more than {MAX_NAME}", "name",
-                        fix="shorten it: it names the results folder (NAME-DATE-TIME) and its shards")
+        raise doc.error(
+            f"name is {len(name)} characters long, more than {MAX_NAME}",
+            "name",
+            fix="shorten it: it names the results folder (NAME-DATE-TIME) and its shards",
+        )
     topology = _expect_mapping(doc, data.get("topology"), "topology")
     if "script" not in topology:
-        raise doc.error("missing topology script", "topology",
-                        fix="write topology: {script: topologies/dumbbell.py, params: {...}}")
+        raise doc.error(
+            "missing topology script", "topology", fix="write topology: {script: topologies/dumbbell.py, params: {...}}"
+        )
     script = _script_path(doc.path, str(topology["script"]))
     params = _expect_mapping(doc, topology.get("params"), "topology.params")
     try:
         defaults = parameters(str(script))
         topo = load_topology(str(script), params)
     except SpecError as error:
-        raise SpecError(error.message, field=error.field or "topology.script", fix=error.fix,
-                        source=f"{doc.where('topology.params' if params else 'topology.script')} -> "
-                               f"{error.source or script}") from None
+        raise SpecError(
+            error.message,
+            field=error.field or "topology.script",
+            fix=error.fix,
+            source=f"{doc.where('topology.params' if params else 'topology.script')} -> {error.source or script}",
+        ) from None
 
-    exp = Experiment(name=name, source=doc.path, topology_script=script, topology_params=dict(params),
-                     description=str(data.get("description") or "").strip(), raw=data)
+    exp = Experiment(
+        name=name,
+        source=doc.path,
+        topology_script=script,
+        topology_params=dict(params),
+        description=str(data.get("description") or "").strip(),
+        raw=data,
+    )
     exp.backend = _choice(doc, data.get("backend", "netns"), "backend", BACKEND_NAMES)
     for backend, options in _expect_mapping(doc, data.get("backend_options"), "backend_options").items():
         _choice(doc, backend, "backend_options", BACKEND_NAMES)
@@ -549,8 +545,11 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             node = fallback
             exp.notes.append(f"client: {node} (the topology has no node 'client'; set client: to choose)")
         if not _among(node, topo.nodes) or not topo.nodes[node].routed:
-            raise doc.error(f"{role} node {node!r} is not a host, station or mesh point of the topology", role,
-                            fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}")
+            raise doc.error(
+                f"{role} node {node!r} is not a host, station or mesh point of the topology",
+                role,
+                fix=f"choose among {', '.join(n for n, v in topo.nodes.items() if v.routed)}",
+            )
         setattr(exp, role, node)
     transports = builtin_transports()
     for name, spec in _expect_mapping(doc, data.get("transports"), "transports").items():
@@ -561,58 +560,21 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     workload.setdefault("parallel", 6)
     exp.workload = workload
 
-    background = data.get("background")
-    if background is not None:
-        background = _expect_mapping(doc, background, "background")
-        kind = _choice(doc, background.get("kind", "udp"), "background.kind", ("udp", "tcp"))
-        rate = background.get("rate")
-        exp.background = Background(kind, parse_rate(rate, "background.rate") if rate else None,
-                                    background.get("from", exp.server), background.get("to", exp.client))
-        for end in ("from", "to"):
-            node = background.get(end)
-            if node is not None and not _among(node, topo.nodes):
-                raise doc.error(f"unknown node {node!r}", f"background.{end}", fix=f"nodes are {', '.join(topo.nodes)}")
-
-    competitor = data.get("competitor")
-    if competitor is not None:
-        competitor = _expect_mapping(doc, competitor, "competitor")
-        unknown = set(competitor) - {"transport", "client"}
-        if unknown:
-            key = sorted(unknown)[0]
-            raise doc.error(f"unknown competitor option {key!r}", f"competitor.{key}",
-                            fix="a competitor takes transport and client")
-        axis = _expect_mapping(doc, data.get("matrix"), "matrix").get("competitor.transport")
-        rival = competitor.get("transport")
-        if rival is None and isinstance(axis, list) and axis:
-            rival = axis[0]  # a default only: the axis is checked with the matrix below
-        elif rival is None:
-            raise doc.error("a competitor needs a transport", "competitor",
-                            fix="write competitor: {transport: tcp}, or give a competitor.transport matrix axis")
-        else:
-            _check_competitors(doc, rival, "competitor.transport", exp)
-        node = competitor.get("client", exp.client)
-        if not _among(node, topo.nodes) or not topo.nodes[node].routed:
-            raise doc.error(f"competitor client {node!r} is not a host, station or mesh point of the topology",
-                            "competitor.client")
-        exp.competitor = Competitor(rival, node)
-
-    exp.clients = _clients(doc, data.get("clients"), exp, topo)
-
-    stress = _expect_mapping(doc, data.get("stress"), "stress")
-    unknown = set(stress) - {"cpu_quota", "load"}
-    if unknown:
-        key = min(unknown)
-        raise doc.error(f"unknown stress option {key!r}", f"stress.{key}",
-                        fix="stress takes cpu_quota (cores, or null) and load (a count of busy processes)")
-    exp.stress = Stress(_cpu_quota(doc, stress.get("cpu_quota"), "stress.cpu_quota"),
-                        _count(doc, stress.get("load", 0), "stress.load", 0))
+    exp.background = parse_background(doc, data.get("background"), exp.server, exp.client, topo)
+    exp.competitor = parse_competitor(doc, data.get("competitor"), data.get("matrix"), exp.transports, exp.client, topo)
+    exp.clients = parse_clients(doc, data.get("clients"), exp.client, exp.competitor, topo)
+    exp.stress = parse_stress(doc, data.get("stress"))
 
     matrix = _expect_mapping(doc, data.get("matrix"), "matrix")
-    exp.matrix = {axis: _check_axis(doc, axis, values, exp, defaults, [each.name for each in topo.links])
-                  for axis, values in matrix.items()}
+    exp.matrix = {
+        axis: _check_axis(doc, axis, values, exp, defaults, [each.name for each in topo.links])
+        for axis, values in matrix.items()
+    }
     for index, node in enumerate(exp.matrix.get("client", [])):
         if not _among(node, topo.nodes):
-            raise doc.error(f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}")
+            raise doc.error(
+                f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}"
+            )
     exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
     exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
     exp.order = _choice(doc, data.get("order", "round-robin"), "order", ORDERS)
@@ -626,20 +588,32 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
     elif isinstance(captures, bool):
         exp.captures = captures
     else:
-        raise doc.error(f"captures must be true, false or full, got {captures!r}", "captures",
-                        fix="full keeps whole packets at the client and the TLS secrets to decrypt them")
+        raise doc.error(
+            f"captures must be true, false or full, got {captures!r}",
+            "captures",
+            fix="full keeps whole packets at the client and the TLS secrets to decrypt them",
+        )
     exp.qlog = _boolean(doc, data.get("qlog", False), "qlog")
     exp.isolate_channel = _isolation(doc, data.get("isolate_channel", True))
     validity = _expect_mapping(doc, data.get("validity"), "validity")
     unknown = set(validity) - {"cpu_bound", "reruns", "retry_failed"}
     if unknown:
         key = sorted(unknown)[0]
-        raise doc.error(f"unknown validity option {key!r}", f"validity.{key}",
-                        fix="validity takes cpu_bound (flag or exclude), reruns and retry_failed (counts)")
-    if exp.competitor is not None and len(exp.matrix.get("transport", [])) < 2 and OTHERS in \
-            exp.matrix.get("competitor.transport", [exp.competitor.transport]):
-        raise doc.error(f"competitor.transport {OTHERS!r} means every other transport of the transport axis, and "
-                        "there is none", "competitor.transport", fix="add a transport axis of two or more transports")
+        raise doc.error(
+            f"unknown validity option {key!r}",
+            f"validity.{key}",
+            fix="validity takes cpu_bound (flag or exclude), reruns and retry_failed (counts)",
+        )
+    if (
+        exp.competitor is not None
+        and len(exp.matrix.get("transport", [])) < 2
+        and OTHERS in exp.matrix.get("competitor.transport", [exp.competitor.transport])
+    ):
+        raise doc.error(
+            f"competitor.transport {OTHERS!r} means every other transport of the transport axis, and there is none",
+            "competitor.transport",
+            fix="add a transport axis of two or more transports",
+        )
     names = list(exp.transports)  # a --set may narrow the matrix: compare any defined transport
     rivals = names + [value for value in exp.matrix.get("competitor.transport", []) if value not in names]
     exp.study = parse_study(data.get("study"), exp.matrix, {"transport": names, "competitor.transport": rivals})
@@ -647,9 +621,11 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
         exp.wall_time = parse_wall_time(data.get("wall_time"))
     except SpecError as error:
         raise doc.error(error.message, error.field, fix=error.fix) from None
-    exp.validity = Validity(_choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
-                            _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
-                            _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0))
+    exp.validity = Validity(
+        _choice(doc, validity.get("cpu_bound", "flag"), "validity.cpu_bound", CPU_BOUND_POLICIES),
+        _count(doc, validity.get("reruns", 2), "validity.reruns", 0),
+        _count(doc, validity.get("retry_failed", 0), "validity.retry_failed", 0),
+    )
     return exp
 
 

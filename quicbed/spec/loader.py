@@ -30,11 +30,17 @@ def split_reference(reference: str) -> tuple[Path, str]:
 
 def _import(path: Path) -> Any:
     if path.is_dir():
-        raise SpecError("is a folder, not a Python file", source=str(path),
-                        fix="give the path of a topology script, e.g. topologies/dumbbell.py")
+        raise SpecError(
+            "is a folder, not a Python file",
+            source=str(path),
+            fix="give the path of a topology script, e.g. topologies/dumbbell.py",
+        )
     if not path.is_file():
-        raise SpecError("topology file not found", source=str(path),
-                        fix="give the path of a Python file, e.g. topologies/dumbbell.py")
+        raise SpecError(
+            "topology file not found",
+            source=str(path),
+            fix="give the path of a Python file, e.g. topologies/dumbbell.py",
+        )
     module_name = f"quicbed_topology_{abs(hash(path.resolve()))}"
     try:
         module = module_from_file(path, module_name)
@@ -52,8 +58,11 @@ def _import(path: Path) -> Any:
 def _failure(path: Path, error: BaseException) -> SpecError:
     """A script's exception (or its sys.exit(), which must not end quicbed) as a SpecError."""
     if isinstance(error, SystemExit):
-        return SpecError(f"SystemExit: the script called sys.exit({error.code!r})", source=_script_location(path, error),
-                         fix="raise an exception (e.g. ValueError) to refuse parameters; a script must not exit")
+        return SpecError(
+            f"SystemExit: the script called sys.exit({error.code!r})",
+            source=_script_location(path, error),
+            fix="raise an exception (e.g. ValueError) to refuse parameters; a script must not exit",
+        )
     return SpecError(f"{type(error).__name__}: {error}", source=_script_location(path, error))
 
 
@@ -71,8 +80,11 @@ def topology_function(reference: str) -> tuple[Path, Callable[..., Topology]]:
     module = _import(path)
     function = getattr(module, name, None)
     if not callable(function):
-        raise SpecError(f"no function {name}() in the file", source=str(path),
-                        fix=f"define 'def {name}(...) -> Topology' (or name another with FILE.py:FUNCTION)")
+        raise SpecError(
+            f"no function {name}() in the file",
+            source=str(path),
+            fix=f"define 'def {name}(...) -> Topology' (or name another with FILE.py:FUNCTION)",
+        )
     return path, function
 
 
@@ -135,14 +147,19 @@ def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topol
     for key, value in (params or {}).items():
         if key not in signature.parameters and not accepts_any:
             accepted = ", ".join(f"{n}={p.default!r}" for n, p in signature.parameters.items()) or "none"
-            raise SpecError(f"unknown parameter {key!r}", source=str(path), field=f"params.{key}",
-                            fix=f"the script accepts: {accepted}")
+            raise SpecError(
+                f"unknown parameter {key!r}",
+                source=str(path),
+                field=f"params.{key}",
+                fix=f"the script accepts: {accepted}",
+            )
         default = signature.parameters[key].default if key in signature.parameters else None
         try:
             kwargs[key] = convert(value, None if default is inspect.Parameter.empty else default)
         except ValueError as error:
-            raise SpecError(str(error), source=str(path), field=f"params.{key}",
-                            fix=f"give a value like the default {default!r}") from None
+            raise SpecError(
+                str(error), source=str(path), field=f"params.{key}", fix=f"give a value like the default {default!r}"
+            ) from None
     try:
         topo = function(**kwargs)
     except SpecError as error:
@@ -150,8 +167,11 @@ def load_topology(reference: str, params: dict[str, Any] | None = None) -> Topol
     except (Exception, SystemExit) as error:  # noqa: BLE001
         raise _failure(path, error) from None
     if not isinstance(topo, Topology):
-        raise SpecError(f"{function.__name__}() returned {type(topo).__name__}, not a Topology",
-                        source=str(path), fix="end the function with 'return topo'")
+        raise SpecError(
+            f"{function.__name__}() returned {type(topo).__name__}, not a Topology",
+            source=str(path),
+            fix="end the function with 'return topo'",
+        )
     try:
         topo.resolve()
     except SpecErrors as errors:
@@ -167,8 +187,12 @@ def _from_parameter(error: SpecError, given: dict[str, Any], values: dict[str, A
     for key in given:
         value = values[key]
         if isinstance(value, (str, int, float)) and not isinstance(value, bool) and repr(value) in error.message:
-            return SpecError(f"the parameter {key}={given[key]!r} given to the script: {error.message}",
-                             field=error.field, fix=error.fix, source=error.source)
+            return SpecError(
+                f"the parameter {key}={given[key]!r} given to the script: {error.message}",
+                field=error.field,
+                fix=error.fix,
+                source=error.source,
+            )
     return error
 
 
@@ -179,5 +203,3 @@ def _defined_at(topo: Topology, path: Path, field: str) -> str:
     if place and Path(place[0]).resolve() == path.resolve():
         return f"{path}:{place[1]}"
     return str(path)
-
-

@@ -22,8 +22,9 @@ def _check_probability(value: float, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpecError(f"expected a probability (0..1), got {value!r}", field=field)
     if not 0.0 <= value <= 1.0:
-        raise SpecError(f"probability must be within 0..1, got {value!r}", field=field,
-                        fix="give a fraction, e.g. 0.02 for 2 %")
+        raise SpecError(
+            f"probability must be within 0..1, got {value!r}", field=field, fix="give a fraction, e.g. 0.02 for 2 %"
+        )
     return float(value)
 
 
@@ -62,12 +63,16 @@ class GilbertElliott:
         for name in ("p", "r", "loss_bad", "loss_good"):
             _check_probability(getattr(self, name), f"loss.{name}")
         if self.p + self.r == 0:
-            raise SpecError("p and r cannot both be 0 (the chain never moves)", field="loss",
-                            fix="give a positive p (Good->Bad) and r (Bad->Good)")
+            raise SpecError(
+                "p and r cannot both be 0 (the chain never moves)",
+                field="loss",
+                fix="give a positive p (Good->Bad) and r (Bad->Good)",
+            )
 
     @classmethod
-    def from_mean_loss(cls, mean_loss: float, gamma: float = E4_GAMMA, beta: float = E4_BETA,
-                       h: float = E4_H) -> "GilbertElliott":
+    def from_mean_loss(
+        cls, mean_loss: float, gamma: float = E4_GAMMA, beta: float = E4_BETA, h: float = E4_H
+    ) -> "GilbertElliott":
         """Solve 1-k from ``mean_loss = (1-k) piG + (1-h) piB`` with p = 1-gamma, r = 1-beta."""
         _check_probability(mean_loss, "loss.mean")
         p, r = 1.0 - gamma, 1.0 - beta
@@ -79,10 +84,11 @@ class GilbertElliott:
             lowest = loss_bad * pi_bad
             highest = loss_bad * pi_bad + pi_good
             raise SpecError(
-                f"a mean loss of {mean_loss * 100:g} % cannot be reached with gamma={gamma}, "
-                f"beta={beta}, h={h}", field="loss.mean",
+                f"a mean loss of {mean_loss * 100:g} % cannot be reached with gamma={gamma}, beta={beta}, h={h}",
+                field="loss.mean",
                 fix=f"choose a mean loss between {lowest * 100:.3g} % and {highest * 100:.3g} %, "
-                    "or give p, r, 1-h, 1-k directly")
+                "or give p, r, 1-h, 1-k directly",
+            )
         return cls(p=p, r=r, loss_bad=loss_bad, loss_good=loss_good)
 
     @property
@@ -111,8 +117,10 @@ class GilbertElliott:
         return self.mean_loss / starts if starts > 0 else float("inf")
 
     def describe(self) -> str:
-        return (f"Gilbert-Elliott p={self.p:.5g} r={self.r:.5g} 1-h={self.loss_bad:.5g} "
-                f"1-k={self.loss_good:.5g} (mean {self.mean_loss * 100:.3g} %)")
+        return (
+            f"Gilbert-Elliott p={self.p:.5g} r={self.r:.5g} 1-h={self.loss_bad:.5g} "
+            f"1-k={self.loss_good:.5g} (mean {self.mean_loss * 100:.3g} %)"
+        )
 
 
 LossModel = Bernoulli | GilbertElliott
@@ -137,28 +145,40 @@ def parse_loss(value: object, field: str = "loss") -> LossModel | None:
                 params = value["gemodel"]
                 unknown = set(params) - {"p", "r", "loss_bad", "loss_good"}
                 if unknown:
-                    raise SpecError(f"unknown gemodel parameter(s) {sorted(unknown)}", field=field,
-                                    fix="use p, r, loss_bad (1-h), loss_good (1-k), in percent")
+                    raise SpecError(
+                        f"unknown gemodel parameter(s) {sorted(unknown)}",
+                        field=field,
+                        fix="use p, r, loss_bad (1-h), loss_good (1-k), in percent",
+                    )
                 missing = [name for name in ("p", "r") if name not in params]
                 if missing:
-                    raise SpecError(f"gemodel needs {' and '.join(missing)}", field=f"{field}.gemodel",
-                                    fix="give p and r (and optionally loss_bad, loss_good), in percent, e.g. "
-                                        "{gemodel: {p: 1, r: 30}}")
+                    raise SpecError(
+                        f"gemodel needs {' and '.join(missing)}",
+                        field=f"{field}.gemodel",
+                        fix="give p and r (and optionally loss_bad, loss_good), in percent, e.g. "
+                        "{gemodel: {p: 1, r: 30}}",
+                    )
                 return GilbertElliott(**{k: parse_percent(v, f"{field}.gemodel.{k}") for k, v in params.items()})
             if "ge_mean" in value:
                 unknown = set(value) - {"ge_mean", "gamma", "beta", "h"}
                 if unknown:
-                    raise SpecError(f"unknown ge_mean option(s) {sorted(unknown)}", field=field,
-                                    fix="use ge_mean (percent) with optional gamma, beta, h")
+                    raise SpecError(
+                        f"unknown ge_mean option(s) {sorted(unknown)}",
+                        field=field,
+                        fix="use ge_mean (percent) with optional gamma, beta, h",
+                    )
                 extra = {k: _check_probability(value[k], f"{field}.{k}") for k in ("gamma", "beta", "h") if k in value}
                 return GilbertElliott.from_mean_loss(parse_percent(value["ge_mean"], f"{field}.ge_mean"), **extra)
         except SpecError as error:
             # errors of the model itself are named relative to "loss": place them under this field
-            inner = error.field[len("loss"):] if error.field.startswith("loss") else ""
-            raise SpecError(error.message, field=field + inner if inner or not error.field else error.field,
-                            fix=error.fix) from None
-        raise SpecError(f"cannot read loss model {value!r}", field=field,
-                        fix="write a percentage (2 or '2%'), {gemodel: {p, r, loss_bad, loss_good}} "
-                            "or {ge_mean: 5}")
+            inner = error.field[len("loss") :] if error.field.startswith("loss") else ""
+            raise SpecError(
+                error.message, field=field + inner if inner or not error.field else error.field, fix=error.fix
+            ) from None
+        raise SpecError(
+            f"cannot read loss model {value!r}",
+            field=field,
+            fix="write a percentage (2 or '2%'), {gemodel: {p, r, loss_bad, loss_good}} or {ge_mean: 5}",
+        )
     probability = parse_percent(value, field)
     return Bernoulli(probability) if probability > 0 else None

@@ -35,13 +35,17 @@ def _inner_mapping(parent: dict[str, Any], key: str, dotted: str, path: str = ""
     """A copy of the mapping at ``parent[key]`` (empty if unset), to set ``dotted`` inside it."""
     inner = parent.get(key)
     if inner is not None and not isinstance(inner, dict):
-        raise SpecError(f"cannot set {dotted!r}: {path or key} holds {inner!r}, not a mapping", field=dotted,
-                        fix=f"set {path or key} itself, e.g. --set {path or key}=VALUE")
+        raise SpecError(
+            f"cannot set {dotted!r}: {path or key} holds {inner!r}, not a mapping",
+            field=dotted,
+            fix=f"set {path or key} itself, e.g. --set {path or key}=VALUE",
+        )
     return dict(inner or {})
 
 
-def params_dropped_with_the_script(data: dict[str, Any], original: Any, overrides: dict[str, Any],
-                                   resolve: Callable[[str], Path]) -> str | None:
+def params_dropped_with_the_script(
+    data: dict[str, Any], original: Any, overrides: dict[str, Any], resolve: Callable[[str], Path]
+) -> str | None:
     """When ``overrides`` replaced the file's topology script (``resolve`` finds a script's
     file) but gave no params, the file's ``topology.params`` (written for its own script) are
     dropped from ``data``: an edited copy keeps its own defaults. Returns the note that says
@@ -56,8 +60,10 @@ def params_dropped_with_the_script(data: dict[str, Any], original: Any, override
         return None
     dropped = ", ".join(f"{name}={value}" for name, value in given["params"].items())
     data["topology"] = {**data["topology"], "params": {}}
-    return (f"topology.params of the file ({dropped}) are for {given.get('script')}, not applied to {script}: "
-            "its own defaults hold (give values with -p NAME=VALUE)")
+    return (
+        f"topology.params of the file ({dropped}) are for {given.get('script')}, not applied to {script}: "
+        "its own defaults hold (give values with -p NAME=VALUE)"
+    )
 
 
 def default_client(topo: Topology) -> str | None:

@@ -55,8 +55,11 @@ class ResolvedTopology:
         for iface in self.interfaces_of(node):
             if iface.address:
                 return iface.address.split("/")[0]
-        raise SpecError(f"node {node!r} has no IP address", field=f"nodes[{node}]",
-                        fix="only hosts, stations and mesh points have addresses")
+        raise SpecError(
+            f"node {node!r} has no IP address",
+            field=f"nodes[{node}]",
+            fix="only hosts, stations and mesh points have addresses",
+        )
 
 
 class SpecErrors(SpecError):
@@ -87,8 +90,9 @@ def check_structure(topo: Topology) -> list[SpecError]:
             continue
         pair = frozenset((a.name, b.name))
         if pair in seen_pairs:
-            errors.append(SpecError(f"{a.name} and {b.name} are linked twice", field=where,
-                                    fix="keep one link per pair of nodes"))
+            errors.append(
+                SpecError(f"{a.name} and {b.name} are linked twice", field=where, fix="keep one link per pair of nodes")
+            )
         seen_pairs.add(pair)
         if isinstance(link, WirelessLink):
             kinds = {a.kind, b.kind}
@@ -96,15 +100,31 @@ def check_structure(topo: Topology) -> list[SpecError]:
                 station = a if isinstance(a, Station) else b
                 ap = b if station is a else a
                 if isinstance(station, Station) and station.trajectory is not None and link.distance is not None:
-                    errors.append(SpecError(f"station {station.name} moves, so its distance to {ap.name} "
-                                            "changes", field=f"{where}.distance",
-                                            fix="leave distance out: its waypoints place the station"))
+                    errors.append(
+                        SpecError(
+                            f"station {station.name} moves, so its distance to {ap.name} changes",
+                            field=f"{where}.distance",
+                            fix="leave distance out: its waypoints place the station",
+                        )
+                    )
             elif kinds != {"mesh"}:
                 stray = next((node for node in (a, b) if isinstance(node, Station)), None)
-                fix = (f"link {stray.name} to an access point ({_known_aps(topo)}), or make both ends hosts "
-                       "and use add_link() for a cable") if stray else "use add_link() for cables"
-                errors.append(SpecError(f"a wireless link joins a station to an access point or two mesh "
-                                        f"points, not a {a.kind} and a {b.kind}", field=where, fix=fix))
+                fix = (
+                    (
+                        f"link {stray.name} to an access point ({_known_aps(topo)}), or make both ends hosts "
+                        "and use add_link() for a cable"
+                    )
+                    if stray
+                    else "use add_link() for cables"
+                )
+                errors.append(
+                    SpecError(
+                        f"a wireless link joins a station to an access point or two mesh "
+                        f"points, not a {a.kind} and a {b.kind}",
+                        field=where,
+                        fix=fix,
+                    )
+                )
             try:
                 link.radio.check(where)
             except SpecError as error:
@@ -112,11 +132,15 @@ def check_structure(topo: Topology) -> list[SpecError]:
         else:
             for node in (a, b):
                 if isinstance(node, Station):
-                    errors.append(SpecError(f"station {node.name} has a cable; stations connect through "
-                                            "an access point", field=where,
-                                            fix=f"link {node.name} to an access point with add_wireless_link() "
-                                                f"({_known_aps(topo)}), or make it a host with add_host() to "
-                                                "give it a cable"))
+                    errors.append(
+                        SpecError(
+                            f"station {node.name} has a cable; stations connect through an access point",
+                            field=where,
+                            fix=f"link {node.name} to an access point with add_wireless_link() "
+                            f"({_known_aps(topo)}), or make it a host with add_host() to "
+                            "give it a cable",
+                        )
+                    )
     errors += _check_bss_radios(topo)
     errors += _check_connected(topo)
     if not errors:
@@ -140,27 +164,46 @@ def _check_roaming(topo: Topology) -> list[SpecError]:
         # roaming_stations() lists access points only
         ssids = {node.ssid for node in (topo.nodes[ap] for ap in aps) if isinstance(node, AccessPoint)}
         if len(ssids) > 1:
-            errors.append(SpecError(f"station {station} is linked to {', '.join(aps)}, which have different SSIDs "
-                                    f"({', '.join(sorted(ssids))}); a station roams within one SSID", field=where,
-                                    fix="give these access points one ssid=, or link the station to one of them"))
-        segments = {segment[link.name] for link in topo.links
-                    if isinstance(link, WirelessLink) and station in link.ends()}
+            errors.append(
+                SpecError(
+                    f"station {station} is linked to {', '.join(aps)}, which have different SSIDs "
+                    f"({', '.join(sorted(ssids))}); a station roams within one SSID",
+                    field=where,
+                    fix="give these access points one ssid=, or link the station to one of them",
+                )
+            )
+        segments = {
+            segment[link.name] for link in topo.links if isinstance(link, WirelessLink) and station in link.ends()
+        }
         if len(segments) > 1:
-            errors.append(SpecError(f"station {station} roams between {', '.join(aps)}, which are not bridged into "
-                                    "one subnet: it would need a new address at each", field=where,
-                                    fix="connect the access points to one switch (or to each other) by cable"))
+            errors.append(
+                SpecError(
+                    f"station {station} roams between {', '.join(aps)}, which are not bridged into "
+                    "one subnet: it would need a new address at each",
+                    field=where,
+                    fix="connect the access points to one switch (or to each other) by cable",
+                )
+            )
     return errors
 
 
 def _check_bss_radios(topo: Topology) -> list[SpecError]:
     errors = []
     for ap in (n for n in topo.nodes.values() if isinstance(n, AccessPoint)):
-        radios = {(each.radio.standard, each.radio.band, each.radio.channel, each.radio.width): each.name
-                  for each in topo.links if isinstance(each, WirelessLink) and ap.name in each.ends()}
+        radios = {
+            (each.radio.standard, each.radio.band, each.radio.channel, each.radio.width): each.name
+            for each in topo.links
+            if isinstance(each, WirelessLink) and ap.name in each.ends()
+        }
         if len(radios) > 1:
-            errors.append(SpecError(f"stations of {ap.name} use different standards, bands, channels "
-                                    f"or widths ({', '.join(radios.values())})", field=f"nodes[{ap.name}]",
-                                    fix="set radio parameters on add_access_point() only"))
+            errors.append(
+                SpecError(
+                    f"stations of {ap.name} use different standards, bands, channels "
+                    f"or widths ({', '.join(radios.values())})",
+                    field=f"nodes[{ap.name}]",
+                    fix="set radio parameters on add_access_point() only",
+                )
+            )
     return errors
 
 
@@ -179,8 +222,13 @@ def _check_connected(topo: Topology) -> list[SpecError]:
     missing = [name for name in topo.nodes if name not in reached]
     if not missing:
         return []
-    return [SpecError(f"node(s) {', '.join(missing)} cannot reach {first}", field=f"nodes[{missing[0]}]",
-                      fix="link every node to the rest of the network")]
+    return [
+        SpecError(
+            f"node(s) {', '.join(missing)} cannot reach {first}",
+            field=f"nodes[{missing[0]}]",
+            fix="link every node to the rest of the network",
+        )
+    ]
 
 
 def _segments(topo: Topology) -> tuple[list[int], int]:
@@ -238,16 +286,35 @@ def resolve(topo: Topology) -> ResolvedTopology:
             number = counters.get((end, prefix), 0)
             counters[(end, prefix)] = number + 1
             if requested and not node.routed:
-                raise SpecErrors([SpecError(f"{end} is a {node.kind} and has no IP address",
-                                            field=f"links[{link.name}].addr{1 if end == link.node1 else 2}",
-                                            fix="give addresses to hosts, stations and mesh points only")])
-            interfaces[key] = {"node": end, "name": f"{prefix}{number}", "segment": segment,
-                               "requested": requested, "link": link.name, "routed": node.routed}
+                raise SpecErrors(
+                    [
+                        SpecError(
+                            f"{end} is a {node.kind} and has no IP address",
+                            field=f"links[{link.name}].addr{1 if end == link.node1 else 2}",
+                            fix="give addresses to hosts, stations and mesh points only",
+                        )
+                    ]
+                )
+            interfaces[key] = {
+                "node": end,
+                "name": f"{prefix}{number}",
+                "segment": segment,
+                "requested": requested,
+                "link": link.name,
+                "routed": node.routed,
+            }
 
     subnets, addresses = _assign_addresses(topo, interfaces, count)
-    resolved_ifaces = [Interface(i["node"], i["name"], i["segment"],
-                                 addresses.get((i["node"], i["segment"])) if i["routed"] else None, i["link"])
-                       for i in interfaces.values()]
+    resolved_ifaces = [
+        Interface(
+            i["node"],
+            i["name"],
+            i["segment"],
+            addresses.get((i["node"], i["segment"])) if i["routed"] else None,
+            i["link"],
+        )
+        for i in interfaces.values()
+    ]
     routes = _routes(topo, resolved_ifaces, subnets)
     return ResolvedTopology(topo, resolved_ifaces, subnets, routes)
 
@@ -264,25 +331,50 @@ def _assign_addresses(topo: Topology, interfaces: dict[tuple[str, int], dict], c
         try:
             address = ipaddress.IPv4Interface(iface["requested"])
         except ValueError:
-            errors.append(SpecError(f"cannot read address {iface['requested']!r}", field=where,
-                                    fix="write an IPv4 address with prefix length, e.g. '10.1.0.1/24'"))
+            errors.append(
+                SpecError(
+                    f"cannot read address {iface['requested']!r}",
+                    field=where,
+                    fix="write an IPv4 address with prefix length, e.g. '10.1.0.1/24'",
+                )
+            )
             continue
         if "/" not in iface["requested"]:
-            errors.append(SpecError(f"address {iface['requested']!r} has no prefix length", field=where,
-                                    fix=f"write e.g. '{iface['requested']}/24'"))
+            errors.append(
+                SpecError(
+                    f"address {iface['requested']!r} has no prefix length",
+                    field=where,
+                    fix=f"write e.g. '{iface['requested']}/24'",
+                )
+            )
             continue
         segment = iface["segment"]
         if segment in subnets and subnets[segment] != address.network:
-            errors.append(SpecError(f"{address} is not in {subnets[segment]}, the subnet of its segment",
-                                    field=where, fix="give all nodes of a switch, AP or mesh one subnet"))
+            errors.append(
+                SpecError(
+                    f"{address} is not in {subnets[segment]}, the subnet of its segment",
+                    field=where,
+                    fix="give all nodes of a switch, AP or mesh one subnet",
+                )
+            )
             continue
         if address.ip in taken:
-            errors.append(SpecError(f"address {address.ip} is used by {taken[address.ip]} and {iface['node']}",
-                                    field=where, fix="give every interface its own address"))
+            errors.append(
+                SpecError(
+                    f"address {address.ip} is used by {taken[address.ip]} and {iface['node']}",
+                    field=where,
+                    fix="give every interface its own address",
+                )
+            )
             continue
         if address.ip in (address.network.network_address, address.network.broadcast_address):
-            errors.append(SpecError(f"{address.ip} is the network or broadcast address of {address.network}",
-                                    field=where, fix="pick a host address inside the subnet"))
+            errors.append(
+                SpecError(
+                    f"{address.ip} is the network or broadcast address of {address.network}",
+                    field=where,
+                    fix="pick a host address inside the subnet",
+                )
+            )
             continue
         subnets[segment] = address.network
         taken[address.ip] = iface["node"]
@@ -290,17 +382,26 @@ def _assign_addresses(topo: Topology, interfaces: dict[tuple[str, int], dict], c
     try:
         pool = ipaddress.IPv4Network(topo.subnet_pool)
     except ValueError:
-        raise SpecErrors([SpecError(f"cannot read subnet pool {topo.subnet_pool!r}", field="subnet_pool",
-                                    fix="write e.g. '10.0.0.0/16'")]) from None
-    free = (net for net in pool.subnets(new_prefix=24)
-            if not any(net.overlaps(used) for used in subnets.values()))
+        raise SpecErrors(
+            [
+                SpecError(
+                    f"cannot read subnet pool {topo.subnet_pool!r}", field="subnet_pool", fix="write e.g. '10.0.0.0/16'"
+                )
+            ]
+        ) from None
+    free = (net for net in pool.subnets(new_prefix=24) if not any(net.overlaps(used) for used in subnets.values()))
     for segment in range(count):
         if segment not in subnets:
             try:
                 subnets[segment] = next(free)
             except StopIteration:
-                errors.append(SpecError(f"subnet pool {pool} has too few /24 subnets for {count} segments",
-                                        field="subnet_pool", fix="use a larger pool, e.g. '10.0.0.0/16'"))
+                errors.append(
+                    SpecError(
+                        f"subnet pool {pool} has too few /24 subnets for {count} segments",
+                        field="subnet_pool",
+                        fix="use a larger pool, e.g. '10.0.0.0/16'",
+                    )
+                )
                 break
     if errors:
         raise SpecErrors(errors)
@@ -311,7 +412,9 @@ def _assign_addresses(topo: Topology, interfaces: dict[tuple[str, int], dict], c
         hosts = (ip for ip in subnets[iface["segment"]].hosts() if ip not in taken)
         ip = next(hosts, None)
         if ip is None:
-            raise SpecErrors([SpecError(f"subnet {subnets[iface['segment']]} is full", field=f"links[{iface['link']}]")])
+            raise SpecErrors(
+                [SpecError(f"subnet {subnets[iface['segment']]} is full", field=f"links[{iface['link']}]")]
+            )
         taken[ip] = iface["node"]
         addresses[key] = f"{ip}/{subnets[iface['segment']].prefixlen}"
     return {s: str(n) for s, n in sorted(subnets.items())}, addresses
@@ -337,8 +440,7 @@ def _routes(topo: Topology, interfaces: list[Interface], subnets: dict[int, str]
                     if neighbour.node in distance:
                         continue
                     distance[neighbour.node] = distance[current] + 1
-                    first_hop[neighbour.node] = (first_hop[current] if current != source.name
-                                                 else (mine, neighbour))
+                    first_hop[neighbour.node] = first_hop[current] if current != source.name else (mine, neighbour)
                     queue.append(neighbour.node)
         for segment, subnet in subnets.items():
             if segment in own or segment not in on_segment:
@@ -355,8 +457,15 @@ def _routes(topo: Topology, interfaces: list[Interface], subnets: dict[int, str]
     for (node, dest), via in overrides.items():
         device = _device_for(via, [i for i in routed if i.node == node])
         if device is None:
-            raise SpecErrors([SpecError(f"gateway {via} of the route to {dest} is not on a subnet of {node}",
-                                        field=f"routes[{node}]", fix="use a neighbour's address as 'via'")])
+            raise SpecErrors(
+                [
+                    SpecError(
+                        f"gateway {via} of the route to {dest} is not on a subnet of {node}",
+                        field=f"routes[{node}]",
+                        fix="use a neighbour's address as 'via'",
+                    )
+                ]
+            )
         routes.append(Route(node, str(dest), via, device))
     return routes
 

@@ -53,8 +53,10 @@ class Shard:
     def check(self, axes: list[str]) -> None:
         """Refuse a --shard-by that is neither cell, run nor one of the experiment's matrix axes."""
         if self.by not in SHARD_BY and self.by not in axes:
-            raise QuicbedError(f"--shard-by {self.by!r}: use cell, run or a matrix axis of this experiment "
-                               f"({', '.join(axes) or 'it has none'})")
+            raise QuicbedError(
+                f"--shard-by {self.by!r}: use cell, run or a matrix axis of this experiment "
+                f"({', '.join(axes) or 'it has none'})"
+            )
 
     def select(self, runs: list[Run]) -> list[Run]:
         if self.by == "run":  # runs: all of an experiment's, so the last cell is among them
@@ -101,13 +103,17 @@ class Shard:
             return lambda cell_index: cell_index % self.count == self.index - 1
         values = experiment.matrix[self.by]
         axes = list(experiment.matrix)
-        stride = math.prod(len(experiment.matrix[axis]) for axis in axes[axes.index(self.by) + 1:])
+        stride = math.prod(len(experiment.matrix[axis]) for axis in axes[axes.index(self.by) + 1 :])
         groups = _value_groups(values)
         return lambda cell_index: groups[cell_index // stride % len(values)] % self.count == self.index - 1
 
     def describe(self) -> dict[str, object]:
-        return {"index": self.index, "count": self.count, "by": self.by,
-                **({"split": RUN_SPLIT} if self.by == "run" else {})}
+        return {
+            "index": self.index,
+            "count": self.count,
+            "by": self.by,
+            **({"split": RUN_SPLIT} if self.by == "run" else {}),
+        }
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count} (by {self.by})"

@@ -43,16 +43,21 @@ class Headline:
     title: str
 
 
-
 def _axes(value: Any, field: str, matrix: Mapping[str, Sequence[Any]]) -> tuple[str, ...]:
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
-        raise SpecError(f"expected a matrix axis or a list of them, got {value!r}", field=field,
-                        fix=f"axes of this matrix: {', '.join(matrix) or 'none'}")
+        raise SpecError(
+            f"expected a matrix axis or a list of them, got {value!r}",
+            field=field,
+            fix=f"axes of this matrix: {', '.join(matrix) or 'none'}",
+        )
     for name in names:
         if name not in matrix:
-            raise SpecError(f"{name!r} is not an axis of the matrix", field=field,
-                            fix=f"axes of this matrix: {', '.join(matrix) or 'none'}")
+            raise SpecError(
+                f"{name!r} is not an axis of the matrix",
+                field=field,
+                fix=f"axes of this matrix: {', '.join(matrix) or 'none'}",
+            )
     return tuple(names)
 
 
@@ -63,8 +68,9 @@ class Study:
     series: bool = False  # sender time series for every combination of the other axes
 
 
-def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]],
-                known: Mapping[str, Sequence[Any]] | None = None) -> Study | None:
+def parse_study(
+    value: Any, matrix: Mapping[str, Sequence[Any]], known: Mapping[str, Sequence[Any]] | None = None
+) -> Study | None:
     """The study section, checked against the matrix; None without one. ``known``: the
     values each hue axis may take (e.g. every defined transport), which ``compare`` must
     name; None does not check them (a report of a narrowed matrix just lacks the change)."""
@@ -73,50 +79,81 @@ def parse_study(value: Any, matrix: Mapping[str, Sequence[Any]],
     if value is None:
         return None
     if not isinstance(value, dict) or not value or set(value) - {"headline", "metrics", "series"}:
-        raise SpecError("a study holds a 'headline' mapping, a 'metrics' list and 'series' (true or false)",
-                        field="study", fix="write study: {headline: {metric: goodput, x: AXIS}, metrics: [goodput, loss]}")
+        raise SpecError(
+            "a study holds a 'headline' mapping, a 'metrics' list and 'series' (true or false)",
+            field="study",
+            fix="write study: {headline: {metric: goodput, x: AXIS}, metrics: [goodput, loss]}",
+        )
     if not isinstance(value.get("series", False), bool):
         raise SpecError(f"expected true or false, got {value['series']!r}", field="study.series")
     metrics = value.get("metrics", [])
     if not isinstance(metrics, list) or not all(name in METRICS for name in metrics):
-        wrong = next((name for name in metrics if name not in METRICS), metrics) if isinstance(metrics, list) else metrics
-        raise SpecError(f"unknown metric {wrong!r}", field="study.metrics",
-                        fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)")
+        wrong = (
+            next((name for name in metrics if name not in METRICS), metrics) if isinstance(metrics, list) else metrics
+        )
+        raise SpecError(
+            f"unknown metric {wrong!r}",
+            field="study.metrics",
+            fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)",
+        )
     headline = _headline(value["headline"], matrix, known) if "headline" in value else None
     return Study(headline, tuple(metrics), value.get("series", False))
 
 
-def _headline(headline: Any, matrix: Mapping[str, Sequence[Any]], known: Mapping[str, Sequence[Any]] | None
-              ) -> Headline:
+def _headline(
+    headline: Any, matrix: Mapping[str, Sequence[Any]], known: Mapping[str, Sequence[Any]] | None
+) -> Headline:
     from quicbed.analysis.catalogue import METRICS
 
     if not isinstance(headline, dict):
-        raise SpecError("expected a mapping", field="study.headline",
-                        fix="write headline: {metric: goodput, x: AXIS, hue: transport}")
+        raise SpecError(
+            "expected a mapping",
+            field="study.headline",
+            fix="write headline: {metric: goodput, x: AXIS, hue: transport}",
+        )
     unknown = set(headline) - {"metric", "x", "hue", "compare", "title"}
     if unknown:
         key = sorted(unknown)[0]
-        raise SpecError(f"unknown headline option {key!r}", field=f"study.headline.{key}",
-                        fix="a headline takes metric, x, hue, compare and title")
+        raise SpecError(
+            f"unknown headline option {key!r}",
+            field=f"study.headline.{key}",
+            fix="a headline takes metric, x, hue, compare and title",
+        )
     metric = headline.get("metric")
     if metric not in METRICS:
-        raise SpecError(f"unknown metric {metric!r}", field="study.headline.metric",
-                        fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)")
+        raise SpecError(
+            f"unknown metric {metric!r}",
+            field="study.headline.metric",
+            fix="metrics are listed in docs/results.md (e.g. goodput, download_time, jain_index)",
+        )
     hue = _axes(headline.get("hue", "transport"), "study.headline.hue", matrix)
-    x = _axes(headline["x"], "study.headline.x", matrix) if "x" in headline else \
-        tuple(axis for axis in matrix if axis not in hue)
+    x = (
+        _axes(headline["x"], "study.headline.x", matrix)
+        if "x" in headline
+        else tuple(axis for axis in matrix if axis not in hue)
+    )
     if set(x) & set(hue):
-        raise SpecError("an axis cannot be both x and hue", field="study.headline.x",
-                        fix="name each axis in one of them")
+        raise SpecError(
+            "an axis cannot be both x and hue", field="study.headline.x", fix="name each axis in one of them"
+        )
     compare = headline.get("compare")
     if compare is not None:
-        labels = None if known is None else [HUE_JOINER.join(axis_text(v) for v in values) for values in
-                                             itertools.product(*(known.get(a, matrix[a]) for a in hue))]
-        if not (isinstance(compare, list) and len(compare) == 2) or \
-                (labels is not None and not all(str(c) in labels for c in compare)):
-            raise SpecError(f"compare needs two values of the hue, got {compare!r}", field="study.headline.compare",
-                            fix=f"choose two of: {', '.join(labels)}" if labels else "write compare: [A, B]")
+        labels = (
+            None
+            if known is None
+            else [
+                HUE_JOINER.join(axis_text(v) for v in values)
+                for values in itertools.product(*(known.get(a, matrix[a]) for a in hue))
+            ]
+        )
+        if not (isinstance(compare, list) and len(compare) == 2) or (
+            labels is not None and not all(str(c) in labels for c in compare)
+        ):
+            raise SpecError(
+                f"compare needs two values of the hue, got {compare!r}",
+                field="study.headline.compare",
+                fix=f"choose two of: {', '.join(labels)}" if labels else "write compare: [A, B]",
+            )
         compare = (str(compare[0]), str(compare[1]))
     title = headline.get("title") or f"{METRICS[metric].label} by {', '.join(x) or 'cell'}"
     return Headline(metric, x, hue, compare, str(title))
-

@@ -50,8 +50,7 @@ _BANDS = {band.lower(): band for bands in STANDARDS.values() for band in bands}
 class Topology:
     """A network description: nodes, links, optional address and route overrides."""
 
-    def __init__(self, name: str = "topology", subnet_pool: str = DEFAULT_SUBNET_POOL,
-                 description: str = "") -> None:
+    def __init__(self, name: str = "topology", subnet_pool: str = DEFAULT_SUBNET_POOL, description: str = "") -> None:
         self.name = name
         self.description = description
         self.subnet_pool = subnet_pool
@@ -67,16 +66,23 @@ class Topology:
     def _add(self, node: NodeT, position: tuple[float, ...] | None = None) -> NodeT:
         """Record ``node``, placed at ``position`` ((x, y) or (x, y, z), checked here)."""
         if not isinstance(node.name, str) or not NODE_NAME.fullmatch(node.name):
-            raise SpecError(f"invalid node name {node.name!r}", field=f"nodes[{node.name}]",
-                            fix="use 1-15 lower-case letters, digits or '_', starting with a letter")
+            raise SpecError(
+                f"invalid node name {node.name!r}",
+                field=f"nodes[{node.name}]",
+                fix="use 1-15 lower-case letters, digits or '_', starting with a letter",
+            )
         if node.name in self.nodes:
-            raise SpecError(f"node {node.name!r} is defined twice", field=f"nodes[{node.name}]",
-                            fix="give every node its own name")
+            raise SpecError(
+                f"node {node.name!r} is defined twice", field=f"nodes[{node.name}]", fix="give every node its own name"
+            )
         if position is not None:
             checked = _position(position)
             if checked is None:
-                raise SpecError(f"position must be (x, y) or (x, y, z) in metres, got {position!r}",
-                                field=f"nodes[{node.name}].position", fix="e.g. position=(10, 0)")
+                raise SpecError(
+                    f"position must be (x, y) or (x, y, z) in metres, got {position!r}",
+                    field=f"nodes[{node.name}].position",
+                    fix="e.g. position=(10, 0)",
+                )
             node.position = checked
         self.nodes[node.name] = node
         self._note_caller(f"nodes[{node.name}]")
@@ -96,21 +102,30 @@ class Topology:
     def add_switch(self, name: str) -> Switch:
         return self._add(Switch(name))
 
-    def add_station(self, name: str, position: tuple[float, ...] | None = None,
-                    waypoints: list[tuple[float, ...]] | None = None, mobility: dict[str, Any] | None = None,
-                    **options: Any) -> Station:
+    def add_station(
+        self,
+        name: str,
+        position: tuple[float, ...] | None = None,
+        waypoints: list[tuple[float, ...]] | None = None,
+        mobility: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> Station:
         """A station; it moves along ``waypoints`` ([(t, x, y[, z]), ...], seconds from the start
         of the transfer) or a drawn ``mobility`` model (quicbed/spec/mobility.py)."""
         station = self._add(Station(name, options=options), position)
         where = f"nodes[{name}]"
         try:
             if waypoints is not None and mobility is not None:
-                raise SpecError("a station has waypoints or a mobility model, not both", field=where,
-                                fix="keep one of them")
+                raise SpecError(
+                    "a station has waypoints or a mobility model, not both", field=where, fix="keep one of them"
+                )
             if waypoints is not None:
                 if position is not None:
-                    raise SpecError("a station with waypoints starts at its first one; position is not used",
-                                    field=f"{where}.position", fix="leave position out")
+                    raise SpecError(
+                        "a station with waypoints starts at its first one; position is not used",
+                        field=f"{where}.position",
+                        fix="leave position out",
+                    )
                 station.trajectory = parse_waypoints(waypoints, f"{where}.waypoints")
             elif mobility is not None:
                 station.trajectory = parse_mobility(mobility, station.position, f"{where}.mobility")
@@ -121,9 +136,14 @@ class Topology:
             station.position = station.trajectory.start
         return station
 
-    def add_access_point(self, name: str, ssid: str | None = None,
-                         position: tuple[float, ...] | None = None, fastack: bool = False,
-                         **radio: Any) -> AccessPoint:
+    def add_access_point(
+        self,
+        name: str,
+        ssid: str | None = None,
+        position: tuple[float, ...] | None = None,
+        fastack: bool = False,
+        **radio: Any,
+    ) -> AccessPoint:
         """An AP; radio settings (standard, band, channel, width, ...) apply to all its stations.
         ``fastack``: the AP acknowledges TCP data to the sender on its stations' behalf once their
         MAC has it, as Meraki's FastACK does (ns3 only; docs/ns3-backend.md)."""
@@ -135,8 +155,9 @@ class Topology:
         self._ap_radio[name] = radio
         return node
 
-    def add_mesh_point(self, name: str, position: tuple[float, ...] | None = None,
-                       mesh_id: str = "quicbed-mesh", **options: Any) -> MeshPoint:
+    def add_mesh_point(
+        self, name: str, position: tuple[float, ...] | None = None, mesh_id: str = "quicbed-mesh", **options: Any
+    ) -> MeshPoint:
         return self._add(MeshPoint(name, mesh_id=mesh_id, options=options), position)
 
     # -- links -------------------------------------------------------------------------
@@ -144,21 +165,30 @@ class Topology:
         name = node.name if isinstance(node, Node) else node
         if name not in self.nodes:
             known = ", ".join(sorted(self.nodes)) or "none yet"
-            raise SpecError(f"unknown node {name!r}", field=field,
-                            fix=f"add the node before linking it (known: {known})")
+            raise SpecError(
+                f"unknown node {name!r}", field=field, fix=f"add the node before linking it (known: {known})"
+            )
         return name
 
     def _link_name(self, name: str | None, a: str, b: str) -> str:
         name = name or f"{a}-{b}"
         if any(link.name == name for link in self.links):
-            raise SpecError(f"link {name!r} is defined twice", field=f"links[{name}]",
-                            fix="give each link a distinct name=")
+            raise SpecError(
+                f"link {name!r} is defined twice", field=f"links[{name}]", fix="give each link a distinct name="
+            )
         return name
 
-    def add_link(self, node1: Node | str, node2: Node | str, name: str | None = None,
-                 addr1: str | None = None, addr2: str | None = None,
-                 forward: dict[str, Any] | None = None, backward: dict[str, Any] | None = None,
-                 **shape: Any) -> WiredLink:
+    def add_link(
+        self,
+        node1: Node | str,
+        node2: Node | str,
+        name: str | None = None,
+        addr1: str | None = None,
+        addr2: str | None = None,
+        forward: dict[str, Any] | None = None,
+        backward: dict[str, Any] | None = None,
+        **shape: Any,
+    ) -> WiredLink:
         """A wired link. Impairments (rate, delay, jitter, loss, ...) apply in both directions;
         ``forward``/``backward`` dicts override them for node1->node2 / node2->node1 only."""
         a = self._node_name(node1, "links.node1")
@@ -166,18 +196,30 @@ class Topology:
         link_name = self._link_name(name, a, b)
         where = f"links[{link_name}]"
         both = parse_shape(shape, where)
-        link = WiredLink(a, b, link_name,
-                         forward=parse_shape(forward or {}, f"{where}.forward", both),
-                         backward=parse_shape(backward or {}, f"{where}.backward", both),
-                         addr1=addr1, addr2=addr2)
+        link = WiredLink(
+            a,
+            b,
+            link_name,
+            forward=parse_shape(forward or {}, f"{where}.forward", both),
+            backward=parse_shape(backward or {}, f"{where}.backward", both),
+            addr1=addr1,
+            addr2=addr2,
+        )
         self.links.append(link)
         self._note_caller(f"links[{link.name}]")
         return link
 
-    def add_wireless_link(self, node1: Node | str, node2: Node | str, name: str | None = None,
-                          distance: float | None = None, loss: Any = 0,
-                          addr1: str | None = None, addr2: str | None = None,
-                          **radio: Any) -> WirelessLink:
+    def add_wireless_link(
+        self,
+        node1: Node | str,
+        node2: Node | str,
+        name: str | None = None,
+        distance: float | None = None,
+        loss: Any = 0,
+        addr1: str | None = None,
+        addr2: str | None = None,
+        **radio: Any,
+    ) -> WirelessLink:
         """A station-AP association or a mesh peering. Radio keywords override the AP's."""
         from quicbed.spec.units import parse_percent
 
@@ -189,15 +231,24 @@ class Topology:
         inherited: dict[str, Any] = {}
         for end in (a, b):
             inherited.update(self._ap_radio.get(end, {}))
-        if distance is not None and (isinstance(distance, bool) or not isinstance(distance, (int, float))
-                                     or distance <= 0):
-            raise SpecError(f"distance must be a positive number of metres, got {distance!r}",
-                            field=f"{where}.distance")
+        if distance is not None and (
+            isinstance(distance, bool) or not isinstance(distance, (int, float)) or distance <= 0
+        ):
+            raise SpecError(
+                f"distance must be a positive number of metres, got {distance!r}", field=f"{where}.distance"
+            )
         link_radio = Radio(**{**inherited, **radio})
         link_radio.check(where)
-        link = WirelessLink(a, b, link_name, radio=link_radio,
-                            distance=float(distance) if distance is not None else None,
-                            loss=parse_percent(loss, f"{where}.loss"), addr1=addr1, addr2=addr2)
+        link = WirelessLink(
+            a,
+            b,
+            link_name,
+            radio=link_radio,
+            distance=float(distance) if distance is not None else None,
+            loss=parse_percent(loss, f"{where}.loss"),
+            addr1=addr1,
+            addr2=addr2,
+        )
         self.links.append(link)
         self._note_caller(f"links[{link.name}]")
         return link
@@ -217,8 +268,11 @@ class Topology:
             radio["band"] = _BANDS.get(band.replace(" ", "").lower(), band)
         unknown = set(radio) - set(RADIO_FIELDS)
         if unknown:
-            raise SpecError(f"unknown radio parameter(s) {sorted(unknown)}", field=where,
-                            fix=f"radio parameters are {', '.join(RADIO_FIELDS)}")
+            raise SpecError(
+                f"unknown radio parameter(s) {sorted(unknown)}",
+                field=where,
+                fix=f"radio parameters are {', '.join(RADIO_FIELDS)}",
+            )
 
     def add_route(self, node: Node | str, destination: str, via: str) -> None:
         """A static route that replaces the automatic one for ``destination`` on ``node``."""
@@ -226,13 +280,19 @@ class Topology:
         try:
             ipaddress.IPv4Network(destination, strict=False)
         except (ValueError, TypeError):
-            raise SpecError(f"cannot read route destination {destination!r}", field=f"routes[{name}]",
-                            fix="write an IPv4 prefix, e.g. '10.1.0.0/24'") from None
+            raise SpecError(
+                f"cannot read route destination {destination!r}",
+                field=f"routes[{name}]",
+                fix="write an IPv4 prefix, e.g. '10.1.0.0/24'",
+            ) from None
         try:
             ipaddress.IPv4Address(via)
         except (ValueError, TypeError):
-            raise SpecError(f"cannot read gateway {via!r}", field=f"routes[{name}]",
-                            fix="write a neighbour's IPv4 address, e.g. '10.0.0.1'") from None
+            raise SpecError(
+                f"cannot read gateway {via!r}",
+                field=f"routes[{name}]",
+                fix="write a neighbour's IPv4 address, e.g. '10.0.0.1'",
+            ) from None
         self.routes.append((name, destination, via))
 
     # -- queries -----------------------------------------------------------------------
@@ -240,8 +300,9 @@ class Topology:
         for link in self.links:
             if link.name == name:
                 return link
-        raise SpecError(f"no link named {name!r}", field="link",
-                        fix=f"links are: {', '.join(each.name for each in self.links)}")
+        raise SpecError(
+            f"no link named {name!r}", field="link", fix=f"links are: {', '.join(each.name for each in self.links)}"
+        )
 
     def set_link_shape(self, name: str, direction: str = "both", reset: bool = False, **shape: Any) -> None:
         """Change impairments of a wired link (used by experiment matrices and calibration).
@@ -304,11 +365,18 @@ class Topology:
         return {
             "name": self.name,
             "description": self.description,
-            "nodes": [{"name": n.name, "kind": n.kind, "position": n.position,
-                       **({"ssid": n.ssid, "fastack": n.fastack} if isinstance(n, AccessPoint) else {}),
-                       **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
-                       **({"trajectory": n.trajectory.to_dict()} if isinstance(n, Station) and n.trajectory else {}),
-                       "options": n.options} for n in self.nodes.values()],
+            "nodes": [
+                {
+                    "name": n.name,
+                    "kind": n.kind,
+                    "position": n.position,
+                    **({"ssid": n.ssid, "fastack": n.fastack} if isinstance(n, AccessPoint) else {}),
+                    **({"mesh_id": n.mesh_id} if isinstance(n, MeshPoint) else {}),
+                    **({"trajectory": n.trajectory.to_dict()} if isinstance(n, Station) and n.trajectory else {}),
+                    "options": n.options,
+                }
+                for n in self.nodes.values()
+            ],
             "links": [_link_dict(link) for link in self.links],
             "routes": [{"node": n, "destination": d, "via": v} for n, d, v in self.routes],
         }
@@ -335,8 +403,7 @@ def _link_dict(link: Link) -> dict[str, Any]:
             if not shape.jitter:
                 del entry["jitter_distribution"]
             if shape.loss is not None:
-                entry["loss"] = {"model": type(shape.loss).__name__, **asdict(shape.loss),
-                                 "mean": shape.loss.mean_loss}
+                entry["loss"] = {"model": type(shape.loss).__name__, **asdict(shape.loss), "mean": shape.loss.mean_loss}
             if shape.trace is not None:
                 entry["trace"]["mean_rate"] = shape.trace.mean_rate
             data[direction] = entry

@@ -34,8 +34,16 @@ class Transport:
     resumption: str = "none"
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "profile": self.profile, "http": self.http,
-                "cc": self.cc, "knobs": dict(self.knobs), "impl": self.implementation, "resumption": self.resumption}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "profile": self.profile,
+            "http": self.http,
+            "cc": self.cc,
+            "knobs": dict(self.knobs),
+            "impl": self.implementation,
+            "resumption": self.resumption,
+        }
 
 
 @dataclass(frozen=True)

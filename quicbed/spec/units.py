@@ -14,16 +14,33 @@ from quicbed.errors import SpecError
 _NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 _RATE_UNITS = {
-    "bit": 1.0, "bps": 1.0, "b/s": 1.0,
-    "kbit": 1e3, "kb/s": 1e3, "kbit/s": 1e3,
-    "mbit": 1e6, "mb/s": 1e6, "mbit/s": 1e6,
-    "gbit": 1e9, "gb/s": 1e9, "gbit/s": 1e9,
+    "bit": 1.0,
+    "bps": 1.0,
+    "b/s": 1.0,
+    "kbit": 1e3,
+    "kb/s": 1e3,
+    "kbit/s": 1e3,
+    "mbit": 1e6,
+    "mb/s": 1e6,
+    "mbit/s": 1e6,
+    "gbit": 1e9,
+    "gb/s": 1e9,
+    "gbit/s": 1e9,
 }
 _AMBIGUOUS_RATE = {"kbps", "mbps", "gbps"}
 _TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0}
 _SIZE_UNITS = {
-    "": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "k": 1000, "m": 1000**2, "g": 1000**3,
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
 }
 
 
@@ -61,20 +78,28 @@ def parse_rate(value: object, field: str = "rate") -> float:
         if parts and parts[1] in _AMBIGUOUS_RATE:
             raise SpecError(
                 f"rate {value!r} is ambiguous (tc reads '{parts[1]}' as bytes per second)",
-                field=field, fix=f"write bits per second, e.g. '{parts[0]:g}{parts[1][0]}bit'",
+                field=field,
+                fix=f"write bits per second, e.g. '{parts[0]:g}{parts[1][0]}bit'",
             )
         if not parts or parts[1] not in _RATE_UNITS:
-            raise SpecError(f"cannot read rate {value!r}", field=field,
-                            fix="use a number and one of bit, kbit, mbit, gbit, e.g. '20mbit'")
+            raise SpecError(
+                f"cannot read rate {value!r}",
+                field=field,
+                fix="use a number and one of bit, kbit, mbit, gbit, e.g. '20mbit'",
+            )
         rate = _finite(parts[0] * _RATE_UNITS[parts[1]], value, field)
     else:
         raise SpecError(f"rate must be a string like '20mbit', got {type(value).__name__}", field=field)
     if rate <= 0:
-        raise SpecError(f"rate must be positive, got {value!r}", field=field,
-                        fix="leave the rate out for an unlimited link")
+        raise SpecError(
+            f"rate must be positive, got {value!r}", field=field, fix="leave the rate out for an unlimited link"
+        )
     if isinstance(value, (int, float)) and rate < MIN_BARE_RATE:
-        raise SpecError(f"a rate of {value!r} is {value!r} bit/s: a bare number is bits per second", field=field,
-                        fix=f"write the unit, e.g. '{value:g}mbit' (Mininet's bw={value:g} is Mbit/s)")
+        raise SpecError(
+            f"a rate of {value!r} is {value!r} bit/s: a bare number is bits per second",
+            field=field,
+            fix=f"write the unit, e.g. '{value:g}mbit' (Mininet's bw={value:g} is Mbit/s)",
+        )
     return rate
 
 
@@ -86,14 +111,18 @@ def parse_time(value: object, field: str = "time", allow_zero: bool = True) -> f
         if value < 0:
             raise SpecError(f"duration must not be negative, got {value!r}", field=field)
         if value != 0:
-            raise SpecError(f"duration {value!r} has no unit", field=field,
-                            fix=f"write it with a unit, e.g. '{value}ms' or '{value}s'")
+            raise SpecError(
+                f"duration {value!r} has no unit",
+                field=field,
+                fix=f"write it with a unit, e.g. '{value}ms' or '{value}s'",
+            )
         seconds = 0.0
     elif isinstance(value, str):
         parts = _split(value)
         if not parts or parts[1] not in _TIME_UNITS:
-            raise SpecError(f"cannot read duration {value!r}", field=field,
-                            fix="use a number and one of s, ms, us, ns, e.g. '10ms'")
+            raise SpecError(
+                f"cannot read duration {value!r}", field=field, fix="use a number and one of s, ms, us, ns, e.g. '10ms'"
+            )
         seconds = _finite(parts[0] * _TIME_UNITS[parts[1]], value, field)
     else:
         raise SpecError(f"expected a duration like '10ms', got {type(value).__name__}", field=field)
@@ -114,8 +143,11 @@ def parse_size(value: object, field: str = "size") -> int:
     elif isinstance(value, str):
         parts = _split(value)
         if not parts or parts[1] not in _SIZE_UNITS:
-            raise SpecError(f"cannot read size {value!r}", field=field,
-                            fix="use bytes or a unit among B, kB, MB, GB, KiB, MiB, GiB, e.g. '10MB'")
+            raise SpecError(
+                f"cannot read size {value!r}",
+                field=field,
+                fix="use bytes or a unit among B, kB, MB, GB, KiB, MiB, GiB, e.g. '10MB'",
+            )
         size = round(_finite(parts[0] * _SIZE_UNITS[parts[1]], value, field))
     else:
         raise SpecError(f"expected a size like '10MB', got {type(value).__name__}", field=field)
@@ -138,8 +170,11 @@ def parse_percent(value: object, field: str = "percent") -> float:
     else:
         raise SpecError(f"expected a percentage, got {type(value).__name__}", field=field)
     if not 0 <= percent <= 100:
-        raise SpecError(f"percentage must be within 0..100, got {value!r}", field=field,
-                        fix="percentages are written 0 to 100, e.g. 2 for 2 %")
+        raise SpecError(
+            f"percentage must be within 0..100, got {value!r}",
+            field=field,
+            fix="percentages are written 0 to 100, e.g. 2 for 2 %",
+        )
     return percent / 100.0
 
 

@@ -1,5 +1,5 @@
 """Values written in a spec file, checked: one of a set of names (with the closest as a
-suggestion), or a mapping. Errors name the file, line and field (``LocatedData.error``)."""
+suggestion), a mapping, or a count. Errors name the file, line and field (``LocatedData.error``)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ def expect_mapping(doc: LocatedData, value: Any, field: str) -> dict[str, Any]:
 
 def choice(doc: LocatedData, value: Any, field: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise doc.error(f"{value!r} is not allowed", field, fix=f"{suggest(str(value), choices)}use one of "
-                                                                 f"{', '.join(choices)}")
+        raise doc.error(
+            f"{value!r} is not allowed", field, fix=f"{suggest(str(value), choices)}use one of {', '.join(choices)}"
+        )
+    return value
+
+
+def count(doc: LocatedData, value: Any, field: str, minimum: int) -> int:
+    """A whole number of at least ``minimum`` (true and false are none)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise doc.error(f"expected a whole number >= {minimum}, got {value!r}", field)
     return value

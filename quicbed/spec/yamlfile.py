@@ -51,8 +51,11 @@ def load_yaml(path: Path) -> LocatedData:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise SpecError(f"not UTF-8 text (byte {error.start}: {error.object[error.start:error.start + 1]!r})",
-                        source=str(path), fix="save the file as UTF-8") from None
+        raise SpecError(
+            f"not UTF-8 text (byte {error.start}: {error.object[error.start : error.start + 1]!r})",
+            source=str(path),
+            fix="save the file as UTF-8",
+        ) from None
     except OSError as error:
         raise SpecError(f"cannot read the file: {error.strerror}", source=str(path)) from None
     try:

@@ -69,17 +69,26 @@ def read_opportunities(path: Path) -> list[int]:
         try:
             ms = int(line)
         except ValueError:
-            raise SpecError(f"line {number}: {line.strip()[:40]!r} is not a whole number of milliseconds",
-                            source=str(path), fix="one delivery opportunity per line, e.g. 17") from None
+            raise SpecError(
+                f"line {number}: {line.strip()[:40]!r} is not a whole number of milliseconds",
+                source=str(path),
+                fix="one delivery opportunity per line, e.g. 17",
+            ) from None
         if ms < 0:
             raise SpecError(f"line {number}: negative time {ms}", source=str(path))
         if times and ms < times[-1]:
-            raise SpecError(f"line {number}: {ms} ms comes after {times[-1]} ms", source=str(path),
-                            fix="sort the lines: the times never decrease")
+            raise SpecError(
+                f"line {number}: {ms} ms comes after {times[-1]} ms",
+                source=str(path),
+                fix="sort the lines: the times never decrease",
+            )
         times.append(ms)
     if not times or times[-1] <= 0:
-        raise SpecError("the trace has no delivery opportunity after time 0", source=str(path),
-                        fix="the last line's time is the period the trace repeats with; it must be above 0")
+        raise SpecError(
+            "the trace has no delivery opportunity after time 0",
+            source=str(path),
+            fix="the last line's time is the period the trace repeats with; it must be above 0",
+        )
     return times
 
 
@@ -95,13 +104,19 @@ def load_trace(raw: object, field: str) -> DeliveryTrace:
     if isinstance(raw, DeliveryTrace):
         return raw
     if not isinstance(raw, (str, Path)) or not str(raw).strip():
-        raise SpecError(f"expected the path of a trace file, got {raw!r}", field=field,
-                        fix="e.g. trace='step-drop.down' (shipped, see traces/) or a Mahimahi trace file")
+        raise SpecError(
+            f"expected the path of a trace file, got {raw!r}",
+            field=field,
+            fix="e.g. trace='step-drop.down' (shipped, see traces/) or a Mahimahi trace file",
+        )
     path = find_trace(str(raw))
     if path is None:
         shipped = ", ".join(sorted(p.name for p in SHIPPED_TRACES.glob("*") if p.suffix in (".up", ".down")))
-        raise SpecError(f"no trace file {str(raw)!r} (looked in the working folder and {SHIPPED_TRACES})",
-                        field=field, fix=f"give a trace file's path, or a shipped trace: {shipped or 'none'}")
+        raise SpecError(
+            f"no trace file {str(raw)!r} (looked in the working folder and {SHIPPED_TRACES})",
+            field=field,
+            fix=f"give a trace file's path, or a shipped trace: {shipped or 'none'}",
+        )
     stat = path.stat()
     try:
         return _load(str(path), stat.st_mtime_ns, stat.st_size)

@@ -65,8 +65,11 @@ def seconds_value(value: float | str, field: str) -> float:
     else:
         seconds = parse_time(value, field)
     if round(seconds * 1000) < 1:
-        raise SpecError(f"duration {value!r} is shorter than 1 ms", field=field,
-                        fix="traces have a resolution of 1 ms: give at least '1ms'")
+        raise SpecError(
+            f"duration {value!r} is shorter than 1 ms",
+            field=field,
+            fix="traces have a resolution of 1 ms: give at least '1ms'",
+        )
     return seconds
 
 
@@ -93,8 +96,11 @@ def from_capacity(segments: Iterable[tuple[float, float]]) -> list[int]:
             raise SpecError(f"rate {rate_bps!r} bit/s is not 0 or more", field=field)
         length_ms = _whole_ms(duration_s) if math.isfinite(duration_s) else 0
         if length_ms < 1:
-            raise SpecError(f"duration {duration_s!r} s is shorter than 1 ms", field=field,
-                            fix="traces have a resolution of 1 ms: give every piece at least 1 ms")
+            raise SpecError(
+                f"duration {duration_s!r} s is shorter than 1 ms",
+                field=field,
+                fix="traces have a resolution of 1 ms: give every piece at least 1 ms",
+            )
         per_ms = rate_bps / 1000 / BITS_PER_OPPORTUNITY
         emitted = 0
         for offset in range(1, length_ms + 1):
@@ -118,8 +124,10 @@ def constant(rate: float | str, duration: float | str) -> list[int]:
 
 def steps(pieces: Iterable[tuple[float | str, float | str]]) -> list[int]:
     """Each ``(duration, rate)`` in order."""
-    segments = [(seconds_value(duration, f"steps[{number}].duration"), rate_value(rate, f"steps[{number}].rate"))
-                for number, (duration, rate) in enumerate(pieces)]
+    segments = [
+        (seconds_value(duration, f"steps[{number}].duration"), rate_value(rate, f"steps[{number}].rate"))
+        for number, (duration, rate) in enumerate(pieces)
+    ]
     if not segments:
         raise SpecError("no steps given", field="steps", fix="give at least one (duration, rate) step")
     return from_capacity(segments)
@@ -151,18 +159,29 @@ def _intervals_ms(interval_s: float, duration_s: float) -> list[int]:
     return [min(interval_ms, total_ms - start) for start in range(0, total_ms, interval_ms)]
 
 
-def random_walk(start: float | str, low: float | str, high: float | str, step: float | str,
-                interval: float | str, duration: float | str, seed: int) -> list[int]:
+def random_walk(
+    start: float | str,
+    low: float | str,
+    high: float | str,
+    step: float | str,
+    interval: float | str,
+    duration: float | str,
+    seed: int,
+) -> list[int]:
     """A rate that moves by a normal step (standard deviation ``step``) after each ``interval``,
     clamped to [``low``, ``high``], starting at ``start``."""
     low_bps, high_bps = rate_value(low, "low"), rate_value(high, "high")
     start_bps, step_bps = rate_value(start, "start"), rate_value(step, "step")
     if low_bps > high_bps:
-        raise SpecError(f"low {format_rate(low_bps)} is above high {format_rate(high_bps)}", field="low",
-                        fix="give low <= high")
+        raise SpecError(
+            f"low {format_rate(low_bps)} is above high {format_rate(high_bps)}", field="low", fix="give low <= high"
+        )
     if not low_bps <= start_bps <= high_bps:
-        raise SpecError(f"start {format_rate(start_bps)} is outside [{format_rate(low_bps)}, "
-                        f"{format_rate(high_bps)}]", field="start", fix="give a start between low and high")
+        raise SpecError(
+            f"start {format_rate(start_bps)} is outside [{format_rate(low_bps)}, {format_rate(high_bps)}]",
+            field="start",
+            fix="give a start between low and high",
+        )
     chooser = random.Random(seed)
     segments = []
     rate_bps = start_bps
@@ -192,26 +211,36 @@ class MarkovModel:
             if not math.isfinite(level) or level < 0:
                 raise SpecError(f"level {level!r} bit/s is not 0 or more", field=f"levels[{number}]")
         if len(self.transitions) != count:
-            raise SpecError(f"{len(self.transitions)} rows for {count} levels", field="transitions",
-                            fix="one row per level, each with one probability per level")
+            raise SpecError(
+                f"{len(self.transitions)} rows for {count} levels",
+                field="transitions",
+                fix="one row per level, each with one probability per level",
+            )
         for number, row in enumerate(self.transitions):
             self._check_row(number, row)
         if _whole_ms(self.interval) < 1:
-            raise SpecError(f"interval {self.interval!r} s is shorter than 1 ms", field="interval",
-                            fix="give an interval of 1 ms or more, e.g. '200ms'")
+            raise SpecError(
+                f"interval {self.interval!r} s is shorter than 1 ms",
+                field="interval",
+                fix="give an interval of 1 ms or more, e.g. '200ms'",
+            )
         if not 0 <= self.start < count:
             raise SpecError(f"start state {self.start} does not exist (states 0..{count - 1})", field="start")
 
     def _check_row(self, number: int, row: tuple[float, ...]) -> None:
         field = f"transitions[{number}]"
         if len(row) != len(self.levels):
-            raise SpecError(f"{len(row)} probabilities for {len(self.levels)} levels", field=field,
-                            fix="one probability per level")
+            raise SpecError(
+                f"{len(row)} probabilities for {len(self.levels)} levels", field=field, fix="one probability per level"
+            )
         if any(not math.isfinite(p) or not 0 <= p <= 1 for p in row):
             raise SpecError(f"probabilities {list(row)} are not all within 0..1", field=field)
         if abs(sum(row) - 1) > ROW_SUM_TOLERANCE:
-            raise SpecError(f"the probabilities add up to {sum(row):.6g}, not 1", field=field,
-                            fix="each row lists where state goes next: its probabilities add up to 1")
+            raise SpecError(
+                f"the probabilities add up to {sum(row):.6g}, not 1",
+                field=field,
+                fix="each row lists where state goes next: its probabilities add up to 1",
+            )
 
     @classmethod
     def sticky(cls, levels: Sequence[float], stay: float, interval: float, start: int = 0) -> MarkovModel:
@@ -226,9 +255,12 @@ class MarkovModel:
 
     def to_dict(self) -> dict:
         """The model as YAML-ready data: rates like '12mbit', the interval like '200ms'."""
-        return {"levels": [format_rate(level) if level > 0 else 0 for level in self.levels],
-                "transitions": [list(row) for row in self.transitions],
-                "interval": format_time(self.interval), "start": self.start}
+        return {
+            "levels": [format_rate(level) if level > 0 else 0 for level in self.levels],
+            "transitions": [list(row) for row in self.transitions],
+            "interval": format_time(self.interval),
+            "start": self.start,
+        }
 
     @classmethod
     def from_dict(cls, data: object, source: str = "") -> MarkovModel:
@@ -241,31 +273,40 @@ class MarkovModel:
     @classmethod
     def _from_dict(cls, data: object) -> MarkovModel:
         if not isinstance(data, dict):
-            raise SpecError(f"expected a mapping with levels, transitions, interval, got {type(data).__name__}",
-                            fix="see traces/markov-drive.yaml for an example")
+            raise SpecError(
+                f"expected a mapping with levels, transitions, interval, got {type(data).__name__}",
+                fix="see traces/markov-drive.yaml for an example",
+            )
         unknown = sorted(set(data) - {"levels", "transitions", "interval", "start"})
         if unknown:
-            raise SpecError(f"unknown key(s) {', '.join(map(str, unknown))}",
-                            fix="a model has levels, transitions, interval and start")
+            raise SpecError(
+                f"unknown key(s) {', '.join(map(str, unknown))}",
+                fix="a model has levels, transitions, interval and start",
+            )
         missing = [key for key in ("levels", "transitions", "interval") if key not in data]
         if missing:
-            raise SpecError(f"missing {', '.join(missing)}", field=missing[0],
-                            fix="see traces/markov-drive.yaml for an example")
+            raise SpecError(
+                f"missing {', '.join(missing)}", field=missing[0], fix="see traces/markov-drive.yaml for an example"
+            )
         levels, rows = data["levels"], data["transitions"]
         if not isinstance(levels, list):
             raise SpecError("expected a list of rates", field="levels", fix="e.g. [2mbit, 20mbit]")
         if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
-            raise SpecError("expected a list of rows of probabilities", field="transitions",
-                            fix="e.g. [[0.9, 0.1], [0.1, 0.9]]")
+            raise SpecError(
+                "expected a list of rows of probabilities", field="transitions", fix="e.g. [[0.9, 0.1], [0.1, 0.9]]"
+            )
         for number, row in enumerate(rows):
             if not all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in row):
                 raise SpecError(f"expected numbers, got {row!r}", field=f"transitions[{number}]")
         start = data.get("start", 0)
         if not isinstance(start, int) or isinstance(start, bool):
             raise SpecError(f"expected a state number, got {start!r}", field="start")
-        return cls(levels=tuple(rate_value(level, f"levels[{n}]") for n, level in enumerate(levels)),
-                   transitions=tuple(tuple(row) for row in rows),
-                   interval=parse_time(data["interval"], "interval", allow_zero=False), start=start)
+        return cls(
+            levels=tuple(rate_value(level, f"levels[{n}]") for n, level in enumerate(levels)),
+            transitions=tuple(tuple(row) for row in rows),
+            interval=parse_time(data["interval"], "interval", allow_zero=False),
+            start=start,
+        )
 
 
 def read_markov(path: Path) -> MarkovModel:
@@ -321,12 +362,18 @@ def fit_markov(times: list[int], levels: int, interval: float) -> MarkovModel:
         raise SpecError(f"interval {interval!r} s is shorter than 1 ms", field="interval", fix="e.g. '500ms'")
     rates = capacity(times, bin_ms)
     if len(rates) < max(2, levels):
-        raise SpecError(f"the trace lasts {len(rates)} interval(s) of {format_time(interval)}, too few for "
-                        f"{levels} levels", field="interval", fix="use a shorter interval or a longer trace")
+        raise SpecError(
+            f"the trace lasts {len(rates)} interval(s) of {format_time(interval)}, too few for {levels} levels",
+            field="interval",
+            fix="use a shorter interval or a longer trace",
+        )
     distinct = len(set(rates))
     if distinct < levels:
-        raise SpecError(f"the trace's capacity per {format_time(interval)} takes only {distinct} distinct value(s)",
-                        field="levels", fix=f"use at most {distinct} level(s)")
+        raise SpecError(
+            f"the trace's capacity per {format_time(interval)} takes only {distinct} distinct value(s)",
+            field="levels",
+            fix=f"use at most {distinct} level(s)",
+        )
     states = _cluster(rates, levels)
     means = [_mean([rate for rate, state in zip(rates, states) if state == k]) for k in range(levels)]
     counts = [[0] * levels for _ in range(levels)]

@@ -25,17 +25,33 @@ PAYLOAD = 300
 
 @pytest.fixture(scope="module")
 def net() -> Iterator[NamespaceNetwork]:
-    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"),
-                         {"rate": "20mbit", "delay": "0ms", "queue_limit": 1000})
+    topo = load_topology(
+        str(ROOT / "topologies" / "dumbbell.py"), {"rate": "20mbit", "delay": "0ms", "queue_limit": 1000}
+    )
     with NamespaceNetwork(topo) as network:
         yield network
 
 
-def _send(net: NamespaceNetwork, port: int, count: int = COUNT, rate: int = 4000,
-          size: int = PAYLOAD) -> None:
-    net.node("client").run(module_argv("quicbed.apps.udpprobe", [
-        "send", "--dest", net.node("server").address, "--port", str(port), "--count", str(count),
-        "--rate", str(rate), "--size", str(size)]), timeout=30)
+def _send(net: NamespaceNetwork, port: int, count: int = COUNT, rate: int = 4000, size: int = PAYLOAD) -> None:
+    net.node("client").run(
+        module_argv(
+            "quicbed.apps.udpprobe",
+            [
+                "send",
+                "--dest",
+                net.node("server").address,
+                "--port",
+                str(port),
+                "--count",
+                str(count),
+                "--rate",
+                str(rate),
+                "--size",
+                str(size),
+            ],
+        ),
+        timeout=30,
+    )
 
 
 def _udp_to(path: Path, port: int) -> list:
@@ -81,7 +97,7 @@ def test_pcap_file_is_whole_headers_only_and_nanosecond(net: NamespaceNetwork, t
     assert snaplen == 128 and linktype == 1
     offset, records, lengths = 24, 0, []
     while offset < len(data):
-        _, _, caplen, wirelen = struct.unpack("<IIII", data[offset:offset + 16])
+        _, _, caplen, wirelen = struct.unpack("<IIII", data[offset : offset + 16])
         offset += 16 + caplen
         records += 1
         lengths.append((caplen, wirelen))
@@ -92,8 +108,7 @@ def test_pcap_file_is_whole_headers_only_and_nanosecond(net: NamespaceNetwork, t
 
 
 def test_filter_keeps_only_matching_packets(net: NamespaceNetwork, tmp_path: Path) -> None:
-    capture = Capture(net.node("server"), "eth0", tmp_path / "filtered.pcap",
-                      bpf_filter="udp dst port 5997")
+    capture = Capture(net.node("server"), "eth0", tmp_path / "filtered.pcap", bpf_filter="udp dst port 5997")
     with capture:
         _send(net, 5997, count=50)
         _send(net, 5996, count=50)
@@ -104,8 +119,7 @@ def test_filter_keeps_only_matching_packets(net: NamespaceNetwork, tmp_path: Pat
     assert capture.stats.captured == 50
 
 
-def test_without_immediate_mode_the_last_block_is_waited_for(net: NamespaceNetwork,
-                                                             tmp_path: Path) -> None:
+def test_without_immediate_mode_the_last_block_is_waited_for(net: NamespaceNetwork, tmp_path: Path) -> None:
     capture = Capture(net.node("client"), "eth0", tmp_path / "blocks.pcap", immediate=False)
     with capture:
         _send(net, 5995, count=200)
@@ -161,15 +175,17 @@ def test_a_shaped_senders_capture_sees_what_it_sent(shaped_sender: NamespaceNetw
 
 
 TCP_BYTES = 300_000
-TCP_SINK = ("import socket, sys; s = socket.create_server(('0.0.0.0', 5996)); c, _ = s.accept(); n = 0\n"
-            "while (b := c.recv(65536)): n += len(b)\n"
-            "print(n)")
-TCP_SOURCE = ("import socket, sys; c = socket.create_connection((sys.argv[1], 5996)); "
-              f"c.sendall(bytes({TCP_BYTES})); c.close()")
+TCP_SINK = (
+    "import socket, sys; s = socket.create_server(('0.0.0.0', 5996)); c, _ = s.accept(); n = 0\n"
+    "while (b := c.recv(65536)): n += len(b)\n"
+    "print(n)"
+)
+TCP_SOURCE = (
+    f"import socket, sys; c = socket.create_connection((sys.argv[1], 5996)); c.sendall(bytes({TCP_BYTES})); c.close()"
+)
 
 
-def test_a_shaped_tcp_senders_capture_holds_the_links_packets(shaped_sender: NamespaceNetwork,
-                                                              tmp_path: Path) -> None:
+def test_a_shaped_tcp_senders_capture_holds_the_links_packets(shaped_sender: NamespaceNetwork, tmp_path: Path) -> None:
     """TCP hands the qdisc super-packets of up to 64 kB even with the interface's offloads off;
     the tap before the qdisc must show the packets the link carried, none larger than the MTU
     (the report counts a larger one as an offload left on and rejects the run)."""

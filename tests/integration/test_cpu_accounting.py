@@ -56,6 +56,7 @@ class Children:
             os.setsid()
             if preexec is not None:
                 preexec()
+
         proc = subprocess.Popen(argv, preexec_fn=setup, **kwargs)
         self.procs.append(proc)
         return proc
@@ -107,6 +108,7 @@ def accounting(backend) -> Iterator[Callable[..., CpuAccounting]]:
             acct.stop()
             pytest.skip(f"no writable {backend} hierarchy here (fell back to {acct.backend}): {acct.warnings}")
         return acct
+
     try:
         yield make
     finally:
@@ -228,6 +230,7 @@ def test_pin(accounting, children):
     def allowed(pid: int) -> str:
         with open(f"/proc/{pid}/status") as handle:
             return handle.read().split("Cpus_allowed_list:")[1].split()[0]
+
     assert allowed(early.pid) == allowed(late.pid) == allowed(added.pid) == "0"
     if os.cpu_count() != 1:
         assert allowed(free.pid) != "0" and allowed(unmovable.pid) != "0"
@@ -340,9 +343,26 @@ def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_p
     cert, key = certs.write(tmp_path / "tls")
     ready = tmp_path / "ready.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    children.spawn([sys.executable, "-m", "quicbed.apps.quic.server", "--root", str(tmp_path / "www"),
-                    "--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", "0",
-                    "--ready-file", str(ready)], env=env)
+    children.spawn(
+        [
+            sys.executable,
+            "-m",
+            "quicbed.apps.quic.server",
+            "--root",
+            str(tmp_path / "www"),
+            "--cert",
+            str(cert),
+            "--key",
+            str(key),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        env=env,
+    )
     deadline = time.monotonic() + 20
     while not ready.exists():
         assert time.monotonic() < deadline, "the server did not get ready"
@@ -357,10 +377,29 @@ def test_a_quota_slows_a_cpu_bound_endpoint(accounting, backend, children, tmp_p
             if not result:
                 pytest.skip(f"no CPU controller here: {result.reason}")
         output = tmp_path / f"client-{limit}.json"
-        client = children.spawn([sys.executable, "-m", "quicbed.apps.quic.client", "--host", "127.0.0.1",
-                                 "--port", str(port), "--ca-cert", str(cert), "--server-name", "localhost",
-                                 "--path", "/bulk/2MB.bin", "--timeout", "60", "--output", str(output)],
-                                acct.preexec("client"), env=env)
+        client = children.spawn(
+            [
+                sys.executable,
+                "-m",
+                "quicbed.apps.quic.client",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--ca-cert",
+                str(cert),
+                "--server-name",
+                "localhost",
+                "--path",
+                "/bulk/2MB.bin",
+                "--timeout",
+                "60",
+                "--output",
+                str(output),
+            ],
+            acct.preexec("client"),
+            env=env,
+        )
         client.wait(timeout=90)
         throttling = acct.throttling("client")
         record = json.loads(output.read_text())

@@ -16,15 +16,35 @@ from quicbed.backends.ns3 import build
 
 ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+]
 
 
 def run_lines(name: str, out: Path, *options: str) -> list[dict[str, Any]]:
     """``quicbed run experiments/NAME.yaml`` with one repetition; each run's last results line."""
-    result = subprocess.run([sys.executable, "-m", "quicbed", "run", f"experiments/{name}.yaml", "--repetitions",
-                             "1", "--warmup", "0", "--out", str(out), *options], cwd=ROOT, capture_output=True,
-                            text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quicbed",
+            "run",
+            f"experiments/{name}.yaml",
+            "--repetitions",
+            "1",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+            *options,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"results: {out}" in result.stdout
     # a run made again (invalid, then remade) has a line per attempt: the last one counts
@@ -42,28 +62,50 @@ def run_experiment(name: str, out: Path, *options: str) -> dict[str, dict[str, A
 
 #: what the ns-3 channel's validity rules say when a busy machine held the channel back: its
 #: lag, and the TAP path's waits and drops that come with it (quicbed/backends/ns3/stats.py)
-CHANNEL_HELD_BACK = ("behind the wall clock", "before the simulator took them up", "waited to enter the simulator",
-                     "in the TAP writer's")
+CHANNEL_HELD_BACK = (
+    "behind the wall clock",
+    "before the simulator took them up",
+    "waited to enter the simulator",
+    "in the TAP writer's",
+)
 
 
 def counted_or_late(line: dict[str, Any]) -> bool:
     """ok, or invalid only because this busy machine held ns-3 back (made again up to twice)."""
-    return line["status"] == "ok" or (line["status"] == "invalid" and bool(line["invalid_reasons"]) and all(
-        any(words in reason for words in CHANNEL_HELD_BACK) for reason in line["invalid_reasons"]))
+    return line["status"] == "ok" or (
+        line["status"] == "invalid"
+        and bool(line["invalid_reasons"])
+        and all(any(words in reason for words in CHANNEL_HELD_BACK) for reason in line["invalid_reasons"])
+    )
 
 
-@pytest.mark.parametrize("copied, edit, parameter", [
-    ("dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "delay=25ms"),
-    ("wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "wired_delay=25ms"),
-])
-def test_the_quickstart_runs_over_an_edited_copy_of_a_topology(tmp_path: Path, copied: str, edit: tuple[str, str],
-                                                               parameter: str) -> None:
+@pytest.mark.parametrize(
+    "copied, edit, parameter",
+    [
+        ("dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "delay=25ms"),
+        ("wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "wired_delay=25ms"),
+    ],
+)
+def test_the_quickstart_runs_over_an_edited_copy_of_a_topology(
+    tmp_path: Path, copied: str, edit: tuple[str, str], parameter: str
+) -> None:
     """README's "Then your own network", step 3, for real: the copy's own defaults (edited)
     and the -p given hold, and a WiFi copy's station downloads."""
     mine = tmp_path / "mine.py"
     mine.write_text((ROOT / "topologies" / copied).read_text().replace(*edit))
-    line, = run_lines("quickstart", tmp_path / "out", "--set", f"topology.script={mine}", "-p", parameter,
-                      "--set", "matrix.transport=[tcp]", "--set", "workload.object=500kB", "--no-report")
+    (line,) = run_lines(
+        "quickstart",
+        tmp_path / "out",
+        "--set",
+        f"topology.script={mine}",
+        "-p",
+        parameter,
+        "--set",
+        "matrix.transport=[tcp]",
+        "--set",
+        "workload.object=500kB",
+        "--no-report",
+    )
     assert counted_or_late(line), line
     assert line["metrics"]["owd_mean"] >= 0.025, line["metrics"]  # the -p: 25 ms one way, not the file's 10
     if copied == "dumbbell.py":  # the edit: 5 Mbit/s, not the file's 20
@@ -97,9 +139,12 @@ def test_quickstart_runs_end_to_end_with_its_report(tmp_path: Path) -> None:
         # isolate_channel (default): the channel had a core of its own, the endpoints the others
         isolation = json.loads((out / line["folder"] / "run.json").read_text())["details"]["isolation"]
         cores = sorted(os.sched_getaffinity(0))
-        assert isolation == {"applied": True, "threads": "process", "channel_cores": cores[-1:],
-                             "endpoint_cores": cores[:-1]} \
-            if len(cores) > 1 else isolation["applied"] is False, isolation
+        assert (
+            isolation
+            == {"applied": True, "threads": "process", "channel_cores": cores[-1:], "endpoint_cores": cores[:-1]}
+            if len(cores) > 1
+            else isolation["applied"] is False
+        ), isolation
     # the servers are counted too: quinn's, and nginx (whose sending is the kernel's TCP)
     assert all(line["metrics"]["cpu_server"] > 0 for line in lines.values()), lines
     assert "of which CPU-bound" in (out / "summary.md").read_text()
@@ -144,14 +189,25 @@ def test_e1_bquic_map_runs_the_pacers_and_bquics_knobs_apart(tmp_path: Path) -> 
     its own or with BQUIC, gives a fifth of the ACKs (0.10-0.11 against 0.46-0.49 per data
     packet); the gains are against the finely paced QUIC."""
     out = tmp_path / "e1-bquic-map"
-    lines = run_experiment("e1-bquic-map", out, "--set", "matrix.params.mcs=[7]",
-                           "--set", "matrix.params.wired_delay=[3ms]",
-                           "--set", "matrix.transport=[quic-fine-native, quic-fine-ack10, bquic-native]")
+    lines = run_experiment(
+        "e1-bquic-map",
+        out,
+        "--set",
+        "matrix.params.mcs=[7]",
+        "--set",
+        "matrix.params.wired_delay=[3ms]",
+        "--set",
+        "matrix.transport=[quic-fine-native, quic-fine-ack10, bquic-native]",
+    )
     assert set(lines) == {"quic-fine-native", "quic-fine-ack10", "bquic-native"}
     assert all(counted_or_late(line) for line in lines.values()), lines
     metrics = {name: line["metrics"] for name, line in lines.items()}
-    assert metrics["quic-fine-native"]["ipt_server_short_share"] < 0.6 < 0.9 < \
-        metrics["bquic-native"]["ipt_server_short_share"], metrics
+    assert (
+        metrics["quic-fine-native"]["ipt_server_short_share"]
+        < 0.6
+        < 0.9
+        < metrics["bquic-native"]["ipt_server_short_share"]
+    ), metrics
     for name in ("quic-fine-ack10", "bquic-native"):
         assert metrics[name]["ack_ratio"] < 0.5 * metrics["quic-fine-native"]["ack_ratio"], metrics
     knobs = json.loads((out / lines["quic-fine-native"]["folder"] / "client.json").read_text())["knobs"]
@@ -183,8 +239,18 @@ def test_e1b_pages_time_every_object_and_lead_with_the_page_load_time(tmp_path: 
 
 def test_e2_hops_measure_every_hop_of_the_path(tmp_path: Path) -> None:
     out = tmp_path / "e2-hops"
-    lines = run_lines("e2-hops", out, "--set", "workload.object=3MB", "--set", "matrix.params.hops=[2]",
-                      "--set", "matrix.params.distinct_channels=[true]", "--set", "matrix.transport=[tcp, bquic-native]")
+    lines = run_lines(
+        "e2-hops",
+        out,
+        "--set",
+        "workload.object=3MB",
+        "--set",
+        "matrix.params.hops=[2]",
+        "--set",
+        "matrix.params.distinct_channels=[true]",
+        "--set",
+        "matrix.transport=[tcp, bquic-native]",
+    )
     assert len(lines) == 2
     for line in lines:
         assert counted_or_late(line), line
@@ -199,18 +265,33 @@ def test_e2_hops_measure_every_hop_of_the_path(tmp_path: Path) -> None:
 
 def test_e2_cpu_stress_records_the_stress_it_applied(tmp_path: Path) -> None:
     out = tmp_path / "e2-stress"
-    lines = run_lines("e2-cpu-stress", out, "--set", "workload.object=2MB", "--set", "matrix.transport=[tcp]",
-                      "--set", "matrix.stress.cpu_quota=[null, 0.1]", "--set", "matrix.stress.load=[0, 1]")
+    lines = run_lines(
+        "e2-cpu-stress",
+        out,
+        "--set",
+        "workload.object=2MB",
+        "--set",
+        "matrix.transport=[tcp]",
+        "--set",
+        "matrix.stress.cpu_quota=[null, 0.1]",
+        "--set",
+        "matrix.stress.load=[0, 1]",
+    )
     by_stress = {(line["cell"]["stress.cpu_quota"], line["cell"]["stress.load"]): line for line in lines}
     assert set(by_stress) == {(None, 0), (None, 1), (0.1, 0), (0.1, 1)}
     for (quota, load), line in by_stress.items():
         assert line["status"] != "failed", line
-        stress = json.loads((out / line["folder"] / "run.json").read_text())["details"]["stress"] \
-            if quota is not None or load else None
+        stress = (
+            json.loads((out / line["folder"] / "run.json").read_text())["details"]["stress"]
+            if quota is not None or load
+            else None
+        )
         metrics = line["metrics"]
         if quota is not None:
             assert stress["cpu_quota"] == 0.1, stress
-            assert any(text in stress["quota_mechanism"] for text in ("cpu.cfs_quota_us 10000", "cpu.max 10000")), stress
+            assert any(text in stress["quota_mechanism"] for text in ("cpu.cfs_quota_us 10000", "cpu.max 10000")), (
+                stress
+            )
             assert stress["throttling"]["periods"] > 0 and metrics["stress_cpu_quota"] == 0.1, stress
             assert "client_throttled" in metrics, metrics
         if load:
@@ -224,15 +305,26 @@ def test_e2_cpu_stress_records_the_stress_it_applied(tmp_path: Path) -> None:
 
 def test_e2_fairness_measures_both_flows(tmp_path: Path) -> None:
     out = tmp_path / "e2-fairness"
-    lines = run_lines("e2-fairness", out, "--set", "workload.object=2MB", "--set", "matrix.params.hops=[1]",
-                      "--set", "matrix.transport=[tcp]", "--set", "matrix.competitor.transport=[quic-native]")
+    lines = run_lines(
+        "e2-fairness",
+        out,
+        "--set",
+        "workload.object=2MB",
+        "--set",
+        "matrix.params.hops=[1]",
+        "--set",
+        "matrix.transport=[tcp]",
+        "--set",
+        "matrix.competitor.transport=[quic-native]",
+    )
     assert len(lines) == 1 and counted_or_late(lines[0]), lines
     line = lines[0]
     metrics = line["metrics"]
     assert line["competitor"]["name"] == "quic-native" and line["transport"]["name"] == "tcp"
     assert 0.5 <= metrics["jain_index"] <= 1 and 0 < metrics["goodput_share"] < 1, metrics
     assert metrics["goodput_share"] == pytest.approx(
-        metrics["goodput"] / (metrics["goodput"] + metrics["competitor_goodput"]))
+        metrics["goodput"] / (metrics["goodput"] + metrics["competitor_goodput"])
+    )
     assert 0 <= metrics["competitor_ipt_server_short_share"] <= 1, metrics
     assert (out / "report" / "headline-jain_index.png").exists()
 
@@ -243,8 +335,16 @@ def test_e3_cc_series_draws_each_controller_against_the_trace(tmp_path: Path) ->
     import pandas as pd
 
     out = tmp_path / "e3-series"
-    lines = run_lines("e3-cc-series", out, "--set", "workload.object=5MB", "--set", "matrix.params.trace=[on-off]",
-                      "--set", "matrix.transport=[tcp-cubic, quic-cubic]")
+    lines = run_lines(
+        "e3-cc-series",
+        out,
+        "--set",
+        "workload.object=5MB",
+        "--set",
+        "matrix.params.trace=[on-off]",
+        "--set",
+        "matrix.transport=[tcp-cubic, quic-cubic]",
+    )
     assert {line["cell"]["transport"] for line in lines} == {"tcp-cubic", "quic-cubic"}
     for line in lines:
         assert counted_or_late(line), line
@@ -270,8 +370,15 @@ def test_quic_bbr_fits_the_step_drop_path_and_is_paced_at_its_rate(tmp_path: Pat
     from quicbed.report.artifacts import RunFiles
 
     out = tmp_path / "e3-bbr"
-    (line,) = run_lines("e3-cc-series", out, "--set", "matrix.params.trace=[step-drop]",
-                        "--set", "matrix.transport=[quic-bbr]", "--no-report")
+    (line,) = run_lines(
+        "e3-cc-series",
+        out,
+        "--set",
+        "matrix.params.trace=[step-drop]",
+        "--set",
+        "matrix.transport=[quic-bbr]",
+        "--no-report",
+    )
     assert counted_or_late(line), line
     assert line["metrics"]["loss"] < 0.01, line["metrics"]
     series = RunFiles(out).sender_series(line["folder"])
@@ -282,8 +389,14 @@ def test_quic_bbr_fits_the_step_drop_path_and_is_paced_at_its_rate(tmp_path: Pat
 
 def test_e3_http_versions_fetch_over_the_version_asked_for(tmp_path: Path) -> None:
     out = tmp_path / "e3-http"
-    lines = run_lines("e3-http-versions", out, "--set", "matrix.params.trace=[constant-12mbit]",
-                      "--set", "matrix.workload=[{object: 100kB}, {page: p8-262k}]")
+    lines = run_lines(
+        "e3-http-versions",
+        out,
+        "--set",
+        "matrix.params.trace=[constant-12mbit]",
+        "--set",
+        "matrix.workload=[{object: 100kB}, {page: p8-262k}]",
+    )
     assert len(lines) == 10
     for line in lines:
         assert counted_or_late(line), line
@@ -304,8 +417,16 @@ def test_e3_setup_counts_round_trips_of_set_up_and_answers_0rtt_at_once(tmp_path
     connection still needs two; a 0-RTT request (with the priming connection's address token
     and TCP's initial window) gets its 10 kB one round trip after the first packet."""
     out = tmp_path / "e3-setup"
-    lines = run_lines("e3-setup", out, "--set", "matrix.params.delay=[20ms]", "--set", "matrix.workload.object=[10kB]",
-                      "--set", "matrix.transport=[tcp, tcp-ticket, quic-native, quic-0rtt-tcp-start]")
+    lines = run_lines(
+        "e3-setup",
+        out,
+        "--set",
+        "matrix.params.delay=[20ms]",
+        "--set",
+        "matrix.workload.object=[10kB]",
+        "--set",
+        "matrix.transport=[tcp, tcp-ticket, quic-native, quic-0rtt-tcp-start]",
+    )
     by = {line["cell"]["transport"]: line for line in lines}
     assert len(by) == 4 and all(counted_or_late(line) for line in lines), lines
     rtt = 0.040
@@ -321,8 +442,18 @@ def test_e3_setup_counts_round_trips_of_set_up_and_answers_0rtt_at_once(tmp_path
 
 def test_e3_cc_parallel_shares_the_traced_link(tmp_path: Path) -> None:
     out = tmp_path / "e3-parallel"
-    lines = run_lines("e3-cc-parallel", out, "--set", "workload.object=4MB", "--set", "topology.params.trace=on-off",
-                      "--set", "matrix.transport=[tcp-bbr]", "--set", "matrix.competitor.transport=[quic-cubic]")
+    lines = run_lines(
+        "e3-cc-parallel",
+        out,
+        "--set",
+        "workload.object=4MB",
+        "--set",
+        "topology.params.trace=on-off",
+        "--set",
+        "matrix.transport=[tcp-bbr]",
+        "--set",
+        "matrix.competitor.transport=[quic-cubic]",
+    )
     assert len(lines) == 1 and counted_or_late(lines[0]), lines
     metrics = lines[0]["metrics"]
     # together they cannot beat the trace while it is on (20 Mbit/s)
@@ -332,9 +463,20 @@ def test_e3_cc_parallel_shares_the_traced_link(tmp_path: Path) -> None:
 def test_e5_clients_measure_every_station(tmp_path: Path) -> None:
     out = tmp_path / "e5-clients"
     # three stations keep real time, which is faster here than the file's virtual time
-    lines = run_lines("e5-clients", out, "--clock", "real", "--set", "workload.object=1MB",
-                      "--set", "matrix.params.stations=[3]",
-                      "--set", "matrix.params.standard=[802.11ac]", "--set", "matrix.transport=[tcp, quic-native]")
+    lines = run_lines(
+        "e5-clients",
+        out,
+        "--clock",
+        "real",
+        "--set",
+        "workload.object=1MB",
+        "--set",
+        "matrix.params.stations=[3]",
+        "--set",
+        "matrix.params.standard=[802.11ac]",
+        "--set",
+        "matrix.transport=[tcp, quic-native]",
+    )
     assert len(lines) == 2
     for line in lines:
         assert counted_or_late(line), line
@@ -352,8 +494,9 @@ def test_e5_clients_measure_every_station(tmp_path: Path) -> None:
 
 def test_e5_fastack_compares_the_ap_with_and_without(tmp_path: Path) -> None:
     out = tmp_path / "e5-fastack"
-    lines = run_lines("e5-fastack", out, "--clock", "real", "--set", "workload.object=1MB",
-                      "--set", "matrix.params.stations=[3]")
+    lines = run_lines(
+        "e5-fastack", out, "--clock", "real", "--set", "workload.object=1MB", "--set", "matrix.params.stations=[3]"
+    )
     by_setting = {line["cell"]["params.fastack"]: line for line in lines}
     assert set(by_setting) == {False, True}
     for fastack, line in by_setting.items():

@@ -44,6 +44,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     """The results lines as written (quicbed.runner.folder.read_results, strictly)."""
     return [record.to_dict() for record in read_results(path)]
 
+
 VICTIM_RUN = "c000-r002"
 #: the acceptance bound from a kill to the failed run's results line (measured: about 1 s)
 DETECTION_BOUND = 5.0
@@ -53,10 +54,12 @@ FLOWING = 80_000
 
 def _experiment(tmp_path: Path, extra: str = "") -> Path:
     path = tmp_path / "faults.yaml"
-    path.write_text(f"name: faults\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                    "  params: {rate: 10mbit, delay: 2ms, queue_limit: 100}\nbackend: ns3\n"
-                    "workload: {object: 3MB}\nmatrix:\n  transport: [quic]\nrepetitions: 3\ntimeout: 30s\n"
-                    f"validity: {{reruns: 0{extra}}}\n")
+    path.write_text(
+        f"name: faults\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        "  params: {rate: 10mbit, delay: 2ms, queue_limit: 100}\nbackend: ns3\n"
+        "workload: {object: 3MB}\nmatrix:\n  transport: [quic]\nrepetitions: 3\ntimeout: 30s\n"
+        f"validity: {{reruns: 0{extra}}}\n"
+    )
     return path
 
 
@@ -67,9 +70,15 @@ class QuicbedRun:
     def __init__(self, exp: Path, out: Path, *options: str) -> None:
         self.out = out
         self.command = [sys.executable, "-m", "quicbed", "run", str(exp), "--out", str(out), "--no-report", *options]
-        self.process = subprocess.Popen(self.command, cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         self.networks: dict[str, ownership.Ownership] = {}
 
     def look(self) -> None:
@@ -142,12 +151,18 @@ def _channel_pid(out: Path) -> int | None:
 #: how to find each victim while the run's data flows (out: the results folder)
 VICTIMS: dict[str, tuple[Callable[[Path], int | None], str]] = {
     "channel": (_channel_pid, "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"),
-    "server": (lambda out: _process_with("quicbed.apps.quic.server", f"{out}/runs/.{VICTIM_RUN}.partial"),
-               "the server (quic-server on server) exited on signal 9 (SIGKILL) during the transfer"),
-    "client": (lambda out: _process_with("quicbed.apps.quic.client", f"{out}/runs/.{VICTIM_RUN}.partial"),
-               "the client on client exited on signal 9 (SIGKILL) before writing its record"),
-    "capture": (lambda out: _process_with("tcpdump", f"{out}/runs/.{VICTIM_RUN}.partial/server.pcap"),
-                "the server capture (server.tcpdump on server) exited on signal 9 (SIGKILL) during the transfer"),
+    "server": (
+        lambda out: _process_with("quicbed.apps.quic.server", f"{out}/runs/.{VICTIM_RUN}.partial"),
+        "the server (quic-server on server) exited on signal 9 (SIGKILL) during the transfer",
+    ),
+    "client": (
+        lambda out: _process_with("quicbed.apps.quic.client", f"{out}/runs/.{VICTIM_RUN}.partial"),
+        "the client on client exited on signal 9 (SIGKILL) before writing its record",
+    ),
+    "capture": (
+        lambda out: _process_with("tcpdump", f"{out}/runs/.{VICTIM_RUN}.partial/server.pcap"),
+        "the server capture (server.tcpdump on server) exited on signal 9 (SIGKILL) during the transfer",
+    ),
 }
 
 
@@ -157,8 +172,11 @@ def _line_of(out: Path, run_id: str) -> dict[str, Any] | None:
 
 
 def _folder_digest(folder: Path) -> dict[str, str]:
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def _kill_mid_transfer(run: QuicbedRun, victim: str) -> tuple[float, dict[str, str]]:
@@ -179,8 +197,11 @@ def _kill_mid_transfer(run: QuicbedRun, victim: str) -> tuple[float, dict[str, s
 
 def _quicbed_cgroups(pid: int) -> list[str]:
     """The CPU accounting cgroups of the runs of quicbed process ``pid`` (named PID-RUNID)."""
-    return [str(path) for pattern in (f"/sys/fs/cgroup/quicbed/{pid}-*", f"/sys/fs/cgroup/*/quicbed/{pid}-*")
-            for path in Path("/").glob(pattern.lstrip("/"))]
+    return [
+        str(path)
+        for pattern in (f"/sys/fs/cgroup/quicbed/{pid}-*", f"/sys/fs/cgroup/*/quicbed/{pid}-*")
+        for path in Path("/").glob(pattern.lstrip("/"))
+    ]
 
 
 def _assert_nothing_left(run: QuicbedRun) -> None:
@@ -192,8 +213,11 @@ def _assert_nothing_left(run: QuicbedRun) -> None:
             assert not (_alive(pid) and "quicbed-ns3-channel" in _command_lines().get(pid, "")), "a channel is left"
         assert not record.path.exists(), "an ownership record is left"
         assert not [folder for folder in record.scratch_dirs if Path(folder).exists()], "a scratch folder is left"
-    leftovers = [line for line in _command_lines().values()
-                 if str(run.out) in line or any(f"quicbed-ns3-{run_id}" in line for run_id in run.networks)]
+    leftovers = [
+        line
+        for line in _command_lines().values()
+        if str(run.out) in line or any(f"quicbed-ns3-{run_id}" in line for run_id in run.networks)
+    ]
     assert not leftovers, leftovers
     assert not _quicbed_cgroups(run.process.pid), "CPU accounting cgroups are left"
     assert not (run.out / ".work").exists() and not list((run.out / "runs").glob(".*.partial"))
@@ -201,8 +225,9 @@ def _assert_nothing_left(run: QuicbedRun) -> None:
 
 def _counted(line: dict[str, Any]) -> bool:
     """ok, or invalid only because this busy machine held ns-3 back."""
-    return line["status"] == "ok" or (line["status"] == "invalid" and
-                                      "behind the wall clock" in " ".join(line["invalid_reasons"]))
+    return line["status"] == "ok" or (
+        line["status"] == "invalid" and "behind the wall clock" in " ".join(line["invalid_reasons"])
+    )
 
 
 @needs_ns3
@@ -271,9 +296,11 @@ def test_a_killed_microvm_fails_the_experiment_at_once_and_a_resume_finishes_it(
     if not usable:
         pytest.skip(f"microVM not available: {reason}")
     exp, out = shared_scratch / "vm.yaml", shared_scratch / "out"
-    exp.write_text(f"name: vm-faults\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                   "  params: {rate: 10mbit, delay: 2ms, queue_limit: 100}\nbackend: netns\n"
-                   "workload: {object: 200kB}\nmatrix:\n  transport: [tcp]\nrepetitions: 2\ntimeout: 60s\n")
+    exp.write_text(
+        f"name: vm-faults\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        "  params: {rate: 10mbit, delay: 2ms, queue_limit: 100}\nbackend: netns\n"
+        "workload: {object: 200kB}\nmatrix:\n  transport: [tcp]\nrepetitions: 2\ntimeout: 60s\n"
+    )
     run = QuicbedRun(exp, out, "--vm")
     try:
         run.wait(lambda: _line_of(out, "c000-r001"), "the first run finished in the microVM", timeout=600)
@@ -300,8 +327,14 @@ def test_a_killed_microvm_fails_the_experiment_at_once_and_a_resume_finishes_it(
     assert not alive, f"processes of the microVM are left: {alive}"
     assert [line["run_id"] for line in read_lines(out / "results.jsonl")] == ["c000-r001"]
     assert _folder_digest(out / "runs" / "c000-r001") == first
-    resumed = subprocess.run([*run.command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    resumed = subprocess.run(
+        [*run.command, "--resume"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     lines = read_lines(out / "results.jsonl")
     assert [(line["run_id"], line["status"]) for line in lines] == [("c000-r001", "ok"), (VICTIM_RUN, "ok")], lines

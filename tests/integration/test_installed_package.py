@@ -26,9 +26,23 @@ from quicbed.paths import SHIPPED_FOLDERS
 ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
 #: not part of a source tree's package: environments, build output, results, the Rust crate
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "dist", "results", "native", "__pycache__", "*.pyc",
-                                     "*.egg-info", "obj", "quicbed-ns3-channel", ".pytest_cache", ".hypothesis",
-                                     ".vagrant", ".ansible")
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "results",
+    "native",
+    "__pycache__",
+    "*.pyc",
+    "*.egg-info",
+    "obj",
+    "quicbed-ns3-channel",
+    ".pytest_cache",
+    ".hypothesis",
+    ".vagrant",
+    ".ansible",
+)
 
 
 @dataclass
@@ -41,12 +55,24 @@ class Installed:
         return Path(self.python("import quicbed.paths as p; print(p.PACKAGE_DIR)")) / "shipped"
 
     def quicbed(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.venv / "bin" / "quicbed"), *args], cwd=self.work, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [str(self.venv / "bin" / "quicbed"), *args],
+            cwd=self.work,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def python(self, code: str) -> str:
-        return subprocess.run([str(self.venv / "bin" / "python"), "-c", code], cwd=self.work, capture_output=True,
-                              text=True, timeout=60, check=True).stdout.strip()
+        return subprocess.run(
+            [str(self.venv / "bin" / "python"), "-c", code],
+            cwd=self.work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.strip()
 
 
 def _wheel(base: Path, **environment: str) -> Path:
@@ -55,9 +81,14 @@ def _wheel(base: Path, **environment: str) -> Path:
     if not source.exists():
         shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
     dist = base / f"dist-{len(list(base.glob('dist-*')))}"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
-                           capture_output=True, text=True, timeout=600, check=False,
-                           env={**os.environ, **environment})
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, **environment},
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = dist.glob("quicbed-*.whl")
     return wheel
@@ -69,14 +100,34 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     wheel = _wheel(base)
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     # the dependencies from this environment: a .pth line adds the folder only (its own .pth
     # files, such as an editable install of the checkout, are not read)
     (site / "quicbed-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    installing = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                                 "--no-deps", "-q", str(wheel)], capture_output=True, text=True, timeout=300,
-                                check=False)
+    installing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--no-deps",
+            "-q",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert installing.returncode == 0, installing.stderr[-3000:]
     work = base / "work"
     work.mkdir()
@@ -84,23 +135,32 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 
 def test_the_package_carries_its_files_and_lists_its_labs(installed: Installed) -> None:
-    where = json.loads(installed.python("import json, quicbed.paths as p; from quicbed.backends.ns3 import build; "
-                                        "print(json.dumps([str(p.PACKAGE_DIR), str(p.SHIPPED_ROOT), "
-                                        "[s.name for s in build.sources()]]))"))
+    where = json.loads(
+        installed.python(
+            "import json, quicbed.paths as p; from quicbed.backends.ns3 import build; "
+            "print(json.dumps([str(p.PACKAGE_DIR), str(p.SHIPPED_ROOT), "
+            "[s.name for s in build.sources()]]))"
+        )
+    )
     package, shipped, channel_sources = Path(where[0]), Path(where[1]), where[2]
     assert installed.venv in package.parents and not package.is_relative_to(ROOT)
     assert shipped == installed.shipped
     for name in SHIPPED_FOLDERS:  # every file of the checkout's folder is in the package
         assert _files(shipped / name) == _files(ROOT / name), name
     assert channel_sources == [p.name for p in build.sources()]
-    recipe = json.loads(installed.python("import json; from quicbed.host.uml import build; "
-                                         "print(json.dumps([str(build.CONFIG_FRAGMENT), build.recipe_digest()]))"))
+    recipe = json.loads(
+        installed.python(
+            "import json; from quicbed.host.uml import build; "
+            "print(json.dumps([str(build.CONFIG_FRAGMENT), build.recipe_digest()]))"
+        )
+    )
     assert installed.venv in Path(recipe[0]).parents and Path(recipe[0]).is_file()
     assert recipe[1] == uml_build.recipe_digest()  # the same kernel recipe as the checkout's
     listed = installed.quicbed("lab", "list")
     assert listed.returncode == 0, listed.stderr
-    listed_names = [line.split()[0] for line in listed.stdout.splitlines()[1:]
-                    if line.strip() and not line.startswith("quicbed")]
+    listed_names = [
+        line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip() and not line.startswith("quicbed")
+    ]
     assert sorted(listed_names) == sorted(p.name for p in (ROOT / "labs").iterdir() if (p / "lab.yaml").is_file())
     doctor = installed.quicbed("doctor")
     assert "Traceback" not in doctor.stdout + doctor.stderr and "ns3" in doctor.stdout, doctor.stdout + doctor.stderr
@@ -117,9 +177,21 @@ def test_a_shipped_experiment_runs_on_ns3_from_outside_the_checkout(installed: I
     """experiments/quickstart.yaml named from a folder that has no such file: the package's copy
     runs, with its topology script from the package, one TCP run on the ns3 backend."""
     out = installed.work / "results"
-    run = installed.quicbed("run", "experiments/quickstart.yaml", "--repetitions", "1", "--warmup", "0",
-                            "--set", "matrix={transport: [tcp]}", "--set", "workload.object=200kB",
-                            "--out", str(out), timeout=300)
+    run = installed.quicbed(
+        "run",
+        "experiments/quickstart.yaml",
+        "--repetitions",
+        "1",
+        "--warmup",
+        "0",
+        "--set",
+        "matrix={transport: [tcp]}",
+        "--set",
+        "workload.object=200kB",
+        "--out",
+        str(out),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     # one run; an invalid attempt made again adds a line, and the last one counts (docs/results.md).

@@ -20,21 +20,25 @@ RATE = 20e6
 
 @pytest.fixture(scope="module")
 def net() -> Iterator[NamespaceNetwork]:
-    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"),
-                         {"rate": "20mbit", "delay": "0ms", "queue_limit": 100,
-                          # a deep bucket: late timers on a busy host cost the default 1 ms
-                          # bucket rate (bench/README.md); these tests compare with the rate
-                          "burst": 64_000})
+    topo = load_topology(
+        str(ROOT / "topologies" / "dumbbell.py"),
+        {
+            "rate": "20mbit",
+            "delay": "0ms",
+            "queue_limit": 100,
+            # a deep bucket: late timers on a busy host cost the default 1 ms
+            # bucket rate (bench/README.md); these tests compare with the rate
+            "burst": 64_000,
+        },
+    )
     with NamespaceNetwork(topo) as network:
         yield network
 
 
 @pytest.fixture(scope="module")
-def servers(net: NamespaceNetwork, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[dict[int, iperf.IperfServer]]:
+def servers(net: NamespaceNetwork, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, iperf.IperfServer]]:
     logs = tmp_path_factory.mktemp("iperf")
-    started = {port: iperf.start_server(net.node("server"), port=port, log_dir=logs)
-               for port in (5201, 5202)}
+    started = {port: iperf.start_server(net.node("server"), port=port, log_dir=logs) for port in (5201, 5202)}
     yield started
     for server in started.values():
         server.stop()
@@ -50,8 +54,9 @@ def test_tcp_capacity_probe_measures_the_link(net: NamespaceNetwork) -> None:
 
 
 def test_udp_at_a_set_rate(net: NamespaceNetwork, servers: dict[int, iperf.IperfServer]) -> None:
-    result = iperf.run(net.node("client"), net.node("server").address, port=5201,
-                       protocol="udp", rate="5mbit", duration=2)
+    result = iperf.run(
+        net.node("client"), net.node("server").address, port=5201, protocol="udp", rate="5mbit", duration=2
+    )
     assert result.protocol == "udp" and result.target_bps == 5e6
     assert result.throughput == pytest.approx(5e6, rel=0.05)
     assert result.lost_packets == 0 and result.lost_percent == 0
@@ -59,8 +64,7 @@ def test_udp_at_a_set_rate(net: NamespaceNetwork, servers: dict[int, iperf.Iperf
     assert result.jitter is not None and 0 <= result.jitter < 0.01
 
 
-def test_udp_cross_traffic_takes_its_share(net: NamespaceNetwork,
-                                           servers: dict[int, iperf.IperfServer]) -> None:
+def test_udp_cross_traffic_takes_its_share(net: NamespaceNetwork, servers: dict[int, iperf.IperfServer]) -> None:
     client, server = net.node("client"), net.node("server")
     cross = iperf.cross_traffic(client, server.address, rate="8mbit", duration=3, port=5202)
     tcp = iperf.run(client, server.address, port=5201, duration=2, reverse=True, omit=0.5)
@@ -78,8 +82,7 @@ def test_udp_cross_traffic_takes_its_share(net: NamespaceNetwork,
 def test_iperf_errors_are_reported(net: NamespaceNetwork) -> None:
     with pytest.raises(iperf.IperfError, match="unable to connect"):
         iperf.run(net.node("client"), net.node("server").address, port=5299, duration=1)
-    result = iperf.run(net.node("client"), net.node("server").address, port=5299, duration=1,
-                       check=False)
+    result = iperf.run(net.node("client"), net.node("server").address, port=5299, duration=1, check=False)
     assert not result.ok and result.throughput is None
 
 
@@ -94,8 +97,7 @@ def test_ping_rtt_probe(net: NamespaceNetwork) -> None:
 
 
 def test_ping_to_nowhere_is_all_lost(net: NamespaceNetwork) -> None:
-    result = ping.ping(net.node("client"), "10.0.0.99", count=3, interval=0.05,
-                       reply_timeout=0.5)
+    result = ping.ping(net.node("client"), "10.0.0.99", count=3, interval=0.05, reply_timeout=0.5)
     assert result.transmitted == 3 and result.received == 0 and result.loss == 1.0
     assert result.rtts == [] and result.avg is None
 
@@ -105,8 +107,7 @@ def test_rtt_grows_under_load(net: NamespaceNetwork, servers: dict[int, iperf.Ip
     client, server = net.node("client"), net.node("server")
     idle = ping.ping(client, server.address, count=5, interval=0.02)
     probe = ping.start(client, server.address, count=40, interval=0.025)
-    flood = iperf.run(client, server.address, port=5201, protocol="udp", rate="30mbit",
-                      duration=1.5, reverse=True)
+    flood = iperf.run(client, server.address, port=5201, protocol="udp", rate="30mbit", duration=1.5, reverse=True)
     loaded = probe.result()
     assert flood.ok
     assert loaded.received >= 20
@@ -115,9 +116,9 @@ def test_rtt_grows_under_load(net: NamespaceNetwork, servers: dict[int, iperf.Ip
     assert statistics.median(loaded.rtts) > idle.avg
 
 
-def test_background_probes_remove_their_scratch_folders(net: NamespaceNetwork, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         servers: dict[int, iperf.IperfServer]) -> None:
+def test_background_probes_remove_their_scratch_folders(
+    net: NamespaceNetwork, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: dict[int, iperf.IperfServer]
+) -> None:
     """Without a log folder, a background iperf3 or ping writes into a folder of its own, which
     goes once its output has been read (result() or stop())."""
     import tempfile
@@ -146,18 +147,45 @@ def test_a_udp_test_whose_stream_set_up_was_lost_is_started_again(net: Namespace
     and measures."""
     port = 5203
     # (on arrival: a datagram dropped on its way out fails the sender's write, unlike a loss)
-    node, match = ((net.node("client"), f"udp sport {port}") if lost == "reply"
-                   else (net.node("server"), f"udp dport {port}"))
+    node, match = (
+        (net.node("client"), f"udp sport {port}") if lost == "reply" else (net.node("server"), f"udp dport {port}")
+    )
     table = "quicbed_test_setup_loss"
     node.run(["nft", "add", "table", "inet", table])
     try:
         node.run(["nft", "add", "chain", "inet", table, "input", "{ type filter hook input priority 0; }"])
         # a quota of 40 bytes: the first 4-byte datagram (32 bytes of IP) and no other
-        node.run(["nft", "add", "rule", "inet", table, "input", *match.split(), "udp", "length", "12",
-                  "quota", "until", "40", "bytes", "counter", "drop"])
+        node.run(
+            [
+                "nft",
+                "add",
+                "rule",
+                "inet",
+                table,
+                "input",
+                *match.split(),
+                "udp",
+                "length",
+                "12",
+                "quota",
+                "until",
+                "40",
+                "bytes",
+                "counter",
+                "drop",
+            ]
+        )
         with iperf.start_server(net.node("server"), port=port):
-            result = iperf.run(net.node("client"), net.node("server").address, port=port, protocol="udp",
-                               rate="2mbit", duration=1, reverse=True, timeout=8)
+            result = iperf.run(
+                net.node("client"),
+                net.node("server").address,
+                port=port,
+                protocol="udp",
+                rate="2mbit",
+                duration=1,
+                reverse=True,
+                timeout=8,
+            )
         ruleset = node.run(["nft", "list", "table", "inet", table]).stdout
     finally:
         node.run(["nft", "delete", "table", "inet", table], check=False)

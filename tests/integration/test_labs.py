@@ -37,9 +37,15 @@ def _marks(lab: str) -> list[pytest.MarkDecorator]:
 
 
 def _check(lab: str, folder: Path) -> tuple[int, dict]:
-    result = subprocess.run([sys.executable, "-m", "quicbed", "lab", "check", lab, str(folder), "--json"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-m", "quicbed", "lab", "check", lab, str(folder), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert result.stdout.strip(), result.stderr
     return result.returncode, json.loads(result.stdout)
 
@@ -52,8 +58,13 @@ def _skip_if_unchecked(sheet: dict) -> None:
 
 
 def _start(lab: str, folder: Path) -> None:
-    subprocess.run([sys.executable, "-m", "quicbed", "lab", "start", lab, str(folder), "--solution"],
-                   cwd=ROOT, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-m", "quicbed", "lab", "start", lab, str(folder), "--solution"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 @pytest.mark.parametrize("lab", [pytest.param(lab, marks=_marks(lab)) for lab in LABS])
@@ -75,8 +86,9 @@ def test_every_lab_has_a_wrong_solution() -> None:
     assert sorted({lab for lab, _ in WRONG}) == LABS
 
 
-@pytest.mark.parametrize("lab, case", [pytest.param(lab, case, marks=_marks(lab), id=f"{lab}/{case}")
-                                       for lab, case in WRONG])
+@pytest.mark.parametrize(
+    "lab, case", [pytest.param(lab, case, marks=_marks(lab), id=f"{lab}/{case}") for lab, case in WRONG]
+)
 def test_a_wrong_solution_fails_with_the_intended_message(lab: str, case: str, tmp_path: Path) -> None:
     folder = tmp_path / lab
     _start(lab, folder)

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from quicbed.analysis.linkstats import (HEADERS_BYTES, Z999, expected_iqr, loss_count_interval,
-                                        mean_burst_interval)
+from quicbed.analysis.linkstats import HEADERS_BYTES, Z999, expected_iqr, loss_count_interval, mean_burst_interval
 from quicbed.calibration import LinkCalibrator, ProbePlan
 from quicbed.host.vm import inside_vm
 from quicbed.spec.loss import Bernoulli
@@ -44,8 +43,9 @@ def calibrator():
 
 def assert_mean_burst_in_interval(mean_burst: float, model, packets: int) -> None:
     low, high = mean_burst_interval(model, packets, z=Z999)
-    assert low <= mean_burst <= high, \
+    assert low <= mean_burst <= high, (
         f"mean loss run {mean_burst:.3f} outside the 99.9 % interval [{low:.3f}, {high:.3f}]"
+    )
 
 
 def assert_count_in_interval(count: int, model, packets: int) -> None:
@@ -70,8 +70,7 @@ def test_gilbert_elliott_from_a_mean_loss(calibrator):
 def test_gilbert_elliott_four_parameters_mean_and_burst_length(calibrator):
     # 1-h != h here, so this also pins down netem's reading of the third parameter.
     plan = ProbePlan(count=10000, rate=3000)
-    shape, stats = calibrator.probe({"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}},
-                                    plan)
+    shape, stats = calibrator.probe({"loss": {"gemodel": {"p": 2, "r": 25, "loss_bad": 90, "loss_good": 0.5}}}, plan)
     assert shape.loss.mean_burst_length == pytest.approx(2.73, abs=0.01)
     assert_count_in_interval(stats.lost, shape.loss, plan.count)
     assert_mean_burst_in_interval(stats.mean_burst, shape.loss, plan.count)
@@ -106,8 +105,9 @@ def test_constant_delay(calibrator):
 
 @pytest.mark.parametrize("distribution", ["uniform", "normal"])
 def test_jitter(calibrator, distribution):
-    shape, stats = calibrator.probe({"delay": "20ms", "jitter": "4ms", "jitter_distribution": distribution},
-                                    ProbePlan(count=1000, rate=200))
+    shape, stats = calibrator.probe(
+        {"delay": "20ms", "jitter": "4ms", "jitter_distribution": distribution}, ProbePlan(count=1000, rate=200)
+    )
     assert stats.owd_median == pytest.approx(shape.delay, abs=LATENESS)
     assert stats.owd_iqr == pytest.approx(expected_iqr(shape.jitter, distribution), rel=0.25)
 
@@ -116,8 +116,9 @@ def test_reordering_sends_the_chosen_share_at_once(calibrator):
     plan = ProbePlan(count=2000, rate=500)
     shape, _ = calibrator.probe({"delay": "20ms", "reorder": 25}, plan)
     log = calibrator.last_log()
-    undelayed = sum(1 for sent, received in zip(log.sent_ns, log.received_ns)
-                    if (received - sent) / 1e9 < shape.delay / 2)
+    undelayed = sum(
+        1 for sent, received in zip(log.sent_ns, log.received_ns) if (received - sent) / 1e9 < shape.delay / 2
+    )
     assert_count_in_interval(undelayed, Bernoulli(0.25), plan.count)
 
 

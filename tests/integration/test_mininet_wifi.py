@@ -119,8 +119,13 @@ def wmediumd_topology() -> Topology:
 def wmediumd_network(mininet_wifi: None) -> Iterator[MininetWifiNetwork]:
     if shutil.which("wmediumd") is None:
         pytest.skip("wmediumd is not installed (optional; roles/wmediumd builds it)")
-    with only_network(wmediumd_topology(), wmediumd=True, wmediumd_mode="interference",
-                      propagation_model="logDistance", propagation_exp=3.0) as network:
+    with only_network(
+        wmediumd_topology(),
+        wmediumd=True,
+        wmediumd_mode="interference",
+        propagation_model="logDistance",
+        propagation_exp=3.0,
+    ) as network:
         yield network
 
 
@@ -129,8 +134,12 @@ def wmediumd_network(mininet_wifi: None) -> Iterator[MininetWifiNetwork]:
 ROAMING_PARAMS = {"standard": "802.11a", "ap_spacing": "60", "start": "5", "end": "55", "speed": "5", "pause": "2"}
 #: log-distance with exponent 3: from 5 to 55 m, ap1 fades from -44 to -75 dBm and ap2 rises to
 #: -44 dBm; both stay above wmediumd's -91 dBm noise floor all the way
-ROAMING_MEDIUM = {"wmediumd": True, "wmediumd_mode": "interference", "propagation_model": "logDistance",
-                  "propagation_exp": 3.0}
+ROAMING_MEDIUM = {
+    "wmediumd": True,
+    "wmediumd_mode": "interference",
+    "propagation_model": "logDistance",
+    "propagation_exp": 3.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +152,9 @@ def roaming_network(mininet_wifi: None) -> Iterator[MininetWifiNetwork]:
 
 
 def ping(network: MininetWifiNetwork, source: str, target: str, count: int = 3) -> str:
-    result = network.node(source).run(["ping", "-c", str(count), "-W", "5", network.node(target).address],
-                                      timeout=120, check=False)
+    result = network.node(source).run(
+        ["ping", "-c", str(count), "-W", "5", network.node(target).address], timeout=120, check=False
+    )
     assert result.returncode == 0, f"{source} -> {target}: {result.stdout}{result.stderr}"
     return result.stdout
 
@@ -182,9 +192,27 @@ def test_http3_download_from_a_station(ap_network: MininetWifiNetwork, tmp_path:
     objects.generate(root, bulk=[DOWNLOAD_SIZE], seed=3)
     server, client = ap_network.node("server"), ap_network.node("sta1")
     cert, key = certs.write(tmp_path / "tls", [server.address, "localhost"])
-    process = server.start(module_argv("quicbed.apps.quic.server", [
-        "--root", str(root), "--cert", str(cert), "--key", str(key), "--port", str(PORT),
-        "--profile", "quic", "--ready-file", str(tmp_path / "ready.json")]), name="quic-server", log_dir=tmp_path)
+    process = server.start(
+        module_argv(
+            "quicbed.apps.quic.server",
+            [
+                "--root",
+                str(root),
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--port",
+                str(PORT),
+                "--profile",
+                "quic",
+                "--ready-file",
+                str(tmp_path / "ready.json"),
+            ],
+        ),
+        name="quic-server",
+        log_dir=tmp_path,
+    )
     deadline = time.monotonic() + 120
     while not (tmp_path / "ready.json").exists():
         assert process.running and time.monotonic() < deadline, f"server not ready: {process.errors()}"
@@ -193,10 +221,29 @@ def test_http3_download_from_a_station(ap_network: MininetWifiNetwork, tmp_path:
     captures.add(client, "wlan0")  # the resolved name, as on every backend
     captures.start()
     try:
-        client.run(module_argv("quicbed.apps.quic.client", [
-            "--host", server.address, "--port", str(PORT), "--ca-cert", str(cert), "--profile", "quic",
-            "--path", f"/bulk/{objects.bulk_name(DOWNLOAD_SIZE)}.bin", "--timeout", "120",
-            "--output", str(tmp_path / "client.json")]), timeout=180, check=False)
+        client.run(
+            module_argv(
+                "quicbed.apps.quic.client",
+                [
+                    "--host",
+                    server.address,
+                    "--port",
+                    str(PORT),
+                    "--ca-cert",
+                    str(cert),
+                    "--profile",
+                    "quic",
+                    "--path",
+                    f"/bulk/{objects.bulk_name(DOWNLOAD_SIZE)}.bin",
+                    "--timeout",
+                    "120",
+                    "--output",
+                    str(tmp_path / "client.json"),
+                ],
+            ),
+            timeout=180,
+            check=False,
+        )
     finally:
         stats = captures.stop()
         process.stop()
@@ -259,8 +306,20 @@ def test_a_walking_station_roams_to_the_second_ap_by_its_own_scans(roaming_netwo
     # the server keeps addressing the station to the MAC it knows (as during a download, whose
     # ACKs keep that entry confirmed), without an ARP request that the station would answer
     server_device = network.device("server", "eth0")
-    network.node("server").run(["ip", "neigh", "replace", network.node("sta1").address, "lladdr", station_mac,
-                                "dev", server_device, "nud", "permanent"])
+    network.node("server").run(
+        [
+            "ip",
+            "neigh",
+            "replace",
+            network.node("sta1").address,
+            "lladdr",
+            station_mac,
+            "dev",
+            server_device,
+            "nud",
+            "permanent",
+        ]
+    )
     before = network.association_events()
     assert [e["ap"] for e in before if e["event"] == "associated"] == ["ap1"], before
     network.start_trajectories()
@@ -278,13 +337,15 @@ def test_a_walking_station_roams_to_the_second_ap_by_its_own_scans(roaming_netwo
     ap2_log = network.hostapd_log("ap2").read_text()
     assert f"AP-STA-CONNECTED {station_mac}" in ap2_log, ap2_log[-2000:]
     # the server's very first packet reaches the station through ap2: the switches learnt the move
-    first = network.node("server").run(["ping", "-c", "1", "-W", "5", network.node("sta1").address],
-                                       timeout=60, check=False)
+    first = network.node("server").run(
+        ["ping", "-c", "1", "-W", "5", network.node("sta1").address], timeout=60, check=False
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     ping(network, "sta1", "server")
     assert network.motion_errors == []
-    assert network.describe()["roaming"] == {"sta1": {"aps": ["ap1", "ap2"], "bgscan": "simple:2:-65:10",
-                                                      "security": "WPA2-PSK"}}
+    assert network.describe()["roaming"] == {
+        "sta1": {"aps": ["ap1", "ap2"], "bgscan": "simple:2:-65:10", "security": "WPA2-PSK"}
+    }
 
 
 def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: None) -> None:
@@ -295,9 +356,13 @@ def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: No
     _LIVE.clear()
     daemons_before = _live_daemons()
     folders_before = set(Path(tempfile.gettempdir()).glob("quicbed-mnwifi-*"))
-    victim = subprocess.Popen([sys.executable, "-m", "quicbed", "topo", "up", "topologies/wifi_ap.py",
-                               "--backend", "mininet-wifi"], cwd=ROOT, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "quicbed", "topo", "up", "topologies/wifi_ap.py", "--backend", "mininet-wifi"],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         seen = ""
         deadline = time.monotonic() + 900
@@ -316,14 +381,18 @@ def test_clean_after_sigkill_removes_bridges_radios_and_daemons(mininet_wifi: No
     finally:
         if victim.poll() is None:
             victim.kill()
-    cleaner = subprocess.run([sys.executable, "-m", "quicbed", "clean"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=300)
+    cleaner = subprocess.run(
+        [sys.executable, "-m", "quicbed", "clean"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert cleaner.returncode == 0, cleaner.stderr
     assert "ovs-vsctl --if-exists del-br ap1" in cleaner.stdout, cleaner.stdout
     assert not Path("/sys/class/net/ap1").exists()
     left = [name for name in os.listdir("/sys/kernel/debug/ieee80211") if name in radios]
-    assert not left, (cleaner.stdout, subprocess.run(["iw", "dev"], capture_output=True, text=True).stdout,
-                      _processes_outside_the_root_namespace())
+    assert not left, (
+        cleaner.stdout,
+        subprocess.run(["iw", "dev"], capture_output=True, text=True).stdout,
+        _processes_outside_the_root_namespace(),
+    )
     assert not daemons & _live_daemons()
     # the network's working folder (hostapd's configuration and log) goes too
     assert set(Path(tempfile.gettempdir()).glob("quicbed-mnwifi-*")) <= folders_before
@@ -334,7 +403,10 @@ def _live_daemons() -> set[tuple[int, str]]:
     found = set()
     for entry in Path("/proc").iterdir():
         try:
-            name, state = (entry / "comm").read_text().strip(), (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            name, state = (
+                (entry / "comm").read_text().strip(),
+                (entry / "stat").read_text().rsplit(")", 1)[1].split()[0],
+            )
         except (OSError, IndexError):
             continue
         if name in ("hostapd", "wpa_supplicant") and state != "Z":

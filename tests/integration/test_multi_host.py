@@ -20,11 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 NS3_MISSING = build.missing()
 QUICBED = Path(sys.executable).parent / "quicbed"
 PLAYBOOK = shutil.which("ansible-playbook", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
-              pytest.mark.skipif(PLAYBOOK is None, reason="ansible-playbook is not installed (pip ansible-core; "
-                                 "scripts/install.sh --test installs it)"),
-              pytest.mark.skipif(not QUICBED.exists(), reason=f"no quicbed command beside {sys.executable}")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+    pytest.mark.skipif(
+        PLAYBOOK is None,
+        reason="ansible-playbook is not installed (pip ansible-core; scripts/install.sh --test installs it)",
+    ),
+    pytest.mark.skipif(not QUICBED.exists(), reason=f"no quicbed command beside {sys.executable}"),
+]
 
 #: 2 transports x 2 repetitions: shard 1 gets the QUIC cell, shard 2 the TCP cell
 EXPERIMENT = """\
@@ -50,13 +54,36 @@ def _run_ids(folder: Path) -> list[str]:
 
 
 def _playbook(tmp_path: Path, inventory: Path, experiment: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ANSIBLE_ASYNC_DIR": str(tmp_path / "ansible-async"),
-           "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"), "ANSIBLE_REMOTE_TEMP": str(tmp_path / "ansible-remote"),
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "ANSIBLE_ASYNC_DIR": str(tmp_path / "ansible-async"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
+        "ANSIBLE_REMOTE_TEMP": str(tmp_path / "ansible-remote"),
+        "PYTHONPATH": str(ROOT),
+    }
     return subprocess.run(
-        [str(PLAYBOOK), "-i", str(inventory), "run-experiment.yml", "-e", f"experiment={experiment}", "-e", "group=pair",
-         "-e", f"out={out}", "-e", "poll_interval=2", "-e", f"local_quicbed={QUICBED}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200, env=env)
+        [
+            str(PLAYBOOK),
+            "-i",
+            str(inventory),
+            "run-experiment.yml",
+            "-e",
+            f"experiment={experiment}",
+            "-e",
+            "group=pair",
+            "-e",
+            f"out={out}",
+            "-e",
+            "poll_interval=2",
+            "-e",
+            f"local_quicbed={QUICBED}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
 
 
 def test_the_playbook_shards_over_two_hosts_and_merges_what_one_run_makes(tmp_path):
@@ -69,7 +96,8 @@ def test_the_playbook_shards_over_two_hosts_and_merges_what_one_run_makes(tmp_pa
         f"beta ansible_connection=local quicbed_shard_dir={tmp_path / 'beta'}\n"
         "[pair:vars]\n"
         f"ansible_python_interpreter={sys.executable}\nquicbed_src={ROOT}\nquicbed_command={QUICBED}\n"
-        "shard_become=false\n")
+        "shard_become=false\n"
+    )
     out = tmp_path / "merged"
 
     played = _playbook(tmp_path, inventory, experiment, out)
@@ -77,8 +105,13 @@ def test_the_playbook_shards_over_two_hosts_and_merges_what_one_run_makes(tmp_pa
     assert "merged results: " in played.stdout
 
     whole = tmp_path / "whole"
-    unsharded = subprocess.run([str(QUICBED), "run", str(experiment), "--out", str(whole), "--no-report"], cwd=ROOT,
-                               capture_output=True, text=True, timeout=600)
+    unsharded = subprocess.run(
+        [str(QUICBED), "run", str(experiment), "--out", str(whole), "--no-report"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert unsharded.returncode == 0, unsharded.stdout[-3000:] + unsharded.stderr[-2000:]
 
     merged_ids = _run_ids(out)
@@ -87,8 +120,9 @@ def test_the_playbook_shards_over_two_hosts_and_merges_what_one_run_makes(tmp_pa
     for k, host in ((1, "alpha"), (2, "beta")):  # each host ran its own shard in its own folder
         shard = tmp_path / host / "multihost-check" / f"shard-{k}-of-2"
         assert json.loads((shard / "metadata.json").read_text())["shard"]["index"] == k
-        assert {json.loads(line)["cell"]["transport"] for line in (shard / "results.jsonl").read_text().splitlines()} \
-            == {"quic" if k == 1 else "tcp"}
+        assert {
+            json.loads(line)["cell"]["transport"] for line in (shard / "results.jsonl").read_text().splitlines()
+        } == {"quic" if k == 1 else "tcp"}
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and [s["shard"]["index"] for s in metadata["shards"]] == [1, 2]
     assert (out / "index.html").exists() and "## Hosts" in (out / "summary.md").read_text()
@@ -124,7 +158,8 @@ def test_a_host_whose_shard_fails_stops_the_merge_and_says_which(tmp_path):
         f"alpha {common} quicbed_command={QUICBED} quicbed_shard_dir={tmp_path / 'alpha'}\n"
         f"beta {common} quicbed_command=/bin/false quicbed_shard_dir={tmp_path / 'beta'}\n"
         "[pair:vars]\n"
-        f"ansible_python_interpreter={sys.executable}\nshard_become=false\n")
+        f"ansible_python_interpreter={sys.executable}\nshard_become=false\n"
+    )
     out = tmp_path / "merged"
     played = _playbook(tmp_path, inventory, experiment, out)
     assert played.returncode != 0

@@ -34,10 +34,13 @@ from quicbed.spec.loader import load_topology
 from realtime import in_real_time
 
 NS3_MISSING = build.missing()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
-              pytest.mark.skipif(native_binary() is None,
-                                 reason="the native QUIC endpoint is not built (./scripts/install.sh builds it)")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+    pytest.mark.skipif(
+        native_binary() is None, reason="the native QUIC endpoint is not built (./scripts/install.sh builds it)"
+    ),
+]
 ROOT = Path(__file__).resolve().parents[2]
 
 SIZE = 4_000_000
@@ -75,12 +78,16 @@ class NativeRun:
 
 
 def _knob_arguments(profile: str, knobs: dict[str, Any]) -> list[str]:
-    return ["--profile", profile, *[item for knob, value in knobs.items()
-                                    for item in ("--knob", f"{knob}={json.dumps(value)}")]]
+    return [
+        "--profile",
+        profile,
+        *[item for knob, value in knobs.items() for item in ("--knob", f"{knob}={json.dumps(value)}")],
+    ]
 
 
 def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path, name: str) -> NativeRun:
     """The variant's download, made again while the channel did not keep real time."""
+
     def attempt(number: int) -> tuple[NativeRun, list[str]]:
         made = _download_once(net, base / f"{name}-{number}", root, cert, key, name)
         return made, made.mac["invalid_reasons"]
@@ -94,11 +101,31 @@ def _download_once(net: Ns3Network, run: Path, root: Path, cert: Path, key: Path
     profile, knobs = VARIANTS[name]
     client, server = net.node("sta1"), net.node("server")
     run.mkdir()
-    process = server.start(module_argv("quicbed.apps.quic.native", [
-        "server", "--root", str(root), "--cert", str(cert), "--key", str(key), "--port", str(PORT),
-        *_knob_arguments(profile, knobs), "--ready-file", str(run / "ready.json"),
-        "--stats-file", str(run / "stats.jsonl"), "--qlog-dir", str(run / "qlog")]),
-        name="quic-server", log_dir=run)
+    process = server.start(
+        module_argv(
+            "quicbed.apps.quic.native",
+            [
+                "server",
+                "--root",
+                str(root),
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--port",
+                str(PORT),
+                *_knob_arguments(profile, knobs),
+                "--ready-file",
+                str(run / "ready.json"),
+                "--stats-file",
+                str(run / "stats.jsonl"),
+                "--qlog-dir",
+                str(run / "qlog"),
+            ],
+        ),
+        name="quic-server",
+        log_dir=run,
+    )
     deadline = time.monotonic() + 20
     while not (run / "ready.json").exists():
         assert process.running and time.monotonic() < deadline, f"server not ready: {process.errors()}"
@@ -111,10 +138,29 @@ def _download_once(net: Ns3Network, run: Path, root: Path, cert: Path, key: Path
     if name in LOSSY:
         _drop_data_packets(client, every=DROP_EVERY)
     try:
-        client.run(module_argv("quicbed.apps.quic.native", [
-            "client", "--host", server.address, "--port", str(PORT), "--ca-cert", str(cert),
-            *_knob_arguments(profile, knobs), "--path", f"/bulk/{objects.bulk_name(SIZE)}.bin",
-            "--timeout", "30", "--output", str(run / "client.json")]), timeout=45, check=False)
+        client.run(
+            module_argv(
+                "quicbed.apps.quic.native",
+                [
+                    "client",
+                    "--host",
+                    server.address,
+                    "--port",
+                    str(PORT),
+                    "--ca-cert",
+                    str(cert),
+                    *_knob_arguments(profile, knobs),
+                    "--path",
+                    f"/bulk/{objects.bulk_name(SIZE)}.bin",
+                    "--timeout",
+                    "30",
+                    "--output",
+                    str(run / "client.json"),
+                ],
+            ),
+            timeout=45,
+            check=False,
+        )
     finally:
         captures.stop()
         process.stop()  # SIGTERM: the server closes its connection and writes its stats line
@@ -122,21 +168,44 @@ def _download_once(net: Ns3Network, run: Path, root: Path, cert: Path, key: Path
     mac = net.mac_stats()
     lines = (run / "stats.jsonl").read_text().splitlines() if (run / "stats.jsonl").exists() else []
     qlogs = sorted((run / "qlog").glob("server-*.sqlog"))
-    return NativeRun(mac=mac, record=json.loads((run / "client.json").read_text()),
-                     server_stats=json.loads(lines[-1]) if lines else {},
-                     client_packets=[p for p in read_pcap(captures.path("sta1-wlan0")) if p.proto == "udp"],
-                     server_packets=[p for p in read_pcap(captures.path("server-eth0")) if p.proto == "udp"],
-                     server_address=server.address, qlog=qlogs[-1] if qlogs else None)
+    return NativeRun(
+        mac=mac,
+        record=json.loads((run / "client.json").read_text()),
+        server_stats=json.loads(lines[-1]) if lines else {},
+        client_packets=[p for p in read_pcap(captures.path("sta1-wlan0")) if p.proto == "udp"],
+        server_packets=[p for p in read_pcap(captures.path("server-eth0")) if p.proto == "udp"],
+        server_address=server.address,
+        qlog=qlogs[-1] if qlogs else None,
+    )
 
 
 def _drop_data_packets(node: Any, every: int) -> None:
     """Drop every ``every``-th full-size packet from the server as it reaches the station
     (after the capture point), in the station's own namespace."""
-    for command in (["add", "table", "inet", "quicbed_test_loss"],
-                    ["add", "chain", "inet", "quicbed_test_loss", "input",
-                     "{ type filter hook input priority 0 ; }"],
-                    ["add", "rule", "inet", "quicbed_test_loss", "input", "udp", "sport", str(PORT),
-                     "udp", "length", f"> {DATA_PAYLOAD}", "numgen", "inc", "mod", str(every), "==", "0", "drop"]):
+    for command in (
+        ["add", "table", "inet", "quicbed_test_loss"],
+        ["add", "chain", "inet", "quicbed_test_loss", "input", "{ type filter hook input priority 0 ; }"],
+        [
+            "add",
+            "rule",
+            "inet",
+            "quicbed_test_loss",
+            "input",
+            "udp",
+            "sport",
+            str(PORT),
+            "udp",
+            "length",
+            f"> {DATA_PAYLOAD}",
+            "numgen",
+            "inc",
+            "mod",
+            str(every),
+            "==",
+            "0",
+            "drop",
+        ],
+    ):
         node.run(["nft", *command], check=True)
 
 
@@ -231,8 +300,11 @@ def test_bbr_runs_on_quinn(runs: dict[str, NativeRun]) -> None:
 
 
 def data_departures(run: NativeRun) -> list[Any]:
-    return [p for p in run.server_packets
-            if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD]
+    return [
+        p
+        for p in run.server_packets
+        if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD
+    ]
 
 
 def burst_lengths(packets: list[Any], gap: float = BURST_GAP) -> list[int]:
@@ -260,8 +332,11 @@ def test_without_pacing_the_server_sends_longer_bursts(runs: dict[str, NativeRun
     figures = {}
     for name in ("ack-every-10", "unpaced-ack-every-10"):
         lengths = burst_lengths(data_departures(runs[name]))
-        figures[name] = {"in_bursts_over_40": sum(n for n in lengths if n > 40) / sum(lengths),
-                         "mean_burst": sum(lengths) / len(lengths), "longest": max(lengths)}
+        figures[name] = {
+            "in_bursts_over_40": sum(n for n in lengths if n > 40) / sum(lengths),
+            "mean_burst": sum(lengths) / len(lengths),
+            "longest": max(lengths),
+        }
     paced, unpaced = figures["ack-every-10"], figures["unpaced-ack-every-10"]
     assert unpaced["in_bursts_over_40"] > paced["in_bursts_over_40"] + 0.03, figures
     assert unpaced["longest"] > paced["longest"], figures
@@ -275,10 +350,13 @@ def releases(run: NativeRun) -> list[list[Any]]:
     from quicbed.analysis.qlog import load_trace
 
     assert run.qlog is not None
-    sent = [event for event in load_trace(run.qlog).named("transport:packet_sent")
-            if event["data"]["header"]["packet_type"] == "1RTT" and event["data"]["header"]["length"] > DATA_PAYLOAD]
+    sent = [
+        event
+        for event in load_trace(run.qlog).named("transport:packet_sent")
+        if event["data"]["header"]["packet_type"] == "1RTT" and event["data"]["header"]["length"] > DATA_PAYLOAD
+    ]
     # the capture has one more: the first flight, whose 1-RTT packet is coalesced and small
-    departures = data_departures(run)[-len(sent):]
+    departures = data_departures(run)[-len(sent) :]
     assert [p.payload_len for p in departures] == [e["data"]["header"]["length"] for e in sent], run.qlog
     grouped: list[list[Any]] = []
     for index, (event, packet) in enumerate(zip(sent, departures)):
@@ -299,15 +377,21 @@ def test_a_fine_pacer_releases_its_burst_and_keeps_the_rate(runs: dict[str, Nati
     of the fine pacer's packets in releases of 3 (the first flights), none longer; in the
     capture, a release's packets left closer to each other than to the next release's in all
     but 1 of ~28,000 releases. 4 MB in 0.56-0.70 s against ~0.66 s."""
+
     def figures(name: str) -> dict[str, float]:
         grouped = releases(runs[name])
         packets = [packet for release in grouped for packet in release]
         # a release whose packets did not leave together: its spread reaches the next release
-        merged = sum(later[0].ts - earlier[-1].ts <= earlier[-1].ts - earlier[0].ts
-                     for earlier, later in itertools.pairwise(grouped))
-        return {"beyond_2": sum(len(r) for r in grouped if len(r) > 2) / len(packets),
-                "merged_on_the_wire": merged / len(grouped),
-                "seconds": packets[-1].ts - packets[0].ts}
+        merged = sum(
+            later[0].ts - earlier[-1].ts <= earlier[-1].ts - earlier[0].ts
+            for earlier, later in itertools.pairwise(grouped)
+        )
+        return {
+            "beyond_2": sum(len(r) for r in grouped if len(r) > 2) / len(packets),
+            "merged_on_the_wire": merged / len(grouped),
+            "seconds": packets[-1].ts - packets[0].ts,
+        }
+
     fine, own = figures("fine-pacing-ack-every-10"), figures("ack-every-10")
     assert runs["fine-pacing-ack-every-10"].record["knobs"]["pacing_burst"] == 2
     assert fine["beyond_2"] < 0.01 < 0.5 < own["beyond_2"], (fine, own)
@@ -323,11 +407,16 @@ def loss_delays(run: NativeRun) -> tuple[list[float], float]:
 
     assert run.qlog is not None
     trace = load_trace(run.qlog)
-    sent = {event["data"]["header"]["packet_number"]: event["time"]
-            for event in trace.named("transport:packet_sent") if event["data"]["header"]["packet_type"] == "1RTT"}
-    delays = [event["time"] - sent[event["data"]["header"]["packet_number"]]
-              for event in trace.named("recovery:packet_lost")
-              if event["data"]["header"]["packet_number"] in sent]
+    sent = {
+        event["data"]["header"]["packet_number"]: event["time"]
+        for event in trace.named("transport:packet_sent")
+        if event["data"]["header"]["packet_type"] == "1RTT"
+    }
+    delays = [
+        event["time"] - sent[event["data"]["header"]["packet_number"]]
+        for event in trace.named("recovery:packet_lost")
+        if event["data"]["header"]["packet_number"] in sent
+    ]
     return delays, float(metrics_frame(trace)["min_rtt"].min())
 
 
@@ -339,8 +428,12 @@ def test_losses_are_declared_by_the_rule_the_thresholds_choose(runs: dict[str, N
         delays, min_rtt = loss_delays(runs[name])
         # the station dropped every DROP_EVERY-th data packet; each was declared lost once
         assert len(delays) >= 0.8 * len(data_departures(runs[name])) / DROP_EVERY, (name, len(delays))
-        figures[name] = {"lost": len(delays), "median_ms": round(statistics.median(delays) * 1e3, 2),
-                         "min_ms": round(min(delays) * 1e3, 2), "min_rtt_ms": round(min_rtt * 1e3, 2)}
+        figures[name] = {
+            "lost": len(delays),
+            "median_ms": round(statistics.median(delays) * 1e3, 2),
+            "min_ms": round(min(delays) * 1e3, 2),
+            "min_rtt_ms": round(min_rtt * 1e3, 2),
+        }
     by_time, time_rtt = loss_delays(runs["loss-by-time"])
     by_packets, packet_rtt = loss_delays(runs["loss-by-packets"])
     # loss delay = 4 x max(latest RTT, smoothed RTT) >= 4 x min RTT
@@ -354,8 +447,11 @@ def test_the_qlog_tells_the_slow_start_exit_and_the_spurious_losses(runs: dict[s
     come from native/quinn/patches/quinn-proto-qlog-acks.patch)."""
     from quicbed.analysis.qlog import declared_losses, load_trace, slow_start_exit
 
-    traces = {name: load_trace(runs[name].qlog) for name in ("reno-exit", "reno-no-exit", *LOSSY)
-              if runs[name].qlog is not None}
+    traces = {
+        name: load_trace(runs[name].qlog)
+        for name in ("reno-exit", "reno-no-exit", *LOSSY)
+        if runs[name].qlog is not None
+    }
     assert set(traces) == {"reno-exit", "reno-no-exit", *LOSSY}
     assert slow_start_exit(traces["reno-exit"]).reason == "delay"
     assert slow_start_exit(traces["reno-no-exit"]).reason in ("loss", "none")
@@ -364,4 +460,3 @@ def test_the_qlog_tells_the_slow_start_exit_and_the_spurious_losses(runs: dict[s
         assert losses is not None, f"{name}: the qlog holds no ACK ranges"
         dropped = len(data_departures(runs[name])) // DROP_EVERY
         assert losses.declared >= 0.8 * dropped and losses.spurious <= 0.1 * losses.declared, (name, losses)
-

@@ -18,7 +18,12 @@ CARGO = shutil.which("cargo")
 def test_the_native_endpoints_unit_tests_pass() -> None:
     prepared = subprocess.run(["./prepare.sh"], cwd=NATIVE, capture_output=True, text=True, timeout=600)
     assert prepared.returncode == 0, prepared.stderr
-    completed = subprocess.run([str(CARGO), "test", "--release", "--locked", "--quiet"], cwd=NATIVE,
-                               capture_output=True, text=True, timeout=1800)
+    completed = subprocess.run(
+        [str(CARGO), "test", "--release", "--locked", "--quiet"],
+        cwd=NATIVE,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "test result: ok" in completed.stdout and " 0 passed" not in completed.stdout, completed.stdout

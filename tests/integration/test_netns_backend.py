@@ -27,8 +27,15 @@ pytestmark = pytest.mark.needs_root
 
 def quicbed_cli(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "quicbed", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "quicbed", *args],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kwargs,
+    )
 
 
 def host_state() -> dict[str, object]:
@@ -96,8 +103,9 @@ def test_rate_limit_is_enforced_by_tbf():
 
 def test_ctrl_c_tears_everything_down():
     before = host_state()
-    process = quicbed_cli("topo", "up", "topologies/chain.py", "-p", "hops=2", "-p", "delay=0ms",
-                          "--exec", f"server:sleep {SLEEPS[0]}")
+    process = quicbed_cli(
+        "topo", "up", "topologies/chain.py", "-p", "hops=2", "-p", "delay=0ms", "--exec", f"server:sleep {SLEEPS[0]}"
+    )
     wait_for_line(process, "press Ctrl-C")
     assert len(ownership.quicbed_namespaces()) == len(before["namespaces"]) + 4
     process.send_signal(signal.SIGINT)
@@ -115,8 +123,19 @@ def test_clean_after_sigkill_removes_exactly_what_the_run_left(moment):
     subprocess.run(["ip", "netns", "add", "qbforeign"], check=True)
     try:
         survivor_namespaces = set(ownership.quicbed_namespaces())
-        victim = quicbed_cli("topo", "up", "topologies/chain.py", "-p", "hops=6", "-p", "delay=0ms",
-                             "-p", "rate=30mbit", "--exec", f"server:sleep {SLEEPS[1]} & sleep {SLEEPS[2]} & wait")
+        victim = quicbed_cli(
+            "topo",
+            "up",
+            "topologies/chain.py",
+            "-p",
+            "hops=6",
+            "-p",
+            "delay=0ms",
+            "-p",
+            "rate=30mbit",
+            "--exec",
+            f"server:sleep {SLEEPS[1]} & sleep {SLEEPS[2]} & wait",
+        )
         if moment == "while up":
             wait_for_line(victim, "press Ctrl-C")
             time.sleep(0.5)
@@ -177,8 +196,9 @@ def test_clean_runs_the_undo_commands_of_a_dead_network():
     """A backend that creates things outside namespaces (bridges, radios) records how to undo them."""
     device = f"qbundo{os.getpid() % 10000}"
     subprocess.run(["ip", "link", "add", device, "type", "bridge"], check=True)
-    record = ownership.Ownership(ownership.new_run_id(), owner_pid=2**22 + 1, owner_start="1",
-                                 undo_commands=[["ip", "link", "del", device]])
+    record = ownership.Ownership(
+        ownership.new_run_id(), owner_pid=2**22 + 1, owner_start="1", undo_commands=[["ip", "link", "del", device]]
+    )
     try:
         record.save()
         assert not record.owner_alive()

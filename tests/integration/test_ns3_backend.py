@@ -52,16 +52,22 @@ def _environment() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
-@pytest.mark.parametrize("name, params", [("wifi_ap", {}), ("enterprise_ap", {"stations": 4, "aps": 2}),
-                                          ("mesh_chain", {"hops": 3}), ("mesh_chain", {"hops": 0}),
-                                          ("roaming", {})])
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("wifi_ap", {}),
+        ("enterprise_ap", {"stations": 4, "aps": 2}),
+        ("mesh_chain", {"hops": 3}),
+        ("mesh_chain", {"hops": 0}),
+        ("roaming", {}),
+    ],
+)
 def test_the_channel_program_accepts_the_shipped_topologies(channel_binary, tmp_path, name, params):
     resolved = topology(name, **params).resolve()
     namespaces = {n: f"qbdry-{n}" for n, node in resolved.topology.nodes.items() if node.routed}
     config = tmp_path / "channel.json"
     config.write_text(json.dumps(describe(resolved, namespaces, Ns3Options())))
-    result = subprocess.run([str(channel_binary), "--dry-run", str(config)], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([str(channel_binary), "--dry-run", str(config)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "QUICBED-NS3 DRY-RUN OK" in result.stdout
 
@@ -83,20 +89,56 @@ def test_quic_and_tcp_downloads_through_one_ap_cell(channel_binary, tmp_path):
         assert network.mac_stats()["taps"]["sta1:wlan0"]["mac"] in station.run(["ip", "link", "show", "wlan0"]).stdout
 
         ready = tmp_path / "quic-ready.json"
-        quic_server = server.start([sys.executable, "-m", "quicbed.apps.quic.server", "--root", str(root),
-                                    "--cert", str(cert), "--key", str(key), "--port", "4433",
-                                    "--ready-file", str(ready), "--qlog-mode", "off"],
-                                   name="quic-server", log_dir=tmp_path, env=_environment())
+        quic_server = server.start(
+            [
+                sys.executable,
+                "-m",
+                "quicbed.apps.quic.server",
+                "--root",
+                str(root),
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--port",
+                "4433",
+                "--ready-file",
+                str(ready),
+                "--qlog-mode",
+                "off",
+            ],
+            name="quic-server",
+            log_dir=tmp_path,
+            env=_environment(),
+        )
         deadline = time.monotonic() + 20
         while not ready.exists():
             assert quic_server.running and time.monotonic() < deadline, quic_server.errors()
             time.sleep(0.1)
         network.reset_stats()
         output = tmp_path / "quic-client.json"
-        result = station.run([sys.executable, "-m", "quicbed.apps.quic.client", "--host", server.address,
-                              "--port", "4433", "--insecure", "--path", f"/bulk/{objects.bulk_name(size)}.bin",
-                              "--timeout", "40", "--output", str(output), "--qlog-mode", "off"],
-                             timeout=60, check=False)
+        result = station.run(
+            [
+                sys.executable,
+                "-m",
+                "quicbed.apps.quic.client",
+                "--host",
+                server.address,
+                "--port",
+                "4433",
+                "--insecure",
+                "--path",
+                f"/bulk/{objects.bulk_name(size)}.bin",
+                "--timeout",
+                "40",
+                "--output",
+                str(output),
+                "--qlog-mode",
+                "off",
+            ],
+            timeout=60,
+            check=False,
+        )
         record = json.loads(output.read_text())
         assert record["ok"], (record.get("error"), result.stderr[-2000:])
         assert record["bytes"] == size
@@ -112,8 +154,10 @@ def test_quic_and_tcp_downloads_through_one_ap_cell(channel_binary, tmp_path):
         assert stats["nodes"]["ap1"]["mean_mpdus_per_ampdu"] > 8  # TCP is bursty: large aggregates
         assert stats["nodes"]["ap1"]["airtime_share"] > 0.5
         assert stats["lag"]["samples"] > 3000
-        print(f"QUIC {record['bytes'] * 8 / record['completion_time'] / 1e6:.1f} Mbit/s, "
-              f"TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} ms")
+        print(
+            f"QUIC {record['bytes'] * 8 / record['completion_time'] / 1e6:.1f} Mbit/s, "
+            f"TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} ms"
+        )
     assert not set(network.record.namespaces) & set(ownership.quicbed_namespaces())
     assert not network.record.path.exists()
     final = network.mac_stats()
@@ -134,8 +178,12 @@ def test_bursty_udp_gets_larger_aggregates_than_paced_udp_at_the_same_rate():
     for name, (flow, _ap) in results.items():
         assert flow.throughput == pytest.approx(rate, rel=0.1), name
     paced, bursty = results["paced"][1], results["bursty"][1]
-    print({name: (round(ap["mpdus_per_ampdu"]["mean"], 1), round(ap["airtime_share"], 3))
-           for name, (_, ap) in results.items()})
+    print(
+        {
+            name: (round(ap["mpdus_per_ampdu"]["mean"], 1), round(ap["airtime_share"], 3))
+            for name, (_, ap) in results.items()
+        }
+    )
     assert bursty["mpdus_per_ampdu"]["mean"] > 2 * paced["mpdus_per_ampdu"]["mean"]
     assert bursty["airtime_share"] < paced["airtime_share"]
     # a burst waits in the radio queue for the frames ahead of it: a longer MAC delay
@@ -191,8 +239,10 @@ def test_cpu_contention_keeps_real_time_or_is_flagged_invalid():
             assert stats["valid"] == (stats["behind_share"] <= 0.01)
             if not stats["valid"]:
                 assert "behind the wall clock" in stats["invalid_reasons"][0]
-            print(f"with 2 CPU hogs: TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} "
-                  f"ms mean {stats['lag']['mean_ms']:.2f} ms, valid={stats['valid']}")
+            print(
+                f"with 2 CPU hogs: TCP {tcp.throughput / 1e6:.1f} Mbit/s, lag max {stats['lag']['max_ms']:.1f} "
+                f"ms mean {stats['lag']['mean_ms']:.2f} ms, valid={stats['valid']}"
+            )
             # a starved simulator (here: stopped for 300 ms) is always caught
             network.reset_stats()
             os.kill(network.channel.pid, signal.SIGSTOP)
@@ -218,9 +268,11 @@ def test_quicbed_clean_removes_namespaces_channel_and_scratch_folder_after_kill_
         f"net = Ns3Network(load_topology({str(ROOT / 'topologies' / 'wifi_ap.py')!r}, {{}}))\n"
         "net.start()\n"
         "print(net.run_id, net.channel.pid, flush=True)\n"
-        "time.sleep(120)\n")
-    holder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, **_environment()})
+        "time.sleep(120)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, **_environment()}
+    )
     try:
         run_id, pid = holder.stdout.readline().split()
         record = next(r for r in ownership.load_all() if r.run_id == run_id)
@@ -234,8 +286,14 @@ def test_quicbed_clean_removes_namespaces_channel_and_scratch_folder_after_kill_
             time.sleep(0.05)
         assert not Path(f"/proc/{pid}").exists()
         assert set(record.namespaces) <= set(ownership.quicbed_namespaces())
-        result = subprocess.run([sys.executable, "-m", "quicbed", "clean"], capture_output=True, text=True,
-                                env={**os.environ, **_environment()}, cwd=ROOT, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "quicbed", "clean"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **_environment()},
+            cwd=ROOT,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         assert not set(record.namespaces) & set(ownership.quicbed_namespaces())
         assert run_id not in {r.run_id for r in ownership.load_all()}
@@ -274,7 +332,9 @@ def test_stations_skim_what_is_sent_to_others_unless_told_not_to(skim):
         if not skim:  # ns-3's own receivers throughout, which count nothing
             assert radio["psdus_skimmed"] == radio["psdus_received"] == 0, (node, radio)
         elif node == "sta1":
-            assert radio["psdus_received"] > 100 and radio["psdus_skimmed"] < 20, radio  # (others' beacons are groupcast)
+            assert radio["psdus_received"] > 100 and radio["psdus_skimmed"] < 20, (
+                radio
+            )  # (others' beacons are groupcast)
         else:
             assert radio["psdus_skimmed"] > 100, (node, radio)
             # one MPDU judged per PSDU at least; after one was received the rest only draw
@@ -282,13 +342,15 @@ def test_stations_skim_what_is_sent_to_others_unless_told_not_to(skim):
             assert radio["skimmed_mpdus_drawn_only"] > 0, (node, radio)
 
 
-@pytest.mark.parametrize("realtime, spin_us", [("paced", 0), ("paced", 50), ("ns3", 0)],
-                         ids=["paced", "paced-spinning", "ns3"])
+@pytest.mark.parametrize(
+    "realtime, spin_us", [("paced", 0), ("paced", 50), ("ns3", 0)], ids=["paced", "paced-spinning", "ns3"]
+)
 def test_either_real_time_simulator_carries_a_download_in_real_time(realtime, spin_us):
     """The paced simulator (pacer.h, the default; also spinning on the clock before an event,
     realtime_spin_us) and ns-3's own both run the cell against the wall clock: a TCP download
     gets the cell's goodput while the channel keeps real time, and the statistics say which
     simulator ran and, for the paced one, how it waited."""
+
     def download(attempt: int) -> tuple[tuple[iperf.IperfResult, dict], list[str]]:
         with Ns3Network(topology("wifi_ap"), realtime=realtime, realtime_spin_us=spin_us) as network:
             network.reset_stats()
@@ -311,6 +373,7 @@ def test_either_real_time_simulator_carries_a_download_in_real_time(realtime, sp
 
 # -- 802.11ax (HE) -----------------------------------------------------------------------------
 
+
 def test_he_saturation_matches_the_analytical_model_in_aggregates_past_64_mpdus():
     """802.11ax 20 MHz MCS 11 (143.4 Mbit/s, 0.8 us guard interval), saturated by 1000-byte
     datagrams: goodput within 10 % of the analytical model's (quicbed/backends/ns3/airtime.py)
@@ -326,18 +389,19 @@ def test_he_saturation_matches_the_analytical_model_in_aggregates_past_64_mpdus(
         with Ns3Network(topology("wifi_ap", standard="802.11ax", mcs=11)) as network:
             with isolated_channel(network):
                 network.reset_stats()
-                flow = iperf.between(network, "sta1", "server", duration=3, rate=1.2 * expected.goodput,
-                                     length=payload)
+                flow = iperf.between(network, "sta1", "server", duration=3, rate=1.2 * expected.goodput, length=payload)
                 stats = network.mac_stats()
         return (flow, stats["radios"]["ap1:wifi"]), stats["invalid_reasons"]
 
     (flow, ap), _ = in_real_time(saturate, "saturated 802.11ax download")
     assert flow.throughput == pytest.approx(expected.goodput, rel=0.1), (flow.throughput, expected.goodput)
-    assert (ap["data_phy_rate_max_bps"], ap["data_streams_max"], ap["mu_ppdus"]) == (round(airtime.data_rate(phy)),
-                                                                                    1, 0), ap
+    assert (ap["data_phy_rate_max_bps"], ap["data_streams_max"], ap["mu_ppdus"]) == (
+        round(airtime.data_rate(phy)),
+        1,
+        0,
+    ), ap
     longest = max(int(size) for size in ap["mpdus_per_ampdu"]["histogram"])
     assert ap["mpdus_per_ampdu"]["mean"] > 64 and 64 < longest <= 256, ap["mpdus_per_ampdu"]
-
 
 
 def test_a_6ghz_he_cell_carries_what_the_analytical_model_says():
@@ -353,12 +417,12 @@ def test_a_6ghz_he_cell_carries_what_the_analytical_model_says():
     def saturate(attempt: int) -> tuple[tuple[iperf.IperfResult, dict, dict], list[str]]:
         topo = topology("wifi_ap", standard="802.11ax", band="6GHz", channel=37, width=80, mcs=2)
         with Ns3Network(topo) as network:
-            radio = next(p for n in network.description["nodes"] if n["name"] == "ap1"
-                         for p in n["ports"] if p["kind"] == "wifi")
+            radio = next(
+                p for n in network.description["nodes"] if n["name"] == "ap1" for p in n["ports"] if p["kind"] == "wifi"
+            )
             with isolated_channel(network):
                 network.reset_stats()
-                flow = iperf.between(network, "sta1", "server", duration=3, rate=1.2 * expected.goodput,
-                                     length=payload)
+                flow = iperf.between(network, "sta1", "server", duration=3, rate=1.2 * expected.goodput, length=payload)
                 stats = network.mac_stats()
         return (flow, stats["radios"]["ap1:wifi"], radio), stats["invalid_reasons"]
 
@@ -367,14 +431,16 @@ def test_a_6ghz_he_cell_carries_what_the_analytical_model_says():
     assert ap["data_phy_rate_max_bps"] == pytest.approx(airtime.data_rate(phy), abs=1), ap  # (ns-3 rounds up)
     assert flow.throughput == pytest.approx(expected.goodput, rel=0.1), (flow.throughput, expected.goodput)
 
+
 def test_he_guard_intervals_set_the_rate_on_the_air():
     """HE MCS 7 at 20 MHz: 86.0 and 73.1 Mbit/s with 0.8 and 3.2 us guard intervals (IEEE
     802.11ax-2021 Table 27-55; 1.6 us the backend refuses), two streams twice that: what the
     analytical model says (tests/unit/test_ns3_airtime.py checks it against the standard)."""
     used, expected = {}, {}
     for guard, streams in (("0.8us", 1), ("3.2us", 1), ("0.8us", 2)):
-        with Ns3Network(topology("wifi_ap", standard="802.11ax", guard_interval=guard,
-                                 spatial_streams=streams)) as network:
+        with Ns3Network(
+            topology("wifi_ap", standard="802.11ax", guard_interval=guard, spatial_streams=streams)
+        ) as network:
             network.reset_stats()
             flow = iperf.between(network, "sta1", "server", duration=1, rate=10e6)
             ap = network.mac_stats()["radios"]["ap1:wifi"]
@@ -399,9 +465,19 @@ def test_with_ofdma_the_ap_sends_to_several_stations_in_one_ppdu():
             for index in range(stations):
                 servers.enter_context(iperf.start_server(server, port=iperf.DEFAULT_PORT + index))
             network.reset_stats()
-            flows = [iperf.start(network.node(f"sta{index + 1}"), server.address, port=iperf.DEFAULT_PORT + index,
-                                 protocol="udp", rate=rate, duration=2, reverse=True, length=UDP_PAYLOAD)
-                     for index in range(stations)]
+            flows = [
+                iperf.start(
+                    network.node(f"sta{index + 1}"),
+                    server.address,
+                    port=iperf.DEFAULT_PORT + index,
+                    protocol="udp",
+                    rate=rate,
+                    duration=2,
+                    reverse=True,
+                    length=UDP_PAYLOAD,
+                )
+                for index in range(stations)
+            ]
             results = [flow.result(timeout=30) for flow in flows]
         stats = network.mac_stats()
     ap = stats["radios"]["ap1:wifi"]
@@ -417,7 +493,6 @@ def test_with_ofdma_the_ap_sends_to_several_stations_in_one_ppdu():
     shares = sum(receiver["airtime_s"] for receiver in ap["per_receiver"].values())
     assert set(ap["per_receiver"]) == {f"sta{index + 1}" for index in range(stations)}
     assert 0 < shares <= ap["airtime_s"]["data"] * 1.001, (shares, ap["airtime_s"])
-
 
 
 def test_with_uplink_ofdma_the_stations_acks_go_in_triggered_resource_units():
@@ -436,9 +511,16 @@ def test_with_uplink_ofdma_the_stations_acks_go_in_triggered_resource_units():
                 for index in range(stations):
                     servers.enter_context(iperf.start_server(server, port=iperf.DEFAULT_PORT + index))
                 network.reset_stats()
-                flows = [iperf.start(network.node(f"sta{index + 1}"), server.address,
-                                     port=iperf.DEFAULT_PORT + index, duration=2, reverse=True)
-                         for index in range(stations)]
+                flows = [
+                    iperf.start(
+                        network.node(f"sta{index + 1}"),
+                        server.address,
+                        port=iperf.DEFAULT_PORT + index,
+                        duration=2,
+                        reverse=True,
+                    )
+                    for index in range(stations)
+                ]
                 results = [flow.result(timeout=30) for flow in flows]
             return results, network.mac_stats()["radios"]
 
@@ -454,6 +536,7 @@ def test_with_uplink_ofdma_the_stations_acks_go_in_triggered_resource_units():
     assert radios["ap1:wifi"]["trigger_frames"] == 0
     assert all(radios[f"sta{index + 1}:wlan0"]["ul_mu_ppdus"] == 0 for index in range(stations))
 
+
 def _two_bss(obss_pd: float | None) -> Topology:
     """Two 802.11ax BSSs on channel 36, APs 30 m apart (each hears the other at -75 dBm, above
     the -82 dBm preamble detection level), colours 1 and 2, each with a station 3 m from its AP
@@ -462,8 +545,9 @@ def _two_bss(obss_pd: float | None) -> Topology:
     server, switch = topo.add_host("server"), topo.add_switch("sw1")
     topo.add_link(server, switch)
     for index, x, side in ((1, 0.0, -3.0), (2, 30.0, 3.0)):
-        ap = topo.add_access_point(f"ap{index}", position=(x, 0), standard="802.11ax", mcs=5, bss_color=index,
-                                   obss_pd=obss_pd)
+        ap = topo.add_access_point(
+            f"ap{index}", position=(x, 0), standard="802.11ax", mcs=5, bss_color=index, obss_pd=obss_pd
+        )
         topo.add_link(ap, switch)
         topo.add_wireless_link(topo.add_station(f"sta{index}", position=(x + side, 0)), ap)
     return topo
@@ -487,12 +571,23 @@ def test_spatial_reuse_lets_two_coloured_bsss_send_at_once():
                     for index in (1, 2):
                         servers.enter_context(iperf.start_server(server, port=iperf.DEFAULT_PORT + index))
                     network.reset_stats()
-                    flows = [iperf.start(network.node(f"sta{index}"), server.address,
-                                         port=iperf.DEFAULT_PORT + index, protocol="udp", rate=rate, duration=3,
-                                         reverse=True, length=UDP_PAYLOAD) for index in (1, 2)]
+                    flows = [
+                        iperf.start(
+                            network.node(f"sta{index}"),
+                            server.address,
+                            port=iperf.DEFAULT_PORT + index,
+                            protocol="udp",
+                            rate=rate,
+                            duration=3,
+                            reverse=True,
+                            length=UDP_PAYLOAD,
+                        )
+                        for index in (1, 2)
+                    ]
                     results = [flow.result(timeout=30) for flow in flows]
                 stats = network.mac_stats()
             return (results, stats["radios"]), stats["invalid_reasons"]
+
         return measure
 
     (shared, shared_radios), _ = in_real_time(both(None), "two BSSs without spatial reuse")

@@ -35,7 +35,8 @@ def _download(topology: str, params: dict[str, Any], **flow: Any) -> dict[str, A
         network.reset_stats()
         flows: list[iperf.IperfResult] = []
         download = threading.Thread(
-            target=lambda: flows.append(iperf.between(network, client, "server", duration=4, **flow)))
+            target=lambda: flows.append(iperf.between(network, client, "server", duration=4, **flow))
+        )
         download.start()
         download.join()
         threading.Event().wait(1.2)
@@ -45,8 +46,10 @@ def _download(topology: str, params: dict[str, Any], **flow: Any) -> dict[str, A
 
 
 def _balanced(frames: dict[str, Any]) -> bool:
-    return (frames["entered"] + frames["copies_made"]
-            == frames["left"] + sum(frames["dropped"].values()) + frames["in_flight"] + frames["vanished"])
+    return (
+        frames["entered"] + frames["copies_made"]
+        == frames["left"] + sum(frames["dropped"].values()) + frames["in_flight"] + frames["vanished"]
+    )
 
 
 def test_a_lossy_cable_drops_every_frame_it_loses_in_the_ledger():
@@ -54,8 +57,9 @@ def test_a_lossy_cable_drops_every_frame_it_loses_in_the_ledger():
     loss counts (no ARP crosses: quicbed gives the namespaces static neighbour entries)."""
     stats = _download("dumbbell.py", {"rate": "20mbit", "delay": "5ms", "loss": 5.0})
     frames = stats["frames"]
-    lost = sum(wire[direction]["loss_drops"] for wire in stats["wires"].values()
-               for direction in ("forward", "backward"))
+    lost = sum(
+        wire[direction]["loss_drops"] for wire in stats["wires"].values() for direction in ("forward", "backward")
+    )
     assert lost > 50 and frames["dropped"].get("wire_loss") == lost, (lost, frames)
     assert frames["vanished"] == 0 and frames["entered"] > 1000 and _balanced(frames), frames
     assert stats["valid"] or not any("vanished" in reason for reason in stats["invalid_reasons"])

@@ -14,8 +14,10 @@ from quicbed.backends.ns3 import build
 from quicbed.calibration import LinkCalibrator, ProbePlan
 
 NS3_MISSING = build.missing()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,6 @@ def test_bit_errors_drop_the_corrupted_share_on_an_ns3_cable(calibrator):
     assert low <= stats.lost <= high, f"{stats.lost} of {plan.count} outside [{low:.0f}, {high:.0f}]"
 
 
-
 def _known_trace() -> list[int]:
     """0-3 opportunities per ms in a 6 ms pattern (14 Mbit/s), and a 200 ms outage each 1.5 s."""
     times = [ms for ms in range(1, 1501) if not 700 <= ms < 900 for _ in range((0, 1, 2, 1, 0, 3)[ms % 6])]
@@ -69,8 +70,10 @@ def test_a_trace_lets_packets_out_at_its_opportunities(calibrator, tmp_path):
 
     times = _known_trace()
     write_trace(tmp_path / "known.trace", times)
-    shape, _ = calibrator.probe({"trace": str(tmp_path / "known.trace"), "queue_limit": 1000, "delay": "5ms"},
-                                    ProbePlan(count=3000, rate=2000, size=1472))
+    shape, _ = calibrator.probe(
+        {"trace": str(tmp_path / "known.trace"), "queue_limit": 1000, "delay": "5ms"},
+        ProbePlan(count=3000, rate=2000, size=1472),
+    )
     assert shape.trace is not None and shape.trace.opportunities == len(times)
     received = calibrator.last_log().received_ns
     settled = [ns for ns in received if ns - received[0] >= 200e6]  # the queue is full from here on

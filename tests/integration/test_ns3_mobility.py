@@ -52,8 +52,11 @@ def test_a_walking_station_hands_over_and_its_download_goes_on_through_the_next_
     for sample in samples:
         assert (sample["x"], sample["y"]) == pytest.approx(trajectory.position_at(sample["t"])[:2], abs=0.01)
     # one handover, ap1 -> ap2, where ap1 fades out
-    assert [(e["event"], e["ap"]) for e in events] == [("lost", "ap1"), ("associated", "ap2"),
-                                                       ("first_delivery", "ap2")], events
+    assert [(e["event"], e["ap"]) for e in events] == [
+        ("lost", "ap1"),
+        ("associated", "ap2"),
+        ("first_delivery", "ap2"),
+    ], events
     lost, associated, delivered = (e["t"] for e in events)
     where = trajectory.position_at(lost)[0]
     assert 45 < where < 65, (where, events)
@@ -80,8 +83,11 @@ def test_a_random_walk_moves_the_station_along_its_drawn_path():
     topo = Topology("walk")
     ap = topo.add_access_point("ap1", position=(0, 0), rate_control="minstrel")
     topo.add_link(ap, topo.add_host("server"))
-    station = topo.add_station("sta1", position=(10, 0), mobility={"model": "random_walk", "speed": 3.0,
-                                                                    "bounds": (-15, -15, 15, 15), "seed": 4})
+    station = topo.add_station(
+        "sta1",
+        position=(10, 0),
+        mobility={"model": "random_walk", "speed": 3.0, "bounds": (-15, -15, 15, 15), "seed": 4},
+    )
     topo.add_wireless_link(station, ap)
 
     def walk(attempt: int) -> tuple[dict, list[str]]:

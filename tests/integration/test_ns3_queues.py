@@ -32,6 +32,7 @@ def _bulk_download(queue: Any, rate: float | None = None, probe: bool = False) -
     """A 5 s iperf3 download to sta1 (TCP, or UDP at ``rate``) through one AP whose radios have
     ``queue``; with ``probe``, the server pings sta1 every 30 ms from 1.5 s on. The AP radio's
     statistics, the flow and the ping, from a download the channel kept in real time."""
+
     def attempt(_number: int) -> tuple[dict[str, Any], list[str]]:
         measured = _bulk_download_once(queue, rate, probe)
         return measured, measured["invalid_reasons"]
@@ -46,7 +47,8 @@ def _bulk_download_once(queue: Any, rate: float | None, probe: bool) -> dict[str
         flows: list[iperf.IperfResult] = []
         rate_option = {"rate": rate} if rate else {}
         download = threading.Thread(
-            target=lambda: flows.append(iperf.between(network, "sta1", "server", duration=5, **rate_option)))
+            target=lambda: flows.append(iperf.between(network, "sta1", "server", duration=5, **rate_option))
+        )
         download.start()
         replies = None
         if probe:
@@ -55,8 +57,12 @@ def _bulk_download_once(queue: Any, rate: float | None, probe: bool) -> dict[str
         download.join()
         stats = network.mac_stats()
     assert flows and flows[0].throughput > 0, "the download did not run"
-    return {"ap": stats["radios"]["ap1:wifi"], "flow": flows[0], "ping": replies,
-            "invalid_reasons": stats["invalid_reasons"]}
+    return {
+        "ap": stats["radios"]["ap1:wifi"],
+        "flow": flows[0],
+        "ping": replies,
+        "invalid_reasons": stats["invalid_reasons"],
+    }
 
 
 def _median_rtt(replies) -> float:
@@ -110,10 +116,12 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
     its share of the AP's data airtime, from a run the channel kept in real time and whose
     UDP senders sent what they were asked (a starved sender would leave its station's short
     CoDel queue empty, and the other station would take the airtime) and started together."""
+
     def attempt(_number: int) -> tuple[dict[str, Any], list[str]]:
         topo = Topology("fast-and-slow")
-        ap = topo.add_access_point("ap1", position=(0, 0, 0), rate_control="minstrel", mcs=None,
-                                   queue=None if queue == "fifo" else queue)
+        ap = topo.add_access_point(
+            "ap1", position=(0, 0, 0), rate_control="minstrel", mcs=None, queue=None if queue == "fifo" else queue
+        )
         topo.add_link(ap, topo.add_host("server"), name="wired", rate="1gbit", delay="2ms")
         for name, distance in (("fast", 5.0), ("slow", SLOW_DISTANCE)):
             topo.add_wireless_link(topo.add_station(name, position=(distance, 0, 0)), ap, distance=distance)
@@ -128,8 +136,9 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
 
         with Ns3Network(topo) as network:
             network.reset_stats()
-            downloads = [threading.Thread(target=download, args=(name, port))
-                         for name, port in (("fast", 5201), ("slow", 5202))]
+            downloads = [
+                threading.Thread(target=download, args=(name, port)) for name, port in (("fast", 5201), ("slow", 5202))
+            ]
             for thread in downloads:
                 thread.start()
             for thread in downloads:
@@ -140,13 +149,21 @@ def _fast_and_slow(queue: Any, rate: float | None = FLOOD) -> dict[str, Any]:
         assert not errors, (errors, {"drops": stats["radios"]["ap1:wifi"]["drops"], "tap": stats["tap"]})
         receivers = stats["radios"]["ap1:wifi"]["per_receiver"]
         airtime = {name: receivers[name]["airtime_s"] for name in flows}
-        measured = {name: {"goodput": flows[name].throughput, "airtime_share": airtime[name] / sum(airtime.values()),
-                           "queue": receivers[name].get("queue"),
-                           # the station's own radio: one queue, for everything it sends to its AP
-                           "uplink_queue": stats["radios"][f"{name}:wlan0"]["per_receiver"]["ap1"].get("queue")}
-                    for name in flows}
-        short = [f"the {name} flow's sender sent {flows[name].sent_bps / 1e6:.1f} of {rate / 1e6:.0f} Mbit/s"
-                 for name in flows if rate and (flows[name].sent_bps or 0) < 0.95 * rate]
+        measured = {
+            name: {
+                "goodput": flows[name].throughput,
+                "airtime_share": airtime[name] / sum(airtime.values()),
+                "queue": receivers[name].get("queue"),
+                # the station's own radio: one queue, for everything it sends to its AP
+                "uplink_queue": stats["radios"][f"{name}:wlan0"]["per_receiver"]["ap1"].get("queue"),
+            }
+            for name in flows
+        }
+        short = [
+            f"the {name} flow's sender sent {flows[name].sent_bps / 1e6:.1f} of {rate / 1e6:.0f} Mbit/s"
+            for name in flows
+            if rate and (flows[name].sent_bps or 0) < 0.95 * rate
+        ]
         # (iperf3 made a lost UDP set-up again: that flood started late, the other had the AP alone)
         late = [f"the {name} flow's UDP set-up was lost and made again" for name in flows if flows[name].attempts > 1]
         return measured, stats["invalid_reasons"] + short + late

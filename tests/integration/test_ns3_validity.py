@@ -44,6 +44,7 @@ def test_a_stall_inside_a_short_transfer_invalidates_it_though_the_run_would_pas
     about 0.4 % of the 6 s run (the old judgement: valid, even if the stall overran to 60 ms)
     but about 2.5 % of the transfer. Made again when the machine stalled the channel too (the
     idle spells invalid, or steal), or the helper making the stop overran it past 60 ms."""
+
     def attempt(_number: int) -> tuple[tuple, list[str]]:
         with dumbbell() as network, Steal() as steal:
             assert network.channel is not None
@@ -62,8 +63,9 @@ def test_a_stall_inside_a_short_transfer_invalidates_it_though_the_run_would_pas
             transfer = network.mac_stats(window=(start, end))
             idle = [network.mac_stats(window=window) for window in ((began, start), (end, time.monotonic()))]
         overran = [f"the stop lasted {stopped * 1e3:.0f} ms (meant 30 ms)"] if stopped > 0.060 else []
-        return (result, whole, transfer, end - start), \
-            [r for stats in idle for r in stats["invalid_reasons"]] + steal.reasons() + overran
+        return (result, whole, transfer, end - start), [
+            r for stats in idle for r in stats["invalid_reasons"]
+        ] + steal.reasons() + overran
 
     (result, whole, transfer, seconds), _ = in_real_time(attempt, "stalled ping burst")
     assert result.received >= 95  # the stall delayed replies, it lost none
@@ -84,6 +86,7 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
     helper making them was late to continue the channel) alone put it over the rule's limit.
     The stops come from a helper process (quicbed.host.stalls): in a thread of pytest, one
     lasted as long as a garbage collection of pytest's heap held the interpreter lock."""
+
     def attempt(_number: int) -> tuple[tuple, list[str]]:
         with dumbbell() as network, Steal() as steal:
             assert network.channel is not None
@@ -104,9 +107,14 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
         # alone (stops of 4 ms or more) put over 1 %; on a quiet machine it fails the test.
         stolen = steal.reasons(limit=STEAL_FLOOR) if stats["behind_share"] > 0.01 else []
         overran = stalls.record.beyond(BEHIND_MS / 1000) / stats["judged_sim_s"]
-        late = [f"stops of up to {stalls.record.longest_s * 1e3:.1f} ms (meant 3 ms) held the channel more than "
-                f"{BEHIND_MS:g} ms behind for {overran:.2%} of the window"] \
-            if stats["behind_share"] > 0.01 >= stats["behind_share"] - overran else []
+        late = (
+            [
+                f"stops of up to {stalls.record.longest_s * 1e3:.1f} ms (meant 3 ms) held the channel more than "
+                f"{BEHIND_MS:g} ms behind for {overran:.2%} of the window"
+            ]
+            if stats["behind_share"] > 0.01 >= stats["behind_share"] - overran
+            else []
+        )
         return (calm, slowed, stats), before["invalid_reasons"] + steal.reasons() + stolen + late
 
     (calm, slowed, stats), _ = in_real_time(attempt, "hovering ping")
@@ -115,8 +123,10 @@ def test_a_channel_hovering_a_few_ms_behind_is_flagged():
     assert not stats["valid"]
     assert any("more than 1 ms behind" in reason for reason in stats["invalid_reasons"])
     assert slowed.avg > calm.avg + 0.001  # it was no false alarm: the RTT grew by more than 1 ms
-    print(f"hovering: {stats['slow_share']:.1%} of the transfer > 1 ms behind, RTT {calm.avg * 1e3:.2f} -> "
-          f"{slowed.avg * 1e3:.2f} ms")
+    print(
+        f"hovering: {stats['slow_share']:.1%} of the transfer > 1 ms behind, RTT {calm.avg * 1e3:.2f} -> "
+        f"{slowed.avg * 1e3:.2f} ms"
+    )
 
 
 def test_frames_the_tap_readers_cannot_queue_are_dropped_counted_and_invalidate_the_run():
@@ -124,6 +134,7 @@ def test_frames_the_tap_readers_cannot_queue_are_dropped_counted_and_invalidate_
     download's bursts (counted, the run invalid); the default limit drops none of the same flow,
     in a download the channel kept in real time (made again otherwise: a stalled channel makes
     frames wait at its readers)."""
+
     def download(limit: int) -> dict:
         with dumbbell(tap_pending_limit=limit) as network:
             network.reset_stats()

@@ -57,21 +57,22 @@ def _rules(net: NamespaceNetwork) -> str:
     return net.node("server").run(["ip", "rule", "show"]).stdout
 
 
-def test_a_port_runs_its_own_congestion_control_next_to_the_default(net: NamespaceNetwork,
-                                                                     tmp_path: Path) -> None:
+def test_a_port_runs_its_own_congestion_control_next_to_the_default(net: NamespaceNetwork, tmp_path: Path) -> None:
     server, client = net.node("server"), net.node("client")
     setting = PortCongestionControl(port=PORTS[1], client=client.address, algorithm="reno")
     undo = port_cc.apply(server, setting)
-    listener = server.start([sys.executable, "-c", LISTEN, server.address, *map(str, PORTS)],
-                            name="listen", log_dir=tmp_path)
+    listener = server.start(
+        [sys.executable, "-c", LISTEN, server.address, *map(str, PORTS)], name="listen", log_dir=tmp_path
+    )
     connector = None
     try:
         assert f"sport {PORTS[1]} lookup {port_cc.TABLE_BASE + PORTS[1]}" in _rules(net)
         deadline = time.monotonic() + 20
         while "ready" not in (tmp_path / "listen.out").read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
-        connector = client.start([sys.executable, "-c", CONNECT, server.address, *map(str, PORTS)],
-                                 name="connect", log_dir=tmp_path)
+        connector = client.start(
+            [sys.executable, "-c", CONNECT, server.address, *map(str, PORTS)], name="connect", log_dir=tmp_path
+        )
         found: dict[int, str] = {}
         while len(found) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)

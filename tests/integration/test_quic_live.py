@@ -36,8 +36,10 @@ from quicbed.spec.loader import load_topology
 from realtime import in_real_time
 
 NS3_MISSING = build.missing()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: {NS3_MISSING}"),
+]
 ROOT = Path(__file__).resolve().parents[2]
 
 SIZE = 4_000_000
@@ -69,17 +71,35 @@ def _wait_for(path: Path, process: Any, timeout: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
-              profile: str, attempt: int) -> LiveRun:
+def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path, profile: str, attempt: int) -> LiveRun:
     from quicbed.analysis.packets import read_pcap
 
     client, server = net.node("sta1"), net.node("server")
     run = base / f"{profile}-{attempt}"
     run.mkdir()
-    process = server.start(module_argv("quicbed.apps.quic.server", [
-        "--root", str(root), "--cert", str(cert), "--key", str(key), "--port", str(PORT),
-        "--profile", profile, "--ready-file", str(run / "ready.json"),
-        "--stats-file", str(run / "stats.jsonl")]), name="quic-server", log_dir=run)
+    process = server.start(
+        module_argv(
+            "quicbed.apps.quic.server",
+            [
+                "--root",
+                str(root),
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--port",
+                str(PORT),
+                "--profile",
+                profile,
+                "--ready-file",
+                str(run / "ready.json"),
+                "--stats-file",
+                str(run / "stats.jsonl"),
+            ],
+        ),
+        name="quic-server",
+        log_dir=run,
+    )
     _wait_for(run / "ready.json", process)
     captures = CaptureSet(run)
     captures.add(server, "eth0")
@@ -87,21 +107,47 @@ def _download(net: Ns3Network, base: Path, root: Path, cert: Path, key: Path,
     captures.start()
     net.reset_stats()
     try:
-        client.run(module_argv("quicbed.apps.quic.client", [
-            "--host", server.address, "--port", str(PORT), "--ca-cert", str(cert),
-            "--profile", profile, "--path", f"/bulk/{objects.bulk_name(SIZE)}.bin",
-            "--timeout", "30", "--output", str(run / "client.json")]), timeout=45, check=False)
+        client.run(
+            module_argv(
+                "quicbed.apps.quic.client",
+                [
+                    "--host",
+                    server.address,
+                    "--port",
+                    str(PORT),
+                    "--ca-cert",
+                    str(cert),
+                    "--profile",
+                    profile,
+                    "--path",
+                    f"/bulk/{objects.bulk_name(SIZE)}.bin",
+                    "--timeout",
+                    "30",
+                    "--output",
+                    str(run / "client.json"),
+                ],
+            ),
+            timeout=45,
+            check=False,
+        )
     finally:
         stats = captures.stop()
         process.stop()  # SIGTERM: the server closes its connections and writes its stats line
     mac = net.mac_stats()
     record = json.loads((run / "client.json").read_text())
     lines = (run / "stats.jsonl").read_text().splitlines() if (run / "stats.jsonl").exists() else []
-    return LiveRun(profile=profile, record=record, server_stats=[json.loads(x) for x in lines],
-                   capture_stats=stats,
-                   server_packets=[p for p in read_pcap(captures.path("server-eth0")) if p.proto == "udp"],
-                   client_packets=[p for p in read_pcap(captures.path("sta1-wlan0")) if p.proto == "udp"],
-                   server_address=server.address, client_address=client.address, mac=mac, attempts=[])
+    return LiveRun(
+        profile=profile,
+        record=record,
+        server_stats=[json.loads(x) for x in lines],
+        capture_stats=stats,
+        server_packets=[p for p in read_pcap(captures.path("server-eth0")) if p.proto == "udp"],
+        client_packets=[p for p in read_pcap(captures.path("sta1-wlan0")) if p.proto == "udp"],
+        server_address=server.address,
+        client_address=client.address,
+        mac=mac,
+        attempts=[],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +159,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveRun
     with Ns3Network(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {})) as net:
         cert, key = certs.write(base / "tls", [net.node("server").address, "localhost"])
         for profile in ("quic", "bquic"):
+
             def attempt(number: int, profile: str = profile) -> tuple[LiveRun, list[str]]:
                 made = _download(net, base, root, cert, key, profile, number)
                 return made, made.mac["invalid_reasons"]
@@ -126,18 +173,28 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveRun
 def _channel_drops(mac: dict[str, Any]) -> dict[str, int]:
     """Frames the channel dropped, by where: each radio's MAC (retry limit, lifetime) and queue,
     each cable's queue, the TAP path."""
-    drops = {f"{radio} {kind}": entry[kind] for radio, entry in mac["radios"].items()
-             for kind in ("mac_drops", "queue_drops") if entry[kind]}
-    drops |= {f"{wire} {direction} queue": counters.get("queue_drops", 0) for wire, sides in mac["wires"].items()
-              for direction, counters in sides.items() if counters.get("queue_drops")}
-    drops |= {f"TAP {kind}": mac["tap"][kind] for kind in ("rx_drops", "tx_drops")
-              if mac.get("tap", {}).get(kind)}
+    drops = {
+        f"{radio} {kind}": entry[kind]
+        for radio, entry in mac["radios"].items()
+        for kind in ("mac_drops", "queue_drops")
+        if entry[kind]
+    }
+    drops |= {
+        f"{wire} {direction} queue": counters.get("queue_drops", 0)
+        for wire, sides in mac["wires"].items()
+        for direction, counters in sides.items()
+        if counters.get("queue_drops")
+    }
+    drops |= {f"TAP {kind}": mac["tap"][kind] for kind in ("rx_drops", "tx_drops") if mac.get("tap", {}).get(kind)}
     return drops
 
 
 def _data_departures(run: LiveRun) -> list[Any]:
-    return [p for p in run.server_packets
-            if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD]
+    return [
+        p
+        for p in run.server_packets
+        if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD
+    ]
 
 
 def short_gap_share(packets: list[Any]) -> float:
@@ -148,8 +205,11 @@ def short_gap_share(packets: list[Any]) -> float:
 def ack_ratio(run: LiveRun) -> float:
     """Client -> server packets per server -> client data packet, at the client."""
     acks = [p for p in run.client_packets if p.dst == run.server_address and p.dport == PORT]
-    data = [p for p in run.client_packets
-            if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD]
+    data = [
+        p
+        for p in run.client_packets
+        if p.src == run.server_address and p.sport == PORT and p.payload_len > DATA_PAYLOAD
+    ]
     return len(acks) / len(data)
 
 
@@ -175,8 +235,7 @@ def test_captures_are_complete(runs: dict[str, LiveRun]) -> None:
         assert sum(p.payload_len for p in from_server) > SIZE
         # the client's capture has every data packet but those the channel says it dropped (MAC
         # retries and large queues make that rare: none in most downloads)
-        received = [p for p in run.client_packets if p.src == run.server_address
-                    and p.payload_len > DATA_PAYLOAD]
+        received = [p for p in run.client_packets if p.src == run.server_address and p.payload_len > DATA_PAYLOAD]
         dropped = _channel_drops(run.mac)
         assert 0 <= len(sent) - len(received) <= sum(dropped.values()), (len(sent), len(received), dropped)
         # the server's packet counter matches what left its interface
@@ -186,10 +245,15 @@ def test_captures_are_complete(runs: dict[str, LiveRun]) -> None:
 
 def _context(runs: dict[str, LiveRun]) -> dict[str, Any]:
     """Goodputs and loss counts, for assertion messages (a CPU-starved run shows here)."""
-    return {name: {"mbit_per_s": round(run.record["bytes"] * 8 / run.record["completion_time"] / 1e6, 1)
-                   if run.record.get("completion_time") else None,
-                   "lost": run.server_stats[-1]["transport"]["packets_lost"] if run.server_stats else None}
-            for name, run in runs.items()}
+    return {
+        name: {
+            "mbit_per_s": round(run.record["bytes"] * 8 / run.record["completion_time"] / 1e6, 1)
+            if run.record.get("completion_time")
+            else None,
+            "lost": run.server_stats[-1]["transport"]["packets_lost"] if run.server_stats else None,
+        }
+        for name, run in runs.items()
+    }
 
 
 def test_bquic_departures_are_burstier(runs: dict[str, LiveRun]) -> None:
@@ -202,8 +266,7 @@ def test_bquic_client_acks_less(runs: dict[str, LiveRun]) -> None:
     ratios = {name: ack_ratio(run) for name, run in runs.items()}
     assert ratios["bquic"] < 0.7 * ratios["quic"], (ratios, _context(runs))
     # the client's own counters say the same
-    counters = {name: run.record["transport"]["ack_only_per_ack_eliciting_received"]
-                for name, run in runs.items()}
+    counters = {name: run.record["transport"]["ack_only_per_ack_eliciting_received"] for name, run in runs.items()}
     assert counters["quic"] == pytest.approx(0.5, abs=0.1), (counters, _context(runs))
     assert counters["bquic"] < 0.7 * counters["quic"], (counters, _context(runs))
     # and the server received what the client sent

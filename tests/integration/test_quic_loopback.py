@@ -55,12 +55,34 @@ class Server:
         self.stats_file = self.directory / "stats.jsonl"
         self.qlog_dir = self.directory / "qlog"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", *IMPLEMENTATIONS[implementation].server, "--root", str(content["root"]),
-             "--cert", str(content["cert"]), "--key", str(content["key"]),
-             "--host", "127.0.0.1", "--port", "0", "--profile", profile,
-             "--ready-file", str(self.ready_file), "--stats-file", str(self.stats_file),
-             "--qlog-dir", str(self.qlog_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_environment())
+            [
+                sys.executable,
+                "-m",
+                *IMPLEMENTATIONS[implementation].server,
+                "--root",
+                str(content["root"]),
+                "--cert",
+                str(content["cert"]),
+                "--key",
+                str(content["key"]),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--profile",
+                profile,
+                "--ready-file",
+                str(self.ready_file),
+                "--stats-file",
+                str(self.stats_file),
+                "--qlog-dir",
+                str(self.qlog_dir),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(),
+        )
         deadline = time.monotonic() + READY_TIMEOUT
         while not self.ready_file.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -81,8 +103,11 @@ class Server:
         return out, err
 
 
-@pytest.fixture(scope="module", params=[("aioquic", "quic"), ("aioquic", "bquic"), ("quinn", "quic")],
-                ids=["quic", "bquic", "quinn-quic"])
+@pytest.fixture(
+    scope="module",
+    params=[("aioquic", "quic"), ("aioquic", "bquic"), ("quinn", "quic")],
+    ids=["quic", "bquic", "quinn-quic"],
+)
 def server(request: pytest.FixtureRequest, content: dict[str, Path]) -> Iterator[Server]:
     implementation, profile = request.param
     if implementation == "quinn" and native_binary() is None:
@@ -92,15 +117,36 @@ def server(request: pytest.FixtureRequest, content: dict[str, Path]) -> Iterator
     running.stop()
 
 
-def _client(content: dict[str, Path], server: Server, name: str, *arguments: str,
-            timeout: float = 60.0) -> tuple[int, dict[str, Any], str]:
+def _client(
+    content: dict[str, Path], server: Server, name: str, *arguments: str, timeout: float = 60.0
+) -> tuple[int, dict[str, Any], str]:
     output = server.directory / f"{name}.json"
     completed = subprocess.run(
-        [sys.executable, "-m", *IMPLEMENTATIONS[server.implementation].client, "--host", "127.0.0.1",
-         "--port", str(server.port), "--ca-cert", str(content["cert"]), "--server-name",
-         "localhost", "--profile", server.info["profile"], "--timeout", str(timeout),
-         "--output", str(output), *arguments],
-        capture_output=True, text=True, env=_environment(), timeout=timeout + 30)
+        [
+            sys.executable,
+            "-m",
+            *IMPLEMENTATIONS[server.implementation].client,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(server.port),
+            "--ca-cert",
+            str(content["cert"]),
+            "--server-name",
+            "localhost",
+            "--profile",
+            server.info["profile"],
+            "--timeout",
+            str(timeout),
+            "--output",
+            str(output),
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        timeout=timeout + 30,
+    )
     record = json.loads(output.read_text()) if output.exists() else {}
     return completed.returncode, record, completed.stderr
 
@@ -130,8 +176,7 @@ def test_server_ready_line_and_file(server: Server) -> None:
 def test_bulk_download(content: dict[str, Path], server: Server) -> None:
     profile = server.info["profile"]
     qlog_dir = server.directory / "client-qlog"
-    code, record, stderr = _client(content, server, "bulk", "--path", "/bulk/2MB.bin",
-                                   "--qlog-dir", str(qlog_dir))
+    code, record, stderr = _client(content, server, "bulk", "--path", "/bulk/2MB.bin", "--qlog-dir", str(qlog_dir))
     assert code == 0, stderr
     assert record["ok"] is True and record["error"] is None
     # exactly ClientRecord's keys, as the runner reads them (tests/unit/test_client_record.py)
@@ -157,24 +202,36 @@ def test_bulk_download(content: dict[str, Path], server: Server) -> None:
         assert load_trace(qlog_file).named("recovery:metrics_updated")
         return
     assert record["aioquic_version"]
-    for key in ("packets_sent", "packets_received", "ack_only_packets_sent", "packets_lost",
-                "rtt_min", "rtt_smoothed", "cwnd"):
+    for key in (
+        "packets_sent",
+        "packets_received",
+        "ack_only_packets_sent",
+        "packets_lost",
+        "rtt_min",
+        "rtt_smoothed",
+        "cwnd",
+    ):
         assert transport[key] is not None, key
     assert transport["ack_eliciting_packets_received"] >= BULK // 1300
     # the filtered qlog of the client: ACK frames and recovery metrics only
     (qlog_file,) = record["qlog"]
     names = {event["name"] for event in read_events(qlog_file)}
-    assert names <= {"recovery:metrics_updated", "recovery:packet_lost",
-                     "recovery:congestion_state_updated", "transport:packet_sent",
-                     "transport:packet_received", "transport:parameters_set"}
-    sent_acks = [e for e in read_events(qlog_file, ["transport:packet_sent"])
-                 if e["data"]["ack_only"]]
+    assert names <= {
+        "recovery:metrics_updated",
+        "recovery:packet_lost",
+        "recovery:congestion_state_updated",
+        "transport:packet_sent",
+        "transport:packet_received",
+        "transport:parameters_set",
+    }
+    sent_acks = [e for e in read_events(qlog_file, ["transport:packet_sent"]) if e["data"]["ack_only"]]
     assert len(sent_acks) == transport["ack_only_packets_sent"]
 
 
 def test_page_download(content: dict[str, Path], server: Server) -> None:
-    code, record, stderr = _client(content, server, "page", "--manifest", str(content["root"]),
-                                   "--page", PAGE.name, "--parallel", "4")
+    code, record, stderr = _client(
+        content, server, "page", "--manifest", str(content["root"]), "--page", PAGE.name, "--parallel", "4"
+    )
     assert code == 0, stderr
     assert record["request"]["page"] == PAGE.name and record["request"]["parallel"] == 4
     assert record["objects_completed"] == PAGE.objects == len(record["objects"])
@@ -182,11 +239,12 @@ def test_page_download(content: dict[str, Path], server: Server) -> None:
     manifest = objects.load_manifest(content["root"])
     sizes = {o["path"]: o["size"] for o in objects.page_objects(manifest, PAGE.name)}
     assert {o["path"]: o["size"] for o in record["objects"]} == sizes
-    assert all(o["status"] == 200 and o["end"] >= o["first_byte"] >= o["start"]
-               for o in record["objects"])
+    assert all(o["status"] == 200 and o["end"] >= o["first_byte"] >= o["start"] for o in record["objects"])
     # no more than 4 requests were open at once
-    events = sorted([(o["start"], 1) for o in record["objects"]]
-                    + [(o["end"], -1) for o in record["objects"]], key=lambda e: (e[0], e[1]))
+    events = sorted(
+        [(o["start"], 1) for o in record["objects"]] + [(o["end"], -1) for o in record["objects"]],
+        key=lambda e: (e[0], e[1]),
+    )
     open_now = peak = 0
     for _, change in events:
         open_now += change
@@ -214,8 +272,10 @@ def test_server_stats_and_qlog_after_shutdown(server: Server) -> None:
 
 
 def test_bquic_client_acks_less_than_quic(aioquic_bulk_records: dict[str, dict[str, Any]]) -> None:
-    ratio = {name: aioquic_bulk_records[name]["transport"]["ack_only_per_ack_eliciting_received"]
-             for name in ("quic", "bquic")}
+    ratio = {
+        name: aioquic_bulk_records[name]["transport"]["ack_only_per_ack_eliciting_received"]
+        for name in ("quic", "bquic")
+    }
     assert ratio["quic"] == pytest.approx(0.5, abs=0.08)
     assert ratio["bquic"] < 0.8 * ratio["quic"]
 
@@ -224,9 +284,27 @@ def test_timeout_without_server(content: dict[str, Path], tmp_path: Path) -> Non
     output = tmp_path / "timeout.json"
     started = time.monotonic()
     completed = subprocess.run(
-        [sys.executable, "-m", "quicbed.apps.quic.client", "--host", "127.0.0.1", "--port", "9",
-         "--insecure", "--path", "/x", "--timeout", "1.5", "--output", str(output)],
-        capture_output=True, text=True, env=_environment(), timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "quicbed.apps.quic.client",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "9",
+            "--insecure",
+            "--path",
+            "/x",
+            "--timeout",
+            "1.5",
+            "--output",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        timeout=60,
+    )
     assert completed.returncode == 1
     record = json.loads(output.read_text())
     assert record["error"] == "timeout after 1.5s" and record["ok"] is False

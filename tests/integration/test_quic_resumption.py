@@ -30,9 +30,13 @@ REPO = Path(__file__).resolve().parents[2]
 OBJECT = "/bulk/100kB.bin"
 CERTIFICATE, CERTIFICATE_VERIFY = 11, 15  # TLS handshake message types
 INITIAL, ZERO_RTT = 0, 1  # QUIC long header packet types
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(shutil.which("tcpdump") is None or shutil.which("tshark") is None,
-                                 reason="needs tcpdump and tshark (apt-get install tcpdump tshark)")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(
+        shutil.which("tcpdump") is None or shutil.which("tshark") is None,
+        reason="needs tcpdump and tshark (apt-get install tcpdump tshark)",
+    ),
+]
 
 
 @dataclass
@@ -59,16 +63,40 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     cert, key = certs.write(base / "tls")
     ready = base / "ready.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", *IMPLEMENTATIONS[implementation].server, "--root", str(base / "www"),
-         "--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", "0", "--profile", "quic",
-         "--ready-file", str(ready)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            *IMPLEMENTATIONS[implementation].server,
+            "--root",
+            str(base / "www"),
+            "--cert",
+            str(cert),
+            "--key",
+            str(key),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--profile",
+            "quic",
+            "--ready-file",
+            str(ready),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     while not ready.exists():
         assert process.poll() is None and time.monotonic() < deadline, "the server did not get ready"
         time.sleep(0.05)
-    yield {"base": base, "cert": cert, "port": json.loads(ready.read_text())["port"],
-           "client": IMPLEMENTATIONS[implementation].client}
+    yield {
+        "base": base,
+        "cert": cert,
+        "port": json.loads(ready.read_text())["port"],
+        "client": IMPLEMENTATIONS[implementation].client,
+    }
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=15)
 
@@ -92,31 +120,94 @@ def _fetch(server: dict[str, Any], resumption: str) -> Fetch:
 def _fetch_once(server: dict[str, Any], resumption: str, name: str) -> Fetch:
     base, port = server["base"], server["port"]
     pcap, keys, output = (base / f"{name}.{suffix}" for suffix in ("pcap", "keys", "json"))
-    dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-Z", "root", "-w", str(pcap),
-                             "udp", "port", str(port)], stderr=subprocess.PIPE, text=True)
+    dump = subprocess.Popen(
+        [
+            "tcpdump",
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-U",
+            "-n",
+            "-Z",
+            "root",
+            "-w",
+            str(pcap),
+            "udp",
+            "port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     said = ""
     while "listening on" not in said:  # tcpdump's first words once it captures
         ready, _, _ = select.select([dump.stderr], [], [], 10)
         assert ready and dump.poll() is None, f"tcpdump did not start: {said}"
         said += dump.stderr.readline()
-    command = [sys.executable, "-m", *server["client"], "--host", "127.0.0.1", "--port", str(port),
-               "--ca-cert", str(server["cert"]), "--server-name", "localhost", "--profile", "quic", "--path", OBJECT,
-               "--resumption", resumption, "--keylog", str(keys), "--output", str(output)]
+    command = [
+        sys.executable,
+        "-m",
+        *server["client"],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ca-cert",
+        str(server["cert"]),
+        "--server-name",
+        "localhost",
+        "--profile",
+        "quic",
+        "--path",
+        OBJECT,
+        "--resumption",
+        resumption,
+        "--keylog",
+        str(keys),
+        "--output",
+        str(output),
+    ]
     completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
     time.sleep(0.2)
     dump.send_signal(signal.SIGINT)
     dump.wait(timeout=10)
-    record = json.loads(output.read_text()) if output.exists() else {"exit": completed.returncode,
-                                                                      "stderr": completed.stderr}
+    record = (
+        json.loads(output.read_text())
+        if output.exists()
+        else {"exit": completed.returncode, "stderr": completed.stderr}
+    )
     return Fetch(record, _connections(pcap, keys, port) if keys.exists() else [])
 
 
 def _connections(pcap: Path, keys: Path, port: int) -> list[Connection]:
     fields = subprocess.run(
-        ["tshark", "-r", str(pcap), "-o", f"tls.keylog_file:{keys}", "-d", f"udp.port=={port},quic", "-T", "fields",
-         "-e", "udp.srcport", "-e", "quic.long.packet_type", "-e", "tls.handshake.type", "-e", "quic.scid",
-         "-e", "quic.dcid", "-E", "occurrence=a"],
-        capture_output=True, text=True, check=True).stdout
+        [
+            "tshark",
+            "-r",
+            str(pcap),
+            "-o",
+            f"tls.keylog_file:{keys}",
+            "-d",
+            f"udp.port=={port},quic",
+            "-T",
+            "fields",
+            "-e",
+            "udp.srcport",
+            "-e",
+            "quic.long.packet_type",
+            "-e",
+            "tls.handshake.type",
+            "-e",
+            "quic.scid",
+            "-e",
+            "quic.dcid",
+            "-E",
+            "occurrence=a",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     by_client_id: dict[str, Connection] = {}
     for line in fields.splitlines():
         source, packet_types, messages, scid, dcid = (line.split("\t") + [""] * 5)[:5]
@@ -168,7 +259,22 @@ def test_a_0rtt_connection_sends_its_request_before_the_handshake_ends(server: d
 
 
 def test_the_tcp_client_refuses_0rtt() -> None:
-    completed = subprocess.run([sys.executable, "-m", "quicbed.apps.tcp.client", "--host", "127.0.0.1", "--path",
-                                OBJECT, "--resumption", "0rtt"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quicbed.apps.tcp.client",
+            "--host",
+            "127.0.0.1",
+            "--path",
+            OBJECT,
+            "--resumption",
+            "0rtt",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert completed.returncode == 2
     assert "--resumption 0rtt: this client resumes with ticket" in completed.stderr

@@ -17,8 +17,10 @@ from quicbed.report import ReportOptions, build_report
 from report_fixtures import make_matrix_folder
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium missing (scripts/install.sh installs it with the "
-                                                         "test packages: apt install chromium)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium missing (scripts/install.sh installs it with the test packages: apt install chromium)",
+)
 WIDTH, HEIGHT = 1280, 1600
 #: the page the report is opened in: it reports what the report's own page cannot (its images
 #: and where its overview table is) into an element the DOM dump carries
@@ -43,11 +45,26 @@ document.getElementById("report").addEventListener("load", () => {
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     # --no-sandbox: the tests run as root; --virtual-time-budget: wait for the page and its images
-    return subprocess.run([str(CHROMIUM), "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--force-device-scale-factor=1", f"--window-size={WIDTH},{HEIGHT}",
-                           "--allow-file-access-from-files", "--virtual-time-budget=10000",
-                           "--enable-logging=stderr", "--v=0", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [
+            str(CHROMIUM),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            f"--window-size={WIDTH},{HEIGHT}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=10000",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _console(stderr: str) -> list[str]:
@@ -77,10 +94,10 @@ def test_the_report_opens_whole_in_chromium(tmp_path: Path) -> None:
     assert pixels.shape[:2] == (HEIGHT, WIDTH)
     top, left = int(table["y"]), int(table["x"])
     assert top + table["height"] <= HEIGHT, "the overview table is below the first screen"
-    region = pixels[top:top + int(table["height"]), left:left + int(table["width"])]
+    region = pixels[top : top + int(table["height"]), left : left + int(table["width"])]
     ink = (region.mean(axis=2) < 0.5).mean()  # share of dark pixels: text and rules
     assert 0.02 < ink < 0.4, f"the overview table's area is {ink:.1%} dark: not a table of text"
-    blank = pixels[top:top + int(table["height"]), WIDTH - 40:WIDTH - 10]
+    blank = pixels[top : top + int(table["height"]), WIDTH - 40 : WIDTH - 10]
     assert (blank.mean(axis=2) < 0.5).mean() < 0.01  # the margin beside it stays empty
 
 

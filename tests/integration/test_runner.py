@@ -32,15 +32,24 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 def _experiment(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "exp.yaml"
-    path.write_text(f"name: runner-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                    f"  params: {{rate: 20mbit, delay: 0ms, queue_limit: 100}}\nbackend: netns\n{body}")
+    path.write_text(
+        f"name: runner-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        f"  params: {{rate: 20mbit, delay: 0ms, queue_limit: 100}}\nbackend: netns\n{body}"
+    )
     return path
 
 
 def _quicbed(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "quicbed", *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "quicbed", *args],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **kwargs,
+    )
 
 
 def _run_to_completion(exp: Path, out: Path, *options: str, status: int = 0) -> str:
@@ -71,8 +80,9 @@ def _assert_only_complete_runs(out: Path) -> list[dict]:
 
 def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_path: Path) -> None:
     # the 30 MB object cannot arrive within the 3 s timeout at 20 Mbit/s: that run fails
-    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\n  workload.object: [2MB, 30MB]\n"
-                                "timeout: 3s\nqlog: true\n")
+    exp = _experiment(
+        tmp_path, "matrix:\n  transport: [quic, tcp]\n  workload.object: [2MB, 30MB]\ntimeout: 3s\nqlog: true\n"
+    )
     out = tmp_path / "out"
     output = _run_to_completion(exp, out)
     lines = {line["run_id"]: line for line in _assert_only_complete_runs(out)}
@@ -110,8 +120,9 @@ def test_runs_record_metrics_and_a_failing_run_does_not_stop_the_experiment(tmp_
 
 def test_runs_without_captures_complete_for_every_transport(tmp_path: Path) -> None:
     """With captures off no capture process creates a run's logs/ folder: the run still has one."""
-    exp = _experiment(tmp_path, "matrix:\n  transport: [quic, tcp]\nworkload: {object: 300kB}\ncaptures: false\n"
-                                "timeout: 40s\n")
+    exp = _experiment(
+        tmp_path, "matrix:\n  transport: [quic, tcp]\nworkload: {object: 300kB}\ncaptures: false\ntimeout: 40s\n"
+    )
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     lines = _assert_only_complete_runs(out)
@@ -129,8 +140,11 @@ def test_background_traffic_runs_through_the_transfer_and_its_delivery_is_record
     """UDP background traffic from the server to the client, 1 s ahead of a TCP download: it
     takes its rate from the 20 Mbit/s link, and the run records what it delivered (a run whose
     background delivered nothing is invalid: tests/unit/test_runner_analyse.py)."""
-    exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\nworkload: {object: 4MB}\ncaptures: false\ntimeout: 40s\n"
-                                "background: {kind: udp, from: server, to: client, rate: 8mbit}\n")
+    exp = _experiment(
+        tmp_path,
+        "matrix:\n  transport: [tcp]\nworkload: {object: 4MB}\ncaptures: false\ntimeout: 40s\n"
+        "background: {kind: udp, from: server, to: client, rate: 8mbit}\n",
+    )
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     [line] = _assert_only_complete_runs(out)
@@ -160,8 +174,14 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
         assert not list((out / "runs").glob(".*.partial")), "an interrupted run left its folder"
         assert json.loads((out / "metadata.json").read_text())["status"] == "interrupted"
     else:
-        cleaned = subprocess.run([sys.executable, "-m", "quicbed", "clean"], cwd=ROOT, capture_output=True,
-                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+        cleaned = subprocess.run(
+            [sys.executable, "-m", "quicbed", "clean"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=60,
+        )
         assert cleaned.returncode == 0, cleaned.stderr
     first = _assert_only_complete_runs(out)
     assert 2 <= len(first) < 6
@@ -169,15 +189,18 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
     assert f"{len(first)} done before" in output
     lines = _assert_only_complete_runs(out)
     assert len(lines) == 6 and all(line["status"] == "ok" for line in lines)
-    assert lines[:len(first)] == first  # finished runs untouched
+    assert lines[: len(first)] == first  # finished runs untouched
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and len(metadata["sessions"]) == 2
     assert set(ownership.quicbed_namespaces()) == before, "namespaces of the runs are left"
 
 
 def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> None:
-    exp = _experiment(tmp_path, "workload: {object: 1MB}\nmatrix:\n  link.bottleneck.rate: [5mbit, 40mbit]\n"
-                                "  transport: [tcp]\nrepetitions: 2\n")
+    exp = _experiment(
+        tmp_path,
+        "workload: {object: 1MB}\nmatrix:\n  link.bottleneck.rate: [5mbit, 40mbit]\n"
+        "  transport: [tcp]\nrepetitions: 2\n",
+    )
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     lines = _assert_only_complete_runs(out)
@@ -188,8 +211,10 @@ def test_a_link_axis_reshapes_the_live_network_between_runs(tmp_path: Path) -> N
         qdiscs = json.loads((out / line["folder"] / "run.json").read_text())["details"]["qdiscs"]
         assert any(f"rate {rate / 1e6:g}Mbit" in q for q in qdiscs["s1"]), qdiscs["s1"]
     # the traffic followed the reshaped link (how close to the rate is bench/links.py's business)
-    goodput = {rate: [line["metrics"]["goodput"] for line in lines if line["cell"]["link.bottleneck.rate"] == rate]
-               for rate in ("5mbit", "40mbit")}
+    goodput = {
+        rate: [line["metrics"]["goodput"] for line in lines if line["cell"]["link.bottleneck.rate"] == rate]
+        for rate in ("5mbit", "40mbit")
+    }
     assert min(goodput["40mbit"]) > max(goodput["5mbit"]), goodput
     metadata = json.loads((out / "metadata.json").read_text())
     assert len(metadata["sessions"][0]["networks"]) == 1  # built once, reshaped in place
@@ -222,8 +247,10 @@ def test_a_shard_runs_its_runs_and_resumes_only_as_that_shard(tmp_path: Path) ->
 
 def _competitor_run(tmp_path: Path, transport: str, competitor: str) -> tuple[dict, Path]:
     """The results line and folder of one 2 MB run of ``transport`` against ``competitor``."""
-    exp = _experiment(tmp_path, f"workload: {{object: 2MB}}\ncompetitor: {{transport: {competitor}}}\n"
-                                f"matrix:\n  transport: [{transport}]\n")
+    exp = _experiment(
+        tmp_path,
+        f"workload: {{object: 2MB}}\ncompetitor: {{transport: {competitor}}}\nmatrix:\n  transport: [{transport}]\n",
+    )
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     (line,) = _assert_only_complete_runs(out)
@@ -260,8 +287,10 @@ def test_several_competitors_download_at_once_each_with_its_own_server(tmp_path:
     line, folder = _competitor_run(tmp_path, "tcp", "tcp-bbr+tcp-reno+quic")
     assert line["competitor"]["name"] == "tcp-bbr+tcp-reno+quic"
     assert [t["name"] for t in line["competitor"]["transports"]] == ["tcp-bbr", "tcp-reno", "quic"]
-    records = [json.loads((folder / name).read_text())
-               for name in ("client.json", "competitor.json", "competitor-2.json", "competitor-3.json")]
+    records = [
+        json.loads((folder / name).read_text())
+        for name in ("client.json", "competitor.json", "competitor-2.json", "competitor-3.json")
+    ]
     assert all(record["ok"] for record in records)
     assert [record["server"]["port"] for record in records] == [8443, 8444, 8445, 4436]
     assert max(r["started_at"] for r in records) - min(r["started_at"] for r in records) < 0.25
@@ -291,15 +320,18 @@ def full_captures(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, 
 
     tmp_path = tmp_path_factory.mktemp("full-captures")
     transports = ["quic", "tcp"] + (["quic-native"] if native_binary() is not None else [])
-    exp = _experiment(tmp_path, f"workload: {{object: 300kB}}\nmatrix: {{transport: [{', '.join(transports)}]}}\n"
-                                "captures: full\nqlog: true\n")
+    exp = _experiment(
+        tmp_path,
+        f"workload: {{object: 300kB}}\nmatrix: {{transport: [{', '.join(transports)}]}}\ncaptures: full\nqlog: true\n",
+    )
     out = tmp_path / "out"
     _run_to_completion(exp, out)
     return [(line, out / "runs" / line["run_id"]) for line in read_lines(out / "results.jsonl")]
 
 
 def test_full_captures_keep_whole_packets_and_the_secrets_that_decrypt_them(
-        full_captures: list[tuple[dict, Path]], tmp_path: Path) -> None:
+    full_captures: list[tuple[dict, Path]], tmp_path: Path
+) -> None:
     """captures: full: the client's capture keeps whole packets and every client appends its
     TLS secrets (NSS key log) beside it, whatever its stack: aioquic, quinn, Python's ssl."""
     for line, folder in full_captures:
@@ -337,8 +369,10 @@ def _tshark(capture: Path, keys: Path | None, display_filter: str, *fields: str)
     return [row.split("\t") for row in result.stdout.splitlines()]
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark missing (scripts/install.sh installs it with "
-                                                             "the test packages: apt install tshark)")
+@pytest.mark.skipif(
+    shutil.which("tshark") is None,
+    reason="tshark missing (scripts/install.sh installs it with the test packages: apt install tshark)",
+)
 def test_wireshark_decrypts_the_full_captures_with_the_key_log(full_captures: list[tuple[dict, Path]]) -> None:
     """What docs/results.md promises (wireshark -o tls.keylog_file:tls-keys.log client.pcap): tshark reads the requests.
     HTTP/2: the request's path in its decoded headers. HTTP/3: the client's and the server's
@@ -356,13 +390,17 @@ def test_wireshark_decrypts_the_full_captures_with_the_key_log(full_captures: li
         headers_to = {port for port, types in frames if "1" in types.split(",")}
         assert server_port in headers_to and headers_to - {server_port}, (line["run_id"], frames[:5])
         # the response's stream in (at least) one packet per 1500 bytes of the object
-        response = _tshark(capture, keys, f"quic.stream.stream_id == 0 and udp.srcport == {server_port}", "frame.number")
+        response = _tshark(
+            capture, keys, f"quic.stream.stream_id == 0 and udp.srcport == {server_port}", "frame.number"
+        )
         assert len(response) >= 300_000 / 1500, (line["run_id"], len(response))
         assert not _tshark(capture, None, "http3", "http3.frame_type"), line["run_id"]
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark missing (scripts/install.sh installs it with "
-                                                             "the test packages: apt install tshark)")
+@pytest.mark.skipif(
+    shutil.which("tshark") is None,
+    reason="tshark missing (scripts/install.sh installs it with the test packages: apt install tshark)",
+)
 def test_resumed_runs_prime_before_their_captures_and_resume_on_the_wire(tmp_path: Path) -> None:
     """resumption: ticket (TCP) and 0rtt (QUIC, both implementations): each client makes its
     priming connection before the run's captures start, so the capture holds the measured
@@ -373,9 +411,12 @@ def test_resumed_runs_prime_before_their_captures_and_resume_on_the_wire(tmp_pat
     transports = {"tcp-ticket": "{kind: tcp, resumption: ticket}", "aioquic-0rtt": "{kind: quic, resumption: 0rtt}"}
     if native_binary() is not None:
         transports["quinn-0rtt"] = "{kind: quic, impl: quinn, resumption: 0rtt}"
-    exp = _experiment(tmp_path, "workload: {object: 100kB}\ncaptures: full\ntransports:\n"
-                      + "".join(f"  {name}: {spec}\n" for name, spec in transports.items())
-                      + f"matrix: {{transport: [{', '.join(transports)}]}}\n")
+    exp = _experiment(
+        tmp_path,
+        "workload: {object: 100kB}\ncaptures: full\ntransports:\n"
+        + "".join(f"  {name}: {spec}\n" for name, spec in transports.items())
+        + f"matrix: {{transport: [{', '.join(transports)}]}}\n",
+    )
     _run_to_completion(exp, tmp_path / "out")
     lines = read_lines(tmp_path / "out" / "results.jsonl")
     assert sorted(line["transport"]["name"] for line in lines) == sorted(transports)

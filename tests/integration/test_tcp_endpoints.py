@@ -39,22 +39,38 @@ RATE = 20e6
 
 
 class Bed:
-    def __init__(self, net: NamespaceNetwork, base: Path, root: Path, cert: Path, key: Path,
-                 server: nginx.NginxServer) -> None:
+    def __init__(
+        self, net: NamespaceNetwork, base: Path, root: Path, cert: Path, key: Path, server: nginx.NginxServer
+    ) -> None:
         self.net, self.base, self.root, self.cert, self.key = net, base, root, cert, key
         self.server = server
         self.client = net.node("client")
         self.server_node = net.node("server")
         self.runs = 0
 
-    def fetch(self, *arguments: str, timeout: float = 30.0, port: int = PORT
-              ) -> tuple[int, dict[str, Any], str]:
+    def fetch(self, *arguments: str, timeout: float = 30.0, port: int = PORT) -> tuple[int, dict[str, Any], str]:
         self.runs += 1
         output = self.base / f"client-{self.runs}.json"
-        completed = self.client.run(module_argv("quicbed.apps.tcp.client", [
-            "--host", self.server_node.address, "--port", str(port), "--ca-cert", str(self.cert),
-            "--timeout", str(timeout), "--output", str(output), *arguments]),
-            timeout=timeout + 30, check=False)
+        completed = self.client.run(
+            module_argv(
+                "quicbed.apps.tcp.client",
+                [
+                    "--host",
+                    self.server_node.address,
+                    "--port",
+                    str(port),
+                    "--ca-cert",
+                    str(self.cert),
+                    "--timeout",
+                    str(timeout),
+                    "--output",
+                    str(output),
+                    *arguments,
+                ],
+            ),
+            timeout=timeout + 30,
+            check=False,
+        )
         record = json.loads(output.read_text()) if output.exists() else {}
         return completed.returncode, record, completed.stderr
 
@@ -64,16 +80,23 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     base = tmp_path_factory.mktemp("tcp-endpoints")
     root = base / "www"
     objects.generate(root, bulk=[BULK], pages=[PAGE], seed=2)
-    topo = load_topology(str(ROOT / "topologies" / "dumbbell.py"),
-                         {"rate": "20mbit", "delay": "0ms", "queue_limit": 100,
-                          # a deep bucket: late timers on a busy host cost the default 1 ms
-                          # bucket rate (bench/README.md); these tests compare with the rate
-                          "burst": 64_000})
+    topo = load_topology(
+        str(ROOT / "topologies" / "dumbbell.py"),
+        {
+            "rate": "20mbit",
+            "delay": "0ms",
+            "queue_limit": 100,
+            # a deep bucket: late timers on a busy host cost the default 1 ms
+            # bucket rate (bench/README.md); these tests compare with the rate
+            "burst": 64_000,
+        },
+    )
     with NamespaceNetwork(topo) as net:
         server_node = net.node("server")
         cert, key = nginx.ensure_certificate(base / "tls", [server_node.address, "localhost"])
-        settings = nginx.NginxSettings(root=root, certificate=cert, private_key=key, port=PORT,
-                                       congestion_control="cubic")
+        settings = nginx.NginxSettings(
+            root=root, certificate=cert, private_key=key, port=PORT, congestion_control="cubic"
+        )
         with nginx.NginxServer(server_node, settings, base / "nginx") as server:
             yield Bed(net, base, root, cert, key, server)
 
@@ -127,14 +150,21 @@ def test_record_layout_matches_the_http3_client(bed: Bed) -> None:
     assert set(quic["request"]) <= set(record["request"])
     assert set(quic["server"]) <= set(record["server"])
     assert {"path", "status", "start", "first_byte", "end", "size"} <= set(record["objects"][0])
-    for key in ("packets_sent", "packets_received", "ack_only_packets_sent", "packets_lost",
-                "rtt_min", "rtt_smoothed", "cwnd", "congestion_control"):
+    for key in (
+        "packets_sent",
+        "packets_received",
+        "ack_only_packets_sent",
+        "packets_lost",
+        "rtt_min",
+        "rtt_smoothed",
+        "cwnd",
+        "congestion_control",
+    ):
         assert key in record["transport"]
 
 
 def _peak_concurrency(items: list[dict[str, Any]]) -> int:
-    events = sorted([(o["start"], 1) for o in items] + [(o["end"], -1) for o in items],
-                    key=lambda e: (e[0], e[1]))
+    events = sorted([(o["start"], 1) for o in items] + [(o["end"], -1) for o in items], key=lambda e: (e[0], e[1]))
     now = peak = 0
     for _, change in events:
         now += change
@@ -144,8 +174,7 @@ def _peak_concurrency(items: list[dict[str, Any]]) -> int:
 
 @pytest.mark.parametrize("http", HTTP_VERSIONS)
 def test_page_download(bed: Bed, http: str) -> None:
-    code, record, stderr = bed.fetch("--http", http, "--manifest", str(bed.root),
-                                     "--page", PAGE.name)
+    code, record, stderr = bed.fetch("--http", http, "--manifest", str(bed.root), "--page", PAGE.name)
     assert code == 0, stderr
     assert record["request"]["page"] == PAGE.name and record["request"]["parallel"] == 6
     assert record["objects_completed"] == PAGE.objects == len(record["objects"])
@@ -153,8 +182,7 @@ def test_page_download(bed: Bed, http: str) -> None:
     manifest = objects.load_manifest(bed.root)
     sizes = {o["path"]: o["size"] for o in objects.page_objects(manifest, PAGE.name)}
     assert {o["path"]: o["size"] for o in record["objects"]} == sizes
-    assert all(o["status"] == 200 and o["start"] <= o["first_byte"] <= o["end"]
-               for o in record["objects"])
+    assert all(o["status"] == 200 and o["start"] <= o["first_byte"] <= o["end"] for o in record["objects"])
     assert _peak_concurrency(record["objects"]) <= 6
     connections = {o["connection"] for o in record["objects"]}
     if http == "2":
@@ -162,8 +190,7 @@ def test_page_download(bed: Bed, http: str) -> None:
     else:
         assert record["connections"] == 6 and len(connections) == 6  # like browsers
         for port in connections:  # one request at a time on each HTTP/1.1 connection
-            on_it = sorted((o for o in record["objects"] if o["connection"] == port),
-                           key=lambda o: o["start"])
+            on_it = sorted((o for o in record["objects"] if o["connection"] == port), key=lambda o: o["start"])
             assert all(a["end"] <= b["start"] for a, b in itertools.pairwise(on_it))
     assert len(record["transport"]["connections"]) == record["connections"]
     assert record["completion_time"] > 0 and record["ttfb"] < record["completion_time"]
@@ -182,8 +209,7 @@ def test_missing_object_and_refused_connection(bed: Bed) -> None:
     code, record, _ = bed.fetch("--http", "1.1", "--path", "/nope.bin")
     assert code == 1 and record["error"] == "HTTP status 404 for /nope.bin"
     assert record["ok"] is False
-    code, record, _ = bed.fetch("--http", "1.1", "--path", "/bulk/2MB.bin", "--port", "9",
-                                port=9)
+    code, record, _ = bed.fetch("--http", "1.1", "--path", "/bulk/2MB.bin", "--port", "9", port=9)
     assert code == 1 and "refused" in record["error"].lower()
 
 
@@ -197,8 +223,7 @@ def test_curl_engine_gives_the_same_record(bed: Bed) -> None:
     # curl is held open until the last TCP_INFO sample: it has every byte
     assert record["transport"]["complete"] is True
     assert record["transport"]["bytes_received"] >= BULK
-    code, record, _ = bed.fetch("--engine", "curl", "--http", "1.1", "--manifest",
-                                str(bed.root), "--page", PAGE.name)
+    code, record, _ = bed.fetch("--engine", "curl", "--http", "1.1", "--manifest", str(bed.root), "--page", PAGE.name)
     assert code == 0 and record["objects_completed"] == PAGE.objects
     assert record["timing"] == "approximate" and record["connections"] == 6
     assert record["transport"]["complete"] is True
@@ -207,22 +232,40 @@ def test_curl_engine_gives_the_same_record(bed: Bed) -> None:
 
 
 def _server_sockets(bed: Bed, port: int) -> str:
-    return bed.server_node.run(["ss", "-t", "-i", "-n", "-H", "state", "established",
-                                "sport", "=", f":{port}"]).stdout
+    return bed.server_node.run(["ss", "-t", "-i", "-n", "-H", "state", "established", "sport", "=", f":{port}"]).stdout
 
 
 @pytest.mark.parametrize("congestion", ["cubic", "reno", "bbr"])
 def test_congestion_control_is_applied_in_the_server_namespace(bed: Bed, congestion: str) -> None:
     """ss -ti in the server's namespace during a transfer shows the chosen algorithm."""
     port = PORT + 1 + nginx.CONGESTION_CONTROLS.index(congestion)
-    settings = nginx.NginxSettings(root=bed.root, certificate=bed.cert, private_key=bed.key,
-                                   port=port, congestion_control=congestion)
+    settings = nginx.NginxSettings(
+        root=bed.root, certificate=bed.cert, private_key=bed.key, port=port, congestion_control=congestion
+    )
     with nginx.NginxServer(bed.server_node, settings, bed.base / f"nginx-{congestion}"):
         output = bed.base / f"cc-{congestion}.json"
-        fetching = bed.client.start(module_argv("quicbed.apps.tcp.client", [
-            "--host", bed.server_node.address, "--port", str(port), "--insecure",
-            "--http", "1.1", "--path", "/bulk/2MB.bin", "--timeout", "20",
-            "--output", str(output)]), name=f"client-{congestion}", log_dir=bed.base)
+        fetching = bed.client.start(
+            module_argv(
+                "quicbed.apps.tcp.client",
+                [
+                    "--host",
+                    bed.server_node.address,
+                    "--port",
+                    str(port),
+                    "--insecure",
+                    "--http",
+                    "1.1",
+                    "--path",
+                    "/bulk/2MB.bin",
+                    "--timeout",
+                    "20",
+                    "--output",
+                    str(output),
+                ],
+            ),
+            name=f"client-{congestion}",
+            log_dir=bed.base,
+        )
         seen = ""
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and fetching.running:
@@ -239,8 +282,9 @@ def test_congestion_control_is_applied_in_the_server_namespace(bed: Bed, congest
 
 
 def test_http3_is_skipped_with_a_reason_or_served(bed: Bed) -> None:
-    settings = nginx.NginxSettings(root=bed.root, certificate=bed.cert, private_key=bed.key,
-                                   port=PORT + 10, http3=True, congestion_control=None)
+    settings = nginx.NginxSettings(
+        root=bed.root, certificate=bed.cert, private_key=bed.key, port=PORT + 10, http3=True, congestion_control=None
+    )
     server = nginx.NginxServer(bed.server_node, settings, bed.base / "nginx-h3")
     with server:
         if server.build.http3_unavailable is not None:
@@ -251,7 +295,8 @@ def test_http3_is_skipped_with_a_reason_or_served(bed: Bed) -> None:
 
 
 def test_bad_config_is_reported(bed: Bed) -> None:
-    settings = nginx.NginxSettings(root=bed.root, certificate=bed.base / "missing.pem",
-                                   private_key=bed.key, port=PORT + 20)
+    settings = nginx.NginxSettings(
+        root=bed.root, certificate=bed.base / "missing.pem", private_key=bed.key, port=PORT + 20
+    )
     with pytest.raises(BackendError, match="missing.pem"):
         nginx.NginxServer(bed.server_node, settings, bed.base / "nginx-bad").start()

@@ -22,9 +22,13 @@ from quicbed.host.uml.build import cached_uml_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = cached_uml_kernel()
-pytestmark = [pytest.mark.needs_root,
-              pytest.mark.skipif(KERNEL is None, reason="the virtual-time kernel is not built (fix: 'quicbed uml "
-                                                        "setup' as root, or scripts/install.sh)")]
+pytestmark = [
+    pytest.mark.needs_root,
+    pytest.mark.skipif(
+        KERNEL is None,
+        reason="the virtual-time kernel is not built (fix: 'quicbed uml setup' as root, or scripts/install.sh)",
+    ),
+]
 
 CLOCKS = """
 import json, time
@@ -57,10 +61,12 @@ def test_the_clock_waits_for_computing_and_keeps_sleeps_exact() -> None:
 
 
 def test_exit_status_output_and_the_features_the_host_lacks() -> None:
-    script = ("tc qdisc add dev lo root netem delay 5ms loss 1% && tc qdisc show dev lo && "
-              "modprobe mac80211_hwsim radios=0 && echo hwsim radios: $(ls /sys/class/ieee80211 | wc -l) && "
-              "cat /proc/sys/net/ipv4/tcp_congestion_control && "
-              "test -c /dev/net/tun && uname -r && exit 3")
+    script = (
+        "tc qdisc add dev lo root netem delay 5ms loss 1% && tc qdisc show dev lo && "
+        "modprobe mac80211_hwsim radios=0 && echo hwsim radios: $(ls /sys/class/ieee80211 | wc -l) && "
+        "cat /proc/sys/net/ipv4/tcp_congestion_control && "
+        "test -c /dev/net/tun && uname -r && exit 3"
+    )
     result = boot.run_in_uml(["sh", "-c", script], cwd="/", timeout=600)
     assert result.returncode == 3, result.output
     assert "netem" in result.output and "delay 5ms loss 1%" in result.output
@@ -91,10 +97,29 @@ def _pids_of(binary: str) -> list[int]:
 
 
 def _run_virtual(out: Path, *options: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    result = subprocess.run([sys.executable, "-m", "quicbed", "run", "experiments/quickstart.yaml", "--clock",
-                             "virtual", "--repetitions", "1", "--warmup", "0", "--out", str(out), *options],
-                            cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quicbed",
+            "run",
+            "experiments/quickstart.yaml",
+            "--clock",
+            "virtual",
+            "--repetitions",
+            "1",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+            *options,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
@@ -115,7 +140,9 @@ def test_the_quickstart_in_virtual_time_is_valid_and_says_so(tmp_path: Path) -> 
     assert metadata["host"]["clock"] == "virtual"
     # the records hold the guest's clock; the wall time the guest took is the host's to write
     guest = json.loads((out / "guest-wall-time.jsonl").read_text())
-    assert guest["runs"] == len(lines) and guest["wall_seconds"] > max(line["finished"] - line["started"] for line in lines)
+    assert guest["runs"] == len(lines) and guest["wall_seconds"] > max(
+        line["finished"] - line["started"] for line in lines
+    )
     summary = (out / "summary.md").read_text()
     assert "Virtual time: every run ran in quicbed's User-Mode Linux kernel" in summary
 

@@ -49,11 +49,17 @@ def test_netem_delay_on_veth(namespace_pair):
     a, b = namespace_pair
     _run("tc", "-n", a, "qdisc", "add", "dev", "veth-a", "root", "netem", "delay", "20ms")
     _run("tc", "-n", b, "qdisc", "add", "dev", "veth-b", "root", "netem", "delay", "20ms")
-    shown = subprocess.run(["tc", "-n", a, "qdisc", "show", "dev", "veth-a"], capture_output=True, text=True,
-                           check=True).stdout
+    shown = subprocess.run(
+        ["tc", "-n", a, "qdisc", "show", "dev", "veth-a"], capture_output=True, text=True, check=True
+    ).stdout
     assert "netem" in shown and "delay 20" in shown
-    result = subprocess.run(["ip", "netns", "exec", a, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.77.0.2"],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        ["ip", "netns", "exec", a, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.77.0.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     rtt = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", result.stdout)
     assert rtt, result.stdout
@@ -69,9 +75,15 @@ def _hwsim_radios(count: int) -> Iterator[list[str]]:
     subprocess.run(["modprobe", "-r", "mac80211_hwsim"], capture_output=True, check=False)
     _run("modprobe", "mac80211_hwsim", f"radios={count}")
     try:
-        phys = sorted(p.name for p in Path("/sys/class/ieee80211").iterdir()
-                      if (p / "device" / "driver").resolve().name == "mac80211_hwsim") \
-            if Path("/sys/class/ieee80211").is_dir() else []
+        phys = (
+            sorted(
+                p.name
+                for p in Path("/sys/class/ieee80211").iterdir()
+                if (p / "device" / "driver").resolve().name == "mac80211_hwsim"
+            )
+            if Path("/sys/class/ieee80211").is_dir()
+            else []
+        )
         yield phys
     finally:
         subprocess.run(["modprobe", "-r", "mac80211_hwsim"], capture_output=True, check=False)
@@ -89,7 +101,9 @@ def test_mac80211_hwsim_creates_radios():
 def _wait_for(log: Path, text: str, seconds: float, process: subprocess.Popen) -> None:
     deadline = time.monotonic() + seconds
     while text not in log.read_text(errors="replace"):
-        assert process.poll() is None, f"{process.args[0]} ended ({process.returncode}) before {text}:\n{log.read_text()}"
+        assert process.poll() is None, (
+            f"{process.args[0]} ended ({process.returncode}) before {text}:\n{log.read_text()}"
+        )
         assert time.monotonic() < deadline, f"no {text} in {seconds:g} s:\n{log.read_text()[-3000:]}"
         time.sleep(0.2)
 
@@ -115,16 +129,32 @@ def test_hwsim_stations_associate_as_he_with_an_802_11ax_ap(tmp_path: Path) -> N
         _run("iw", "phy", station_phy, "set", "netns", "name", namespace)
         station_device = subprocess.run(  # (ip netns exec mounts the namespace's own /sys)
             ["ip", "netns", "exec", namespace, "ls", f"/sys/class/ieee80211/{station_phy}/device/net"],
-            capture_output=True, text=True, check=True).stdout.split()[0]
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[0]
         (tmp_path / "hostapd.conf").write_text(
             f"interface={ap_device}\ndriver=nl80211\nctrl_interface={control}\nssid=quicbed-he\ncountry_code=US\n"
-            "hw_mode=a\nchannel=36\nwmm_enabled=1\nieee80211n=1\nieee80211ac=1\nieee80211ax=1\n")
+            "hw_mode=a\nchannel=36\nwmm_enabled=1\nieee80211n=1\nieee80211ac=1\nieee80211ax=1\n"
+        )
         (tmp_path / "station.conf").write_text('network={\n ssid="quicbed-he"\n key_mgmt=NONE\n}\n')
         logs = {name: tmp_path / f"{name}.log" for name in ("hostapd", "station")}
         processes = {
             "hostapd": ["hostapd", str(tmp_path / "hostapd.conf")],
-            "station": ["ip", "netns", "exec", namespace, "wpa_supplicant", "-D", "nl80211", "-i", station_device,
-                        "-c", str(tmp_path / "station.conf")]}
+            "station": [
+                "ip",
+                "netns",
+                "exec",
+                namespace,
+                "wpa_supplicant",
+                "-D",
+                "nl80211",
+                "-i",
+                station_device,
+                "-c",
+                str(tmp_path / "station.conf"),
+            ],
+        }
         started = {}
         for name, argv in processes.items():
             started[name] = subprocess.Popen(argv, stdout=logs[name].open("w"), stderr=subprocess.STDOUT)
@@ -133,11 +163,21 @@ def test_hwsim_stations_associate_as_he_with_an_802_11ax_ap(tmp_path: Path) -> N
             _wait_for(logs[name], "AP-ENABLED" if name == "hostapd" else "CTRL-EVENT-CONNECTED", 120, started[name])
         _run("ip", "addr", "add", "10.78.0.1/24", "dev", ap_device)
         _run("ip", "-n", namespace, "addr", "add", "10.78.0.2/24", "dev", station_device)
-        ping = subprocess.run(["ip", "netns", "exec", namespace, "ping", "-c", "3", "-W", "5", "10.78.0.1"],
-                              capture_output=True, text=True, timeout=60, check=False)
+        ping = subprocess.run(
+            ["ip", "netns", "exec", namespace, "ping", "-c", "3", "-W", "5", "10.78.0.1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert ping.returncode == 0, ping.stdout + ping.stderr
-        stations = subprocess.run(["hostapd_cli", "-p", str(control), "-i", ap_device, "all_sta"],
-                                  capture_output=True, text=True, timeout=30, check=True).stdout
+        stations = subprocess.run(
+            ["hostapd_cli", "-p", str(control), "-i", ap_device, "all_sta"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
         flags = re.search(r"^flags=(.*)$", stations, re.MULTILINE)
         assert flags and "[HE]" in flags.group(1) and "[ASSOC]" in flags.group(1), stations
 
@@ -149,8 +189,24 @@ def test_vm_exec_returns_the_command_exit_code():
     if not usable:
         pytest.skip(f"microVM not available: {reason}")
     result = subprocess.run(
-        [sys.executable, "-m", "quicbed", "vm", "exec", "--timeout", "600", "--",
-         "python3", "-c", "import os, sys; print('in vm', os.environ.get('QUICBED_IN_VM')); sys.exit(3)"],
-        cwd=ROOT, capture_output=True, text=True, timeout=700, check=False)
+        [
+            sys.executable,
+            "-m",
+            "quicbed",
+            "vm",
+            "exec",
+            "--timeout",
+            "600",
+            "--",
+            "python3",
+            "-c",
+            "import os, sys; print('in vm', os.environ.get('QUICBED_IN_VM')); sys.exit(3)",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=700,
+        check=False,
+    )
     assert result.returncode == 3, result.stdout + result.stderr
     assert "in vm 1" in result.stdout

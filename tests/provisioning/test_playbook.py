@@ -43,8 +43,16 @@ VENV = Path(os.environ.get("QUICBED_TEST_VENV", "/opt/quicbed/venv"))
 PROVISIONED = ("tcpdump", "iperf3", "nginx", "aioquic", "quinn", "ns3", "qemu")
 # What ansible-lint sees: the Ansible content only, copied so that its cache directory
 # (.ansible/, created in the project it lints) does not land in the checkout.
-ANSIBLE_CONTENT = ("site.yml", "mininet-wifi.yml", "run-experiment.yml", "ansible.cfg", ".ansible-lint", "roles", "group_vars",
-                   "inventory")
+ANSIBLE_CONTENT = (
+    "site.yml",
+    "mininet-wifi.yml",
+    "run-experiment.yml",
+    "ansible.cfg",
+    ".ansible-lint",
+    "roles",
+    "group_vars",
+    "inventory",
+)
 RECAP = re.compile(
     r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)"
     r"\s+failed=(?P<failed>\d+)",
@@ -53,10 +61,10 @@ RECAP = re.compile(
 
 pytestmark = [
     pytest.mark.provisioning,
-    pytest.mark.skipif(bool(os.environ.get("QUICBED_SKIP_PROVISIONING")),
-                       reason="QUICBED_SKIP_PROVISIONING is set"),
-    pytest.mark.skipif(os.geteuid() != 0,
-                       reason="provisioning tests run the playbook against this machine and need root"),
+    pytest.mark.skipif(bool(os.environ.get("QUICBED_SKIP_PROVISIONING")), reason="QUICBED_SKIP_PROVISIONING is set"),
+    pytest.mark.skipif(
+        os.geteuid() != 0, reason="provisioning tests run the playbook against this machine and need root"
+    ),
 ]
 
 
@@ -87,8 +95,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _run(argv: list[str], *, timeout: float, cwd: Path = REPO, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=_env(**env), capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(argv, cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _tail(text: str, lines: int = 60) -> str:
@@ -114,15 +121,22 @@ def test_ansible_lint_is_clean(tmp_path: Path) -> None:
             shutil.copytree(source, tmp_path / name)
         else:
             shutil.copy2(source, tmp_path / name)
-    result = _run([lint, "--nocolor", "--offline"], cwd=tmp_path, timeout=600,
-                  ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
+    result = _run(
+        [lint, "--nocolor", "--offline"], cwd=tmp_path, timeout=600, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg")
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"ansible-lint found violations:\n{_tail(output, 120)}"
     assert "Profile 'production' was required, and it passed" in output, _tail(output)
 
 
-@pytest.mark.parametrize("playbook_file, extra", [("site.yml", []), ("mininet-wifi.yml", []),
-                                                  ("run-experiment.yml", ["-e", "experiment=experiments/quickstart.yaml"])])
+@pytest.mark.parametrize(
+    "playbook_file, extra",
+    [
+        ("site.yml", []),
+        ("mininet-wifi.yml", []),
+        ("run-experiment.yml", ["-e", "experiment=experiments/quickstart.yaml"]),
+    ],
+)
 def test_syntax_check(playbook_file: str, extra: list[str]) -> None:
     playbook = _require("ansible-playbook", "pip ansible-core")
     result = _run([playbook, "-i", "inventory/local.ini", "--syntax-check", playbook_file, *extra], timeout=300)
@@ -135,10 +149,17 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     playbook = _require("ansible-playbook", "pip ansible-core")
     logs = tmp_path_factory.mktemp("playbook")
     argv = [
-        playbook, "-i", "inventory/local.ini", "-c", "local",
-        "-e", "quicbed_online=false",
-        "-e", f"quicbed_src={REPO}",
-        "-e", f"quicbed_venv={VENV}",
+        playbook,
+        "-i",
+        "inventory/local.ini",
+        "-c",
+        "local",
+        "-e",
+        "quicbed_online=false",
+        "-e",
+        f"quicbed_src={REPO}",
+        "-e",
+        f"quicbed_venv={VENV}",
         "site.yml",
     ]
     runs = []
@@ -154,8 +175,9 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             break
     timings = os.environ.get("QUICBED_PROVISIONING_TIMINGS")
     if timings:
-        Path(timings).write_text(json.dumps({f"run{i + 1}_seconds": round(r["seconds"], 1)
-                                             for i, r in enumerate(runs)}, indent=1) + "\n")
+        Path(timings).write_text(
+            json.dumps({f"run{i + 1}_seconds": round(r["seconds"], 1) for i, r in enumerate(runs)}, indent=1) + "\n"
+        )
     return {"runs": runs, "logs": logs}
 
 
@@ -175,8 +197,11 @@ def test_second_run_changes_nothing(provisioned: dict[str, object]) -> None:
     second = runs[1]
     assert second["rc"] == 0, f"second run failed:\n{_tail(second['output'], 120)}"
     recap = _recap(second["output"])
-    changed_tasks = [block.split("]", 1)[0] for block in second["output"].split("\nTASK [")[1:]
-                     if re.search(r"^changed:", block, re.MULTILINE)]
+    changed_tasks = [
+        block.split("]", 1)[0]
+        for block in second["output"].split("\nTASK [")[1:]
+        if re.search(r"^changed:", block, re.MULTILINE)
+    ]
     assert recap["changed"] == 0, f"second run not idempotent ({recap}); tasks: {changed_tasks}"
     assert recap["failed"] == 0, recap
 
@@ -194,8 +219,11 @@ def test_doctor_finds_the_provisioned_pieces(provisioned: dict[str, object]) -> 
     result = _run([str(quicbed), "doctor", "--json"], timeout=300)
     assert result.returncode == 0, _tail(result.stdout + result.stderr)
     report = json.loads(result.stdout)
-    missing = {name: report.get(name) for name in PROVISIONED
-               if not (isinstance(report.get(name), dict) and report[name].get("available") is True)}
+    missing = {
+        name: report.get(name)
+        for name in PROVISIONED
+        if not (isinstance(report.get(name), dict) and report[name].get("available") is True)
+    }
     assert not missing, f"quicbed doctor does not find what the roles installed: {missing}"
 
 
@@ -210,8 +238,7 @@ def test_virtualenv_requirements_fit_together(provisioned: dict[str, object]) ->
         assert imported.returncode == 0, f"{module} does not import in {VENV}: {imported.stderr[-2000:]}"
 
 
-def test_doctor_and_report_run_from_the_provisioned_virtualenv(provisioned: dict[str, object],
-                                                               tmp_path: Path) -> None:
+def test_doctor_and_report_run_from_the_provisioned_virtualenv(provisioned: dict[str, object], tmp_path: Path) -> None:
     """The commands a user runs after `vagrant up`: doctor prints without an error line, and report
     builds tables and figures from a results folder (pandas, numpy, matplotlib as provisioned)."""
     from report_fixtures import make_matrix_folder
@@ -236,26 +263,41 @@ def test_host_settings(provisioned: dict[str, object]) -> None:
         value = int(Path("/proc/sys", *key.split(".")).read_text())
         assert value >= 8388608 or key in report["sysctls_refused"], (key, value, report)
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
-    assert set(report["tcp_congestion_controls_allowed"]) <= set(allowed) \
-        or "net.ipv4.tcp_allowed_congestion_control" in report["sysctls_refused"], (allowed, report)
+    assert (
+        set(report["tcp_congestion_controls_allowed"]) <= set(allowed)
+        or "net.ipv4.tcp_allowed_congestion_control" in report["sysctls_refused"]
+    ), (allowed, report)
     pid_file = Path("/run/nginx.pid")
     if pid_file.exists() and pid_file.read_text().strip():
-        assert not Path("/proc", pid_file.read_text().strip()).exists(), \
+        assert not Path("/proc", pid_file.read_text().strip()).exists(), (
             "the distribution's nginx service is running (nginx_service_enabled is false)"
+        )
 
 
 def test_vagrant_validate(tmp_path: Path) -> None:
     vagrant = _require("vagrant", "apt vagrant (and vagrant-libvirt to validate the libvirt block)")
-    env = {"VAGRANT_CWD": str(REPO), "VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"),
-           "VAGRANT_CHECKPOINT_DISABLE": "1"}
+    env = {
+        "VAGRANT_CWD": str(REPO),
+        "VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"),
+        "VAGRANT_CHECKPOINT_DISABLE": "1",
+    }
     plugins = _run([vagrant, "plugin", "list"], timeout=120, **env)
     # Without a usable provider (no VirtualBox, no vagrant-libvirt) Vagrant cannot pick one to
     # validate against; then validate everything except the provider blocks.
     argv = [vagrant, "validate"]
     if "vagrant-libvirt" not in plugins.stdout and shutil.which("VBoxManage") is None:
         argv.append("--ignore-provider")
-    for settings in ({}, {"QUICBED_BOX": "generic/ubuntu2404", "QUICBED_CPUS": "2", "QUICBED_MEMORY": "2048",
-                          "QUICBED_ONLINE": "false", "QUICBED_NESTED": "false", "QUICBED_SYNC_TYPE": "rsync"}):
+    for settings in (
+        {},
+        {
+            "QUICBED_BOX": "generic/ubuntu2404",
+            "QUICBED_CPUS": "2",
+            "QUICBED_MEMORY": "2048",
+            "QUICBED_ONLINE": "false",
+            "QUICBED_NESTED": "false",
+            "QUICBED_SYNC_TYPE": "rsync",
+        },
+    ):
         result = _run(argv, timeout=300, **env, **settings)
         output = result.stdout + result.stderr
         assert result.returncode == 0 and "validated successfully" in output, (settings, output)

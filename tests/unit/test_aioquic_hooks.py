@@ -22,24 +22,26 @@ def test_installed_aioquic_is_a_supported_version() -> None:
     assert aioquic_hooks.is_supported_version(), (
         f"aioquic {aioquic_hooks.aioquic_version()} is outside the range the hooks were "
         f"checked against (aioquic{aioquic_hooks.SUPPORTED_AIOQUIC}); run this test file, "
-        "check aioquic_hooks.py against the new release, then widen the range")
+        "check aioquic_hooks.py against the new release, then widen the range"
+    )
 
 
 def test_aioquic_internals_used_by_the_hooks_exist() -> None:
     problems = aioquic_hooks.check_internals()
     assert not problems, (
         f"aioquic {aioquic_hooks.aioquic_version()} changed internals that "
-        "quicbed/apps/quic/aioquic_hooks.py relies on:\n  - " + "\n  - ".join(problems))
+        "quicbed/apps/quic/aioquic_hooks.py relies on:\n  - " + "\n  - ".join(problems)
+    )
 
 
 def test_check_internals_notices_a_missing_internal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(QuicConnection, "_write_ack_frame")
-    monkeypatch.setattr(recovery.QuicPacketRecovery, "_detect_loss",
-                        lambda self, *, now, space: None)
+    monkeypatch.setattr(recovery.QuicPacketRecovery, "_detect_loss", lambda self, *, now, space: None)
     problems = aioquic_hooks.check_internals()
     assert "QuicConnection._write_ack_frame is missing" in problems
-    assert any("_detect_loss no longer refers to ['K_PACKET_THRESHOLD', 'K_TIME_THRESHOLD']"
-               in problem for problem in problems)
+    assert any(
+        "_detect_loss no longer refers to ['K_PACKET_THRESHOLD', 'K_TIME_THRESHOLD']" in problem for problem in problems
+    )
 
 
 def test_require_compatible_message_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,8 +71,7 @@ def test_loss_thresholds_are_per_connection_not_global() -> None:
 
 def test_install_applies_the_profile_to_one_connection_only() -> None:
     profile = get_profile("bquic")
-    hooked = QuicConnection(configuration=aioquic_hooks.configure(
-        QuicConfiguration(is_client=True), profile))
+    hooked = QuicConnection(configuration=aioquic_hooks.configure(QuicConfiguration(is_client=True), profile))
     plain = QuicConnection(configuration=QuicConfiguration(is_client=True))
     hooks = aioquic_hooks.install(hooked, profile)
     assert isinstance(hooked._loss._pacer, aioquic_hooks.NoPacer)
@@ -88,8 +89,7 @@ def test_install_requires_a_configured_congestion_control() -> None:
 
 def test_aioquic_profile_leaves_aioquic_untouched() -> None:
     profile = get_profile("aioquic")
-    connection = QuicConnection(configuration=aioquic_hooks.configure(
-        QuicConfiguration(is_client=True), profile))
+    connection = QuicConnection(configuration=aioquic_hooks.configure(QuicConfiguration(is_client=True), profile))
     hooks = aioquic_hooks.install(connection, profile)
     assert connection._configuration.congestion_control_algorithm == "reno"
     assert type(connection._loss._pacer) is recovery.QuicPacketPacer
@@ -114,5 +114,8 @@ def test_the_initial_window_knob_sets_the_first_congestion_window() -> None:
     aioquic = quic_implementation("aioquic")
     assert aioquic.refusals(get_profile("quic", (), {"mtu_discovery": True}))
     assert not aioquic.refusals(get_profile("quic", (), {"mtu_discovery": False}))
-    assert quic_implementation("quinn").refusals(get_profile("quic", (), {
-        "congestion_control": "bbr", "slow_start_exit_rtt_increase": None, "initial_window": 14480}))
+    assert quic_implementation("quinn").refusals(
+        get_profile(
+            "quic", (), {"congestion_control": "bbr", "slow_start_exit_rtt_increase": None, "initial_window": 14480}
+        )
+    )

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quicbed.analysis import metrics
+from quicbed.analysis import matching, metrics
 from quicbed.analysis.packets import ACK, FIN, PSH, SYN, Packet, read_pcap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "analysis"
@@ -64,8 +64,7 @@ def test_data_packets_throughput_gaps_and_acks_match_tcpdump(key: tuple[str, str
     count, first, last, payload, short, acks, ip_bytes = TCPDUMP[key]
     server, client, flow = _load(name)
     capture = server if side == "server" else client
-    assert flow == (SERVER, 4433 if name != "tcp" else 8080, CLIENT, flow[3],
-                    "tcp" if name == "tcp" else "udp")
+    assert flow == (SERVER, 4433 if name != "tcp" else 8080, CLIENT, flow[3], "tcp" if name == "tcp" else "udp")
     data = metrics.data_packets(capture, flow)
     assert len(data) == count
     assert data[0].ts == pytest.approx(first, abs=1e-6)
@@ -95,28 +94,28 @@ def test_loss_and_one_way_delay_match_the_ip_id_join() -> None:
     #   bquic: matched 240, mean 0.0079959, min 0.000004, max 0.029577, lost IDs 35101 35102
     #          35125 35128 35133
     #   tcp  : matched 140, mean 0.0239926, min 0.000013, max 0.030255, lost ID 18902
-    expected = {"quic": (233, 0.0206609, 0.000006, 0.026748, []),
-                "bquic": (240, 0.0079959, 0.000004, 0.029577,
-                          [35101, 35102, 35125, 35128, 35133]),
-                "tcp": (140, 0.0239926, 0.000013, 0.030255, [18902])}
+    expected = {
+        "quic": (233, 0.0206609, 0.000006, 0.026748, []),
+        "bquic": (240, 0.0079959, 0.000004, 0.029577, [35101, 35102, 35125, 35128, 35133]),
+        "tcp": (140, 0.0239926, 0.000013, 0.030255, [18902]),
+    }
     for name, (matched, mean, low, high, lost_ids) in expected.items():
         server, client, flow = _load(name)
         sent, received = metrics.data_packets(server, flow), metrics.data_packets(client, flow)
-        delays = metrics.one_way_delays(sent, received)
+        delays = matching.one_way_delays(sent, received)
         assert np.count_nonzero(~np.isnan(delays)) == matched, name
         assert np.nanmean(delays) == pytest.approx(mean, abs=5e-8), name
         assert np.nanmin(delays) == pytest.approx(low, abs=1e-9)
         assert np.nanmax(delays) == pytest.approx(high, abs=1e-9)
-        assert [p.ip_id for p in metrics.lost_packets(sent, received)] == lost_ids
-        assert metrics.loss_rate(sent, received) == pytest.approx(len(lost_ids) / len(sent))
-        assert metrics.out_of_order_rate(sent, received) == 0.0  # one FIFO queue: no reordering
+        assert [p.ip_id for p in matching.lost_packets(sent, received)] == lost_ids
+        assert matching.loss_rate(sent, received) == pytest.approx(len(lost_ids) / len(sent))
+        assert matching.out_of_order_rate(sent, received) == 0.0  # one FIFO queue: no reordering
 
 
 def test_bquic_losses_in_the_captures_are_the_losses_in_the_qlog() -> None:
     # zcat bquic/server.qlog.gz | grep -o '"recovery:packet_lost"' | wc -l  ->  5
     server, client, flow = _load("bquic")
-    lost = metrics.lost_packets(metrics.data_packets(server, flow),
-                                metrics.data_packets(client, flow))
+    lost = matching.lost_packets(metrics.data_packets(server, flow), metrics.data_packets(client, flow))
     assert len(lost) == 5
 
 
@@ -125,25 +124,27 @@ def test_tcp_retransmission_shows_as_out_of_sequence_at_the_client() -> None:
     received = metrics.data_packets(client, flow)
     # one segment was lost and retransmitted: its retransmission arrives after segments
     # with higher sequence numbers, and nothing else does
-    assert metrics.tcp_out_of_sequence_rate(received) == pytest.approx(1 / 140)
-    lost = metrics.lost_packets(metrics.data_packets(server, flow), received)
+    assert matching.tcp_out_of_sequence_rate(received) == pytest.approx(1 / 140)
+    lost = matching.lost_packets(metrics.data_packets(server, flow), received)
     resent = [p for p in received if p.tcp_seq == lost[0].tcp_seq]
     assert len(resent) == 1 and resent[0].ip_id != lost[0].ip_id
 
 
-@pytest.mark.parametrize(("name", "side", "expected"), [
-    # naive loop over tcpdump times: k = 1, 2, 5, 10
-    ("quic", "server", (2.379041, 1.728527, 1.270371, 0.955732)),
-    ("quic", "client", (0.609228, 0.311777, 0.231083, 0.273003)),
-    ("bquic", "server", (3.554374, 3.595286, 4.347574, 6.116052)),
-    ("bquic", "client", (1.530682, 1.404641, 1.569208, 1.954072)),
-    ("tcp", "server", (4.574234, 2.431908, 1.396622, 1.226124)),
-    ("tcp", "client", (0.017208, 0.020265, 0.008171, 0.004304)),
-])
+@pytest.mark.parametrize(
+    ("name", "side", "expected"),
+    [
+        # naive loop over tcpdump times: k = 1, 2, 5, 10
+        ("quic", "server", (2.379041, 1.728527, 1.270371, 0.955732)),
+        ("quic", "client", (0.609228, 0.311777, 0.231083, 0.273003)),
+        ("bquic", "server", (3.554374, 3.595286, 4.347574, 6.116052)),
+        ("bquic", "client", (1.530682, 1.404641, 1.569208, 1.954072)),
+        ("tcp", "server", (4.574234, 2.431908, 1.396622, 1.226124)),
+        ("tcp", "client", (0.017208, 0.020265, 0.008171, 0.004304)),
+    ],
+)
 def test_idi_of_the_captures(name: str, side: str, expected: tuple[float, ...]) -> None:
     server, client, flow = _load(name)
-    gaps = metrics.inter_packet_times(metrics.data_packets(
-        server if side == "server" else client, flow))
+    gaps = metrics.inter_packet_times(metrics.data_packets(server if side == "server" else client, flow))
     values = [metrics.idi(gaps, k) for k in (1, 2, 5, 10)]
     assert values == pytest.approx(expected, abs=1e-6)
 
@@ -152,8 +153,7 @@ def test_download_time_from_both_record_kinds() -> None:
     quic = json.loads((FIXTURES / "quic/client.json").read_text())
     assert metrics.download_time(quic) == quic["completion_time"]
     curl = json.loads((FIXTURES / "tcp/curl.json").read_text())
-    assert metrics.download_time(curl) == pytest.approx(curl["time_total"]
-                                                        - curl["time_pretransfer"])
+    assert metrics.download_time(curl) == pytest.approx(curl["time_total"] - curl["time_pretransfer"])
     with pytest.raises(ValueError):
         metrics.download_time({"something": 1})
 
@@ -170,8 +170,7 @@ def test_run_metrics_summary_of_the_bquic_run() -> None:
     server, client, _ = _load("bquic")
     record = json.loads((FIXTURES / "bquic/client.json").read_text())
     summary = metrics.run_metrics(server, client, record)
-    assert (summary.proto, summary.data_packets_sent, summary.data_packets_received) == (
-        "udp", 244, 239)
+    assert (summary.proto, summary.data_packets_sent, summary.data_packets_received) == ("udp", 244, 239)
     assert summary.loss == pytest.approx(5 / 244)
     assert summary.throughput == pytest.approx(8 * (208377 + 239 * 28) / 0.260282)
     assert summary.transfer_time == pytest.approx(0.260282, abs=1e-9)
@@ -212,48 +211,62 @@ def test_sequence_frame_of_the_tcp_run() -> None:
 # --------------------------------------------------------------------------- synthetic
 
 
-def _udp(ts: float, ident: int, size: int = 1200, src: str = SERVER, long: bool = False
-         ) -> Packet:
+def _udp(ts: float, ident: int, size: int = 1200, src: str = SERVER, long: bool = False) -> Packet:
     sport, dport = (4433, 5000) if src == SERVER else (5000, 4433)
     dst = CLIENT if src == SERVER else SERVER
-    return Packet(ts, src, dst, sport, dport, "udp", size + 28, size, ident, ident * 7919,
-                  quic_long_header=long, quic_type="initial" if long else "1rtt",
-                  ts_ns=round(ts * 1e9))
+    return Packet(
+        ts,
+        src,
+        dst,
+        sport,
+        dport,
+        "udp",
+        size + 28,
+        size,
+        ident,
+        ident * 7919,
+        quic_long_header=long,
+        quic_type="initial" if long else "1rtt",
+        ts_ns=round(ts * 1e9),
+    )
 
 
 def test_matching_loss_owd_and_reordering_on_a_handmade_run() -> None:
     sent = [_udp(0.000 + i * 0.001, i) for i in range(10)]
     # 3 and 7 lost; every packet takes 10 ms except 5 (8 ms), which overtakes 4
-    received = [_udp(sent[i].ts + (0.008 if i == 5 else 0.010), i)
-                for i in (0, 1, 2, 4, 5, 6, 8, 9)]
+    received = [_udp(sent[i].ts + (0.008 if i == 5 else 0.010), i) for i in (0, 1, 2, 4, 5, 6, 8, 9)]
     received.sort(key=lambda p: p.ts)
     assert [p.ip_id for p in received] == [0, 1, 2, 5, 4, 6, 8, 9]  # 5 at 13 ms, 4 at 14
-    assert [p.ip_id for p in metrics.lost_packets(sent, received)] == [3, 7]
-    assert metrics.loss_rate(sent, received) == pytest.approx(0.2)
-    assert metrics.loss_bursts(sent, received) == [1, 1]
-    delays = metrics.one_way_delays(sent, received)
+    assert [p.ip_id for p in matching.lost_packets(sent, received)] == [3, 7]
+    assert matching.loss_rate(sent, received) == pytest.approx(0.2)
+    assert matching.loss_bursts(sent, received) == [1, 1]
+    delays = matching.one_way_delays(sent, received)
     assert np.isnan(delays[3]) and np.isnan(delays[7])
     assert delays[5] == pytest.approx(0.008) and delays[0] == pytest.approx(0.010)
     # 4 arrives after 5, which the server sent later: 1 of 8 received is out of order
-    assert metrics.out_of_order_rate(sent, received) == pytest.approx(1 / 8)
+    assert matching.out_of_order_rate(sent, received) == pytest.approx(1 / 8)
 
 
 def test_loss_bursts_are_runs_of_lost_packets_in_send_order() -> None:
     sent = [_udp(i * 0.001, i) for i in range(12)]
     kept = (0, 4, 5, 7, 8)  # lost: 1-3 (3), 6 (1), 9-11 (3, at the end)
     received = [_udp(sent[i].ts + 0.01, i) for i in kept]
-    assert metrics.loss_bursts(sent, received) == [3, 1, 3]
-    assert metrics.loss_bursts(sent, sent) == []
+    assert matching.loss_bursts(sent, received) == [3, 1, 3]
+    assert matching.loss_bursts(sent, sent) == []
     # the bquic fixture lost IP IDs 35101 35102 35125 35128 35133: one pair, three single
     server, client, flow = _load("bquic")
-    assert sorted(metrics.loss_bursts(metrics.data_packets(server, flow), metrics.data_packets(client, flow))) \
-        == [1, 1, 1, 2]
+    assert sorted(matching.loss_bursts(metrics.data_packets(server, flow), metrics.data_packets(client, flow))) == [
+        1,
+        1,
+        1,
+        2,
+    ]
     assert metrics.run_metrics(server, client, flow=flow).loss_burst_mean == pytest.approx(1.25)
 
 
 def test_repeated_keys_are_paired_in_order() -> None:
     a, b = _udp(0.0, 1), _udp(0.001, 1)  # same ID and hash (e.g. ID 0 and equal payload)
-    assert metrics.match([a, b], [_udp(0.01, 1)]) == [0, None]
+    assert matching.match([a, b], [_udp(0.01, 1)]) == [0, None]
 
 
 def test_data_and_ack_classification() -> None:
@@ -311,8 +324,10 @@ def test_short_gaps() -> None:
 
 
 def test_ack_ratio_counts_acks_from_the_first_data_packet() -> None:
-    packets = [_udp(0.000, 1, size=1200, src=CLIENT, long=True),  # handshake: not counted
-               _udp(0.001, 2, size=30, src=CLIENT)]  # before data: not counted
+    packets = [
+        _udp(0.000, 1, size=1200, src=CLIENT, long=True),  # handshake: not counted
+        _udp(0.001, 2, size=30, src=CLIENT),
+    ]  # before data: not counted
     packets += [_udp(0.010 + i * 0.001, 10 + i) for i in range(10)]
     packets += [_udp(0.012 + i * 0.002, 30 + i, size=33, src=CLIENT) for i in range(5)]
     flow = metrics.main_flow(packets)
@@ -321,8 +336,21 @@ def test_ack_ratio_counts_acks_from_the_first_data_packet() -> None:
 
 
 def _segment(ts: float, seq: int, length: int = 1000) -> Packet:
-    return Packet(ts, SERVER, CLIENT, 443, 5000, "tcp", length + 52, length, int(ts * 1e6) % 65536, seq,
-                  tcp_flags=0x18, tcp_seq=seq, tcp_ack=1)
+    return Packet(
+        ts,
+        SERVER,
+        CLIENT,
+        443,
+        5000,
+        "tcp",
+        length + 52,
+        length,
+        int(ts * 1e6) % 65536,
+        seq,
+        tcp_flags=0x18,
+        tcp_seq=seq,
+        tcp_ack=1,
+    )
 
 
 def test_tcp_retransmissions_and_the_spurious_ones() -> None:
@@ -333,21 +361,23 @@ def test_tcp_retransmissions_and_the_spurious_ones() -> None:
     # spurious; the resend of 2 covers 2 and half of 3 (new boundaries)
     sent += [_segment(0.010, (base + 2000) % (1 << 32), 1500), _segment(0.011, (base + 4000) % (1 << 32))]
     received = [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]
-    assert metrics.tcp_retransmissions(sent, received) == (2, 1)
-    assert metrics.tcp_retransmissions([], []) == (0, 0)
+    assert matching.tcp_retransmissions(sent, received) == (2, 1)
+    assert matching.tcp_retransmissions([], []) == (0, 0)
 
 
 def test_the_committed_tcp_run_retransmitted_its_one_lost_segment_and_nothing_spurious() -> None:
     server, client, flow = _load("tcp")
     sent, received = metrics.data_packets(server, flow), metrics.data_packets(client, flow)
-    assert len(metrics.lost_packets(sent, received)) == 1
-    assert metrics.tcp_retransmissions(sent, received) == (1, 0)
+    assert len(matching.lost_packets(sent, received)) == 1
+    assert matching.tcp_retransmissions(sent, received) == (1, 0)
 
 
 # --------------------------------------------------------------------------- response window, ACKs, losses
 
-TCP_DATA = ("src host 10.0.0.2 and tcp[tcpflags] & (tcp-syn|tcp-rst) == 0 and "
-            "(ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2)) > 0")
+TCP_DATA = (
+    "src host 10.0.0.2 and tcp[tcpflags] & (tcp-syn|tcp-rst) == 0 and "
+    "(ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2)) > 0"
+)
 
 
 def test_the_tls_download_window_starts_at_the_response() -> None:
@@ -398,8 +428,22 @@ def _coalesced(ts: float, src: str, one_rtt: int) -> Packet:
     """A datagram of a 40-byte Handshake packet and a 1-RTT packet of ``one_rtt`` bytes."""
     sport, dport = (4433, 5000) if src == SERVER else (5000, 4433)
     dst = CLIENT if src == SERVER else SERVER
-    return Packet(ts, src, dst, sport, dport, "udp", 28 + 40 + one_rtt, 40 + one_rtt, 1, 2, quic_long_header=True,
-                  quic_type="handshake", ts_ns=round(ts * 1e9), quic_1rtt_len=one_rtt)
+    return Packet(
+        ts,
+        src,
+        dst,
+        sport,
+        dport,
+        "udp",
+        28 + 40 + one_rtt,
+        40 + one_rtt,
+        1,
+        2,
+        quic_long_header=True,
+        quic_type="handshake",
+        ts_ns=round(ts * 1e9),
+        quic_1rtt_len=one_rtt,
+    )
 
 
 def test_a_handshake_packet_in_front_does_not_hide_1rtt_data_or_acks() -> None:
@@ -425,4 +469,4 @@ def test_a_spurious_retransmission_is_told_by_its_original_arriving() -> None:
     sent = [_segment(0.001 * i, 1000 * i) for i in range(5)]
     sent += [_segment(0.010, 2000), _segment(0.011, 3000)]
     received = [sent[i] for i in (0, 1, 2, 4, 6)] + [sent[4]]
-    assert metrics.tcp_retransmissions(sent, received) == (2, 1)
+    assert matching.tcp_retransmissions(sent, received) == (2, 1)

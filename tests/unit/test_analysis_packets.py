@@ -37,13 +37,19 @@ CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
 # --------------------------------------------------------------------------- real captures
 
 
-@pytest.mark.parametrize(("name", "total", "long_headers"), [
-    # tcpdump -nr F | wc -l ; tcpdump -nr F 'udp and udp[8] & 0x80 != 0' | wc -l
-    ("quic/server.pcap", 361, 3), ("quic/client.pcap", 361, 3),
-    ("bquic/server.pcap", 378, 3), ("bquic/client.pcap", 373, 3),
-    ("tcp/server.pcap", 240, 0), ("tcp/client.pcap", 239, 0),
-    ("parallel/client.pcap", 1154, 3),
-])
+@pytest.mark.parametrize(
+    ("name", "total", "long_headers"),
+    [
+        # tcpdump -nr F | wc -l ; tcpdump -nr F 'udp and udp[8] & 0x80 != 0' | wc -l
+        ("quic/server.pcap", 361, 3),
+        ("quic/client.pcap", 361, 3),
+        ("bquic/server.pcap", 378, 3),
+        ("bquic/client.pcap", 373, 3),
+        ("tcp/server.pcap", 240, 0),
+        ("tcp/client.pcap", 239, 0),
+        ("parallel/client.pcap", 1154, 3),
+    ],
+)
 def test_packet_counts_agree_with_tcpdump(name: str, total: int, long_headers: int) -> None:
     packets = read_pcap(FIXTURES / name)
     assert len(packets) == total
@@ -60,8 +66,7 @@ def test_first_quic_packets_as_tcpdump_prints_them() -> None:
     assert first.ts_ns == 1795257016_307180_000
     assert first.ts == pytest.approx(1795257016.307180, abs=1e-6)
     assert (first.src, first.sport, first.dst, first.dport) == (CLIENT, 59186, SERVER, 4433)
-    assert (first.proto, first.ip_len, first.payload_len, first.ip_id) == ("udp", 1228, 1200,
-                                                                           27722)
+    assert (first.proto, first.ip_len, first.payload_len, first.ip_id) == ("udp", 1228, 1200, 27722)
     assert first.quic_long_header is True and first.quic_type == "initial"
     assert first.tcp_flags is None and first.tcp_seq is None
     assert (second.ts_ns, second.ip_id, second.src) == (1795257016_310538_000, 34210, SERVER)
@@ -78,14 +83,12 @@ def test_tcp_handshake_as_tcpdump_prints_it() -> None:
     syn, syn_ack, ack = read_pcap(FIXTURES / "tcp/server.pcap")[:3]
     assert (syn.tcp_flags, syn.tcp_seq, syn.ip_id, syn.ip_len) == (SYN, 1932681664, 42473, 60)
     assert syn.sport == 59360 and syn.dport == 8080 and syn.payload_len == 0
-    assert (syn_ack.tcp_flags, syn_ack.tcp_seq, syn_ack.tcp_ack) == (SYN | ACK, 562515882,
-                                                                     1932681665)
+    assert (syn_ack.tcp_flags, syn_ack.tcp_seq, syn_ack.tcp_ack) == (SYN | ACK, 562515882, 1932681665)
     assert syn_ack.ip_id == 0  # Linux: SYN-ACKs of a listener carry ID 0
     assert (ack.tcp_flags, ack.tcp_ack, ack.ip_len) == (ACK, 562515883, 52)
     assert flags_text(syn_ack.tcp_flags) == "S." and flags_text(ack.tcp_flags) == "."
     # the first data segment: "seq 562516087:562517535, ... length 1448"
-    data = next(p for p in read_pcap(FIXTURES / "tcp/server.pcap")
-                if p.src == SERVER and p.payload_len == 1448)
+    data = next(p for p in read_pcap(FIXTURES / "tcp/server.pcap") if p.src == SERVER and p.payload_len == 1448)
     assert data.tcp_seq == 562516087 and data.ip_len == 1500
     assert data.ts_ns == 1795257025_927915_000
 
@@ -96,35 +99,57 @@ def test_the_same_packet_hashes_alike_at_both_ends() -> None:
     # no loss in this run (same counts): the i-th packet of the data direction is the same
     down = [p for p in server if p.src == SERVER]
     arrived = [p for p in client if p.src == SERVER]
-    assert [(p.ip_id, p.payload_hash) for p in down] == [(p.ip_id, p.payload_hash)
-                                                         for p in arrived]
+    assert [(p.ip_id, p.payload_hash) for p in down] == [(p.ip_id, p.payload_hash) for p in arrived]
     assert len({p.payload_hash for p in down}) == len(down)  # ciphertext: all distinct
 
 
 # --------------------------------------------------------------------------- hand-built files
 
 
-def _ipv4_udp(src: str, dst: str, sport: int, dport: int, payload: bytes, ident: int = 7,
-              fragment: int = 0x4000) -> bytes:
+def _ipv4_udp(
+    src: str, dst: str, sport: int, dport: int, payload: bytes, ident: int = 7, fragment: int = 0x4000
+) -> bytes:
     udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), ident, fragment, 64, 17, 0,
-                         socket.inet_aton(src), socket.inet_aton(dst))
+    header = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        20 + len(udp),
+        ident,
+        fragment,
+        64,
+        17,
+        0,
+        socket.inet_aton(src),
+        socket.inet_aton(dst),
+    )
     return header + udp
 
 
-def _ipv4_tcp(src: str, dst: str, payload: bytes, flags: int = PSH | ACK, seq: int = 1000,
-              ack: int = 2000, ident: int = 9) -> bytes:
+def _ipv4_tcp(
+    src: str, dst: str, payload: bytes, flags: int = PSH | ACK, seq: int = 1000, ack: int = 2000, ident: int = 9
+) -> bytes:
     tcp = struct.pack("!HHIIBBHHH", 8080, 40000, seq, ack, 5 << 4, flags, 512, 0, 0) + payload
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ident, 0x4000, 64, 6, 0,
-                         socket.inet_aton(src), socket.inet_aton(dst))
+    header = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ident, 0x4000, 64, 6, 0, socket.inet_aton(src), socket.inet_aton(dst)
+    )
     return header + tcp
 
 
 def _ipv6_udp(payload: bytes) -> bytes:
     udp = struct.pack("!HHHH", 4433, 5555, 8 + len(payload), 0) + payload
-    return struct.pack("!IHBB16s16s", 6 << 28, len(udp), 17, 64,
-                       socket.inet_pton(socket.AF_INET6, "2001:db8::2"),
-                       socket.inet_pton(socket.AF_INET6, "2001:db8::1")) + udp
+    return (
+        struct.pack(
+            "!IHBB16s16s",
+            6 << 28,
+            len(udp),
+            17,
+            64,
+            socket.inet_pton(socket.AF_INET6, "2001:db8::2"),
+            socket.inet_pton(socket.AF_INET6, "2001:db8::1"),
+        )
+        + udp
+    )
 
 
 def _ethernet(ip: bytes, ethertype: int = 0x0800, vlan: int | None = None) -> bytes:
@@ -132,8 +157,14 @@ def _ethernet(ip: bytes, ethertype: int = 0x0800, vlan: int | None = None) -> by
     return b"\x02" * 6 + b"\x04" * 6 + tag + struct.pack("!H", ethertype) + ip
 
 
-def _pcap(records: list[tuple[int, int, bytes]], linktype: int = 1, *, nano: bool = False,
-          big: bool = False, snaplen: int = 65535) -> bytes:
+def _pcap(
+    records: list[tuple[int, int, bytes]],
+    linktype: int = 1,
+    *,
+    nano: bool = False,
+    big: bool = False,
+    snaplen: int = 65535,
+) -> bytes:
     """records: (seconds, fraction in us or ns, frame)."""
     order = ">" if big else "<"
     magic = 0xA1B23C4D if nano else 0xA1B2C3D4
@@ -149,8 +180,7 @@ def _block(kind: int, body: bytes) -> bytes:
     return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
 
 
-def _pcapng(frames: list[tuple[int, bytes]], tsresol: int | None = 9,
-            linktype: int = 1) -> bytes:
+def _pcapng(frames: list[tuple[int, bytes]], tsresol: int | None = 9, linktype: int = 1) -> bytes:
     """frames: (timestamp in ticks of 10^-tsresol s, frame)."""
     shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
     options = b""
@@ -159,8 +189,7 @@ def _pcapng(frames: list[tuple[int, bytes]], tsresol: int | None = 9,
     idb = _block(1, struct.pack("<HHI", linktype, 0, 0) + options)
     out = shb + idb
     for ticks, frame in frames:
-        out += _block(6, struct.pack("<IIIII", 0, ticks >> 32, ticks & 0xFFFFFFFF, len(frame),
-                                     len(frame)) + frame)
+        out += _block(6, struct.pack("<IIIII", 0, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), len(frame)) + frame)
     return out + _block(5, b"")  # an interface statistics block: skipped
 
 
@@ -168,10 +197,8 @@ QUIC_SHORT = bytes([0x43]) + bytes(range(1, 60))  # header form bit clear: 1-RTT
 QUIC_INITIAL = bytes([0xC3, 0, 0, 0, 1]) + bytes(40)  # long header, type 0
 
 
-@pytest.mark.parametrize(("nano", "big"), [(False, False), (True, False), (False, True),
-                                           (True, True)])
-def test_classic_pcap_in_every_byte_order_and_resolution(tmp_path: Path, nano: bool,
-                                                         big: bool) -> None:
+@pytest.mark.parametrize(("nano", "big"), [(False, False), (True, False), (False, True), (True, True)])
+def test_classic_pcap_in_every_byte_order_and_resolution(tmp_path: Path, nano: bool, big: bool) -> None:
     fraction = 123_456_789 if nano else 123_456
     frame = _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_SHORT))
     path = tmp_path / "x.pcap"
@@ -237,8 +264,7 @@ def test_snaplen_limits_the_hash_input_not_the_lengths(tmp_path: Path) -> None:
     assert a.payload_len == b.payload_len == 200
     assert a.payload_hash == b.payload_hash  # both hash the first HASH_BYTES bytes
     # the hash is BLAKE2b-64 of those bytes, salted with the payload length (any process)
-    expected = hashlib.blake2b(payload[:HASH_BYTES], digest_size=8,
-                               salt=(200).to_bytes(8, "big")).digest()
+    expected = hashlib.blake2b(payload[:HASH_BYTES], digest_size=8, salt=(200).to_bytes(8, "big")).digest()
     assert a.payload_hash == int.from_bytes(expected, "big")
     assert payload_hash(payload, 200) != payload_hash(payload, 201)
 
@@ -256,19 +282,29 @@ def _handshake_packet(body: int) -> bytes:
     """A QUIC v1 Handshake packet (RFC 9000, 17.2.4) with ``body`` bytes after its Length
     field (packet number and protected payload): first byte 0xE0 (long header, fixed bit,
     type 2), version 1, 8-byte connection IDs, a 2-byte Length varint."""
-    return (bytes([0xE0]) + (1).to_bytes(4, "big") + bytes([8]) + bytes(range(8)) + bytes([8]) + bytes(range(8, 16))
-            + bytes([0x40 | body >> 8, body & 0xFF]) + bytes(body))
+    return (
+        bytes([0xE0])
+        + (1).to_bytes(4, "big")
+        + bytes([8])
+        + bytes(range(8))
+        + bytes([8])
+        + bytes(range(8, 16))
+        + bytes([0x40 | body >> 8, body & 0xFF])
+        + bytes(body)
+    )
 
 
 def test_a_1rtt_packet_coalesced_after_a_handshake_packet_is_found(tmp_path: Path) -> None:
     handshake = _handshake_packet(22)  # 1 + 4 + 9 + 9 + 2 + 22 = 47 bytes
     assert len(handshake) == 47
     one_rtt = bytes([0x41]) + bytes(range(1, 100))  # 100 bytes, short header
-    frames = [_ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + one_rtt)),
-              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake)),
-              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + bytes(20))),  # zero padding after it
-              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_SHORT)),
-              _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_INITIAL + bytes(1000)))]
+    frames = [
+        _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + one_rtt)),
+        _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake)),
+        _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, handshake + bytes(20))),  # zero padding after it
+        _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_SHORT)),
+        _ethernet(_ipv4_udp(SERVER, CLIENT, 4433, 5000, QUIC_INITIAL + bytes(1000))),
+    ]
     path = tmp_path / "coalesced.pcap"
     path.write_bytes(_pcap([(1, index, frame) for index, frame in enumerate(frames)], snaplen=128))
     coalesced, alone, padded, short, initial = read_pcap(path)

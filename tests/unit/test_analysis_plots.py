@@ -33,26 +33,39 @@ def _check(paths: list[Path], *texts: str) -> str:
 @pytest.fixture(scope="module")
 def runs() -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    return pd.DataFrame({"cell": np.repeat(["0 hops", "1 hop", "2 hops"], 10).tolist() * 2,
-                         "proto": ["quic"] * 30 + ["bquic"] * 30,
-                         "throughput": np.r_[rng.normal(8, 1, 30), rng.normal(9, 1, 30)] * 1e6})
+    return pd.DataFrame(
+        {
+            "cell": np.repeat(["0 hops", "1 hop", "2 hops"], 10).tolist() * 2,
+            "proto": ["quic"] * 30 + ["bquic"] * 30,
+            "throughput": np.r_[rng.normal(8, 1, 30), rng.normal(9, 1, 30)] * 1e6,
+        }
+    )
 
 
 def test_bars_with_confidence_intervals(tmp_path: Path, runs: pd.DataFrame) -> None:
-    table = stats.summarize(runs.assign(mbps=runs["throughput"] / 1e6), ["cell", "proto"],
-                            "mbps")
-    svg = _check(plots.bar_ci(table, tmp_path / "bars", x="cell", hue="proto",
-                              ylabel="throughput (Mbit/s)", xlabel="client position"),
-                 "throughput (Mbit/s)", "client position", "1 hop", "bquic")
+    table = stats.summarize(runs.assign(mbps=runs["throughput"] / 1e6), ["cell", "proto"], "mbps")
+    svg = _check(
+        plots.bar_ci(
+            table, tmp_path / "bars", x="cell", hue="proto", ylabel="throughput (Mbit/s)", xlabel="client position"
+        ),
+        "throughput (Mbit/s)",
+        "client position",
+        "1 hop",
+        "bquic",
+    )
     # fixed protocol colours, whatever the group order
     assert plots.PROTOCOL_COLOURS["quic"].lower() in svg.lower()
     assert plots.PROTOCOL_COLOURS["bquic"].lower() in svg.lower()
 
 
 def test_ccdf_with_band(tmp_path: Path, runs: pd.DataFrame) -> None:
-    _check(plots.ccdf_plot(runs, tmp_path / "ccdf", value="throughput", group="proto",
-                           scale=1e-6, xlabel="throughput (Mbit/s)"),
-           "throughput (Mbit/s)", "P(X &gt; x)")
+    _check(
+        plots.ccdf_plot(
+            runs, tmp_path / "ccdf", value="throughput", group="proto", scale=1e-6, xlabel="throughput (Mbit/s)"
+        ),
+        "throughput (Mbit/s)",
+        "P(X &gt; x)",
+    )
 
 
 def test_ipt_histogram_and_ecdf_of_the_captures(tmp_path: Path) -> None:
@@ -60,11 +73,14 @@ def test_ipt_histogram_and_ecdf_of_the_captures(tmp_path: Path) -> None:
     for name in ("quic", "bquic"):
         for side in ("server", "client"):
             packets = read_pcap(FIXTURES / name / f"{side}.pcap")
-            gaps = metrics.inter_packet_times(
-                metrics.data_packets(packets, metrics.main_flow(packets)))
+            gaps = metrics.inter_packet_times(metrics.data_packets(packets, metrics.main_flow(packets)))
             frames.append(pd.DataFrame({"gap": gaps, "group": f"{name} {side}"}))
-    _check(plots.ipt_plot(pd.concat(frames), tmp_path / "ipt", group="group"),
-           "inter-packet time (µs)", "share of gaps", "bquic server")
+    _check(
+        plots.ipt_plot(pd.concat(frames), tmp_path / "ipt", group="group"),
+        "inter-packet time (µs)",
+        "share of gaps",
+        "bquic server",
+    )
 
 
 def test_sender_state_over_time_from_qlog_and_ss(tmp_path: Path) -> None:
@@ -77,39 +93,46 @@ def test_sender_state_over_time_from_qlog_and_ss(tmp_path: Path) -> None:
     lines = pd.concat([frame.assign(time=frame["time"] - frame["time"].min()) for frame in frames])
     lines = lines.melt(id_vars=["group", "time"], value_vars=list(series.SERIES), var_name="series")
     capacity = pd.DataFrame({"time": [0.0, 1.0], "rate": [20e6, 10e6]})
-    _check(plots.sender_plot(lines, tmp_path / "sender", capacity=capacity),
-           "cwnd (kB)", "in flight (kB)", "RTT (ms)", "pacing rate (Mbit/s)", "bquic", "tcp", "link capacity (trace)")
+    _check(
+        plots.sender_plot(lines, tmp_path / "sender", capacity=capacity),
+        "cwnd (kB)",
+        "in flight (kB)",
+        "RTT (ms)",
+        "pacing rate (Mbit/s)",
+        "bquic",
+        "tcp",
+        "link capacity (trace)",
+    )
 
 
 def test_throughput_bins_sequence_and_shares(tmp_path: Path) -> None:
     bins = []
     for name in ("quic", "tcp"):
         packets = read_pcap(FIXTURES / name / "client.pcap")
-        table = metrics.binned_throughput(
-            metrics.data_packets(packets, metrics.main_flow(packets)), 0.05)
+        table = metrics.binned_throughput(metrics.data_packets(packets, metrics.main_flow(packets)), 0.05)
         bins.append(table.assign(group=name))
-    _check(plots.throughput_bins_plot(pd.concat(bins), tmp_path / "bins", group="group",
-                                      bin_width=0.05), "throughput per 50 ms (Mbit/s)")
+    _check(
+        plots.throughput_bins_plot(pd.concat(bins), tmp_path / "bins", group="group", bin_width=0.05),
+        "throughput per 50 ms (Mbit/s)",
+    )
     server = read_pcap(FIXTURES / "bquic/server.pcap")
     client = read_pcap(FIXTURES / "bquic/client.pcap")
     rows = metrics.sequence_frame(server, client, metrics.main_flow(client))
-    _check(plots.sequence_plot(rows, tmp_path / "sequence"), "data offset (kB)", "lost",
-           "ACK (client)")
+    _check(plots.sequence_plot(rows, tmp_path / "sequence"), "data offset (kB)", "lost", "ACK (client)")
     packets = read_pcap(FIXTURES / "parallel/client.pcap")
     flows = metrics.data_flows(packets)
     names = {flow: "QUIC" if flow[4] == "udp" else "TCP" for flow in flows}
-    events = pd.DataFrame([(p.ts, names[p.flow], p.payload_len) for p in packets
-                           if p.flow in flows and metrics.is_data(p)],
-                          columns=["time", "flow", "bytes"])
+    events = pd.DataFrame(
+        [(p.ts, names[p.flow], p.payload_len) for p in packets if p.flow in flows and metrics.is_data(p)],
+        columns=["time", "flow", "bytes"],
+    )
     shares = stats.bandwidth_share(stats.binned_bytes(events, 0.05))
     _check(plots.share_plot(shares, tmp_path / "shares"), "share of bytes per bin", "TCP")
 
 
 def test_svg_output_is_reproducible(tmp_path: Path, runs: pd.DataFrame) -> None:
-    first = plots.ccdf_plot(runs, tmp_path / "a", value="throughput", xlabel="x (bit/s)",
-                            formats=("svg",))
-    second = plots.ccdf_plot(runs, tmp_path / "b", value="throughput", xlabel="x (bit/s)",
-                             formats=("svg",))
+    first = plots.ccdf_plot(runs, tmp_path / "a", value="throughput", xlabel="x (bit/s)", formats=("svg",))
+    second = plots.ccdf_plot(runs, tmp_path / "b", value="throughput", xlabel="x (bit/s)", formats=("svg",))
     strip = lambda text: re.sub(r"<dc:date>.*?</dc:date>", "", text)  # noqa: E731
     assert strip(first[0].read_text()) == strip(second[0].read_text())
     assert plots.colour(0, "TCP client") == plots.PROTOCOL_COLOURS["tcp"]
@@ -134,5 +157,7 @@ def test_groups_of_one_protocol_get_colours_of_their_own() -> None:
     shades = [shade for _, _, shade in _coloured_groups(variants, "transport")]
     assert len(set(shades)) == 4
     pair = pd.DataFrame({"transport": ["tcp", "quic"], "value": [1, 2]})
-    assert [shade for _, _, shade in _coloured_groups(pair, "transport")] == [PROTOCOL_COLOURS["tcp"],
-                                                                                PROTOCOL_COLOURS["quic"]]
+    assert [shade for _, _, shade in _coloured_groups(pair, "transport")] == [
+        PROTOCOL_COLOURS["tcp"],
+        PROTOCOL_COLOURS["quic"],
+    ]

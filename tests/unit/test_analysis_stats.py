@@ -25,8 +25,7 @@ def test_mean_ci_is_scipys_student_t_interval() -> None:
     assert result.median == pytest.approx(9.3) and result.n == 8
     assert result.std == pytest.approx(DATA.std(ddof=1))
     # by hand: t_{0.975, 7} = 2.364624, s = 0.7347..., half width = t s / sqrt(8)
-    assert result.half_width == pytest.approx(2.364624 * DATA.std(ddof=1) / math.sqrt(8),
-                                              rel=1e-6)
+    assert result.half_width == pytest.approx(2.364624 * DATA.std(ddof=1) / math.sqrt(8), rel=1e-6)
     ninety = stats.mean_ci(DATA, 0.90)
     assert ninety.half_width < result.half_width
 
@@ -39,17 +38,19 @@ def test_mean_ci_edge_cases() -> None:
 
 
 def test_summarize_groups() -> None:
-    frame = pd.DataFrame({"proto": ["quic"] * 4 + ["bquic"] * 4,
-                          "hops": [1, 1, 2, 2] * 2,
-                          "mbps": [8.0, 10.0, 6.0, 6.0, 9.0, 11.0, 7.0, 9.0]})
+    frame = pd.DataFrame(
+        {
+            "proto": ["quic"] * 4 + ["bquic"] * 4,
+            "hops": [1, 1, 2, 2] * 2,
+            "mbps": [8.0, 10.0, 6.0, 6.0, 9.0, 11.0, 7.0, 9.0],
+        }
+    )
     table = stats.summarize(frame, ["proto", "hops"], "mbps")
-    assert table[["proto", "hops"]].values.tolist() == [["bquic", 1], ["bquic", 2],
-                                                        ["quic", 1], ["quic", 2]]
+    assert table[["proto", "hops"]].values.tolist() == [["bquic", 1], ["bquic", 2], ["quic", 1], ["quic", 2]]
     assert table["mean"].tolist() == [10.0, 8.0, 9.0, 6.0]
     # two values 8 and 10: s = sqrt(2), t_{0.975,1} = 12.7062: 9 ± 12.7062 * sqrt(2)/sqrt(2)
     quic1 = table.iloc[2]
-    assert (quic1["ci_low"], quic1["ci_high"]) == pytest.approx((9 - 12.706205, 9 + 12.706205),
-                                                                rel=1e-6)
+    assert (quic1["ci_low"], quic1["ci_high"]) == pytest.approx((9 - 12.706205, 9 + 12.706205), rel=1e-6)
     assert table.iloc[3]["ci_low"] == table.iloc[3]["ci_high"] == 6.0  # no variance
 
 
@@ -61,11 +62,12 @@ def test_relative_gain_delta_method_by_hand() -> None:
     # mA = 12, sA^2 = 4; mB = 16, sB^2 = 3; g = 16/12 - 1 = 1/3
     va, vb = 4 / (3 * 144), 3 / (3 * 256)  # squared relative standard errors = variances of log(mean)
     se = math.sqrt(va + vb)
-    dof = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    dof = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
     t = sps.t.ppf(0.975, dof)
     assert gain.gain == pytest.approx(1 / 3)
-    assert (gain.low, gain.high) == pytest.approx((math.expm1(math.log(4 / 3) - t * se),
-                                                   math.expm1(math.log(4 / 3) + t * se)))
+    assert (gain.low, gain.high) == pytest.approx(
+        (math.expm1(math.log(4 / 3) - t * se), math.expm1(math.log(4 / 3) + t * se))
+    )
     assert (gain.low, gain.high) == pytest.approx((-0.05141, 0.87412), abs=1e-5)
     assert dof == pytest.approx(3.4326, abs=1e-3) and gain.method.startswith("delta")
 
@@ -130,8 +132,9 @@ def test_a_zero_or_negative_mean_is_never_divided_by() -> None:
     # a transport whose mean is 0 has no log-ratio: the difference, saying why
     nothing = stats.compare_means([0.02, 0.021, 0.019], [0.0, 0.0])
     assert nothing.gain is None and "the compared transport's mean is 0" in nothing.why_absolute
-    assert (nothing.difference.low, nothing.difference.high) == pytest.approx((-0.02 - 0.0024841, -0.02 + 0.0024841),
-                                                                              abs=1e-6)
+    assert (nothing.difference.low, nothing.difference.high) == pytest.approx(
+        (-0.02 - 0.0024841, -0.02 + 0.0024841), abs=1e-6
+    )
 
 
 def test_relative_gain_methods_agree_and_cover() -> None:
@@ -161,8 +164,10 @@ def test_ecdf_is_scipys_and_the_dkw_band_is_massarts() -> None:
     if hasattr(sps, "ecdf"):  # scipy >= 1.11
         evaluate = sps.ecdf(values).cdf.evaluate
     else:  # share of values <= x, counted
+
         def evaluate(x: np.ndarray) -> np.ndarray:
             return np.array([np.mean(values <= point) for point in x])
+
     assert table["x"].tolist() == sorted(set(values.tolist()))
     assert table["F"].to_numpy() == pytest.approx(evaluate(table["x"].to_numpy()))
     assert table["F"].iloc[-1] == 1.0 and table["F"].iloc[1] == pytest.approx(0.2)  # <= 1.5
@@ -185,8 +190,7 @@ def test_dkw_band_covers_the_true_cdf() -> None:
         table = stats.ecdf(sample)
         position = np.searchsorted(table["x"], grid, side="right") - 1
         low = np.where(position >= 0, table["low"].to_numpy()[position.clip(0)], 0)
-        high = np.where(position >= 0, table["high"].to_numpy()[position.clip(0)],
-                        stats.dkw_epsilon(50))
+        high = np.where(position >= 0, table["high"].to_numpy()[position.clip(0)], stats.dkw_epsilon(50))
         misses += bool(np.any((grid < low) | (grid > high)))  # true CDF of U(0,1) is x
     assert misses / 400 <= 0.05 + 0.02  # simultaneous 95 % band (conservative)
 
@@ -199,9 +203,13 @@ def test_jain_index() -> None:
 
 
 def test_binned_bytes_shares_and_jain_over_time() -> None:
-    events = pd.DataFrame({"time": [10.00, 10.01, 10.02, 10.06, 10.07, 10.16],
-                           "flow": ["a", "b", "b", "a", "a", "b"],
-                           "bytes": [100, 100, 100, 300, 100, 50]})
+    events = pd.DataFrame(
+        {
+            "time": [10.00, 10.01, 10.02, 10.06, 10.07, 10.16],
+            "flow": ["a", "b", "b", "a", "a", "b"],
+            "bytes": [100, 100, 100, 300, 100, 50],
+        }
+    )
     binned = stats.binned_bytes(events, 0.05)
     # bins from 10.00: [0, 50) ms: a 100, b 200; [50, 100): a 400; [100, 150): none;
     # [150, 200): b 50
@@ -214,7 +222,7 @@ def test_binned_bytes_shares_and_jain_over_time() -> None:
     assert shares["share"].iloc[4:6].isna().all()
     jain = stats.jain_over_time(binned)
     assert jain["time"].tolist() == [0.0]  # the only bin where both sent
-    assert jain["jain"].iloc[0] == pytest.approx(300 ** 2 / (2 * (100 ** 2 + 200 ** 2)))
+    assert jain["jain"].iloc[0] == pytest.approx(300**2 / (2 * (100**2 + 200**2)))
     assert len(stats.jain_over_time(binned, active_only=False).dropna()) == 3
 
 
@@ -224,9 +232,10 @@ def test_shares_of_the_parallel_fixture() -> None:
     # 8080 (TCP) 26064 B; bin 0: QUIC only, 59449 B; bin 10: TCP only, 60816 B.
     packets = read_pcap(FIXTURES / "parallel/client.pcap")
     flows = metrics.data_flows(packets)
-    events = pd.DataFrame([(p.ts, p.sport, p.payload_len) for p in packets
-                           if p.flow in flows and metrics.is_data(p)],
-                          columns=["time", "flow", "bytes"])
+    events = pd.DataFrame(
+        [(p.ts, p.sport, p.payload_len) for p in packets if p.flow in flows and metrics.is_data(p)],
+        columns=["time", "flow", "bytes"],
+    )
     binned = stats.binned_bytes(events, 0.05)
     by_bin = binned.set_index(["time", "flow"])["bytes"]
     assert by_bin[(0.25, 4433)] == 33282 and by_bin[(0.25, 8080)] == 26064
@@ -235,7 +244,7 @@ def test_shares_of_the_parallel_fixture() -> None:
     shares = stats.bandwidth_share(binned).set_index(["time", "flow"])["share"]
     assert shares[(0.25, 4433)] == pytest.approx(33282 / (33282 + 26064))
     jain = stats.jain_over_time(binned).set_index("time")["jain"]
-    assert jain[0.25] == pytest.approx(59346 ** 2 / (2 * (33282 ** 2 + 26064 ** 2)))
+    assert jain[0.25] == pytest.approx(59346**2 / (2 * (33282**2 + 26064**2)))
     assert set(jain.index) == {0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45}  # both active
 
 
@@ -244,7 +253,7 @@ def test_time_weighted_series() -> None:
     # 10 for 1 s, 20 for 2 s, 40 for 1 s (until end = 4)
     mean, var = stats.time_weighted_mean_var(times, values, end=4.0)
     assert mean == pytest.approx((10 + 40 + 40) / 4)
-    assert var == pytest.approx((1 * 12.5 ** 2 + 2 * 2.5 ** 2 + 1 * 17.5 ** 2) / 4)
+    assert var == pytest.approx((1 * 12.5**2 + 2 * 2.5**2 + 1 * 17.5**2) / 4)
     # clipped to [0.5, 2]: 10 for 0.5 s, 20 for 1 s
     assert stats.time_weighted_mean_var(times, values, 0.5, 2.0)[0] == pytest.approx(50 / 3)
     shares = stats.state_shares(times, ["a", "b", "a"], end=4.0)
@@ -301,13 +310,33 @@ def test_intervals_without_enough_runs() -> None:
 def test_catalogue_declares_the_range_of_every_metric() -> None:
     from quicbed.analysis.catalogue import METRICS
 
-    fractions = {"loss", "out_of_order", "ipt_server_short_share", "ipt_client_short_share", "jain_index",
-                 "airtime_share", "phase_slow_start", "phase_congestion_avoidance", "phase_recovery",
-                 "lag_behind_share", "lag_slow_share", "cpu_server_bound", "cpu_client_bound",
-                 "cpu_competitor_bound", "cpu_channel_bound",
-                 "cpu_machine_busy", "cpu_machine_steal", "cwnd_above_bdp", "slow_start_exit_delay",
-                 "spurious_loss_share", "competitor_ipt_server_short_share", "goodput_share", "client_throttled",
-                 "ofdma_ppdu_share", "ofdma_uplink_share"}
+    fractions = {
+        "loss",
+        "out_of_order",
+        "ipt_server_short_share",
+        "ipt_client_short_share",
+        "jain_index",
+        "airtime_share",
+        "phase_slow_start",
+        "phase_congestion_avoidance",
+        "phase_recovery",
+        "lag_behind_share",
+        "lag_slow_share",
+        "cpu_server_bound",
+        "cpu_client_bound",
+        "cpu_competitor_bound",
+        "cpu_channel_bound",
+        "cpu_machine_busy",
+        "cpu_machine_steal",
+        "cwnd_above_bdp",
+        "slow_start_exit_delay",
+        "spurious_loss_share",
+        "competitor_ipt_server_short_share",
+        "goodput_share",
+        "client_throttled",
+        "ofdma_ppdu_share",
+        "ofdma_uplink_share",
+    }
     for name, entry in METRICS.items():
         assert entry.bounds == ((0.0, 1.0) if name in fractions else (0.0, None)), name
         if entry.unit == "%":  # every share shown in percent is a fraction

@@ -35,19 +35,16 @@ def test_first_ss_sample_of_the_tcp_run() -> None:
     assert len(samples) == 12
     first = samples.iloc[0]
     assert first["time"] == pytest.approx(1795257025.934888, abs=1e-6)
-    assert (first["local"], first["peer"], first["cc"]) == ("10.0.0.2:8080", "10.0.0.1:59360",
-                                                            "cubic")
+    assert (first["local"], first["peer"], first["cc"]) == ("10.0.0.2:8080", "10.0.0.1:59360", "cubic")
     assert (first["cwnd"], first["mss"], first["cwnd_bytes"]) == (16, 1448, 16 * 1448)
     assert math.isnan(first["ssthresh"])  # not set yet: slow start
-    assert (first["rtt"], first["rttvar"], first["min_rtt"]) == pytest.approx(
-        (0.001437, 0.002118, 0.000031))
+    assert (first["rtt"], first["rttvar"], first["min_rtt"]) == pytest.approx((0.001437, 0.002118, 0.000031))
     assert (first["bytes_sent"], first["bytes_acked"], first["unacked"]) == (32060, 8892, 16)
     assert first["pacing_rate"] == 257914760 and first["delivery_rate"] == 196338976
     assert bool(first["app_limited"]) and first["send_q"] == 41992
     second = samples.iloc[1]  # "cwnd:21 ssthresh:21": slow start ended
     assert (second["cwnd"], second["ssthresh"]) == (21, 21)
-    assert tcpstate.ss_phases(samples).tolist()[:3] == ["slow_start", "congestion_avoidance",
-                                                        "congestion_avoidance"]
+    assert tcpstate.ss_phases(samples).tolist()[:3] == ["slow_start", "congestion_avoidance", "congestion_avoidance"]
 
 
 def test_ss_samples_of_the_long_run_show_the_losses() -> None:
@@ -72,8 +69,7 @@ def test_tcp_probe_of_the_tcp_run() -> None:
     assert len(probe) == 93
     first = probe.iloc[0]
     assert first["time"] == pytest.approx(4123.581124 + offset, abs=1e-6)
-    assert (first["src"], first["dst"], first["data_len"]) == ("10.0.0.2:8080",
-                                                               "10.0.0.1:59360", 91)
+    assert (first["src"], first["dst"], first["data_len"]) == ("10.0.0.2:8080", "10.0.0.1:59360", 91)
     assert first["snd_nxt"] == first["snd_una"] == 0x21874FAB
     assert first["cwnd"] == 10 and math.isnan(first["ssthresh"])
     assert first["srtt"] == pytest.approx(31e-6)  # the kernel prints microseconds
@@ -81,7 +77,8 @@ def test_tcp_probe_of_the_tcp_run() -> None:
     # three tcp_cong_state_set lines: Open at 4123.581044, Recovery at .749631, Open .750863
     assert states["state"].tolist() == ["open", "recovery", "open"]
     assert states["time"].tolist() == pytest.approx(
-        [4123.581044 + offset, 4123.749631 + offset, 4123.750863 + offset], abs=1e-6)
+        [4123.581044 + offset, 4123.749631 + offset, 4123.750863 + offset], abs=1e-6
+    )
     # the first probe (the 91-byte request arriving) is on the capture clock: tcpdump
     # shows that request at 1795257025.923251 at the server
     request = next(p for p in read_pcap(FIXTURES / "tcp/server.pcap") if p.payload_len == 91)
@@ -124,8 +121,7 @@ Recv-Q Send-Q Local Address:Port Peer Address:Port Process
     assert frame["time"].tolist() == [100.5, 101.0]
     one, two = frame.iloc[0], frame.iloc[1]
     assert (one["local"], one["peer"], one["cc"]) == ("[::1]:443", "[::1]:5000", "cubic")
-    assert (one["cwnd"], one["ssthresh"], one["retrans"], one["retrans_total"],
-            one["lost"]) == (8, 6, 1, 3, 1)
+    assert (one["cwnd"], one["ssthresh"], one["retrans"], one["retrans_total"], one["lost"]) == (8, 6, 1, 3, 1)
     assert one["rtt"] == pytest.approx(0.0005) and one["rttvar"] == pytest.approx(0.00025)
     assert one["pacing_rate"] == 2e9 and one["delivery_rate"] == 12e3
     assert bool(one["app_limited"]) and not bool(two["app_limited"])
@@ -136,35 +132,45 @@ Recv-Q Send-Q Local Address:Port Peer Address:Port Process
 
 
 def test_ss_phases_and_shares_on_hand_made_samples() -> None:
-    text = "".join(f"# {t}\nESTAB 0 0 1.1.1.1:1 2.2.2.2:2\n\t cwnd:{c}{s} bytes_acked:{a}{x}\n"
-                   for t, c, s, a, x in [(0.0, 10, "", 1, ""), (1.0, 20, "", 2, ""),
-                                         (2.0, 10, " ssthresh:10", 3, " lost:2"),
-                                         (3.0, 12, " ssthresh:10", 4, ""),
-                                         (4.0, 12, " ssthresh:10", 4, "")])
+    text = "".join(
+        f"# {t}\nESTAB 0 0 1.1.1.1:1 2.2.2.2:2\n\t cwnd:{c}{s} bytes_acked:{a}{x}\n"
+        for t, c, s, a, x in [
+            (0.0, 10, "", 1, ""),
+            (1.0, 20, "", 2, ""),
+            (2.0, 10, " ssthresh:10", 3, " lost:2"),
+            (3.0, 12, " ssthresh:10", 4, ""),
+            (4.0, 12, " ssthresh:10", 4, ""),
+        ]
+    )
     samples = tcpstate.parse_ss(text)
-    assert tcpstate.ss_phases(samples).tolist() == ["slow_start", "slow_start", "recovery",
-                                                    "congestion_avoidance",
-                                                    "congestion_avoidance"]
+    assert tcpstate.ss_phases(samples).tolist() == [
+        "slow_start",
+        "slow_start",
+        "recovery",
+        "congestion_avoidance",
+        "congestion_avoidance",
+    ]
     summary = tcpstate.summarize_ss(samples)
     # active until the last bytes_acked change (t = 3): 2 s slow start, 1 s recovery
     assert (summary.start, summary.end) == (0.0, 3.0)
-    assert summary.phases == pytest.approx({"slow_start": 2 / 3, "recovery": 1 / 3,
-                                            "congestion_avoidance": 0.0})
+    assert summary.phases == pytest.approx({"slow_start": 2 / 3, "recovery": 1 / 3, "congestion_avoidance": 0.0})
     assert summary.cwnd_mean == pytest.approx((10 + 20 + 10) / 3)
 
 
 def test_trace_lines_of_other_formats() -> None:
-    text = "\n".join([
-        "# tracer: nop",
-        "   <idle>-0     [003] d.s.. 10.000100: tcp_probe: family=AF_INET6 "
-        "src=[2001:db8::2]:443 dest=[2001:db8::1]:5000 mark=0x0 data_len=0 snd_nxt=0x10 "
-        "snd_una=0x8 snd_cwnd=30 ssthresh=20 snd_wnd=1000 srtt=2500 rcv_wnd=2000 "
-        "sock_cookie=1 skbaddr=0 skaddr=0",
-        "  kworker/u8:2-77 [000] 10.000050: tcp_cong_state_set: family=AF_INET6 sport=443 "
-        "dport=5000 saddr=0.0.0.0 daddr=0.0.0.0 saddrv6=2001:db8::2 daddrv6=2001:db8::1 "
-        "cong_state=4",
-        "garbage line",
-    ])
+    text = "\n".join(
+        [
+            "# tracer: nop",
+            "   <idle>-0     [003] d.s.. 10.000100: tcp_probe: family=AF_INET6 "
+            "src=[2001:db8::2]:443 dest=[2001:db8::1]:5000 mark=0x0 data_len=0 snd_nxt=0x10 "
+            "snd_una=0x8 snd_cwnd=30 ssthresh=20 snd_wnd=1000 srtt=2500 rcv_wnd=2000 "
+            "sock_cookie=1 skbaddr=0 skaddr=0",
+            "  kworker/u8:2-77 [000] 10.000050: tcp_cong_state_set: family=AF_INET6 sport=443 "
+            "dport=5000 saddr=0.0.0.0 daddr=0.0.0.0 saddrv6=2001:db8::2 daddrv6=2001:db8::1 "
+            "cong_state=4",
+            "garbage line",
+        ]
+    )
     probe, states = tcpstate.parse_trace(text, clock_offset=100.0)
     assert probe["src"].tolist() == ["2001:db8::2:443"] and probe["srtt"].tolist() == [0.0025]
     assert probe["time"].tolist() == pytest.approx([110.0001])

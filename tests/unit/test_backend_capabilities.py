@@ -20,8 +20,11 @@ CAPABILITIES = (MacStatistics, WalkedStations, ReshapableLinks)
 #: modules of quicbed/backends that several backends share (no backend of their own)
 SHARED = {"__init__", "base", "namespaces", "tc"}
 #: a topology each backend can build (built, not started: nothing is created on the host)
-TOPOLOGIES = {"netns": ("dumbbell.py", {"rate": "20mbit", "delay": "0ms"}), "ns3": ("roaming.py", {}),
-              "mininet-wifi": ("roaming.py", {})}
+TOPOLOGIES = {
+    "netns": ("dumbbell.py", {"rate": "20mbit", "delay": "0ms"}),
+    "ns3": ("roaming.py", {}),
+    "mininet-wifi": ("roaming.py", {}),
+}
 #: options a backend needs to be built here without its daemons (Mininet-WiFi's wmediumd check)
 OPTIONS = {"mininet-wifi": {"wmediumd": True}}
 
@@ -31,8 +34,11 @@ def _offers(network: object) -> list[str]:
 
 
 def test_every_backend_package_has_one_registry_entry() -> None:
-    found = {path.stem if path.is_file() else path.name for path in (ROOT / "quicbed" / "backends").iterdir()
-             if (path.suffix == ".py" or (path / "__init__.py").exists())} - SHARED
+    found = {
+        path.stem if path.is_file() else path.name
+        for path in (ROOT / "quicbed" / "backends").iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").exists())
+    } - SHARED
     assert sorted(entry.package for entry in BACKENDS.values()) == sorted(found)
     assert BACKEND_NAMES == tuple(BACKENDS) and all(name == entry.name for name, entry in BACKENDS.items())
 

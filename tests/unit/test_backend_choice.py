@@ -15,8 +15,10 @@ E4 = ROOT / "experiments" / "e4-random-loss.yaml"
 
 def _experiment(tmp_path: Path, body: str, name: str = "choice.yaml") -> Path:
     path = tmp_path / name
-    path.write_text(f"name: choice\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                    f"  params: {{rate: 20mbit, delay: 10ms}}\nrepetitions: 1\n{body}")
+    path.write_text(
+        f"name: choice\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        f"  params: {{rate: 20mbit, delay: 10ms}}\nrepetitions: 1\n{body}"
+    )
     return path
 
 
@@ -59,24 +61,28 @@ def test_with_netem_nothing_changes(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("virtual_time_kernel", [False, True], ids=["microVM", "virtual-time kernel"])
-def test_links_ns3_cannot_realise_go_to_a_guest_kernel_and_say_why(no_netem, capsys, tmp_path, monkeypatch,
-                                                                   virtual_time_kernel):
+def test_links_ns3_cannot_realise_go_to_a_guest_kernel_and_say_why(
+    no_netem, capsys, tmp_path, monkeypatch, virtual_time_kernel
+):
     """Without netem here they run on netns in the virtual-time kernel where it is built (netem
     built in, no CPU cost), else in the microVM; --clock real asks for the microVM."""
     from quicbed.cli import run
     from quicbed.host.uml import build
 
     monkeypatch.setattr(run, "_needs_vm_reason", lambda *_: "this kernel has no netem")
-    monkeypatch.setattr(build, "cached_uml_kernel",
-                        lambda directory=None: build.UmlKernel(tmp_path) if virtual_time_kernel else None)
+    monkeypatch.setattr(
+        build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path) if virtual_time_kernel else None
+    )
     exp = _experiment(tmp_path, "matrix:\n  transport: [tcp]\n  link.bottleneck.duplicate: [1]\n")
     assert main(["run", str(exp), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "the ns3 backend cannot run them (links[bottleneck].forward: the ns3 backend does not model duplicate" in out
     assert "they run on netns in a guest kernel with netem" in out and "backend netns," in out
     if virtual_time_kernel:
-        assert ("note: this kernel has no netem: the runs go to quicbed's virtual-time kernel, which has it built in "
-                "(their records say clock: virtual") in out
+        assert (
+            "note: this kernel has no netem: the runs go to quicbed's virtual-time kernel, which has it built in "
+            "(their records say clock: virtual"
+        ) in out
         assert "backend: netns, in virtual time (quicbed's User-Mode Linux kernel" in out
     else:
         assert "virtual" not in out and "backend: netns, in the microVM because this kernel has no netem" in out
@@ -97,8 +103,20 @@ def test_ns3_refuses_what_it_cannot_realise_before_anything_runs(capsys, tmp_pat
 def test_bit_errors_are_realised_on_ns3(no_netem, capsys):
     """netem's corruption has a meaning ns3 keeps: the corrupted packet fails its checksum and
     the receiver drops it (docs/ns3-backend.md)."""
-    assert main(["run", str(ROOT / "experiments" / "e4-bit-errors.yaml"), "--dry-run", "--repetitions", "1",
-                 "--warmup", "0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "experiments" / "e4-bit-errors.yaml"),
+                "--dry-run",
+                "--repetitions",
+                "1",
+                "--warmup",
+                "0",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "links bottleneck (delay, corrupt)" in out and "backend ns3," in out
 
@@ -118,9 +136,11 @@ def test_the_registry_answers_for_every_backend_by_name():
 
 def _roaming(tmp_path: Path, options: str = "") -> Path:
     path = tmp_path / "roam.yaml"
-    path.write_text(f"name: roam\ntopology:\n  script: {ROOT / 'topologies' / 'roaming.py'}\n"
-                    "  params: {standard: 802.11a}\nbackend: mininet-wifi\nclient: sta1\nserver: server\n"
-                    f"repetitions: 1\n{options}")
+    path.write_text(
+        f"name: roam\ntopology:\n  script: {ROOT / 'topologies' / 'roaming.py'}\n"
+        "  params: {standard: 802.11a}\nbackend: mininet-wifi\nclient: sta1\nserver: server\n"
+        f"repetitions: 1\n{options}"
+    )
     return path
 
 
@@ -143,10 +163,13 @@ def test_backend_options_reach_the_backend_and_are_checked_by_it(capsys, tmp_pat
     assert "unknown mininet-wifi backend option(s) ['wmedium']" in err and not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ("backend_options:\n  mininet_wifi: {wmediumd: true}\n", "'mininet_wifi' is not allowed"),
-    ("backend_options:\n  mininet-wifi: true\n", "expected a mapping, got bool"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("backend_options:\n  mininet_wifi: {wmediumd: true}\n", "'mininet_wifi' is not allowed"),
+        ("backend_options:\n  mininet-wifi: true\n", "expected a mapping, got bool"),
+    ],
+)
 def test_backend_options_are_named_by_backend(capsys, tmp_path, options, message):
     assert main(["run", str(_roaming(tmp_path, options)), "--dry-run"]) == 1
     err = capsys.readouterr().err

@@ -62,9 +62,16 @@ def load_cases() -> list[Case]:
     for entry in entries:
         unknown = set(entry) - CASE_FIELDS
         assert not unknown, f"case {entry.get('id')}: unknown field(s) {sorted(unknown)}"
-        cases.append(Case(entry["id"], [str(word) for word in entry["argv"]], int(entry["status"]),
-                          str(entry["error"]), {k: str(v) for k, v in (entry.get("env") or {}).items()},
-                          entry.get("module", "quicbed")))
+        cases.append(
+            Case(
+                entry["id"],
+                [str(word) for word in entry["argv"]],
+                int(entry["status"]),
+                str(entry["error"]),
+                {k: str(v) for k, v in (entry.get("env") or {}).items()},
+                entry.get("module", "quicbed"),
+            )
+        )
     return cases
 
 
@@ -154,8 +161,14 @@ def _environment(scratch: Path) -> dict[str, str]:
     # corpus's own, where anything left is the corpus's (other tests may run at the same time);
     # bytecode writing on, as for most users, so a __pycache__ left beside their file shows
     inherited = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    return {**inherited, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb",
-            "TMPDIR": str(scratch / "tmp")}
+    return {
+        **inherited,
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "TMPDIR": str(scratch / "tmp"),
+    }
 
 
 def networks_of(pids: set[int]) -> list[str]:
@@ -176,23 +189,35 @@ def run_workers(cases: list[Case], scratch: Path, count: int, pids: set[int]) ->
         folder = prepare(scratch / f"worker-{number}")
         job.write_text(json.dumps({"folder": str(folder), "cases": [asdict(c) for c in cases[number::count]]}))
         jobs.append(job)
-    processes = [subprocess.Popen([sys.executable, __file__, str(job)], cwd=scratch, env=_environment(scratch),
-                                  stdin=subprocess.DEVNULL) for job in jobs]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, __file__, str(job)], cwd=scratch, env=_environment(scratch), stdin=subprocess.DEVNULL
+        )
+        for job in jobs
+    ]
     pids.update(process.pid for process in processes)
     for process in processes:
         assert process.wait(timeout=WORKER_TIMEOUT) == 0, "a corpus worker failed (its output is above)"
     outcomes: dict[str, Outcome] = {}
     for job in jobs:
-        outcomes.update({name: Outcome(**value) for name, value in json.loads(job.with_suffix(".out").read_text()).items()})
+        outcomes.update(
+            {name: Outcome(**value) for name, value in json.loads(job.with_suffix(".out").read_text()).items()}
+        )
     return outcomes
 
 
 def run_as_command(case: Case, work: Path, scratch: Path, pids: set[int]) -> Outcome:
     """The case as a user types it: ``python -m MODULE ARGV`` in its own process."""
     before = snapshot(work)
-    with subprocess.Popen([sys.executable, "-m", case.module, *case.argv], cwd=work, stdin=subprocess.DEVNULL,
-                          env={**_environment(scratch), **case_environment(case, work)}, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) as process:
+    with subprocess.Popen(
+        [sys.executable, "-m", case.module, *case.argv],
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        env={**_environment(scratch), **case_environment(case, work)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
         pids.add(process.pid)
         out, err = process.communicate(timeout=WORKER_TIMEOUT)
     return Outcome(process.returncode, out + err, *compare(before, snapshot(work)))
@@ -207,7 +232,9 @@ import pytest  # noqa: E402 - the worker above runs without pytest
 
 CASES = load_cases()
 #: the first case of each module also runs as a real command
-AS_COMMANDS = list({case.module + case.argv[0] if case.argv else case.module: case for case in reversed(CASES)}.values())
+AS_COMMANDS = list(
+    {case.module + case.argv[0] if case.argv else case.module: case for case in reversed(CASES)}.values()
+)
 
 
 @pytest.fixture(scope="module")
@@ -218,8 +245,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     pids: set[int] = set()
     found = run_workers(CASES, scratch, max(2, os.cpu_count() or 1), pids)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        ran = pool.map(lambda case: run_as_command(case, prepare(scratch / "commands" / case.id), scratch, pids),
-                       AS_COMMANDS)
+        ran = pool.map(
+            lambda case: run_as_command(case, prepare(scratch / "commands" / case.id), scratch, pids), AS_COMMANDS
+        )
         found.update({f"command:{case.id}": outcome for case, outcome in zip(AS_COMMANDS, ran)})
     left = sorted(path.name for path in (scratch / "tmp").iterdir())
     assert not left, f"the corpus left {left} in its temporary directory"

@@ -23,8 +23,7 @@ def test_counters() -> None:
     assert stats.complete and stats.dropped == 8 and stats.unwritten == 0
     stats = capture.parse_stats(STDERR + "3 packets dropped by interface\n")
     assert stats.dropped_by_interface == 3 and stats.dropped == 11
-    cut = capture.parse_stats("0 packets captured\n300 packets received by filter\n"
-                              "0 packets dropped by kernel\n")
+    cut = capture.parse_stats("0 packets captured\n300 packets received by filter\n0 packets dropped by kernel\n")
     assert cut.unwritten == 300
     assert not capture.parse_stats("tcpdump: listening on eth0").complete
     assert capture.parse_stats("1 packet captured\n").captured == 1
@@ -33,23 +32,31 @@ def test_counters() -> None:
 class FakeNode:
     name = "server"
 
-    def run(self, argv: list[str], timeout: float = 60, check: bool = True
-            ) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(argv, 0, "Time stamp types for eth0 (use option -j "
-                                           "to set):\n  host (Host)\n  adapter_unsynced "
-                                           "(Adapter, not synced with system time)\n", "")
+    def run(self, argv: list[str], timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(
+            argv,
+            0,
+            "Time stamp types for eth0 (use option -j "
+            "to set):\n  host (Host)\n  adapter_unsynced "
+            "(Adapter, not synced with system time)\n",
+            "",
+        )
 
 
 @pytest.mark.skipif(not capture.shutil.which("tcpdump"), reason="tcpdump not installed")
 def test_command_line(tmp_path: Path) -> None:
     node = FakeNode()
     assert capture.timestamp_types(node, "eth0") == ["host", "adapter_unsynced"]  # type: ignore[arg-type]
-    item = capture.Capture(node, "eth0", tmp_path / "s.pcap", bpf_filter="udp port 4433",  # type: ignore[arg-type]
-                           direction="out")
+    item = capture.Capture(
+        node,
+        "eth0",
+        tmp_path / "s.pcap",
+        bpf_filter="udp port 4433",  # type: ignore[arg-type]
+        direction="out",
+    )
     item.timestamp_type = "adapter_unsynced"
     argv = item.argv()
-    assert argv[:9] == ["tcpdump", "-i", "eth0", "-s", "128", "-w", str(tmp_path / "s.pcap"),
-                        "-n", "-Z"]
+    assert argv[:9] == ["tcpdump", "-i", "eth0", "-s", "128", "-w", str(tmp_path / "s.pcap"), "-n", "-Z"]
     assert argv[argv.index("-j") + 1] == "adapter_unsynced"
     assert argv[argv.index("-Q") + 1] == "out" and argv[-1] == "udp port 4433"
     features = capture.tcpdump_features()

@@ -29,8 +29,11 @@ def test_errors_are_one_line_without_traceback(capsys, tmp_path):
 
 def test_debug_shows_the_traceback_wherever_it_is_given(tmp_path, capsys):
     missing = str(tmp_path / "missing.py")
-    for argv in (["--debug", "topo", "show", missing], ["topo", "show", missing, "--debug"],
-                 ["topo", "--debug", "show", missing]):
+    for argv in (
+        ["--debug", "topo", "show", missing],
+        ["topo", "show", missing, "--debug"],
+        ["topo", "--debug", "show", missing],
+    ):
         with pytest.raises(Exception, match="topology file not found"):
             main(argv)
     assert main(["topo", "show", missing]) == 1
@@ -84,7 +87,9 @@ def test_a_name_the_system_refuses_is_one_line_and_leaves_nothing(tmp_path, caps
     assert err.startswith("quicbed: error: ") and "File name too long (fix: use a shorter name" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # not even "course"
-    assert main(["trace", "constant", "--rate", "10mbit", "--duration", "1s", "-o", str(tmp_path / f"{long}.down")]) == 1
+    assert (
+        main(["trace", "constant", "--rate", "10mbit", "--duration", "1s", "-o", str(tmp_path / f"{long}.down")]) == 1
+    )
     assert "File name too long" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
     with pytest.raises(OSError):
         main(["--debug", "lab", "start", "first-topology", str(tmp_path / long)])
@@ -92,8 +97,9 @@ def test_a_name_the_system_refuses_is_one_line_and_leaves_nothing(tmp_path, caps
 
 def test_an_experiment_name_has_a_length_limit(tmp_path, capsys):
     experiment = tmp_path / "long.yaml"
-    experiment.write_text((ROOT / "experiments" / "quickstart.yaml").read_text().replace(
-        "name: quickstart", "name: " + "q" * 101))
+    experiment.write_text(
+        (ROOT / "experiments" / "quickstart.yaml").read_text().replace("name: quickstart", "name: " + "q" * 101)
+    )
     assert main(["run", str(experiment), "--dry-run"]) == 1
     assert "name is 101 characters long, more than 100" in capsys.readouterr().err
 
@@ -112,8 +118,10 @@ def test_one_statement_of_what_happens_without_netem(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert _words(NO_NETEM) in _words(capsys.readouterr().out)
-    absent = [Capability("netem", False, "no sch_netem in this kernel", "delay and loss", "the microVM"),
-              Capability("vm_kernel", True, "6.1", "", "")]
+    absent = [
+        Capability("netem", False, "no sch_netem in this kernel", "delay and loss", "the microVM"),
+        Capability("vm_kernel", True, "6.1", "", ""),
+    ]
     monkeypatch.setattr(doctor, "capabilities", lambda checks: absent)
     doctor.handle(doctor.argparse.Namespace(json=False))
     assert _words(NO_NETEM) in _words(capsys.readouterr().out)
@@ -159,11 +167,15 @@ def test_transports_of_an_experiment_and_profiles_of_a_file(capsys, tmp_path):
     experiment = ROOT / "experiments" / "e3-cc-parallel.yaml"
     assert main(["transports", str(experiment), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)["transports"]
-    assert listed["quic-bbr"]["source"] == str(experiment) and listed["quic-bbr"]["knobs"]["congestion_control"] == "bbr"
+    assert (
+        listed["quic-bbr"]["source"] == str(experiment) and listed["quic-bbr"]["knobs"]["congestion_control"] == "bbr"
+    )
     assert listed["tcp"]["source"] == "built-in"
     mine = tmp_path / "mine.yaml"
-    mine.write_text("version: 1\nprofiles:\n  bquic-paced:\n    extends: bquic\n    description: BQUIC with pacing\n"
-                    "    pacing: true\n")
+    mine.write_text(
+        "version: 1\nprofiles:\n  bquic-paced:\n    extends: bquic\n    description: BQUIC with pacing\n"
+        "    pacing: true\n"
+    )
     assert main(["transports", "--profiles-file", str(mine), "--json"]) == 0
     (profile,) = json.loads(capsys.readouterr().out)["profiles"].values()
     assert profile["name"] == "bquic-paced" and profile["source"] == str(mine)
@@ -174,7 +186,20 @@ def test_transports_of_an_experiment_and_profiles_of_a_file(capsys, tmp_path):
 
 
 def test_dry_run_lists_the_runs(capsys):
-    assert main(["run", str(ROOT / "experiments" / "e4-random-loss.yaml"), "--dry-run", "--repetitions", "1", "--warmup", "0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "experiments" / "e4-random-loss.yaml"),
+                "--dry-run",
+                "--repetitions",
+                "1",
+                "--warmup",
+                "0",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "18 cell(s) x 1 repetition(s) = 18 runs" in out
     assert "c017-r001" in out
@@ -185,8 +210,22 @@ def test_doctor_reports_every_capability_with_what_its_absence_disables(capsys):
 
     assert main(["doctor", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
-    for name in ("netns", "netem", "mac80211_hwsim", "openvswitch", "kvm", "ns3", "nginx", "iperf3", "tcpdump",
-                 "aioquic", "mininet_wifi", "vm_kernel", "qemu", "vng"):
+    for name in (
+        "netns",
+        "netem",
+        "mac80211_hwsim",
+        "openvswitch",
+        "kvm",
+        "ns3",
+        "nginx",
+        "iperf3",
+        "tcpdump",
+        "aioquic",
+        "mininet_wifi",
+        "vm_kernel",
+        "qemu",
+        "vng",
+    ):
         assert isinstance(found[name]["available"], bool), name
         assert found[name]["disables"], name
     assert found["aioquic"]["available"]  # a dependency of quicbed itself
@@ -200,17 +239,22 @@ def test_doctor_turns_a_failing_check_into_a_line_of_its_own(capsys, monkeypatch
 
     from quicbed.host import capabilities
 
-    (tmp_path / "broken_dependency.py").write_text(
-        "raise ImportError('C extension: None not built')\n")
+    (tmp_path / "broken_dependency.py").write_text("raise ImportError('C extension: None not built')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "broken_dependency", raising=False)
 
     def imports_a_broken_package():
         import broken_dependency  # noqa: F401
 
-    monkeypatch.setattr(capabilities, "CHECKS", (
-        *capabilities.CHECKS[:1], ("broken", "something users need", imports_a_broken_package),
-        *capabilities.CHECKS[1:]))
+    monkeypatch.setattr(
+        capabilities,
+        "CHECKS",
+        (
+            *capabilities.CHECKS[:1],
+            ("broken", "something users need", imports_a_broken_package),
+            *capabilities.CHECKS[1:],
+        ),
+    )
     assert main(["doctor", "--json"]) == 1
     found = json.loads(capsys.readouterr().out)
     assert found["broken"]["error"] is True and found["broken"]["available"] is False
@@ -231,22 +275,46 @@ def test_readme_tells_one_story_in_a_newcomers_order():
 
     readme = (ROOT / "README.md").read_text()
     sections = re.findall(r"(?m)^## (.+)$", readme)
-    assert sections == ["Glossary", "Two commands (fresh Debian 12, as root)",
-                        "Reading `quicbed doctor`",
-                        "Reading the results", "A topology is a Python function", "An experiment is a YAML file",
-                        "Teaching labs", "Vagrant and several machines", "Real time or virtual time", "The microVM",
-                        "Cleaning up", "Tests", "Where the rest is"]
+    assert sections == [
+        "Glossary",
+        "Two commands (fresh Debian 12, as root)",
+        "Reading `quicbed doctor`",
+        "Reading the results",
+        "A topology is a Python function",
+        "An experiment is a YAML file",
+        "Teaching labs",
+        "Vagrant and several machines",
+        "Real time or virtual time",
+        "The microVM",
+        "Cleaning up",
+        "Tests",
+        "Where the rest is",
+    ]
     first_screen = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     two, own = first_screen.split("**Then your own network**")
     assert re.findall(r"(?m)^    (\S.*)$", two) == ["./scripts/quickstart.sh", "./scripts/test.sh"]
     # and on the same screen, the way to one's own topology (each command is run by a test)
     assert [line.split()[:3] for line in re.findall(r"(?m)^    (\S.*)$", own)] == [
-        ["cp", "topologies/dumbbell.py", "mine.py"], ["quicbed", "topo", "show"], ["quicbed", "run",
-                                                                                   "experiments/quickstart.yaml"]]
+        ["cp", "topologies/dumbbell.py", "mine.py"],
+        ["quicbed", "topo", "show"],
+        ["quicbed", "run", "experiments/quickstart.yaml"],
+    ]
     glossary = readme.split("## Glossary", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == ["run", "cell", "transport", "BQUIC", "backend", "E1-E5",
-                                                             "warm-up run", "valid run", "goodput", "ACK ratio",
-                                                             "MPDU", "MCS", "real"]
+    assert re.findall(r"(?m)^- \*\*(.+?)\*\*", glossary) == [
+        "run",
+        "cell",
+        "transport",
+        "BQUIC",
+        "backend",
+        "E1-E5",
+        "warm-up run",
+        "valid run",
+        "goodput",
+        "ACK ratio",
+        "MPDU",
+        "MCS",
+        "real",
+    ]
 
 
 def readme_own_network_steps() -> list[list[str]]:
@@ -259,10 +327,13 @@ def readme_own_network_steps() -> list[list[str]]:
     return [shlex.split(line.split("#")[0]) for line in re.findall(r"(?m)^    (\S.*)$", own)]
 
 
-@pytest.mark.parametrize("copied, edit, shown, parameter", [
-    ("topologies/dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "rate='5mbit'", "delay=25ms"),
-    ("topologies/wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "mcs=3", "wired_delay=25ms"),
-])
+@pytest.mark.parametrize(
+    "copied, edit, shown, parameter",
+    [
+        ("topologies/dumbbell.py", ('rate: str = "20mbit"', 'rate: str = "5mbit"'), "rate='5mbit'", "delay=25ms"),
+        ("topologies/wifi_ap.py", ("mcs: int = 7", "mcs: int = 3"), "mcs=3", "wired_delay=25ms"),
+    ],
+)
 def test_the_readmes_own_network_steps_work_as_typed(tmp_path, monkeypatch, capsys, copied, edit, shown, parameter):
     """README's three steps with a wired and a WiFi copy: the edit in the copy holds in the run
     (the file's topology.params are for its own script), the -p of step 2 is given again in step

@@ -69,8 +69,11 @@ def test_folders_of_other_experiments_match_on_shared_axes_with_the_rest_held(tm
     one value, then matched on the transport alone."""
     first = make_matrix_folder(tmp_path / "a")
     other = _without_loss_axis(make_matrix_folder(tmp_path / "b"))
-    with pytest.raises(ReportError, match=r"varies link.bottleneck.loss \(0, 2\) and another folder does not: .*"
-                                          r"--where link.bottleneck.loss=0"):
+    with pytest.raises(
+        ReportError,
+        match=r"varies link.bottleneck.loss \(0, 2\) and another folder does not: .*"
+        r"--where link.bottleneck.loss=0",
+    ):
         compare_folders([first, other], ["goodput"])
     comparison = compare_folders([first, other], ["goodput"], where={"link.bottleneck.loss": "0"})
     assert comparison.axes == ["transport"] and len(comparison.table) == 3
@@ -88,8 +91,9 @@ def test_three_folders_against_the_first_with_figures(tmp_path: Path, capsys: py
     _scaled(folders[1], 1.5, "quic")
     _scaled(folders[2], 0.5, "quic")
     comparison = compare_folders(folders, ["goodput"])
-    quic = comparison.table[(comparison.table["transport"] == "quic")
-                            & (comparison.table["link.bottleneck.loss"] == "2")].set_index("folder")["gain"]
+    quic = comparison.table[
+        (comparison.table["transport"] == "quic") & (comparison.table["link.bottleneck.loss"] == "2")
+    ].set_index("folder")["gain"]
     assert quic[str(folders[1])] == pytest.approx(0.5) and quic[str(folders[2])] == pytest.approx(-0.5)
     assert main(["compare", *map(str, folders), "--metrics", "goodput", "--figures", str(tmp_path / "fig")]) == 0
     shown = capsys.readouterr().out

@@ -43,8 +43,9 @@ def test_every_requirement_of_setup_py_is_pinned_within_its_range():
     for requirement in requirements:
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement} is not pinned (fix: scripts/refresh-constraints.sh)"
-        assert requirement.specifier.contains(pins[name], prereleases=True), \
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"constraints.txt pins {name}=={pins[name]}, outside setup.py's {requirement} (fix: refresh it)"
+        )
     for tool in ("pip", "setuptools", "wheel"):  # what builds the environment is pinned too
         assert tool in pins
 

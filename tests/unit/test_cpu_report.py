@@ -39,8 +39,13 @@ def _samples(server_rates, step=0.1, client_rate=0.0):
     """Synthetic samples every `step` s: server uses server_rates[i] cores in interval i."""
     samples, cumulative, machine = [], 0.0, 0
     for i in range(len(server_rates) + 1):
-        samples.append(Sample(round(i * step, 9), {"server": cumulative, "client": client_rate * i * step},
-                              MachineTicks(busy=machine, idle=10 * i - machine, steal=0)))
+        samples.append(
+            Sample(
+                round(i * step, 9),
+                {"server": cumulative, "client": client_rate * i * step},
+                MachineTicks(busy=machine, idle=10 * i - machine, steal=0),
+            )
+        )
         if i < len(server_rates):
             cumulative += server_rates[i] * step
             machine += 5
@@ -88,7 +93,8 @@ def _report(saturated=0.0, idle=0.5, steal=0.0, window=2.0):
 def test_saturation_reasons():
     assert saturation_reasons(_report()) == []
     assert saturation_reasons(_report(saturated=0.64)) == [
-        "server was CPU-bound (>= 90 % of a core) for 64 % of the transfer"]
+        "server was CPU-bound (>= 90 % of a core) for 64 % of the transfer"
+    ]
     assert saturation_reasons(_report(saturated=0.1)) == []
     assert saturation_reasons(_report(saturated=0.1), threshold_share=0.05)[0].startswith("server")
     assert saturation_reasons(_report(saturated=0.64), roles=("client",)) == []
@@ -102,10 +108,12 @@ def test_demand_decides_saturation_where_schedstat_gives_it():
     """An interval where a thread ran 50 % and waited 45 % of the time is CPU-bound; one where
     it ran 95 % of a core but no demand was read falls back to the CPU share."""
     machine = MachineTicks(0, 0, 0)
-    samples = [Sample(0.0, {"client": 0.0}, machine),
-               Sample(1.0, {"client": 0.5}, machine, {"client": 0.95}),
-               Sample(2.0, {"client": 1.0}, machine, {"client": 0.5}),
-               Sample(3.0, {"client": 1.95}, machine)]
+    samples = [
+        Sample(0.0, {"client": 0.0}, machine),
+        Sample(1.0, {"client": 0.5}, machine, {"client": 0.95}),
+        Sample(2.0, {"client": 1.0}, machine, {"client": 0.5}),
+        Sample(3.0, {"client": 1.95}, machine),
+    ]
     report = compute_report(samples, 0.0, 3.0, interval=1.0, roles=["client"])
     assert report.roles["client"].saturated_share == pytest.approx(2 / 3)
     assert report.roles["client"].peak_share == pytest.approx(0.95)
@@ -122,8 +130,7 @@ def test_a_cpu_bound_competitor_or_channel_flags_the_run_but_load_that_is_no_end
     first: its client or server starved of CPU changes the shares both get."""
     machine = MachineCpu(2, 0.5, 0.5, 0.0)
     competitor = CpuReport("cgroup-v1", 0.1, 2.0, _roles(competitor=0.5), machine)
-    assert saturation_reasons(competitor) == [
-        "competitor was CPU-bound (>= 90 % of a core) for 50 % of the transfer"]
+    assert saturation_reasons(competitor) == ["competitor was CPU-bound (>= 90 % of a core) for 50 % of the transfer"]
     assert saturation_reasons(CpuReport("cgroup-v1", 0.1, 2.0, _roles(channel=0.3), machine))[0].startswith("channel")
     # stress load is CPU-bound by design, captures and background traffic are no endpoint
     idle = CpuReport("cgroup-v1", 0.1, 2.0, _roles(stress=1.0, background=1.0, capture=1.0), machine)
@@ -145,7 +152,8 @@ def test_missing_cpu_data_is_unknown_not_fine():
     assert gap.unknown == ["cannot read the CPU usage of client: gone"]
     still = [Sample(0.0, {}, MachineTicks(5, 5, 0)), Sample(0.005, {}, MachineTicks(5, 5, 0))]
     assert compute_report(still, 0.0, 0.005).unknown == [
-        "the window is shorter than one /proc/stat tick: no machine figures"]
+        "the window is shorter than one /proc/stat tick: no machine figures"
+    ]
 
 
 def test_a_run_without_cpu_accounting_records_why_its_cpu_state_is_unknown():
@@ -171,10 +179,12 @@ def test_a_role_is_judged_by_its_threads_together_too():
     one, yet together they keep that core busy: the role's run + wait time over the cores it may
     use (``combined``) makes those intervals CPU-bound."""
     machine = MachineTicks(0, 0, 0)
-    samples = [Sample(0.0, {"client": 0.0}, machine),
-               Sample(1.0, {"client": 1.0}, machine, {"client": 0.55}, combined={"client": 1.1}),
-               Sample(2.0, {"client": 1.4}, machine, {"client": 0.2}, combined={"client": 0.4}),
-               Sample(3.0, {"client": 2.4}, machine, {"client": 0.6}, combined={"client": 0.95})]
+    samples = [
+        Sample(0.0, {"client": 0.0}, machine),
+        Sample(1.0, {"client": 1.0}, machine, {"client": 0.55}, combined={"client": 1.1}),
+        Sample(2.0, {"client": 1.4}, machine, {"client": 0.2}, combined={"client": 0.4}),
+        Sample(3.0, {"client": 2.4}, machine, {"client": 0.6}, combined={"client": 0.95}),
+    ]
     report = compute_report(samples, 0.0, 3.0, interval=1.0, roles=["client"])
     assert report.roles["client"].saturated_share == pytest.approx(2 / 3)
     assert "client was CPU-bound" in saturation_reasons(report)[0]
@@ -185,8 +195,10 @@ def test_the_channel_is_judged_by_its_busiest_thread_only():
     their summed demand (1.2 here) says nothing about a core used at 0.6; its busiest thread and
     its lag do."""
     machine = MachineTicks(0, 0, 0)
-    samples = [Sample(0.0, {"channel": 0.0}, machine),
-               Sample(1.0, {"channel": 0.6}, machine, {"channel": 0.6}, combined={"channel": 1.2}),
-               Sample(2.0, {"channel": 1.55}, machine, {"channel": 0.95}, combined={"channel": 1.3})]
+    samples = [
+        Sample(0.0, {"channel": 0.0}, machine),
+        Sample(1.0, {"channel": 0.6}, machine, {"channel": 0.6}, combined={"channel": 1.2}),
+        Sample(2.0, {"channel": 1.55}, machine, {"channel": 0.95}, combined={"channel": 1.3}),
+    ]
     report = compute_report(samples, 0.0, 2.0, interval=1.0, roles=["channel"])
     assert report.roles["channel"].saturated_share == pytest.approx(1 / 2)  # the second interval only

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from quicbed.host.device_cpu import (DEVICE_CLASSES, DeviceClass, PacketCosts, fit_packet_costs, quota_for,
-                                     relative_speed, sysbench_score)
+from quicbed.host.device_cpu import (
+    DEVICE_CLASSES,
+    DeviceClass,
+    PacketCosts,
+    fit_packet_costs,
+    quota_for,
+    relative_speed,
+    sysbench_score,
+)
 
 # sysbench 1.0.20's cpu test on this host (Debian 12), its first lines
 SYSBENCH_OUTPUT = """\

@@ -58,8 +58,15 @@ def test_expansion_is_round_robin_over_cells_after_warmups(tmp_path):
     exp = load_experiment(write(tmp_path, GOOD))
     runs = expand(exp)
     assert len(runs) == 6 * 1 + 6 * 3
-    assert [r.run_id for r in runs[:7]] == ["c000-w001", "c001-w001", "c002-w001", "c003-w001", "c004-w001",
-                                            "c005-w001", "c000-r001"]
+    assert [r.run_id for r in runs[:7]] == [
+        "c000-w001",
+        "c001-w001",
+        "c002-w001",
+        "c003-w001",
+        "c004-w001",
+        "c005-w001",
+        "c000-r001",
+    ]
     assert runs[6].cell == {"transport": "quic", "link.bottleneck.loss": 0}
     assert runs[7].cell == {"transport": "quic", "link.bottleneck.loss": 2}
     assert runs[8].cell == {"transport": "bquic", "link.bottleneck.loss": 0}
@@ -96,31 +103,43 @@ def test_a_swapped_script_keeps_its_own_defaults_unless_params_are_given(tmp_pat
     assert given.topology_params == {"rate": "5mbit", "delay": "10ms", "queue_limit": 100} and not given.notes
 
 
-@pytest.mark.parametrize("change, fragments", [
-    ("repetitions: 3", ["exp.yaml:9", "repetitions", "whole number >= 1"], ),
-    ("transport: [quic, bquic, tcp]", ["exp.yaml:7", "matrix.transport[1]", "unknown transport 'bqiuc'",
-                                       "did you mean 'bquic'"]),
-    ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.los", "did you mean 'loss'"]),
-    ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.loss[1]", "within 0..100"]),
-    ("workload: {object: 2MB}", ["exp.yaml:5", "workload.object", "cannot read size"]),
-    ("name: demo", ["exp.yaml:1", "name must be lower-case"]),
-    ("    params: {rate: 10mbit}", ["exp.yaml:4", "rate", "ambiguous"]),
-    ("warmup: 1", ["exp.yaml:10", "unknown field 'warmpu'", "did you mean 'warmup'"]),
-])
+@pytest.mark.parametrize(
+    "change, fragments",
+    [
+        (
+            "repetitions: 3",
+            ["exp.yaml:9", "repetitions", "whole number >= 1"],
+        ),
+        (
+            "transport: [quic, bquic, tcp]",
+            ["exp.yaml:7", "matrix.transport[1]", "unknown transport 'bqiuc'", "did you mean 'bquic'"],
+        ),
+        ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.los", "did you mean 'loss'"]),
+        ("link.bottleneck.loss: [0, 2]", ["exp.yaml:8", "matrix.link.bottleneck.loss[1]", "within 0..100"]),
+        ("workload: {object: 2MB}", ["exp.yaml:5", "workload.object", "cannot read size"]),
+        ("name: demo", ["exp.yaml:1", "name must be lower-case"]),
+        ("    params: {rate: 10mbit}", ["exp.yaml:4", "rate", "ambiguous"]),
+        ("warmup: 1", ["exp.yaml:10", "unknown field 'warmpu'", "did you mean 'warmup'"]),
+    ],
+)
 def test_errors_name_line_field_and_fix(tmp_path, change, fragments):
     if "within 0..100" in fragments:  # a value, not a key, is wrong
         change, replacement = change, "link.bottleneck.loss: [0, 200]"
     else:
         replacement = None
-    broken = {
-        "repetitions: 3": "repetitions: 0",
-        "transport: [quic, bquic, tcp]": "transport: [quic, bqiuc, tcp]",
-        "link.bottleneck.loss: [0, 2]": "link.bottleneck.los: [0, 2]",
-        "workload: {object: 2MB}": "workload: {object: two megabytes}",
-        "name: demo": "name: Demo Run",
-        "    params: {rate: 10mbit}": "    params: {rate: 10mbps}",
-        "warmup: 1": "warmpu: 1",
-    }[change] if replacement is None else replacement
+    broken = (
+        {
+            "repetitions: 3": "repetitions: 0",
+            "transport: [quic, bquic, tcp]": "transport: [quic, bqiuc, tcp]",
+            "link.bottleneck.loss: [0, 2]": "link.bottleneck.los: [0, 2]",
+            "workload: {object: 2MB}": "workload: {object: two megabytes}",
+            "name: demo": "name: Demo Run",
+            "    params: {rate: 10mbit}": "    params: {rate: 10mbps}",
+            "warmup: 1": "warmpu: 1",
+        }[change]
+        if replacement is None
+        else replacement
+    )
     text = GOOD.replace(change.strip(), broken.strip())
     path = tmp_path / "exp.yaml"
     path.write_text(text.replace("DUMBBELL", str(DUMBBELL)))
@@ -164,8 +183,15 @@ def test_competitor_shares_the_medium(tmp_path):
 
 
 def test_fields_are_overridden_by_dotted_path(tmp_path):
-    exp = load_experiment(write(tmp_path, GOOD), {"workload.object": "1MB", "topology.params.rate": "5mbit",
-                                                  "matrix.link.bottleneck.loss": [1], "repetitions": 1})
+    exp = load_experiment(
+        write(tmp_path, GOOD),
+        {
+            "workload.object": "1MB",
+            "topology.params.rate": "5mbit",
+            "matrix.link.bottleneck.loss": [1],
+            "repetitions": 1,
+        },
+    )
     assert exp.workload["object"] == 1_000_000 and exp.topology_params == {"rate": "5mbit"}
     assert exp.matrix["link.bottleneck.loss"] == [1] and exp.matrix["transport"] == ["quic", "bquic", "tcp"]
     assert len(expand(exp)) == 3 + 3
@@ -177,8 +203,9 @@ def test_a_tcp_competitor_may_use_its_own_congestion_control(tmp_path):
     exp = load_experiment(write(tmp_path, GOOD + "competitor: {transport: tcp-bbr}\n"))
     assert exp.competitor is not None and exp.transports[exp.competitor.transport].cc == "bbr"
     assert exp.transports["tcp"].cc == "cubic"
-    exp = load_experiment(write(tmp_path, GOOD.replace("[quic, bquic, tcp]", "[quic, bquic]")
-                                + "competitor: {transport: tcp-bbr}\n"))
+    exp = load_experiment(
+        write(tmp_path, GOOD.replace("[quic, bquic, tcp]", "[quic, bquic]") + "competitor: {transport: tcp-bbr}\n")
+    )
     assert exp.competitor is not None and exp.competitor.transport == "tcp-bbr"
 
 
@@ -195,12 +222,18 @@ def test_a_quic_transport_names_its_implementation_and_runs_only_knobs_it_has(tm
     # BQUIC as defined switches to decimation after 100 packets, which quinn cannot: refused at
     # load, naming the knobs
     refused = text.replace("cc: bbr, knobs: {slow_start_exit_rtt_increase: null}", "knobs: {}").replace(
-        "profile: quic,", "profile: bquic,")
+        "profile: quic,", "profile: bquic,"
+    )
     with pytest.raises(SpecError) as caught:
         load_experiment(write(tmp_path, refused))
     message = str(caught.value)
-    for fragment in ("transports.mine.knobs", "quinn cannot run profile 'bquic'",
-                     "ack_decimation_after=100", "ack_delay_rtt_fraction=0.25", "impl: aioquic"):
+    for fragment in (
+        "transports.mine.knobs",
+        "quinn cannot run profile 'bquic'",
+        "ack_decimation_after=100",
+        "ack_delay_rtt_fraction=0.25",
+        "impl: aioquic",
+    ):
         assert fragment in message, message
     with pytest.raises(SpecError, match="transports.mine.impl.*msquic"):
         load_experiment(write(tmp_path, text.replace("impl: quinn", "impl: msquic")))
@@ -244,17 +277,24 @@ def test_the_study_headline_is_checked_against_the_matrix(tmp_path):
     exp = load_experiment(write(tmp_path, GOOD + study))
     assert exp.study is not None and exp.study.headline is not None and exp.study.metrics == ()
     assert exp.study.headline.hue == ("transport",) and exp.study.headline.compare == ("quic", "bquic")
-    for wrong, fragments in (("metric: goodput", "study.headline.metric.*unknown metric 'speed'"),
-                             ("x: link.bottleneck.loss", "study.headline.x.*'link.bottleneck.delay' is not an axis"),
-                             ("compare: [quic, bquic]", "study.headline.compare.*choose two of: quic, bquic, aioquic")):
-        replacement = {"metric: goodput": "metric: speed", "x: link.bottleneck.loss": "x: link.bottleneck.delay",
-                       "compare: [quic, bquic]": "compare: [quic, tcp-bbbr]"}[wrong]
+    for wrong, fragments in (
+        ("metric: goodput", "study.headline.metric.*unknown metric 'speed'"),
+        ("x: link.bottleneck.loss", "study.headline.x.*'link.bottleneck.delay' is not an axis"),
+        ("compare: [quic, bquic]", "study.headline.compare.*choose two of: quic, bquic, aioquic"),
+    ):
+        replacement = {
+            "metric: goodput": "metric: speed",
+            "x: link.bottleneck.loss": "x: link.bottleneck.delay",
+            "compare: [quic, bquic]": "compare: [quic, tcp-bbbr]",
+        }[wrong]
         with pytest.raises(SpecError, match=r"exp.yaml:1[12].*" + fragments):
             load_experiment(write(tmp_path, GOOD + study.replace(wrong, replacement)))
     with pytest.raises(SpecError, match=r"study.metrics.*unknown metric 'speed'"):
         load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, speed]}\n"))
     assert load_experiment(write(tmp_path, GOOD + "study: {metrics: [goodput, loss]}\n")).study.metrics == (
-        "goodput", "loss")
+        "goodput",
+        "loss",
+    )
     # a matrix narrowed on the command line may leave the compared transports out
     narrowed = load_experiment(write(tmp_path, GOOD + study), {"matrix.transport": ["tcp"]})
     assert narrowed.study.headline.compare == ("quic", "bquic")
@@ -265,8 +305,10 @@ ENTERPRISE = ROOT / "topologies" / "enterprise_ap.py"
 
 def _clients_file(tmp_path: Path, clients: str, client: str = "sta1", extra: str = "") -> Path:
     path = tmp_path / "clients.yaml"
-    path.write_text(f"name: many\ntopology:\n  script: {ENTERPRISE}\n  params: {{stations: 3}}\nbackend: ns3\n"
-                    f"client: {client}\nclients: {clients}\n{extra}matrix:\n  params.stations: [3, 5]\n")
+    path.write_text(
+        f"name: many\ntopology:\n  script: {ENTERPRISE}\n  params: {{stations: 3}}\nbackend: ns3\n"
+        f"client: {client}\nclients: {clients}\n{extra}matrix:\n  params.stations: [3, 5]\n"
+    )
     return path
 
 
@@ -282,14 +324,21 @@ def test_many_clients_are_every_station_of_each_runs_topology(tmp_path):
     assert load_experiment(write(tmp_path, GOOD)).clients_of(five) == ["client"]  # no clients: the client alone
 
 
-@pytest.mark.parametrize("clients, client, extra, fragments", [
-    ("[sta1, sta9]", "sta1", "", ["clients[1]", "'sta9' is not a host, station or mesh point"]),
-    ("[sta2, sta3]", "sta1", "", ["the measured client 'sta1' is not among the clients", "add sta1 to the list"]),
-    ("stations", "server", "", ["client 'server' is not a station of the topology"]),
-    ("everyone", "sta1", "", ["expected 'stations' or a list of nodes", "clients: stations"]),
-    ("stations", "sta1", "competitor: {transport: tcp, client: sta2}\n",
-     ["clients and competitor cannot be combined"]),
-])
+@pytest.mark.parametrize(
+    "clients, client, extra, fragments",
+    [
+        ("[sta1, sta9]", "sta1", "", ["clients[1]", "'sta9' is not a host, station or mesh point"]),
+        ("[sta2, sta3]", "sta1", "", ["the measured client 'sta1' is not among the clients", "add sta1 to the list"]),
+        ("stations", "server", "", ["client 'server' is not a station of the topology"]),
+        ("everyone", "sta1", "", ["expected 'stations' or a list of nodes", "clients: stations"]),
+        (
+            "stations",
+            "sta1",
+            "competitor: {transport: tcp, client: sta2}\n",
+            ["clients and competitor cannot be combined"],
+        ),
+    ],
+)
 def test_clients_errors_name_the_field_and_the_fix(tmp_path, clients, client, extra, fragments):
     with pytest.raises(SpecError) as error:
         load_experiment(_clients_file(tmp_path, clients, client, extra))
@@ -298,8 +347,12 @@ def test_clients_errors_name_the_field_and_the_fix(tmp_path, clients, client, ex
 
 
 def test_a_whole_workload_as_a_matrix_axis(tmp_path):
-    path = write(tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n",
-                                        "  workload: [{object: 100kB}, {page: p8-262k, parallel: 2}]\n"))
+    path = write(
+        tmp_path,
+        GOOD.replace(
+            "  link.bottleneck.loss: [0, 2]\n", "  workload: [{object: 100kB}, {page: p8-262k, parallel: 2}]\n"
+        ),
+    )
     exp = load_experiment(path)
     assert exp.matrix["workload"] == [{"object": "100kB"}, {"page": "p8-262k", "parallel": 2}]
     from quicbed.runner.transfer import workload_of
@@ -307,13 +360,18 @@ def test_a_whole_workload_as_a_matrix_axis(tmp_path):
     assert workload_of(exp, {"workload": {"object": "100kB"}}) == {"object": 100_000, "parallel": 6}
     assert workload_of(exp, {"workload": {"page": "p8-262k", "parallel": 2}}) == {"page": "p8-262k", "parallel": 2}
     with pytest.raises(SpecError, match=r"matrix.workload\[1\].page: unknown page 'p9'"):
-        load_experiment(write(tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n",
-                                                     "  workload: [{object: 1MB}, {page: p9}]\n")))
+        load_experiment(
+            write(
+                tmp_path, GOOD.replace("  link.bottleneck.loss: [0, 2]\n", "  workload: [{object: 1MB}, {page: p9}]\n")
+            )
+        )
 
 
 def test_captures_are_on_off_or_full(tmp_path):
-    assert (load_experiment(write(tmp_path, GOOD)).captures, load_experiment(write(tmp_path, GOOD)).full_captures) == \
-        (True, False)
+    assert (load_experiment(write(tmp_path, GOOD)).captures, load_experiment(write(tmp_path, GOOD)).full_captures) == (
+        True,
+        False,
+    )
     full = load_experiment(write(tmp_path, GOOD + "captures: full\n"))
     assert full.captures and full.full_captures
     off = load_experiment(write(tmp_path, GOOD + "captures: false\n"))
@@ -322,19 +380,24 @@ def test_captures_are_on_off_or_full(tmp_path):
         load_experiment(write(tmp_path, GOOD + "captures: all\n"))
 
 
-
-@pytest.mark.parametrize("written, placement", [("", "process"), ("true", "process"), ("false", "off"),
-                                                 ("process", "process"), ("simulator", "simulator")])
+@pytest.mark.parametrize(
+    "written, placement",
+    [("", "process"), ("true", "process"), ("false", "off"), ("process", "process"), ("simulator", "simulator")],
+)
 def test_isolate_channel_places_every_channel_thread_by_default(tmp_path, written, placement):
     exp = load_experiment(write(tmp_path, GOOD + (f"isolate_channel: {written}\n" if written else "")))
     assert exp.isolate_channel == placement
 
 
 def test_an_unknown_isolation_names_the_choices(tmp_path):
-    with pytest.raises(SpecError, match=r"isolate_channel must be true, false, process, simulator or off, "
-                                        r"got 'threads'") as error:
+    with pytest.raises(
+        SpecError,
+        match=r"isolate_channel must be true, false, process, simulator or off, "
+        r"got 'threads'",
+    ) as error:
         load_experiment(write(tmp_path, GOOD + "isolate_channel: threads\n"))
     assert "simulator (its simulator thread alone there)" in str(error.value)
+
 
 TIME_METRICS = ("download_time", "total_time", "connect_time", "ttfb")
 
@@ -359,7 +422,9 @@ def test_a_transport_resumes_where_its_client_can(tmp_path):
         """)
     exp = load_experiment(write(tmp_path, text))
     assert exp.transports["h3-0rtt"].resumption == "0rtt" and exp.transports["h2-ticket"].resumption == "ticket"
-    assert exp.transports["quic"].resumption == "none" and exp.transports["h2-ticket"].describe()["resumption"] == "ticket"
+    assert (
+        exp.transports["quic"].resumption == "none" and exp.transports["h2-ticket"].describe()["resumption"] == "ticket"
+    )
     with pytest.raises(SpecError, match=r"transports.h2-ticket.resumption.*cannot send 0-RTT.*use resumption: ticket"):
         load_experiment(write(tmp_path, text.replace("resumption: ticket", "resumption: 0rtt")))
     with pytest.raises(SpecError, match=r"transports.h3-0rtt.resumption.*'early' is not allowed.*none, ticket, 0rtt"):
@@ -369,8 +434,7 @@ def test_a_transport_resumes_where_its_client_can(tmp_path):
 def test_several_competitors_download_at_once(tmp_path):
     """competitor.transport: one transport, several joined by '+', or 'others': every other
     transport of the transport axis (the cellular study's three or four controllers at once)."""
-    text = GOOD.replace("[quic, bquic, tcp]", "[quic, tcp, tcp-bbr]") + \
-        "competitor: {client: client}\n"
+    text = GOOD.replace("[quic, bquic, tcp]", "[quic, tcp, tcp-bbr]") + "competitor: {client: client}\n"
     text = text.replace("  link.bottleneck.loss: [0, 2]", "  competitor.transport: [tcp-reno, tcp-reno+quic, others]")
     exp = load_experiment(write(tmp_path, text))
     names = lambda cell: [t.name for t in exp.competitors_of(cell)]  # noqa: E731
@@ -389,6 +453,10 @@ def test_every_field_of_an_experiment_file_has_a_row_in_its_docs_table():
     from quicbed.spec.experiment import TOP_LEVEL
 
     table = (Path(__file__).resolve().parents[2] / "docs" / "experiment-files.md").read_text()
-    rows = {cell.strip("` ") for line in table.splitlines() if line.startswith("| `")
-            for cell in line.split("|")[1].split(",")}
+    rows = {
+        cell.strip("` ")
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for cell in line.split("|")[1].split(",")
+    }
     assert set(TOP_LEVEL) <= rows, sorted(set(TOP_LEVEL) - rows)

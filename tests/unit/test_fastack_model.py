@@ -2,8 +2,8 @@
 clock, segment by segment: channel_models/fastack_driver.cc plays the access point around it
 (a radio queue these tests empty by hand, the switch, the wire to the sender), so each rule of
 docs/ns3-backend.md's "ACK acceleration" is checked on exact sequence numbers, windows and
-timestamps, with no real time or kernel in the way. tests/integration/test_fastack.py runs the
-same model in the real-time channel under Linux TCP."""
+timestamps, with no real time or kernel in the way. tests/integration/test_fastack.py and
+test_fastack_ack_fields.py run the same model in the real-time channel under Linux TCP."""
 
 from __future__ import annotations
 
@@ -62,8 +62,21 @@ class Segment:
             options += b"\x01\x01\x05" + bytes([2 + 8 * len(self.sacks)])
             options += b"".join(struct.pack("!II", *block) for block in self.sacks)
         options += b"\x00" * (-len(options) % 4)
-        tcp = struct.pack("!HHIIBBHHH", self.src[1], self.dst[1], self.seq % 2**32, self.ack % 2**32,
-                          (20 + len(options)) // 4 << 4, self.flags, self.window, 0, 0) + options
+        tcp = (
+            struct.pack(
+                "!HHIIBBHHH",
+                self.src[1],
+                self.dst[1],
+                self.seq % 2**32,
+                self.ack % 2**32,
+                (20 + len(options)) // 4 << 4,
+                self.flags,
+                self.window,
+                0,
+                0,
+            )
+            + options
+        )
         total = 20 + len(tcp) + self.payload
         ip = struct.pack("!BBHHHBBHII", 0x45, 0, total, 0, 0x4000, 64, 6, 0, self.src[0], self.dst[0])
         return ip + tcp + b"\x5a" * self.payload
@@ -75,7 +88,7 @@ class Segment:
 
 def decode(packet: bytes) -> Segment:
     ihl = (packet[0] & 0x0F) * 4
-    total, = struct.unpack_from("!H", packet, 2)
+    (total,) = struct.unpack_from("!H", packet, 2)
     src_ip, dst_ip = struct.unpack_from("!II", packet, 12)
     sport, dport, seq, ack, offset, flags, window = struct.unpack_from("!HHIIBBH", packet, ihl)
     header = (offset >> 4) * 4
@@ -90,8 +103,7 @@ def decode(packet: bytes) -> Segment:
         if kind == 5:
             sacks = [struct.unpack_from("!II", packet, at + 2 + 8 * n) for n in range((length - 2) // 8)]
         at += length
-    return Segment((src_ip, sport), (dst_ip, dport), seq, ack, flags, window, total - ihl - header, ts,
-                   tuple(sacks))
+    return Segment((src_ip, sport), (dst_ip, dport), seq, ack, flags, window, total - ihl - header, ts, tuple(sacks))
 
 
 # --------------------------------------------------------------------------- the driver
@@ -100,6 +112,7 @@ def decode(packet: bytes) -> Segment:
 @dataclass
 class Events:
     """What one or more commands caused, by kind."""
+
     lines: list[tuple[float, str, Any]] = field(default_factory=list)
 
     def __add__(self, other: Events) -> Events:
@@ -153,8 +166,9 @@ class Model(DriverProcess):
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_driver(tmp_path_factory.mktemp("fastack-model") / "driver", "fastack_driver.cc",
-                          ["fastack.cc"], ["network", "core"])
+    return compile_driver(
+        tmp_path_factory.mktemp("fastack-model") / "driver", "fastack_driver.cc", ["fastack.cc"], ["network", "core"]
+    )
 
 
 @pytest.fixture
@@ -171,14 +185,36 @@ class Connection:
     """The station's connection to the server through the AP, its handshake done: the server
     sends data at offsets from its first byte, the station acknowledges."""
 
-    def __init__(self, model: Model, *, server_scale: int | None = SCALE, timestamps: bool = True,
-                 sack: bool = True, station_window: int = 65535) -> None:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        server_scale: int | None = SCALE,
+        timestamps: bool = True,
+        sack: bool = True,
+        station_window: int = 65535,
+    ) -> None:
         self.model, self.timestamps, self.clock = model, timestamps, 100
         self.station_seq = STATION_ISN + 1
-        model.station(Segment(STATION, SERVER, STATION_ISN, 0, SYN, station_window, 0, self._ts(0),
-                              wscale=SCALE, sack_permitted=sack))
-        model.sender(Segment(SERVER, STATION, SERVER_ISN, STATION_ISN + 1, SYN | ACK, 65535, 0, self._ts(1),
-                             wscale=server_scale, sack_permitted=sack))
+        model.station(
+            Segment(
+                STATION, SERVER, STATION_ISN, 0, SYN, station_window, 0, self._ts(0), wscale=SCALE, sack_permitted=sack
+            )
+        )
+        model.sender(
+            Segment(
+                SERVER,
+                STATION,
+                SERVER_ISN,
+                STATION_ISN + 1,
+                SYN | ACK,
+                65535,
+                0,
+                self._ts(1),
+                wscale=server_scale,
+                sack_permitted=sack,
+            )
+        )
         model.air()  # the SYN-ACK
         self.scale = SCALE if server_scale is not None else 0
         model.station(self.ack(BASE, window=station_window >> self.scale))
@@ -318,8 +354,11 @@ def test_a_hole_before_the_ap_gets_duplicate_acks_with_what_the_station_has(mode
     flow.send(0, 2 * MSS, 3 * MSS)  # the segment at MSS was lost on the cable
     # one block ACK: the ACK for the first segment, then a duplicate for each above the hole
     answers = model.air(3).of("to_sender")
-    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == \
-        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)])]
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == [
+        (MSS, [(2 * MSS, 3 * MSS)]),
+        (MSS, [(2 * MSS, 3 * MSS)]),
+        (MSS, [(2 * MSS, 4 * MSS)]),
+    ]
     assert len({a.window for a in answers}) == 1  # duplicates: the window unchanged (RFC 5681)
     stats = model.stats()
     assert (stats["duplicate_acks_sent"], stats["out_of_order"]) == (2, 2)  # both arrived above the hole
@@ -338,8 +377,10 @@ def test_a_mac_drop_above_a_hole_is_reported_in_its_place_once_repaired(model: M
     assert [s.seq - BASE for s in repair.of("radio")] == [2 * MSS] and not repair.of("to_sender")
     assert not model.air().of("to_sender")  # 3 MSS reached the station: not reported yet
     answers = model.air().of("to_sender")  # the repair: both, in the sender's order
-    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == \
-        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)])]
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in answers] == [
+        (MSS, [(2 * MSS, 3 * MSS)]),
+        (MSS, [(2 * MSS, 4 * MSS)]),
+    ]
     assert model.stats()["mac_drops_repaired"] == 1
 
 
@@ -358,15 +399,19 @@ def test_a_station_ack_ahead_of_the_ap_waits_for_the_repair(model: Model) -> Non
     repair = model.drop()  # the segment at 2 MSS: queued again, behind the retransmission
     assert [s.seq - BASE for s in repair.of("radio")] == [2 * MSS]
     assert not model.air(2).of("to_sender")  # 3 MSS and the retransmission: nothing reported yet
-    ahead = Segment(STATION, SERVER, flow.station_seq, BASE + 2 * MSS, ACK, 512, 0, (950, 900),
-                    ((BASE + 3 * MSS, BASE + 4 * MSS),))
+    ahead = Segment(
+        STATION, SERVER, flow.station_seq, BASE + 2 * MSS, ACK, 512, 0, (950, 900), ((BASE + 3 * MSS, BASE + 4 * MSS),)
+    )
     answer = model.station(ahead)
     assert not answer.of("passed") and not answer.of("to_sender")
     # the repair: the segments after it in the order the AP queued them (a duplicate ACK for
     # each above the hole), then the ACK covering the retransmission, echoing its TSval
     reported = model.air().of("to_sender")
-    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in reported] == \
-        [(MSS, [(2 * MSS, 3 * MSS)]), (MSS, [(2 * MSS, 4 * MSS)]), (4 * MSS, [])]
+    assert [(a.ack - BASE, [(s - BASE, e - BASE) for s, e in a.sacks]) for a in reported] == [
+        (MSS, [(2 * MSS, 3 * MSS)]),
+        (MSS, [(2 * MSS, 4 * MSS)]),
+        (4 * MSS, []),
+    ]
     assert reported[-1].ts[1] == 900
     stats = model.stats()
     assert (stats["station_acks_held"], stats["mac_drops_repaired"]) == (1, 1)
@@ -617,8 +662,7 @@ def test_a_bare_fin_sent_again_after_its_ack_was_lost_is_answered(model: Model) 
     model.sender(fin)
     model.air()
     model.station(flow.ack(BASE + MSS + 1))  # ahead of the AP: passed, and lost after the AP
-    again = model.sender(Segment(SERVER, STATION, BASE + MSS, flow.station_seq, ACK | FIN, 502, 0,
-                                 (flow.clock + 2, 7)))
+    again = model.sender(Segment(SERVER, STATION, BASE + MSS, flow.station_seq, ACK | FIN, 502, 0, (flow.clock + 2, 7)))
     assert acks(again) == [MSS + 1]
     assert not again.of("radio")  # not sent to the station again
 

@@ -24,9 +24,12 @@ FRAMES = 20
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_driver(tmp_path_factory.mktemp("forward-up") / "forward_up_cell", "forward_up_cell.cc",
-                          ["forward_up.cc"],
-                          ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"])
+    return compile_driver(
+        tmp_path_factory.mktemp("forward-up") / "forward_up_cell",
+        "forward_up_cell.cc",
+        ["forward_up.cc"],
+        ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"],
+    )
 
 
 def simulate(binary: Path, how: str) -> dict:

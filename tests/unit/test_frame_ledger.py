@@ -23,8 +23,7 @@ STATION = "00:00:00:00:00:02"
 MESH_PROTO = 0x88B5
 
 
-def ipv4(payload: bytes, proto: int, ident: int, ttl: int = 64, src: str = "10.0.0.1",
-         dst: str = "10.0.1.2") -> bytes:
+def ipv4(payload: bytes, proto: int, ident: int, ttl: int = 64, src: str = "10.0.0.1", dst: str = "10.0.1.2") -> bytes:
     addresses = bytes(int(x) for x in src.split(".")) + bytes(int(x) for x in dst.split("."))
     header = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(payload), ident, 0x4000, ttl, proto, 0) + addresses
     return header + payload
@@ -66,8 +65,12 @@ class Ledger(DriverProcess):
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_driver(tmp_path_factory.mktemp("frame-ledger") / "driver", "ledger_driver.cc", ["ledger.cc"],
-                          ["wifi", "network", "core"])
+    return compile_driver(
+        tmp_path_factory.mktemp("frame-ledger") / "driver",
+        "ledger_driver.cc",
+        ["ledger.cc"],
+        ["wifi", "network", "core"],
+    )
 
 
 @pytest.fixture
@@ -90,10 +93,12 @@ def test_a_frame_is_known_again_after_the_hops_change_its_ttl_and_tcp_checksum(l
 
 def test_drops_are_matched_behind_the_headers_the_channel_adds(ledger: Ledger) -> None:
     frames = [udp(seq) for seq in range(3)]
-    ledger.send(*(f"enter {STATION} {frame.hex()}" for frame in frames),
-                f"drop ethernet wire_loss {ethernet(frames[0]).hex()}",
-                f"drop llc mac_retry_limit {llc_mesh(frames[1]).hex()}",
-                f"drop ip queue_disc {frames[2].hex()}")
+    ledger.send(
+        *(f"enter {STATION} {frame.hex()}" for frame in frames),
+        f"drop ethernet wire_loss {ethernet(frames[0]).hex()}",
+        f"drop llc mac_retry_limit {llc_mesh(frames[1]).hex()}",
+        f"drop ip queue_disc {frames[2].hex()}",
+    )
     stats = ledger.stats()
     assert stats["dropped"] == {"wire_loss": 1, "mac_retry_limit": 1, "queue_disc": 1}
     assert (stats["entered"], stats["in_flight"], stats["vanished"]) == (3, 0, 0)
@@ -117,12 +122,28 @@ def test_a_flooded_frame_leaves_once_per_copy(ledger: Ledger) -> None:
 
 def test_a_frame_that_neither_leaves_nor_is_dropped_vanishes_after_the_settle_time(ledger: Ledger) -> None:
     lost, late = udp(1, ident=11), udp(2, ident=12)
-    ledger.send("wait 500", f"enter {STATION} {lost.hex()}", f"queue {lost.hex()}",
-                f"stage acked {lost.hex()}", "wait 1000", f"enter {STATION} {late.hex()}", "wait 1200")
+    ledger.send(
+        "wait 500",
+        f"enter {STATION} {lost.hex()}",
+        f"queue {lost.hex()}",
+        f"stage acked {lost.hex()}",
+        "wait 1000",
+        f"enter {STATION} {late.hex()}",
+        "wait 1200",
+    )
     stats = ledger.stats()  # 2.2 s after the first entered, 1.2 s after the second
     assert (stats["vanished"], stats["in_flight"], stats["settle_s"]) == (1, 1, 2)
-    assert stats["vanished_frames"] == [{"entered_s": 0.5, "stage": "acked", "protocol": 17, "src": "10.0.0.1:5201",
-                                         "dst": "10.0.1.2:40000", "ip_bytes": len(lost), "copies": 1}]
+    assert stats["vanished_frames"] == [
+        {
+            "entered_s": 0.5,
+            "stage": "acked",
+            "protocol": 17,
+            "src": "10.0.0.1:5201",
+            "dst": "10.0.1.2:40000",
+            "ip_bytes": len(lost),
+            "copies": 1,
+        }
+    ]
     # a frame in a queue that still holds frames is held, however old: a deep queue drains slowly
     waiting = udp(3, ident=13)
     ledger.send(f"enter {STATION} {waiting.hex()}", f"queue {waiting.hex()}", "holding 8000", "wait 2500")

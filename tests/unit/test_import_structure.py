@@ -14,8 +14,15 @@ from quicbed.backend_registry import BACKENDS
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "quicbed"
 #: every source file of the project (the native endpoint's patched crates are fetched, not ours)
-SOURCES = (("quicbed", ("*.py", "*.cc", "*.h")), ("native/quinn/src", ("*.rs",)), ("bench", ("*.py",)),
-           ("scripts", ("*.sh",)), ("tests", ("*.py",)), ("topologies", ("*.py",)), ("labs", ("*.py",)))
+SOURCES = (
+    ("quicbed", ("*.py", "*.cc", "*.h")),
+    ("native/quinn/src", ("*.rs",)),
+    ("bench", ("*.py",)),
+    ("scripts", ("*.sh",)),
+    ("tests", ("*.py",)),
+    ("topologies", ("*.py",)),
+    ("labs", ("*.py",)),
+)
 #: layers that must not know which emulator runs (they are used by every backend, or by none)
 BACKEND_FREE = ("quicbed.host", "quicbed.spec", "quicbed.analysis")
 MAX_LINES = 800
@@ -34,8 +41,9 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
@@ -65,12 +73,11 @@ def _imported(module: str, package: bool, node: ast.Import | ast.ImportFrom, mod
     else:
         if node.level:
             base = module.split(".") if package else module.split(".")[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             prefix = ".".join(base + ([node.module] if node.module else []))
         else:
             prefix = node.module or ""
-        targets = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix
-                   for alias in node.names]
+        targets = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix for alias in node.names]
     executed = set()
     own_packages = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
     for target in targets:
@@ -79,17 +86,25 @@ def _imported(module: str, package: bool, node: ast.Import | ast.ImportFrom, mod
         while target not in modules and "." in target:
             target = target.rsplit(".", 1)[0]
         parts = target.split(".")
-        executed |= {name for name in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
-                     if name in modules and name not in own_packages}
+        executed |= {
+            name
+            for name in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            if name in modules and name not in own_packages
+        }
     executed.discard(module)
     return executed
 
 
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
-    return {name: {target for node in _runtime_imports(ast.parse(path.read_text(), str(path)))
-                   for target in _imported(name, package, node, modules)}
-            for name, (path, package) in modules.items()}
+    return {
+        name: {
+            target
+            for node in _runtime_imports(ast.parse(path.read_text(), str(path)))
+            for target in _imported(name, package, node, modules)
+        }
+        for name, (path, package) in modules.items()
+    }
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -151,8 +166,10 @@ def test_circle_detection_finds_a_circle_through_a_lazy_import():
 
 def test_no_import_circles():
     found = circles(import_graph())
-    assert not found, "import circles (break each by moving what both sides need to a module of its own):\n" + \
-        "\n".join(" <-> ".join(component) for component in found)
+    assert not found, (
+        "import circles (break each by moving what both sides need to a module of its own):\n"
+        + "\n".join(" <-> ".join(component) for component in found)
+    )
 
 
 @pytest.mark.parametrize("layer", BACKEND_FREE)
@@ -160,8 +177,12 @@ def test_layer_does_not_import_a_backend(layer):
     graph = import_graph()
     members = [name for name in graph if name == layer or name.startswith(layer + ".")]
     assert members
-    offending = sorted(f"{name} imports {target}" for name in members for target in graph[name]
-                       if target == "quicbed.backends" or target.startswith("quicbed.backends."))
+    offending = sorted(
+        f"{name} imports {target}"
+        for name in members
+        for target in graph[name]
+        if target == "quicbed.backends" or target.startswith("quicbed.backends.")
+    )
     assert not offending, f"{layer} must not know which emulator runs:\n" + "\n".join(offending)
 
 
@@ -176,8 +197,13 @@ UPWARD_EXCEPTIONS = {
 }
 #: leaves any layer may import: units (spec/units.py) and the metric catalogue, both pure data,
 #: and the arithmetic of MAC statistics' histograms (analysis/mac.py), which imports nothing of quicbed
-LEAVES = {"quicbed.spec", "quicbed.spec.units", "quicbed.analysis", "quicbed.analysis.catalogue",
-          "quicbed.analysis.mac"}
+LEAVES = {
+    "quicbed.spec",
+    "quicbed.spec.units",
+    "quicbed.analysis",
+    "quicbed.analysis.catalogue",
+    "quicbed.analysis.mac",
+}
 #: the concrete backends' packages, which only quicbed/backends/__init__.py resolves (from the
 #: registry, quicbed/backend_registry.py; tests/unit/test_backend_registry.py holds it complete)
 CONCRETE_BACKENDS = tuple(entry.package for entry in BACKENDS.values())
@@ -192,9 +218,14 @@ def test_imports_go_down_the_table_of_layers():
     graph = import_graph()
     upward = sorted(
         f"{name} ({_layer(name)}) imports {target} ({_layer(target)})"
-        for name, targets in graph.items() for target in targets
-        if _layer(name) and _layer(target) and LAYERS.index(_layer(target)) < LAYERS.index(_layer(name))
-        and target not in UPWARD_EXCEPTIONS.get(name, ()) and target not in LEAVES)
+        for name, targets in graph.items()
+        for target in targets
+        if _layer(name)
+        and _layer(target)
+        and LAYERS.index(_layer(target)) < LAYERS.index(_layer(name))
+        and target not in UPWARD_EXCEPTIONS.get(name, ())
+        and target not in LEAVES
+    )
     assert not upward, "imports up the table of docs/architecture.md:\n" + "\n".join(upward)
 
 
@@ -205,21 +236,29 @@ def test_no_backend_imports_another_and_only_the_registry_names_them():
         parts = module.split(".")
         return parts[2] if len(parts) > 2 and parts[1] == "backends" and parts[2] in CONCRETE_BACKENDS else None
 
-    crossing = sorted(f"{name} imports {target}" for name, targets in graph.items() for target in targets
-                      if concrete(target) and concrete(name) != concrete(target)
-                      and name != "quicbed.backends")
-    assert not crossing, "use the registry (quicbed.backends: create, unavailable, unrealisable):\n" + \
-        "\n".join(crossing)
+    crossing = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if concrete(target) and concrete(name) != concrete(target) and name != "quicbed.backends"
+    )
+    assert not crossing, "use the registry (quicbed.backends: create, unavailable, unrealisable):\n" + "\n".join(
+        crossing
+    )
 
 
 def test_the_host_layer_imports_no_other_layer():
     """Everything else may ask the host what it can do; the host asks nobody (backends and apps
     hand their own doctor checks to the CLI) but the three modules under every layer."""
     graph = import_graph()
-    offending = sorted(f"{name} imports {target}" for name in graph if name.startswith("quicbed.host")
-                       for target in graph[name]
-                       if not target.startswith("quicbed.host")
-                       and target not in ("quicbed", "quicbed.errors", "quicbed.atomic", "quicbed.clocks"))
+    offending = sorted(
+        f"{name} imports {target}"
+        for name in graph
+        if name.startswith("quicbed.host")
+        for target in graph[name]
+        if not target.startswith("quicbed.host")
+        and target not in ("quicbed", "quicbed.errors", "quicbed.atomic", "quicbed.clocks")
+    )
     assert not offending, "\n".join(offending)
 
 
@@ -233,4 +272,5 @@ def test_no_source_file_is_long_without_a_reason_at_its_top():
             long_without_reason.append(f"{path.relative_to(ROOT)}: {len(lines)} lines")
     assert not long_without_reason, (
         f"split these by concern, or say why they stay whole with '{LONG_FILE_MARK}' in their first "
-        "20 lines:\n" + "\n".join(long_without_reason))
+        "20 lines:\n" + "\n".join(long_without_reason)
+    )

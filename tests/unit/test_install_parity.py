@@ -25,8 +25,9 @@ def defaults(role: str) -> dict[str, object]:
 
 
 def plan(*options: str) -> dict[str, list[str]]:
-    out = subprocess.run(["bash", str(INSTALL), "--plan", *options], check=True, capture_output=True,
-                         text=True, timeout=30).stdout
+    out = subprocess.run(
+        ["bash", str(INSTALL), "--plan", *options], check=True, capture_output=True, text=True, timeout=30
+    ).stdout
     found: dict[str, list[str]] = {}
     for line in out.splitlines():
         kind, _, value = line.partition(" ")
@@ -41,8 +42,13 @@ def pairs(mapping: object) -> list[str]:
 
 def role_packages(*, tests: bool) -> list[str]:
     common = defaults("common")
-    lists = [common["common_packages"], defaults("ns3")["ns3_packages"], defaults("nginx")["nginx_packages"],
-             common["common_microvm_packages"], defaults("uml_kernel")["uml_kernel_packages"]]
+    lists = [
+        common["common_packages"],
+        defaults("ns3")["ns3_packages"],
+        defaults("nginx")["nginx_packages"],
+        common["common_microvm_packages"],
+        defaults("uml_kernel")["uml_kernel_packages"],
+    ]
     if tests:
         lists.append(common["common_test_packages"])
     return [package for listed in lists for package in listed]  # type: ignore[union-attr]
@@ -107,14 +113,18 @@ def test_host_settings_write_what_the_role_writes(tmp_path: Path) -> None:
     sysctl_dir = Path(str(common["common_sysctl_file"])).parent
     script = f"""set -e
 mkdir -p {sysctl_dir} /etc/modules-load.d
-mount --bind {tmp_path / 'sysctl'} {sysctl_dir}
-mount --bind {tmp_path / 'modules'} /etc/modules-load.d
+mount --bind {tmp_path / "sysctl"} {sysctl_dir}
+mount --bind {tmp_path / "modules"} /etc/modules-load.d
 bash {INSTALL} --host-settings
 """
     (tmp_path / "sysctl").mkdir()
     (tmp_path / "modules").mkdir()
-    result = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     written = {}
     for line in (tmp_path / "sysctl" / Path(str(common["common_sysctl_file"])).name).read_text().splitlines():
@@ -131,13 +141,17 @@ bash {INSTALL} --host-settings
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     for name in common["common_tcp_congestion_controls"]:  # type: ignore[union-attr]
         assert name in allowed or name not in available, name
-    at_boot = [line for line in (tmp_path / "modules" / "quicbed.conf").read_text().splitlines()
-               if line and not line.startswith("#")]
+    at_boot = [
+        line
+        for line in (tmp_path / "modules" / "quicbed.conf").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert at_boot == common["common_modules_load_at_boot"]
 
 
-@pytest.mark.parametrize("release, refused", [('ID=ubuntu\nVERSION_ID="22.04"\n', True),
-                                              ('ID=debian\nVERSION_ID="12"\n', False)])
+@pytest.mark.parametrize(
+    "release, refused", [('ID=ubuntu\nVERSION_ID="22.04"\n', True), ('ID=debian\nVERSION_ID="12"\n', False)]
+)
 def test_install_sh_refuses_a_distribution_that_cannot_run_quicbed(tmp_path, release, refused) -> None:
     """Ubuntu 22.04 (ns-3 3.35, Python 3.10, cargo 1.75) is refused before apt is touched;
     Debian 12 goes on past the check (and stops at apt here: a PATH whose apt-get fails)."""
@@ -150,9 +164,13 @@ def test_install_sh_refuses_a_distribution_that_cannot_run_quicbed(tmp_path, rel
     for tool in ("dpkg-query", "apt-get"):
         (bin_dir / tool).write_text("#!/bin/sh\nexit 1\n")
         (bin_dir / tool).chmod(0o755)
-    result = subprocess.run(["bash", str(INSTALL)], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "QUICBED_OS_RELEASE": str(os_release),
-                                 "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    result = subprocess.run(
+        ["bash", str(INSTALL)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "QUICBED_OS_RELEASE": str(os_release), "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
     assert result.returncode != 0
     if refused:
         assert "install.sh: ubuntu 22.04 is not supported: its ns-3 (3.35)" in result.stderr

@@ -36,15 +36,20 @@ except KeyboardInterrupt:
 
 
 def test_a_ctrl_c_lost_in_an_at_fork_hook_is_raised_again() -> None:
-    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+    )
     assert "Exception ignored" in done.stderr and "KeyboardInterrupt" in done.stderr  # the loss itself
     assert done.stdout.split() == ["went", "on", "interrupted"] and done.returncode == 130
 
 
 def test_sigterm_is_raised_again_as_its_exit_status() -> None:
-    script = SWALLOWED.replace("signal.SIGINT", "signal.SIGTERM").replace(
-        "except KeyboardInterrupt:", "except SystemExit as exit:").replace("sys.exit(130)", "sys.exit(exit.code)")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT, check=False)
+    script = (
+        SWALLOWED.replace("signal.SIGINT", "signal.SIGTERM")
+        .replace("except KeyboardInterrupt:", "except SystemExit as exit:")
+        .replace("sys.exit(130)", "sys.exit(exit.code)")
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+    )
     assert done.returncode == 128 + signal.SIGTERM and done.stdout.split()[-1] == "interrupted"

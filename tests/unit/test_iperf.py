@@ -10,45 +10,118 @@ from quicbed.apps import iperf
 from quicbed.errors import QuicbedError
 
 TCP_REVERSE = {
-    "start": {"test_start": {"protocol": "TCP", "num_streams": 1, "blksize": 131072, "omit": 0,
-                             "duration": 2, "reverse": 1, "target_bitrate": 0}},
+    "start": {
+        "test_start": {
+            "protocol": "TCP",
+            "num_streams": 1,
+            "blksize": 131072,
+            "omit": 0,
+            "duration": 2,
+            "reverse": 1,
+            "target_bitrate": 0,
+        }
+    },
     "end": {
-        "streams": [{"sender": {"socket": 5, "seconds": 2.002191, "bytes": 5629824,
-                                "bits_per_second": 22494653.1, "retransmits": 3,
-                                "max_snd_cwnd": 0, "max_rtt": 0, "min_rtt": 0, "mean_rtt": 0},
-                     "receiver": {"socket": 5, "seconds": 2.000093, "bytes": 4747992,
-                                  "bits_per_second": 18991084.9}}],
-        "sum_sent": {"seconds": 2.002191, "bytes": 5629824, "bits_per_second": 22494653.1,
-                     "retransmits": 3, "sender": False},
+        "streams": [
+            {
+                "sender": {
+                    "socket": 5,
+                    "seconds": 2.002191,
+                    "bytes": 5629824,
+                    "bits_per_second": 22494653.1,
+                    "retransmits": 3,
+                    "max_snd_cwnd": 0,
+                    "max_rtt": 0,
+                    "min_rtt": 0,
+                    "mean_rtt": 0,
+                },
+                "receiver": {"socket": 5, "seconds": 2.000093, "bytes": 4747992, "bits_per_second": 18991084.9},
+            }
+        ],
+        "sum_sent": {
+            "seconds": 2.002191,
+            "bytes": 5629824,
+            "bits_per_second": 22494653.1,
+            "retransmits": 3,
+            "sender": False,
+        },
         "sum_received": {"seconds": 2.000093, "bytes": 4747992, "bits_per_second": 18991084.9},
         "cpu_utilization_percent": {"host_total": 3.9, "remote_total": 0.16},
-        "sender_tcp_congestion": "bbr", "receiver_tcp_congestion": "bbr"},
+        "sender_tcp_congestion": "bbr",
+        "receiver_tcp_congestion": "bbr",
+    },
 }
 TCP_FORWARD_SENDER = {
     "start": {"test_start": {"protocol": "TCP", "reverse": 0, "target_bitrate": 0}},
-    "end": {"streams": [{"sender": {"bytes": 1, "max_snd_cwnd": 86880, "max_rtt": 9000,
-                                    "min_rtt": 1000, "mean_rtt": 4000}}],
-            "sum_sent": {"seconds": 2, "bytes": 5000000, "bits_per_second": 2e7, "retransmits": 0},
-            "sum_received": {"seconds": 2, "bytes": 4990000, "bits_per_second": 1.996e7},
-            "sender_tcp_congestion": "cubic"},
+    "end": {
+        "streams": [
+            {"sender": {"bytes": 1, "max_snd_cwnd": 86880, "max_rtt": 9000, "min_rtt": 1000, "mean_rtt": 4000}}
+        ],
+        "sum_sent": {"seconds": 2, "bytes": 5000000, "bits_per_second": 2e7, "retransmits": 0},
+        "sum_received": {"seconds": 2, "bytes": 4990000, "bits_per_second": 1.996e7},
+        "sender_tcp_congestion": "cubic",
+    },
 }
 UDP = {
-    "start": {"test_start": {"protocol": "UDP", "num_streams": 1, "blksize": 1448, "duration": 2,
-                             "reverse": 0, "target_bitrate": 5000000}},
+    "start": {
+        "test_start": {
+            "protocol": "UDP",
+            "num_streams": 1,
+            "blksize": 1448,
+            "duration": 2,
+            "reverse": 0,
+            "target_bitrate": 5000000,
+        }
+    },
     "end": {
-        "streams": [{"udp": {"bytes": 1249624, "jitter_ms": 0.017, "lost_packets": 2,
-                             "packets": 863, "lost_percent": 0.23, "out_of_order": 1}}],
-        "sum": {"seconds": 2.000263, "bytes": 1249624, "bits_per_second": 4998223.6,
-                "jitter_ms": 0.017, "lost_packets": 2, "packets": 863, "lost_percent": 0.23},
-        "sum_sent": {"seconds": 2.000109, "bytes": 1249624, "bits_per_second": 4998223.6,
-                     "jitter_ms": 0, "lost_packets": 0, "packets": 863, "lost_percent": 0},
-        "sum_received": {"seconds": 2.000263, "bytes": 1246728, "bits_per_second": 4986000.0,
-                         "jitter_ms": 0.017, "lost_packets": 2, "packets": 863,
-                         "lost_percent": 0.23},
-        "cpu_utilization_percent": {"host_total": 4.4, "remote_total": 1.0}},
+        "streams": [
+            {
+                "udp": {
+                    "bytes": 1249624,
+                    "jitter_ms": 0.017,
+                    "lost_packets": 2,
+                    "packets": 863,
+                    "lost_percent": 0.23,
+                    "out_of_order": 1,
+                }
+            }
+        ],
+        "sum": {
+            "seconds": 2.000263,
+            "bytes": 1249624,
+            "bits_per_second": 4998223.6,
+            "jitter_ms": 0.017,
+            "lost_packets": 2,
+            "packets": 863,
+            "lost_percent": 0.23,
+        },
+        "sum_sent": {
+            "seconds": 2.000109,
+            "bytes": 1249624,
+            "bits_per_second": 4998223.6,
+            "jitter_ms": 0,
+            "lost_packets": 0,
+            "packets": 863,
+            "lost_percent": 0,
+        },
+        "sum_received": {
+            "seconds": 2.000263,
+            "bytes": 1246728,
+            "bits_per_second": 4986000.0,
+            "jitter_ms": 0.017,
+            "lost_packets": 2,
+            "packets": 863,
+            "lost_percent": 0.23,
+        },
+        "cpu_utilization_percent": {"host_total": 4.4, "remote_total": 1.0},
+    },
 }
-ERROR = {"start": {"connected": [], "version": "iperf 3.12"}, "intervals": [], "end": {},
-         "error": "unable to connect to server: Connection refused"}
+ERROR = {
+    "start": {"connected": [], "version": "iperf 3.12"},
+    "intervals": [],
+    "end": {},
+    "error": "unable to connect to server: Connection refused",
+}
 
 
 def test_tcp_result() -> None:
@@ -87,8 +160,9 @@ def test_errors_and_garbage() -> None:
 
 
 def test_client_command_lines() -> None:
-    argv = iperf.client_argv("10.0.0.2", port=5202, protocol="udp", rate="10mbit",
-                             duration=3, reverse=True, length=1200)
+    argv = iperf.client_argv(
+        "10.0.0.2", port=5202, protocol="udp", rate="10mbit", duration=3, reverse=True, length=1200
+    )
     assert argv[:7] == ["iperf3", "-c", "10.0.0.2", "-p", "5202", "-J", "-t"]
     assert argv[argv.index("-b") + 1] == "10000000" and "-u" in argv and "-R" in argv
     assert argv[argv.index("-l") + 1] == "1200"

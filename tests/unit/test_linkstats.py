@@ -2,8 +2,14 @@
 
 import pytest
 
-from quicbed.analysis.linkstats import (ProbeLog, expected_iqr, link_stats, loss_count_interval,
-                                        mean_burst_interval, trace_timing)
+from quicbed.analysis.linkstats import (
+    ProbeLog,
+    expected_iqr,
+    link_stats,
+    loss_count_interval,
+    mean_burst_interval,
+    trace_timing,
+)
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 
 MS = 1_000_000
@@ -13,8 +19,9 @@ def test_loss_runs_delay_and_reordering_of_a_small_log(tmp_path):
     # 10 sent; 2, 3, 4 and 8 lost (runs of 3 and 1); 6 arrives before 5; 9 arrives twice.
     rows = [(0, 0, 10), (1, 1, 11), (6, 6, 17), (5, 5, 18), (7, 7, 17), (9, 9, 21), (9, 9, 22)]
     path = tmp_path / "probe.csv"
-    path.write_text("sequence,sent_ns,received_ns,bytes\n" +
-                    "".join(f"{s},{t * MS},{r * MS},158\n" for s, t, r in rows))
+    path.write_text(
+        "sequence,sent_ns,received_ns,bytes\n" + "".join(f"{s},{t * MS},{r * MS},158\n" for s, t, r in rows)
+    )
     stats = link_stats(ProbeLog.read(path), sent=10)
     assert (stats.received, stats.lost, stats.duplicates) == (6, 4, 1)
     assert stats.loss == pytest.approx(0.4)

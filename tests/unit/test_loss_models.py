@@ -39,8 +39,10 @@ def _simulate(ge: GilbertElliott, packets: int, seed: int = 7) -> tuple[float, f
     return lost / packets, lost / runs
 
 
-@pytest.mark.parametrize("ge", [GilbertElliott(0.01, 0.3, 1.0, 0.0), GilbertElliott(0.05, 0.2, 0.8, 0.01),
-                                GilbertElliott.from_mean_loss(0.05)])
+@pytest.mark.parametrize(
+    "ge",
+    [GilbertElliott(0.01, 0.3, 1.0, 0.0), GilbertElliott(0.05, 0.2, 0.8, 0.01), GilbertElliott.from_mean_loss(0.05)],
+)
 def test_analytical_mean_and_burst_length_match_a_simulated_chain(ge):
     loss, burst = _simulate(ge, 400_000)
     assert loss == pytest.approx(ge.mean_loss, rel=0.06)

@@ -27,15 +27,18 @@ from quicbed.spec.loader import load_topology
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("radio", "mode"), [
-    (Radio("802.11n", "2.4GHz", 6), "n2"),
-    (Radio("802.11n", "5GHz", 36), "n"),
-    (Radio("802.11g", "2.4GHz", 1, mcs=None), "g"),
-    (Radio("802.11a", "5GHz", 36, mcs=None), "a"),
-    (Radio("802.11ac", "5GHz", 36, mcs=7), "ac"),
-    (Radio("802.11ax", "5GHz", 36, mcs=7), "ax5"),
-    (Radio("802.11ax", "2.4GHz", 6, mcs=7), "ax2"),
-])
+@pytest.mark.parametrize(
+    ("radio", "mode"),
+    [
+        (Radio("802.11n", "2.4GHz", 6), "n2"),
+        (Radio("802.11n", "5GHz", 36), "n"),
+        (Radio("802.11g", "2.4GHz", 1, mcs=None), "g"),
+        (Radio("802.11a", "5GHz", 36, mcs=None), "a"),
+        (Radio("802.11ac", "5GHz", 36, mcs=7), "ac"),
+        (Radio("802.11ax", "5GHz", 36, mcs=7), "ax5"),
+        (Radio("802.11ax", "2.4GHz", 6, mcs=7), "ax2"),
+    ],
+)
 def test_modes(radio: Radio, mode: str) -> None:
     assert mode_of(radio) == mode
 
@@ -107,11 +110,20 @@ def test_settings_it_cannot_apply_are_named() -> None:
 
 
 def test_wifi_ap_translates_to_a_standalone_ap() -> None:
-    topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {"stations": "2", "band": "2.4GHz",
-                                                                   "channel": "6", "width": "40"})
+    topo = load_topology(
+        str(ROOT / "topologies" / "wifi_ap.py"), {"stations": "2", "band": "2.4GHz", "channel": "6", "width": "40"}
+    )
     result = plan(topo.resolve())
-    assert result.access_points == {"ap1": {"ssid": "quicbed-ap1", "mode": "n2", "channel": 6,
-                                            "ht_capab": "[HT40+]", "failMode": "standalone", "position": "0,0,0"}}
+    assert result.access_points == {
+        "ap1": {
+            "ssid": "quicbed-ap1",
+            "mode": "n2",
+            "channel": 6,
+            "ht_capab": "[HT40+]",
+            "failMode": "standalone",
+            "position": "0,0,0",
+        }
+    }
     assert result.stations == {"sta1": {"position": "5,0,0", "wlans": 1}, "sta2": {"position": "5,1,0", "wlans": 1}}
     assert result.hosts == ["server"]
     assert result.associations == [("sta1", "ap1"), ("sta2", "ap1")]
@@ -193,7 +205,8 @@ def test_networkmanager_configuration_is_recognised(tmp_path: Path) -> None:
     (tmp_path / "conf.d").mkdir()
     assert not networkmanager_leaves_hwsim_alone(tmp_path)
     (tmp_path / "conf.d" / "90-quicbed-unmanaged.conf").write_text(
-        "[keyfile]\nunmanaged-devices=interface-name:hwsim*;interface-name:*-wlan*\n")
+        "[keyfile]\nunmanaged-devices=interface-name:hwsim*;interface-name:*-wlan*\n"
+    )
     assert networkmanager_leaves_hwsim_alone(tmp_path)
 
 

@@ -43,8 +43,9 @@ class _Node:
         self.features = features
         self.commands: list[list[str]] = []
 
-    def run(self, argv: list[str], timeout: float = 60.0, check: bool = True,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: list[str], timeout: float = 60.0, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         self.commands.append(list(argv))
         stdout = self.features if argv[:2] == ["ethtool", "-k"] else ""
         return subprocess.CompletedProcess(argv, 0, stdout, "")
@@ -57,6 +58,7 @@ def test_the_network_stops_when_a_device_keeps_an_offload_on() -> None:
         network._configure_addresses()
     network._nodes = {name: _Node(REFUSED.replace(": on", ": off")) for name in network._nodes}  # type: ignore[misc]
     network._configure_addresses()  # every offload off: the network goes on
-    checked = [node for node in network._nodes.values()
-               if any(command[:2] == ["ethtool", "-k"] for command in node.commands)]  # type: ignore[attr-defined]
+    checked = [
+        node for node in network._nodes.values() if any(command[:2] == ["ethtool", "-k"] for command in node.commands)
+    ]  # type: ignore[attr-defined]
     assert len(checked) == len(network._nodes)  # every node's devices were checked

@@ -46,6 +46,7 @@ def two_aps(ssid2: str = "campus", bridged: bool = True, channel2: int = 36) -> 
 
 # -- the topology model ------------------------------------------------------------------------
 
+
 def test_waypoints_place_the_station_and_interpolate_between_them():
     topo = Topology()
     station = topo.add_station("sta", waypoints=[(2, 0, 0), (12, 10, 20, 3)])
@@ -59,15 +60,18 @@ def test_waypoints_place_the_station_and_interpolate_between_them():
     assert recorded == {"model": "waypoints", "waypoints": [[2.0, 0.0, 0.0, 0.0], [12.0, 10.0, 20.0, 3.0]]}
 
 
-@pytest.mark.parametrize("waypoints, field, words", [
-    ([(0, 0, 0), (0, 5, 0)], "waypoints[1]", "must increase"),
-    ([(5, 0, 0), (2, 5, 0)], "waypoints[1]", "must increase"),
-    ([(-1, 0, 0)], "waypoints[0]", "negative"),
-    ([(0, 0)], "waypoints[0]", "(t, x, y)"),
-    ([(0, 0, float("nan"))], "waypoints[0]", "finite"),
-    ([], "waypoints", "list"),
-    ("far away", "waypoints", "list"),
-])
+@pytest.mark.parametrize(
+    "waypoints, field, words",
+    [
+        ([(0, 0, 0), (0, 5, 0)], "waypoints[1]", "must increase"),
+        ([(5, 0, 0), (2, 5, 0)], "waypoints[1]", "must increase"),
+        ([(-1, 0, 0)], "waypoints[0]", "negative"),
+        ([(0, 0)], "waypoints[0]", "(t, x, y)"),
+        ([(0, 0, float("nan"))], "waypoints[0]", "finite"),
+        ([], "waypoints", "list"),
+        ("far away", "waypoints", "list"),
+    ],
+)
 def test_bad_waypoints_are_refused_naming_the_field(waypoints, field, words):
     topo = Topology()
     with pytest.raises(SpecError) as error:
@@ -114,16 +118,19 @@ def test_a_random_walk_without_a_position_starts_in_the_middle_of_its_bounds():
     assert station.trajectory.settings["speed"] == 1.4  # walking pace by default
 
 
-@pytest.mark.parametrize("mobility, field, words", [
-    ({"model": "random_walk", "bounds": (0, 0, 10, 10), "speed": 0}, "mobility.speed", "positive"),
-    ({"model": "random_walk", "bounds": (0, 0, 10, 10), "speed": "fast"}, "mobility.speed", "positive"),
-    ({"model": "random_walk", "bounds": (10, 0, 0, 10)}, "mobility.bounds", "min < max"),
-    ({"model": "random_walk"}, "mobility.bounds", "x_min"),
-    ({"model": "random_walk", "bounds": (0, 0, 10, 10), "seed": 1.5}, "mobility.seed", "integer"),
-    ({"model": "random_walk", "bounds": (0, 0, 10, 10), "sped": 2}, "mobility", "sped"),
-    ({"model": "levy_flight"}, "mobility", "random_walk"),
-    ({"model": "random_walk", "bounds": (20, 20, 30, 30)}, "mobility.bounds", "outside its bounds"),
-])
+@pytest.mark.parametrize(
+    "mobility, field, words",
+    [
+        ({"model": "random_walk", "bounds": (0, 0, 10, 10), "speed": 0}, "mobility.speed", "positive"),
+        ({"model": "random_walk", "bounds": (0, 0, 10, 10), "speed": "fast"}, "mobility.speed", "positive"),
+        ({"model": "random_walk", "bounds": (10, 0, 0, 10)}, "mobility.bounds", "min < max"),
+        ({"model": "random_walk"}, "mobility.bounds", "x_min"),
+        ({"model": "random_walk", "bounds": (0, 0, 10, 10), "seed": 1.5}, "mobility.seed", "integer"),
+        ({"model": "random_walk", "bounds": (0, 0, 10, 10), "sped": 2}, "mobility", "sped"),
+        ({"model": "levy_flight"}, "mobility", "random_walk"),
+        ({"model": "random_walk", "bounds": (20, 20, 30, 30)}, "mobility.bounds", "outside its bounds"),
+    ],
+)
 def test_bad_mobility_settings_are_refused_naming_the_field(mobility, field, words):
     topo = Topology()
     with pytest.raises(SpecError) as error:
@@ -140,10 +147,13 @@ def test_a_station_linked_to_two_aps_of_one_bridged_ssid_roams_with_one_address(
     assert len(interfaces) == 1 and interfaces[0].address
 
 
-@pytest.mark.parametrize("build, words", [
-    (lambda: two_aps(ssid2="other"), "different SSIDs"),
-    (lambda: two_aps(bridged=False), "not bridged into one subnet"),
-])
+@pytest.mark.parametrize(
+    "build, words",
+    [
+        (lambda: two_aps(ssid2="other"), "different SSIDs"),
+        (lambda: two_aps(bridged=False), "not bridged into one subnet"),
+    ],
+)
 def test_roaming_needs_one_ssid_and_one_subnet(build, words):
     with pytest.raises(SpecErrors, match=words) as error:
         build().resolve()
@@ -162,6 +172,7 @@ def test_a_moving_station_has_no_fixed_distance_to_its_ap():
 
 
 # -- the ns3 description ---------------------------------------------------------------------------
+
 
 def _describe(topo: Topology) -> dict:
     resolved = topo.resolve()
@@ -196,18 +207,29 @@ def test_the_ns3_backend_refuses_roaming_across_channels_and_fastack_on_roaming_
 
 # -- handover figures -----------------------------------------------------------------------------
 
+
 def _timeline() -> dict:
     """Synthetic: 1 MB per 0.25 s sample, nothing from 4.0 to 5.5 s, half rate until 6.0 s."""
     samples = []
     for index in range(1, 41):
         t = index * 0.25
         delivered = 0 if 4.0 < t <= 5.5 else 400_000 if 5.5 < t <= 6.0 else 1_000_000
-        samples.append({"t": t, "x": t, "y": 0.0, "ap": "ap1" if t <= 4.5 else "ap2",
-                        "signal_dbm": {"ap1": -60 - t} if t <= 4.5 else {"ap2": -80 + t},
-                        "mcs": 7 if delivered else None, "rx_bytes": delivered})
-    events = [{"t": 4.5, "event": "lost", "ap": "ap1", "last_delivery": 3.9},
-              {"t": 4.7, "event": "associated", "ap": "ap2"},
-              {"t": 5.4, "event": "first_delivery", "ap": "ap2"}]
+        samples.append(
+            {
+                "t": t,
+                "x": t,
+                "y": 0.0,
+                "ap": "ap1" if t <= 4.5 else "ap2",
+                "signal_dbm": {"ap1": -60 - t} if t <= 4.5 else {"ap2": -80 + t},
+                "mcs": 7 if delivered else None,
+                "rx_bytes": delivered,
+            }
+        )
+    events = [
+        {"t": 4.5, "event": "lost", "ap": "ap1", "last_delivery": 3.9},
+        {"t": 4.7, "event": "associated", "ap": "ap2"},
+        {"t": 5.4, "event": "first_delivery", "ap": "ap2"},
+    ]
     return {"samples": samples, "events": events}
 
 
@@ -221,10 +243,10 @@ def test_handover_figures_come_from_the_timeline():
     assert handovers({"samples": [], "events": []}, 0.25) == {"handovers": 0.0}
 
 
-
 def test_the_aps_a_station_was_with_in_the_order_it_was():
     assert aps_used(_timeline()) == ["ap1", "ap2"]
     assert aps_used(None) == [] and aps_used({"samples": [{"t": 1, "ap": None}], "events": []}) == []
+
 
 def test_the_timeline_becomes_a_frame_and_a_figure(tmp_path):
     frame = timeline_frame(_timeline(), 0.25)
@@ -238,6 +260,7 @@ def test_the_timeline_becomes_a_frame_and_a_figure(tmp_path):
 
 # -- the mininet-wifi backend ---------------------------------------------------------------------
 
+
 def test_the_mininet_wifi_plan_lets_a_station_roam_only_where_the_signal_follows_positions():
     from quicbed.backends.mininet_wifi import MininetWifiOptions, plan
 
@@ -249,8 +272,14 @@ def test_the_mininet_wifi_plan_lets_a_station_roam_only_where_the_signal_follows
     # one WPA2 network: wpa_supplicant roams within a network block it manages, by its bgscan
     for ap in ("ap1", "ap2"):
         assert made.access_points[ap]["encrypt"] == "wpa2" and made.access_points[ap]["passwd"]
-    assert made.stations["sta1"] == {"position": "10,1,0", "wlans": 1, "bgscan_module": "simple",
-                                     "s_inverval": 2, "bgscan_threshold": -65, "l_interval": 10}
+    assert made.stations["sta1"] == {
+        "position": "10,1,0",
+        "wlans": 1,
+        "bgscan_module": "simple",
+        "s_inverval": 2,
+        "bgscan_threshold": -65,
+        "l_interval": 10,
+    }
     assert made.associations == [("sta1", "ap1")] and made.roaming == {"sta1": ["ap1", "ap2"]}
 
 
@@ -267,8 +296,18 @@ def test_a_moving_station_without_wmediumd_is_warned_about():
     assert plan(topo.resolve(), MininetWifiOptions(wmediumd=True)).warnings == []
 
 
-@pytest.mark.parametrize("text", ["learn:2:-65:10", "simple:2:-65", "simple:0:-65:10", "simple:10:-65:2",
-                                  "simple:2:-120:10", "simple:2:65:10", "simple:a:b:c"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "learn:2:-65:10",
+        "simple:2:-65",
+        "simple:0:-65:10",
+        "simple:10:-65:2",
+        "simple:2:-120:10",
+        "simple:2:65:10",
+        "simple:a:b:c",
+    ],
+)
 def test_a_bgscan_setting_is_checked(text):
     from quicbed.backends.mininet_wifi import MininetWifiOptions, plan
 
@@ -291,12 +330,17 @@ def test_associations_are_read_from_the_access_points_logs():
 
     logs = {"ap1": HOSTAPD_AP1, "ap2": HOSTAPD_AP2}
     events = association_events(logs, {"02:00:00:00:00:00": "sta1"})
-    assert [(e["ap"], e["event"]) for e in events] == [("ap1", "associated"), ("ap2", "associated"),
-                                                       ("ap1", "disassociated")]
+    assert [(e["ap"], e["event"]) for e in events] == [
+        ("ap1", "associated"),
+        ("ap2", "associated"),
+        ("ap1", "disassociated"),
+    ]
     assert aps_in_order(events, "sta1") == ["ap1", "ap2"]
     since = association_events(logs, {"02:00:00:00:00:00": "sta1"}, since=1764292010.0)
-    assert since == [{"t": pytest.approx(2.4), "ap": "ap2", "station": "sta1", "event": "associated"},
-                     {"t": pytest.approx(2.5), "ap": "ap1", "station": "sta1", "event": "disassociated"}]
+    assert since == [
+        {"t": pytest.approx(2.4), "ap": "ap2", "station": "sta1", "event": "associated"},
+        {"t": pytest.approx(2.5), "ap": "ap1", "station": "sta1", "event": "disassociated"},
+    ]
 
 
 def test_the_mover_walks_each_trajectory_from_its_start_to_its_end():
@@ -304,8 +348,9 @@ def test_the_mover_walks_each_trajectory_from_its_start_to_its_end():
 
     trajectory = Trajectory(((0.0, 0.0, 0.0, 0.0), (0.3, 3.0, 0.0, 0.0)))
     placed: list[tuple[float, tuple[float, float, float]]] = []
-    mover = Mover({"sta1": trajectory}, lambda station, position: placed.append((time.monotonic(), position)),
-                  step_s=0.05)
+    mover = Mover(
+        {"sta1": trajectory}, lambda station, position: placed.append((time.monotonic(), position)), step_s=0.05
+    )
     mover.start()
     deadline = time.monotonic() + 10
     while mover.moving and time.monotonic() < deadline:
@@ -336,8 +381,22 @@ def _udp_pcap(datagrams: list[tuple[float, int]], payload: int) -> bytes:
     out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
     for t, port in sorted(datagrams):
         udp = struct.pack("!HHHH", port, 5000, 8 + payload, 0) + b"x" * payload
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0x4000, 64, 17, 0,
-                         bytes([10, 0, 0, 1]), bytes([10, 0, 1, 2])) + udp
+        ip = (
+            struct.pack(
+                "!BBHHHBBH4s4s",
+                0x45,
+                0,
+                20 + len(udp),
+                1,
+                0x4000,
+                64,
+                17,
+                0,
+                bytes([10, 0, 0, 1]),
+                bytes([10, 0, 1, 2]),
+            )
+            + udp
+        )
         frame = b"\x02" * 12 + b"\x08\x00" + ip
         out += struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(frame), len(frame)) + frame
     return out
@@ -357,18 +416,22 @@ def test_handovers_on_mininet_wifi_come_from_the_associations_file_and_the_captu
     record = {"ok": True, "tool": "quicbed-quic-client", "server": {"address": "10.0.0.1", "port": 4433}}
     assert association_metrics(tmp_path, record, "sta1") == {}
     since = 1_700_000_000.0
-    events = [{"t": 9.8, "ap": "ap2", "station": "sta1", "event": "associated"},
-              {"t": 9.9, "ap": "ap1", "station": "sta1", "event": "disassociated"},
-              {"t": 3.0, "ap": "ap1", "station": "sta2", "event": "associated"}]
-    (tmp_path / "associations.json").write_text(json.dumps({"source": "hostapd logs", "since": since,
-                                                            "events": events}))
+    events = [
+        {"t": 9.8, "ap": "ap2", "station": "sta1", "event": "associated"},
+        {"t": 9.9, "ap": "ap1", "station": "sta1", "event": "disassociated"},
+        {"t": 3.0, "ap": "ap1", "station": "sta2", "event": "associated"},
+    ]
+    (tmp_path / "associations.json").write_text(
+        json.dumps({"source": "hostapd logs", "since": since, "events": events})
+    )
     assert association_metrics(tmp_path, record, "sta1") == {"handovers": 1.0}  # (no capture: no outage)
     # the server's data reached the client every 10 ms, except from 9.5 s to 10.25 s, and
     # background traffic from another port (more datagrams, no gap) is not the download
     download = [since + t / 100 for t in range(900, 1100) if not 950 < t < 1025]
     background = [since + 9.0 + t / 1000 for t in range(2000)]
-    (tmp_path / "client.pcap").write_bytes(_udp_pcap(
-        [(t, 4433) for t in download] + [(t, 5201) for t in background], payload=1200))
+    (tmp_path / "client.pcap").write_bytes(
+        _udp_pcap([(t, 4433) for t in download] + [(t, 5201) for t in background], payload=1200)
+    )
     values = association_metrics(tmp_path, record, "sta1")
     assert values["handovers"] == 1.0 and values["handover_outage"] == pytest.approx(0.75, abs=1e-3)
 
@@ -383,4 +446,3 @@ def test_topo_show_lists_the_stations_that_move_or_roam(capsys):
     assert main(["topo", "show", str(ROOT / "topologies" / "roaming.py"), "--json"]) == 0
     station = next(n for n in json.loads(capsys.readouterr().out)["nodes"] if n["name"] == "sta1")
     assert station["trajectory"]["waypoints"][-1] == [18.0, 70.0, 1.0, 0.0]
-

@@ -8,15 +8,21 @@ from quicbed.backends.ns3 import airtime
 from quicbed.backends.ns3.airtime import Phy
 
 
-@pytest.mark.parametrize("phy, rate", [
-    *((Phy(mcs=m), r) for m, r in enumerate((6.5, 13, 19.5, 26, 39, 52, 58.5, 65))),
-    (Phy(mcs=7, guard_interval="short"), 72.2), (Phy(mcs=7, width=40), 135), (Phy(mcs=7, width=40,
-                                                                                  guard_interval="short"), 150),
-    (Phy(mcs=15), 130), (Phy(mcs=31, width=40), 540),
-    (Phy(mcs=9, standard="802.11ac", width=80), 390), (Phy(mcs=9, standard="802.11ac", width=80,
-                                                           guard_interval="short"), 433.3),
-    (Phy(mcs=8, standard="802.11ac", width=20), 78), (Phy(mcs=9, standard="802.11ac", width=160), 780),
-])
+@pytest.mark.parametrize(
+    "phy, rate",
+    [
+        *((Phy(mcs=m), r) for m, r in enumerate((6.5, 13, 19.5, 26, 39, 52, 58.5, 65))),
+        (Phy(mcs=7, guard_interval="short"), 72.2),
+        (Phy(mcs=7, width=40), 135),
+        (Phy(mcs=7, width=40, guard_interval="short"), 150),
+        (Phy(mcs=15), 130),
+        (Phy(mcs=31, width=40), 540),
+        (Phy(mcs=9, standard="802.11ac", width=80), 390),
+        (Phy(mcs=9, standard="802.11ac", width=80, guard_interval="short"), 433.3),
+        (Phy(mcs=8, standard="802.11ac", width=20), 78),
+        (Phy(mcs=9, standard="802.11ac", width=160), 780),
+    ],
+)
 def test_phy_rates_match_the_standards_tables(phy, rate):
     assert airtime.data_rate(phy) / 1e6 == pytest.approx(rate, abs=0.05)
 
@@ -76,8 +82,11 @@ def test_saturated_throughput():
     assert with_ampdu.goodput / 1e6 == pytest.approx(59.7, abs=0.05)
     assert without.goodput / 1e6 == pytest.approx(30.8, abs=0.05)
     # aggregation matters more the faster the PHY: fixed costs dominate short PPDUs
-    gains = [airtime.saturated_throughput(1472, Phy(mcs=m)).goodput
-             / airtime.saturated_throughput(1472, Phy(mcs=m), ampdu=False).goodput for m in range(8)]
+    gains = [
+        airtime.saturated_throughput(1472, Phy(mcs=m)).goodput
+        / airtime.saturated_throughput(1472, Phy(mcs=m), ampdu=False).goodput
+        for m in range(8)
+    ]
     assert gains == sorted(gains) and gains[0] < 1.1 and gains[-1] > 1.9
     goodputs = [airtime.saturated_throughput(1472, Phy(mcs=m)).goodput for m in range(8)]
     assert goodputs == sorted(goodputs)
@@ -97,12 +106,15 @@ def test_paced_traffic_occupies_more_airtime_than_bursty_traffic():
     assert airtime.airtime_of(packets, 1472, phy, 16.0, include_access=True) > bursty
 
 
-@pytest.mark.parametrize("phy, rate", [
-    (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3), 1170),
-    (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3, guard_interval="short"), 1300),
-    (Phy(mcs=9, standard="802.11ac", width=20, spatial_streams=3), 260),
-    (Phy(mcs=7, standard="802.11ac", width=20, spatial_streams=2), 130),
-])
+@pytest.mark.parametrize(
+    "phy, rate",
+    [
+        (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3), 1170),
+        (Phy(mcs=9, standard="802.11ac", width=80, spatial_streams=3, guard_interval="short"), 1300),
+        (Phy(mcs=9, standard="802.11ac", width=20, spatial_streams=3), 260),
+        (Phy(mcs=7, standard="802.11ac", width=20, spatial_streams=2), 130),
+    ],
+)
 def test_vht_rates_with_several_streams(phy, rate):
     assert airtime.data_rate(phy) / 1e6 == pytest.approx(rate, abs=0.05)
     assert airtime.preamble(phy) == 36 + 4 * {1: 1, 2: 2, 3: 4, 4: 4}[phy.spatial_streams]
@@ -134,23 +146,38 @@ def test_the_vht_rates_the_standard_leaves_out_are_refused():
 # WifiMode::GetDataRate for HE SU PPDUs), which follow IEEE 802.11ax-2021 27.4.3 with one
 # 8 us HE-LTF per stream (1, 2, 4, 4 for 1-4 streams) and no packet extension
 
+
 def _he(mcs: int = 7, **settings) -> Phy:
     return Phy(mcs=mcs, standard="802.11ax", **settings)
 
 
-@pytest.mark.parametrize("phy, rate", [
-    (_he(0), 8.6), (_he(7), 86.0), (_he(11), 143.4), (_he(11, width=80), 600.5), (_he(11, width=160), 1201.0),
-    (_he(7, guard_interval="1.6us", spatial_streams=2), 162.5), (_he(0, guard_interval="3.2us"), 7.3),
-    (_he(11, width=80, spatial_streams=4), 2402.0),
-])
+@pytest.mark.parametrize(
+    "phy, rate",
+    [
+        (_he(0), 8.6),
+        (_he(7), 86.0),
+        (_he(11), 143.4),
+        (_he(11, width=80), 600.5),
+        (_he(11, width=160), 1201.0),
+        (_he(7, guard_interval="1.6us", spatial_streams=2), 162.5),
+        (_he(0, guard_interval="3.2us"), 7.3),
+        (_he(11, width=80, spatial_streams=4), 2402.0),
+    ],
+)
 def test_he_rates_match_the_standards_tables(phy, rate):
     assert airtime.data_rate(phy) / 1e6 == pytest.approx(rate, abs=0.05)
 
 
-@pytest.mark.parametrize("phy, psdu_bytes, microseconds", [
-    (_he(7), 1538, 193.6), (_he(11), 100_000, 5633.6), (_he(11, width=80), 1538, 71.2),
-    (_he(0, guard_interval="3.2us"), 100, 172.0), (_he(7, guard_interval="1.6us", spatial_streams=2), 5000, 311.2),
-])
+@pytest.mark.parametrize(
+    "phy, psdu_bytes, microseconds",
+    [
+        (_he(7), 1538, 193.6),
+        (_he(11), 100_000, 5633.6),
+        (_he(11, width=80), 1538, 71.2),
+        (_he(0, guard_interval="3.2us"), 100, 172.0),
+        (_he(7, guard_interval="1.6us", spatial_streams=2), 5000, 311.2),
+    ],
+)
 def test_he_ppdu_durations_are_ns3s(phy, psdu_bytes, microseconds):
     assert airtime.ppdu_duration(psdu_bytes, phy) == pytest.approx(microseconds, abs=1e-6)
 

@@ -33,8 +33,13 @@ def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _simulate(binary: Path, stations: int) -> dict:
-    done = subprocess.run([str(binary), f"--stations={stations}", "--phy=n20", "--run=1", "--seconds=1"],
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [str(binary), f"--stations={stations}", "--phy=n20", "--run=1", "--seconds=1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

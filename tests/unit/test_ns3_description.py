@@ -10,20 +10,8 @@ from pathlib import Path
 import pytest
 
 from quicbed import Topology
-from quicbed.backends.ns3.description import (
-    Ns3Options,
-    describe,
-    ns3_channel,
-    radio_owner,
-    radio_settings,
-    reference_loss_db,
-)
-from quicbed.analysis.mac import aggregated_mean, delay_summary, merge_histograms
-from quicbed.backends.ns3.stats import (
-    summarize,
-    time_behind_share,
-    validity,
-)
+from quicbed.backends.ns3.description import Ns3Options, describe, radio_owner
+from quicbed.backends.ns3.radios import ns3_channel, radio_settings, reference_loss_db
 from quicbed.errors import BackendError, SpecError
 from quicbed.spec.link import Radio
 from quicbed.spec.loader import load_topology
@@ -34,8 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def build(topo: Topology, **options) -> dict:
     resolved = topo.resolve()
     namespaces = {name: f"qbtest-{name}" for name, node in topo.nodes.items() if node.routed}
-    description = describe(resolved, namespaces, Ns3Options(**options),
-                           {"stats_file": "/tmp/s.json", "snapshot_file": "/tmp/n.json", "live_file": "/tmp/l.json"})
+    description = describe(
+        resolved,
+        namespaces,
+        Ns3Options(**options),
+        {"stats_file": "/tmp/s.json", "snapshot_file": "/tmp/n.json", "live_file": "/tmp/l.json"},
+    )
     json.dumps(description)  # must be JSON-ready
     return description
 
@@ -75,16 +67,29 @@ def test_one_ap_cell_with_a_wired_server():
     assert radio_owner(description) == {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"}
 
 
-@pytest.mark.parametrize("band, channel, width, expected", [
-    ("5GHz", 36, 20, (36, 0)), ("5GHz", 36, 40, (38, 0)), ("5GHz", 40, 40, (38, 1)),
-    ("5GHz", 149, 40, (151, 0)), ("5GHz", 44, 80, (42, 2)), ("5GHz", 100, 160, (114, 0)),
-    ("5GHz", 64, 160, (50, 7)), ("2.4GHz", 1, 40, (3, 0)), ("2.4GHz", 11, 40, (9, 1)),
-    ("2.4GHz", 6, 20, (6, 0)),
-    # 6 GHz: wide channels tile the band from channel 1 (40 MHz: 3, 11, ...; 80: 7, 23, 39, ...;
-    # 160: 15, 47, ...)
-    ("6GHz", 1, 20, (1, 0)), ("6GHz", 5, 40, (3, 1)), ("6GHz", 229, 40, (227, 1)), ("6GHz", 37, 80, (39, 1)),
-    ("6GHz", 33, 160, (47, 0)), ("6GHz", 61, 160, (47, 7)),
-])
+@pytest.mark.parametrize(
+    "band, channel, width, expected",
+    [
+        ("5GHz", 36, 20, (36, 0)),
+        ("5GHz", 36, 40, (38, 0)),
+        ("5GHz", 40, 40, (38, 1)),
+        ("5GHz", 149, 40, (151, 0)),
+        ("5GHz", 44, 80, (42, 2)),
+        ("5GHz", 100, 160, (114, 0)),
+        ("5GHz", 64, 160, (50, 7)),
+        ("2.4GHz", 1, 40, (3, 0)),
+        ("2.4GHz", 11, 40, (9, 1)),
+        ("2.4GHz", 6, 20, (6, 0)),
+        # 6 GHz: wide channels tile the band from channel 1 (40 MHz: 3, 11, ...; 80: 7, 23, 39, ...;
+        # 160: 15, 47, ...)
+        ("6GHz", 1, 20, (1, 0)),
+        ("6GHz", 5, 40, (3, 1)),
+        ("6GHz", 229, 40, (227, 1)),
+        ("6GHz", 37, 80, (39, 1)),
+        ("6GHz", 33, 160, (47, 0)),
+        ("6GHz", 61, 160, (47, 7)),
+    ],
+)
 def test_channel_numbers_follow_ns3s_table(band, channel, width, expected):
     assert ns3_channel(band, channel, width) == expected
 
@@ -93,6 +98,7 @@ def test_enterprise_ap_picks_its_channels_by_band():
     def channels(**params) -> list[int]:
         topo = load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"aps": 2, "stations": 2, **params})
         return [_wifi(build(topo), name)["channel"] for name in ("ap1", "ap2")]
+
     assert channels() == [36, 149]
     assert channels(standard="802.11ax", band="6GHz", width=160) == [37, 101]
     assert channels(standard="802.11n", band="2.4GHz", same_channel=True) == [1, 1]
@@ -108,8 +114,9 @@ def test_a_channel_outside_any_wide_channel_is_refused():
 
 
 def test_radio_settings():
-    settings = radio_settings(Radio(standard="802.11ac", band="5GHz", channel=36, width=80, mcs=9,
-                                    guard_interval="short", amsdu=True))
+    settings = radio_settings(
+        Radio(standard="802.11ac", band="5GHz", channel=36, width=80, mcs=9, guard_interval="short", amsdu=True)
+    )
     assert settings["ns3_channel"] == 42 and settings["primary20"] == 0
     assert settings["ampdu_max_bytes"] == 1048575 and settings["amsdu_max_bytes"] == 11398
     assert settings["guard_interval_ns"] == 400 and settings["mcs"] == 9
@@ -145,8 +152,9 @@ def test_mesh_chain_radios_routes_and_positions():
 
 
 def test_shared_channel_mesh_uses_one_radio_per_node():
-    description = build(load_topology(str(ROOT / "topologies" / "mesh_chain.py"),
-                                      {"hops": 3, "distinct_channels": False}))
+    description = build(
+        load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 3, "distinct_channels": False})
+    )
     mp1 = nodes_by_name(description)["mp1:mesh0"]
     (radio,) = ports(mp1, "wifi")
     assert radio["id"] == "mp1:mesh0:ch36" and sorted(radio["peers"]) == ["gw:mesh0:ch36", "mp2:mesh0:ch36"]
@@ -214,8 +222,19 @@ def test_two_aps_behind_a_switch():
 def test_wired_shapes_and_unsupported_impairments():
     topo = Topology("wired")
     a, b = topo.add_host("a"), topo.add_host("b")
-    topo.add_link(a, b, name="l", rate="10mbit", delay="5ms", jitter="1ms", jitter_distribution="normal",
-                  loss={"ge_mean": 5}, corrupt=1, queue_limit=50, backward={"loss": 2})
+    topo.add_link(
+        a,
+        b,
+        name="l",
+        rate="10mbit",
+        delay="5ms",
+        jitter="1ms",
+        jitter_distribution="normal",
+        loss={"ge_mean": 5},
+        corrupt=1,
+        queue_limit=50,
+        backward={"loss": 2},
+    )
     (wire,) = build(topo)["wires"]
     assert wire["forward"]["loss"]["model"] == "gilbert_elliott"
     assert wire["forward"]["loss"]["p"] == pytest.approx(0.00125)
@@ -228,8 +247,14 @@ def test_wired_shapes_and_unsupported_impairments():
 
 
 def test_options_reach_the_description():
-    description = build(load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {}), mac_queue_packets=100,
-                        propagation="fixed_rss", rss_dbm=-60, lag_interval_us=500, seed=7)
+    description = build(
+        load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {}),
+        mac_queue_packets=100,
+        propagation="fixed_rss",
+        rss_dbm=-60,
+        lag_interval_us=500,
+        seed=7,
+    )
     radio = ports(nodes_by_name(description)["ap1"], "wifi")[0]
     assert radio["queue_packets"] == 100
     assert description["propagation"]["model"] == "fixed_rss" and description["propagation"]["rss_dbm"] == -60
@@ -249,77 +274,6 @@ def test_every_network_draws_its_own_random_streams_unless_told():
     assert Ns3Network(topo, run=5).description["run"] == 5  # a run can be repeated
 
 
-def test_stats_summary_and_validity():
-    histogram = {"1": 10, "10": 5, "20": 5}
-    assert aggregated_mean(histogram) == 15
-    assert merge_histograms({"2": 1}, {"10": 1, "2": 2}) == {"2": 3, "10": 1}
-    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
-             "tx_data": {"psdus": 20, "mpdus": 160, "bytes": 1, "retries": 3, "mean_mpdus_per_psdu": 8.0,
-                         "mpdus_per_psdu": histogram},
-             "airtime_s": {"data": 0.4, "control": 0.05, "management": 0.05, "total": 0.5},
-             "airtime_share": 0.25, "drops": {"queue_full": 2, "retry_limit": 1, "lifetime": 0, "other": 0,
-                                              "not_associated": 0, "frame_errors": 0},
-             "per_receiver": {"sta1:wlan0": {"psdus": 20, "mpdus": 160, "retries": 3,
-                                             "mean_mpdus_per_psdu": 8.0, "mpdus_per_psdu": histogram}}}
-    raw = {"final": True, "ready": True, "interval": {"sim_s": 2.0, "wall_s": 2.0, "cpu_s": 1.0, "cpu_share": 0.5},
-           "lag": {"samples": 2000, "max_ms": 3.0, "mean_ms": 0.1}, "radios": [radio], "wires": [], "taps": [],
-           "mesh": []}
-    summary = summarize(raw, 0.01, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1"})
-    assert summary["valid"] and summary["invalid_reasons"] == []
-    assert summary["nodes"]["ap1"]["airtime_share"] == 0.25 and summary["nodes"]["ap1"]["mean_mpdus_per_ampdu"] == 8
-    assert summary["radios"]["ap1:wifi"]["per_receiver"]["sta1"]["mean_mpdus_per_ampdu"] == 8
-    assert summary["radios"]["ap1:wifi"]["mac_drops"] == 1 and summary["radios"]["ap1:wifi"]["queue_drops"] == 2
-    assert summary["channels"]["36"]["busy_share"] == 0.25
-    # one spike of 25 ms in 2 s: 21 probes (1 ms apart) more than 4 ms late = 1.05 % of the run
-    spike = {"samples": 2000, "max_ms": 25.0, "mean_ms": 0.2, "p99_ms": 16.4, "probe_interval_ms": 1.0,
-             "over_1ms": 24, "over_4ms": 21, "over_16ms": 9}
-    valid, reasons, _ = validity({**raw, "lag": spike}, 0.01)
-    assert not valid and "for 1.1% of the run (limit 1.0%" in reasons[0] and "largest lag 25.0 ms" in reasons[0]
-    assert validity({**raw, "lag": spike}, 0.02)[:2] == (True, [])
-    # the old rule's false alarm: a single 10 ms late wake-up in an otherwise punctual run
-    single = {**spike, "max_ms": 10.2, "over_4ms": 6, "over_16ms": 0}
-    assert validity({**raw, "lag": single})[:2] == (True, [])
-    assert summarize({**raw, "lag": spike})["behind_share"] == pytest.approx(0.0105)
-
-
-def test_mac_delay_per_radio_receiver_and_node():
-    """The channel counts data MPDUs in 100 us buckets of their time from the radio queue to
-    the receiver's MAC ACK; a frame counts at its bucket's middle."""
-    assert delay_summary({}) == {"frames": 0, "mean_s": None, "median_s": None, "p95_s": None}
-    # 10 frames at 0.25 ms (bucket 2), 9 at 5.05 ms (bucket 50), 1 at 20.05 ms (bucket 200)
-    delays = {"2": 10, "50": 9, "200": 1}
-    summary = delay_summary(delays)
-    assert summary["frames"] == 20 and summary["median_s"] == pytest.approx(0.25e-3)
-    assert summary["p95_s"] == pytest.approx(5.05e-3)  # the 19th frame of 20
-    assert summary["mean_s"] == pytest.approx((10 * 0.25 + 9 * 5.05 + 20.05) / 20 * 1e-3)
-    tx = {"psdus": 2, "mpdus": 20, "bytes": 1, "retries": 0, "mean_mpdus_per_psdu": 10.0,
-          "mpdus_per_psdu": {"10": 2}}
-    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
-             "tx_data": {**tx, "mac_delay_100us": delays},
-             "airtime_s": {"data": 0.4, "control": 0.05, "management": 0.05, "total": 0.5}, "airtime_share": 0.25,
-             "drops": {"queue_full": 0, "retry_limit": 0, "lifetime": 0, "other": 0, "not_associated": 0,
-                       "frame_errors": 0},
-             "per_receiver": {"sta1:wlan0": {**tx, "mac_delay_100us": {"2": 10}},
-                              "sta2:wlan0": {**tx, "mac_delay_100us": {"50": 9, "200": 1}}}}
-    raw = {"interval": {"sim_s": 2.0}, "lag": {}, "radios": [radio]}
-    stats = summarize(raw, 0.01, {"ap1:wifi": "ap1", "sta1:wlan0": "sta1", "sta2:wlan0": "sta2"})
-    assert stats["radios"]["ap1:wifi"]["mac_delay"] == summary == stats["nodes"]["ap1"]["mac_delay"]
-    assert stats["radios"]["ap1:wifi"]["per_receiver"]["sta1"]["mac_delay"]["median_s"] == pytest.approx(0.25e-3)
-    assert stats["radios"]["ap1:wifi"]["per_receiver"]["sta2"]["mac_delay"]["frames"] == 10
-    # a channel from before the measurement: no frames, no figure
-    old = {**radio, "tx_data": tx, "per_receiver": {}}
-    assert summarize({**raw, "radios": [old]})["nodes"]["ap1"]["mac_delay"]["frames"] == 0
-
-
-def test_time_behind_share_reads_the_probe_counters():
-    lag = {"probe_interval_ms": 0.5, "over_1ms": 400, "over_4ms": 100, "over_16ms": 10}
-    assert time_behind_share(lag, 10.0) == pytest.approx(0.005)
-    assert time_behind_share(lag, 10.0, behind_ms=16.0) == pytest.approx(0.0005)
-    assert time_behind_share(lag, 0.0) == 0.0
-    with pytest.raises(ValueError, match="no lag counter for 3"):
-        time_behind_share(lag, 10.0, behind_ms=3.0)
-
-
 def test_ack_acceleration_is_an_option_of_the_access_point():
     description = build(load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2, "fastack": True}))
     assert nodes_by_name(description)["ap1"]["fastack"] is True
@@ -337,8 +291,12 @@ def test_mininet_wifi_refuses_ack_acceleration():
     from quicbed.backends.mininet_wifi.host import unrealisable
 
     topo = load_topology(str(ROOT / "topologies" / "enterprise_ap.py"), {"stations": 2, "fastack": True})
-    assert unrealisable(topo) == [("nodes[ap1].fastack: ACK acceleration is a model of the ns3 backend's access "
-                                   "point; hostapd has none (fix: backend: ns3)")]
+    assert unrealisable(topo) == [
+        (
+            "nodes[ap1].fastack: ACK acceleration is a model of the ns3 backend's access "
+            "point; hostapd has none (fix: backend: ns3)"
+        )
+    ]
 
 
 def test_spatial_streams_reach_the_radio_and_are_checked():
@@ -366,10 +324,15 @@ def test_spatial_streams_reach_the_radio_and_are_checked():
 def test_he_radios_reach_the_channel() -> None:
     """802.11ax: HE MCS 0-11, its three guard intervals, A-MPDUs of up to 6,500,631 bytes,
     OFDMA on the AP's radio and the band's radios on ns-3's spectrum channel."""
-    settings = radio_settings(Radio(standard="802.11ax", width=80, mcs=11, guard_interval="3.2us",
-                                    spatial_streams=2))
-    assert (settings["standard"], settings["mcs"], settings["guard_interval_ns"], settings["spatial_streams"],
-            settings["ampdu_max_bytes"], settings["ns3_channel"]) == ("802.11ax", 11, 3200, 2, 6500631, 42)
+    settings = radio_settings(Radio(standard="802.11ax", width=80, mcs=11, guard_interval="3.2us", spatial_streams=2))
+    assert (
+        settings["standard"],
+        settings["mcs"],
+        settings["guard_interval_ns"],
+        settings["spatial_streams"],
+        settings["ampdu_max_bytes"],
+        settings["ns3_channel"],
+    ) == ("802.11ax", 11, 3200, 2, 6500631, 42)
     with pytest.raises(BackendError, match=re.escape("guard_interval='0.8us' or '3.2us'")):
         radio_settings(Radio(standard="802.11ax", guard_interval="1.6us"))  # ns-3 3.37 would send 3.2 us
     assert "ofdma" not in settings
@@ -404,11 +367,13 @@ def test_he_radios_are_checked() -> None:
     for radio, message in refused:
         with pytest.raises(SpecError, match=re.escape(message)):
             radio.check("nodes[ap1]")
-    for radio in (Radio(standard="802.11ax", mcs=11, guard_interval="3.2us"),
-                  Radio(standard="802.11ax", band="2.4GHz", channel=6, width=40, ofdma=True),
-                  Radio(standard="802.11ax", width=20, mcs=9, spatial_streams=4),  # no VHT-style exclusions
-                  Radio(standard="802.11ax", band="6GHz", channel=233, width=20),
-                  Radio(standard="802.11ax", band="6GHz", channel=37, width=160)):
+    for radio in (
+        Radio(standard="802.11ax", mcs=11, guard_interval="3.2us"),
+        Radio(standard="802.11ax", band="2.4GHz", channel=6, width=40, ofdma=True),
+        Radio(standard="802.11ax", width=20, mcs=9, spatial_streams=4),  # no VHT-style exclusions
+        Radio(standard="802.11ax", band="6GHz", channel=233, width=20),
+        Radio(standard="802.11ax", band="6GHz", channel=37, width=160),
+    ):
         radio.check("nodes[ap1]")
 
 
@@ -456,6 +421,7 @@ def test_an_aps_stations_share_its_stream_count():
 
 # -- queue models ---------------------------------------------------------------------------
 
+
 def _cell(**radio) -> Topology:
     topo = Topology("cell")
     ap = topo.add_access_point("ap1", **radio)
@@ -476,14 +442,41 @@ def test_a_radio_queue_model_reaches_both_radios():
         port = _wifi(codel, node)
         assert port["queue"] == {"kind": "codel", "packets": 1000, "target_ms": 5.0, "interval_ms": 100.0}
         assert port["queue_packets"] == 64
-    fq = _wifi(build(_cell(queue={"kind": "fq_codel", "target": "10ms", "interval": "200ms", "mac_packets": 32,
-                                  "flows": 64, "quantum": 300})), "ap1")
-    assert fq["queue"] == {"kind": "fq_codel", "packets": 10240, "target_ms": 10.0, "interval_ms": 200.0,
-                           "flows": 64, "quantum": 300}
+    fq = _wifi(
+        build(
+            _cell(
+                queue={
+                    "kind": "fq_codel",
+                    "target": "10ms",
+                    "interval": "200ms",
+                    "mac_packets": 32,
+                    "flows": 64,
+                    "quantum": 300,
+                }
+            )
+        ),
+        "ap1",
+    )
+    assert fq["queue"] == {
+        "kind": "fq_codel",
+        "packets": 10240,
+        "target_ms": 10.0,
+        "interval_ms": 200.0,
+        "flows": 64,
+        "quantum": 300,
+    }
     assert fq["queue_packets"] == 32
     fair = _wifi(build(_cell(queue="mac80211")), "ap1")
-    assert fair["queue"] == {"kind": "mac80211", "packets": 8192, "target_ms": 20.0, "interval_ms": 100.0,
-                             "flows": 1024, "quantum": 300, "mac_packets": 64, "weight_us": 256.0}
+    assert fair["queue"] == {
+        "kind": "mac80211",
+        "packets": 8192,
+        "target_ms": 20.0,
+        "interval_ms": 100.0,
+        "flows": 1024,
+        "quantum": 300,
+        "mac_packets": 64,
+        "weight_us": 256.0,
+    }
     tuned = _wifi(build(_cell(queue={"kind": "mac80211", "target": "5ms", "weight": "1ms", "mac_packets": 32})), "ap1")
     assert tuned["queue"]["target_ms"] == 5.0 and tuned["queue"]["weight_us"] == 1000.0
     assert tuned["queue"]["mac_packets"] == 32
@@ -497,8 +490,11 @@ def test_a_radio_queue_model_reaches_both_radios():
 def test_queue_models_are_checked_and_shared_by_an_aps_stations():
     with pytest.raises(SpecError, match=r"nodes\[ap1\].queue.kind: unknown queue kind 'red'"):
         _cell(queue="red")
-    with pytest.raises(SpecError, match=r"queue.flows: flows does not apply to a codel queue \(fix: leave flows "
-                                         r"out, or use kind fq_codel or mac80211\)"):
+    with pytest.raises(
+        SpecError,
+        match=r"queue.flows: flows does not apply to a codel queue \(fix: leave flows "
+        r"out, or use kind fq_codel or mac80211\)",
+    ):
         _cell(queue={"kind": "codel", "flows": 8})
     with pytest.raises(SpecError, match=r"queue.weight: weight does not apply to a fq_codel queue"):
         _cell(queue={"kind": "fq_codel", "weight": "256us"})
@@ -534,38 +530,6 @@ def test_ack_acceleration_refuses_a_queue_discipline_at_its_ap():
     assert nodes_by_name(build(fifo))["ap1"]["fastack"] is True
 
 
-def test_queue_discipline_statistics_per_radio_and_node():
-    """The channel's "queue_disc" (aqm.cc): its sojourn histogram summarised like the MAC delay,
-    drops at both ends of the discipline added up; the run metrics of the AP carrying a download."""
-    tx = {"psdus": 1, "mpdus": 10, "bytes": 1, "retries": 0, "mean_mpdus_per_psdu": 10.0, "mpdus_per_psdu": {"10": 1}}
-    discipline = {"kind": "codel", "limit_packets": 1000, "enqueued": 20, "marks": 0, "backlog_packets": 0,
-                  "drops": {"at_enqueue": 1, "at_dequeue": 3, "reasons": {"Dropped after dequeue": 3, "Queue disc limit exceeded": 1}},
-                  "sojourn_100us": {"10": 15, "300": 5}}
-    radio = {"id": "ap1:wifi", "node": "ap1", "role": "ap", "mac": "00:00:00:00:00:01", "channel": 36,
-             "tx_data": {**tx, "mac_delay_100us": {"200": 20}},
-             "airtime_s": {"data": 0.1, "control": 0, "management": 0, "total": 0.1}, "airtime_share": 0.05,
-             "drops": {"queue_full": 0, "retry_limit": 0, "lifetime": 0, "other": 0, "not_associated": 0,
-                       "frame_errors": 0},
-             "queue_disc": discipline, "per_receiver": {}}
-    stats = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [radio]}, 0.01, {"ap1:wifi": "ap1"})
-    entry = stats["radios"]["ap1:wifi"]["queue_disc"]
-    assert entry["kind"] == "codel" and entry["drops"] == 4 and entry["enqueued"] == 20
-    assert entry["sojourn"]["median_s"] == pytest.approx(1.05e-3) and entry["sojourn"]["p95_s"] == pytest.approx(30.05e-3)
-    node = stats["nodes"]["ap1"]
-    assert node["discipline_drops"] == 4 and node["queue_disc_sojourn"] == entry["sojourn"]
-    # a mac80211 queue's stations: each receiver's own queue beside its transmissions
-    station_queue = {**{k: discipline[k] for k in ("enqueued", "drops", "backlog_packets", "sojourn_100us")},
-                     "marks": 0, "airtime_s": 0.08, "turns": 312}
-    fair = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "per_receiver": {
-        "sta1:wifi": {**tx, "airtime_s": 0.09, "mac_delay_100us": {"200": 20}, "queue": station_queue}}}]},
-        0.01, {"ap1:wifi": "ap1", "sta1:wifi": "sta1"})
-    receiver = fair["radios"]["ap1:wifi"]["per_receiver"]["sta1"]
-    assert receiver["airtime_s"] == 0.09 and receiver["queue"]["airtime_s"] == 0.08 and receiver["queue"]["turns"] == 312
-    assert receiver["queue"]["drops"] == 4 and receiver["queue"]["sojourn"] == entry["sojourn"]
-    plain = summarize({"interval": {"sim_s": 2.0}, "lag": {}, "radios": [{**radio, "queue_disc": None}]})
-    assert "queue_disc" not in plain["radios"]["ap1:wifi"] and plain["nodes"]["ap1"]["queue_disc_sojourn"]["frames"] == 0
-
-
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "topologies").glob("*.py")))
 def test_every_shipped_topology_is_described_whole(script):
     """Each section (wires, APs and stations, mesh, switches) adds its part once: every routed
@@ -587,6 +551,7 @@ def test_every_shipped_topology_is_described_whole(script):
 
 def test_the_real_time_simulator_is_chosen_and_checked():
     from quicbed.backends.ns3.network import Ns3Network
+
     topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"))
     assert (build(topo)["realtime"], build(topo)["realtime_spin_us"]) == ("paced", 0)
     assert build(topo, realtime="ns3", realtime_spin_us=20)["realtime"] == "ns3"
@@ -598,6 +563,7 @@ def test_the_real_time_simulator_is_chosen_and_checked():
 
 def test_the_frame_ledger_is_on_by_default_and_its_settle_time_checked():
     from quicbed.backends.ns3.network import Ns3Network
+
     topo = load_topology(str(ROOT / "topologies" / "wifi_ap.py"))
     described = build(topo)
     assert (described["frame_ledger"], described["frame_ledger_settle_ms"]) == (True, 2000)
@@ -628,20 +594,7 @@ def test_fastack_is_refused_for_stations_that_move():
     walker = topo.add_station("sta2", waypoints=[(0, 5, 0, 0), (10, 300, 0, 0)])
     topo.add_wireless_link(still, ap)
     topo.add_wireless_link(walker, ap)
-    with pytest.raises(BackendError, match=r"nodes\[ap1\]\.fastack: sta2 move\(s\).*fix: drop fastack, or the trajectory"):
+    with pytest.raises(
+        BackendError, match=r"nodes\[ap1\]\.fastack: sta2 move\(s\).*fix: drop fastack, or the trajectory"
+    ):
         build(topo)
-
-
-def test_a_fastack_that_gave_up_on_a_flow_makes_the_run_invalid():
-    """After its resends ran out the AP forgets data it had acknowledged: the sender freed it, so
-    only a copy still queued can bring it to the station, and the run must not count."""
-    raw = {"final": True, "ready": True, "interval": {"sim_s": 2.0, "wall_s": 2.0, "cpu_s": 1.0, "cpu_share": 0.5},
-           "lag": {"samples": 2000, "max_ms": 0.5, "mean_ms": 0.1}, "radios": [], "wires": [], "taps": [],
-           "mesh": [], "bridges": [{"node": "ap1", "fastack": {"flows_abandoned": 0, "flows_ended": 1}}]}
-    assert summarize(raw)["valid"]
-    raw["bridges"][0]["fastack"]["flows_abandoned"] = 1
-    summary = summarize(raw)
-    assert not summary["valid"]
-    assert summary["invalid_reasons"] == ["access point ap1's FastACK gave up on 1 flow(s): data it had acknowledged "
-                                          "for the station may never have reached it, and the flow ran on "
-                                          "unaccelerated (docs/ns3-backend.md, 'ACK acceleration')"]

@@ -26,25 +26,54 @@ from quicbed.runner.analyse import mac_metrics
 ORIGIN = 1000.0  # CLOCK_MONOTONIC seconds at the snapshot's simulated time 0
 
 
-def snapshot(late: list[tuple[float, int]], sim_s: float = 3.0, taps: list[dict] | None = None,
-             writer: dict | None = None, frames: dict | None = None) -> dict:
+def snapshot(
+    late: list[tuple[float, int]],
+    sim_s: float = 3.0,
+    taps: list[dict] | None = None,
+    writer: dict | None = None,
+    frames: dict | None = None,
+) -> dict:
     """A 3 s snapshot with the probes late by ``lag_us`` at ``t`` seconds of simulated time."""
-    return {"ready": True, "interval": {"sim_s": sim_s, "mono_at_sim_start": ORIGIN},
-            "lag": {"samples": int(sim_s * 1000), "probe_interval_ms": 1.0, "max_ms": max((us for _, us in late),
-                                                                                          default=0) / 1e3,
-                    "over_1ms": sum(us >= 1024 for _, us in late), "over_4ms": sum(us >= 4096 for _, us in late),
-                    "over_16ms": sum(us >= 16384 for _, us in late), "late_min_us": 1000, "late_not_kept": 0,
-                    "late_sim_us": [round(t * 1e6) for t, _ in late], "late_us": [us for _, us in late]},
-            "radios": [], "wires": [], "taps": taps or [], "mesh": [], "tap_writer": writer or {},
-            **({"frames": frames} if frames else {})}
+    return {
+        "ready": True,
+        "interval": {"sim_s": sim_s, "mono_at_sim_start": ORIGIN},
+        "lag": {
+            "samples": int(sim_s * 1000),
+            "probe_interval_ms": 1.0,
+            "max_ms": max((us for _, us in late), default=0) / 1e3,
+            "over_1ms": sum(us >= 1024 for _, us in late),
+            "over_4ms": sum(us >= 4096 for _, us in late),
+            "over_16ms": sum(us >= 16384 for _, us in late),
+            "late_min_us": 1000,
+            "late_not_kept": 0,
+            "late_sim_us": [round(t * 1e6) for t, _ in late],
+            "late_us": [us for _, us in late],
+        },
+        "radios": [],
+        "wires": [],
+        "taps": taps or [],
+        "mesh": [],
+        "tap_writer": writer or {},
+        **({"frames": frames} if frames else {}),
+    }
 
 
 def ledger(vanished: list[dict], in_flight: int = 0) -> dict:
     """The frame ledger's part of a snapshot (ledger.cc), 100 frames entered."""
     dropped = {"queue_disc": 3}
-    return {"enabled": True, "settle_s": 2, "entered": 100, "copies_made": 0, "left": 100 - 3 - len(vanished) - in_flight,
-            "left_unentered": 0, "dropped": dropped, "in_flight": in_flight, "held": 0, "vanished": len(vanished),
-            "vanished_frames": vanished}
+    return {
+        "enabled": True,
+        "settle_s": 2,
+        "entered": 100,
+        "copies_made": 0,
+        "left": 100 - 3 - len(vanished) - in_flight,
+        "left_unentered": 0,
+        "dropped": dropped,
+        "in_flight": in_flight,
+        "held": 0,
+        "vanished": len(vanished),
+        "vanished_frames": vanished,
+    }
 
 
 def stall(start_s: float, ms: int) -> list[tuple[float, int]]:
@@ -104,15 +133,24 @@ def test_the_4_ms_rule_counts_from_4_ms_not_from_the_histograms_4096_us():
 
 
 def test_frames_the_tap_path_drops_or_holds_make_a_run_invalid():
-    quiet = {"id": "server:eth0", "rx_read": 100, "rx_drops": 0, "rx_pending_max": 3, "rx_pending_limit": 1000,
-             "delay_100us": {"0": 95, "1": 5}, "delay_max_us": 180}
+    quiet = {
+        "id": "server:eth0",
+        "rx_read": 100,
+        "rx_drops": 0,
+        "rx_pending_max": 3,
+        "rx_pending_limit": 1000,
+        "delay_100us": {"0": 95, "1": 5},
+        "delay_max_us": 180,
+    }
     writer = {"drops": 0, "queue_max": 4, "delay_100us": {"0": 100}, "delay_max_us": 90}
     valid, reasons, figures = validity(snapshot([], taps=[quiet], writer=writer))
     assert valid and figures["tap"]["rx_delay"]["p95_s"] == pytest.approx(50e-6)
     overloaded = {**quiet, "rx_drops": 7, "rx_pending_max": 1000}
     reasons = validity(snapshot([], taps=[quiet, overloaded], writer=writer))[1]
-    assert reasons == ["7 frames from the namespaces were dropped before the simulator took them up "
-                       "(its TAP readers' queues were full)"]
+    assert reasons == [
+        "7 frames from the namespaces were dropped before the simulator took them up "
+        "(its TAP readers' queues were full)"
+    ]
     batched = {**quiet, "delay_100us": {"0": 80, "40": 20}}  # a fifth of the frames waited 4 ms
     reasons = validity(snapshot([], taps=[batched], writer={**writer, "drops": 2}))[1]
     assert any("dropped in the TAP writer's full queue" in r for r in reasons)
@@ -125,12 +163,20 @@ def test_a_frame_that_vanished_inside_the_channel_makes_a_run_invalid():
     """The ledger's frames dropped at a counted place (a queue discipline) or still in flight
     are accounted for; one neither written out nor dropped, 2 s after it entered, is not."""
     assert validity(snapshot([], frames=ledger([], in_flight=5)))[:2] == (True, [])
-    lost = {"entered_s": 0.41, "stage": "acked", "protocol": 17, "src": "10.0.0.1:5201",
-            "dst": "10.0.1.2:40000", "ip_bytes": 32, "copies": 1}
+    lost = {
+        "entered_s": 0.41,
+        "stage": "acked",
+        "protocol": 17,
+        "src": "10.0.0.1:5201",
+        "dst": "10.0.1.2:40000",
+        "ip_bytes": 32,
+        "copies": 1,
+    }
     valid, reasons, figures = validity(snapshot([], frames=ledger([lost])))
     assert not valid and reasons == [
         "1 frames vanished inside the channel: read from a TAP, neither written to one nor dropped for a "
-        "counted reason within 2 s (last stage: acked; mac-stats.json 'frames' lists them)"]
+        "counted reason within 2 s (last stage: acked; mac-stats.json 'frames' lists them)"
+    ]
     assert figures["frames"]["vanished_frames"] == [lost] and figures["frames"]["dropped"] == {"queue_disc": 3}
     # a channel without a ledger, or with it switched off (frame_ledger: false), is not judged by it
     assert frames_summary(snapshot([])) is None
@@ -138,12 +184,18 @@ def test_a_frame_that_vanished_inside_the_channel_makes_a_run_invalid():
 
 
 def test_the_judged_figures_become_run_metrics(tmp_path):
-    quiet = {"id": "server:eth0", "rx_drops": 0, "rx_pending_max": 3, "delay_100us": {"0": 95, "3": 5},
-             "delay_max_us": 310}
+    quiet = {
+        "id": "server:eth0",
+        "rx_drops": 0,
+        "rx_pending_max": 3,
+        "delay_100us": {"0": 95, "3": 5},
+        "delay_max_us": 310,
+    }
     writer = {"drops": 1, "queue_max": 4, "delay_100us": {"0": 100}, "delay_max_us": 90}
     hovering = [(1.0 + i / 1000, 3000) for i in range(0, 900, 2)]
-    stats = summarize(snapshot(hovering, taps=[quiet], writer=writer, frames=ledger([])),
-                      window=(ORIGIN + 1.0, ORIGIN + 1.9))
+    stats = summarize(
+        snapshot(hovering, taps=[quiet], writer=writer, frames=ledger([])), window=(ORIGIN + 1.0, ORIGIN + 1.9)
+    )
     (tmp_path / "mac-stats.json").write_text(json.dumps(stats))
     values = mac_metrics(tmp_path, [])
     assert values["lag_slow_share"] == pytest.approx(0.5) and values["lag_behind_share"] == 0.0

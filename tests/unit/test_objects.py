@@ -10,8 +10,19 @@ import pytest
 from quicbed.apps import objects
 from quicbed.errors import SpecError
 
-BRIEF_SHAPES = [(12, 56), (8, 262), (16, 421), (25, 441), (39, 470), (86, 839), (28, 985),
-                (37, 1409), (149, 2911), (134, 3560), (64, 3723)]
+BRIEF_SHAPES = [
+    (12, 56),
+    (8, 262),
+    (16, 421),
+    (25, 441),
+    (39, 470),
+    (86, 839),
+    (28, 985),
+    (37, 1409),
+    (149, 2911),
+    (134, 3560),
+    (64, 3723),
+]
 
 
 def test_page_shapes_are_those_of_experiment_e1b() -> None:
@@ -44,8 +55,7 @@ def test_split_total_is_exact() -> None:
 
 
 def test_generate_tree_and_manifest(tmp_path: Path) -> None:
-    manifest = objects.generate(tmp_path, bulk=[2_000_000, 1234],
-                                pages=objects.parse_pages("12/56,p8-262k"), seed=7)
+    manifest = objects.generate(tmp_path, bulk=[2_000_000, 1234], pages=objects.parse_pages("12/56,p8-262k"), seed=7)
     assert [b["path"] for b in manifest["bulk"]] == ["/bulk/2MB.bin", "/bulk/1234B.bin"]
     assert (tmp_path / "bulk/2MB.bin").stat().st_size == 2_000_000
     assert (tmp_path / "bulk/1234B.bin").stat().st_size == 1234
@@ -71,8 +81,9 @@ def test_bytes_are_deterministic_and_incompressible(tmp_path: Path) -> None:
     assert len(zlib.compress(first[:200_000])) > 199_000
     # the same seed and path give the same file on every machine
     objects.write_object(tmp_path, "/x.bin", 64, seed=3)
-    assert (tmp_path / "x.bin").read_bytes().hex()[:16] == \
-        objects.pseudo_random_bytes("quicbed-objects:3:/x.bin", 8).hex()
+    assert (tmp_path / "x.bin").read_bytes().hex()[:16] == objects.pseudo_random_bytes(
+        "quicbed-objects:3:/x.bin", 8
+    ).hex()
 
 
 def test_parse_pages() -> None:

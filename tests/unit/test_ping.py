@@ -57,8 +57,7 @@ def test_without_timestamps_and_all_lost() -> None:
 
 def test_command_line() -> None:
     argv = ping.ping_argv("10.0.0.2", count=5, interval=0.05, size=1000, reply_timeout=0.5)
-    assert argv == ["ping", "-n", "-D", "-O", "-c", "5", "-i", "0.05", "-W", "0.5",
-                    "-s", "1000", "10.0.0.2"]
+    assert argv == ["ping", "-n", "-D", "-O", "-c", "5", "-i", "0.05", "-W", "0.5", "-s", "1000", "10.0.0.2"]
     with pytest.raises(QuicbedError):
         ping.ping_argv("10.0.0.2", count=0)
     with pytest.raises(QuicbedError):

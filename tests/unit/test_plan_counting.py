@@ -34,18 +34,37 @@ def listed_runs(exp: Experiment) -> list[Run]:
     return [Run(i, r.cell_index, r.cell, r.repetition, r.warmup) for i, r in enumerate(warmups + measured)]
 
 
-axes = st.dictionaries(st.sampled_from(["transport", "link.bottleneck.loss", "params.delay", "stress.load"]),
-                       st.lists(st.sampled_from([0, 1, 2, "a", "b", 2.0]), min_size=1, max_size=4), max_size=3)
+axes = st.dictionaries(
+    st.sampled_from(["transport", "link.bottleneck.loss", "params.delay", "stress.load"]),
+    st.lists(st.sampled_from([0, 1, 2, "a", "b", 2.0]), min_size=1, max_size=4),
+    max_size=3,
+)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
-@given(axes, st.integers(1, 4), st.integers(0, 2), st.sampled_from(["round-robin", "random"]), st.integers(0, 9),
-       st.integers(1, 5), st.data())
-def test_counted_runs_are_the_listed_runs_and_shards_split_them_alike(matrix: dict[str, list[Any]], repetitions: int,
-                                                                       warmup: int, order: str, seed: int, count: int,
-                                                                       data: st.DataObject) -> None:
-    exp = Experiment("e", Path("e.yaml"), Path("t.py"), {}, matrix=matrix, repetitions=repetitions, warmup=warmup,
-                     order=order, seed=seed)
+@given(
+    axes,
+    st.integers(1, 4),
+    st.integers(0, 2),
+    st.sampled_from(["round-robin", "random"]),
+    st.integers(0, 9),
+    st.integers(1, 5),
+    st.data(),
+)
+def test_counted_runs_are_the_listed_runs_and_shards_split_them_alike(
+    matrix: dict[str, list[Any]], repetitions: int, warmup: int, order: str, seed: int, count: int, data: st.DataObject
+) -> None:
+    exp = Experiment(
+        "e",
+        Path("e.yaml"),
+        Path("t.py"),
+        {},
+        matrix=matrix,
+        repetitions=repetitions,
+        warmup=warmup,
+        order=order,
+        seed=seed,
+    )
     listed = listed_runs(exp)
     sequence = RunSequence(exp)
     assert len(sequence) == len(listed) and list(sequence) == listed
@@ -70,9 +89,11 @@ def huge_experiment(tmp_path: Path) -> Path:
     objects = ", ".join(f"{size}kB" for size in range(1, 101))
     loads = ", ".join(str(load) for load in range(100))
     path = tmp_path / "huge.yaml"
-    path.write_text(f"name: huge\ntopology: {{script: {ROOT / 'topologies' / 'dumbbell.py'}}}\nbackend: netns\n"
-                    f"matrix:\n  transport: [quic, tcp]\n  workload.object: [{objects}]\n  stress.load: [{loads}]\n"
-                    "repetitions: 500\norder: random\nseed: 3\n")
+    path.write_text(
+        f"name: huge\ntopology: {{script: {ROOT / 'topologies' / 'dumbbell.py'}}}\nbackend: netns\n"
+        f"matrix:\n  transport: [quic, tcp]\n  workload.object: [{objects}]\n  stress.load: [{loads}]\n"
+        "repetitions: 500\norder: random\nseed: 3\n"
+    )
     return path
 
 
@@ -90,7 +111,8 @@ def runs_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_ten_million_runs_are_sized_estimated_and_refused_without_being_made(
-        huge_experiment: Path, runs_made: list[int], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    huge_experiment: Path, runs_made: list[int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert main(["run", str(huge_experiment), "--dry-run", "--repetitions", "1"]) == 0  # imports what it needs
     capsys.readouterr()
     tracemalloc.start()
@@ -120,8 +142,11 @@ def test_a_run_of_ten_million_is_computed_from_its_position(huge_experiment: Pat
     plan = Plan.of(exp, "netns", Shard(3, 4, "run"))
     assert len(plan.every_run) == HUGE_RUNS and plan.large and plan.large_here and len(plan.runs) == HUGE_RUNS // 4
     last = plan.every_run[HUGE_RUNS - 1]
-    assert (last.run_id, last.repetition, last.cell) == ("c19999-r500", 500, {
-        "transport": "tcp", "workload.object": "100kB", "stress.load": 99})
+    assert (last.run_id, last.repetition, last.cell) == (
+        "c19999-r500",
+        500,
+        {"transport": "tcp", "workload.object": "100kB", "stress.load": 99},
+    )
     first_of_shard = next(iter(plan.runs))
     assert first_of_shard.index == 2 and runs_made[0] == 1 + 3  # the last run, then the shard's first three
     assert "10000000 runs" in summary_lines(plan)[0] and "2500000 of the 10000000 runs" in summary_lines(plan)[0]

@@ -36,8 +36,14 @@ def test_a_subreaper_adopts_the_orphans_of_its_children() -> None:
         time.sleep(1)
         print(os.getpid(), flush=True)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True,
-                         env={**os.environ, "PYTHONPATH": ROOT}).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    ).stdout.split()
     grandchild_parent, subreaper = out
     assert grandchild_parent == subreaper
 
@@ -50,8 +56,9 @@ def test_a_child_dies_with_its_parent() -> None:
         print(child.pid, flush=True)
         time.sleep(60)
     """)
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": ROOT})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT}
+    )
     try:
         child = int(parent.stdout.readline())
         assert _alive(child)

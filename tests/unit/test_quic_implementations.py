@@ -33,8 +33,10 @@ def test_a_fine_pacer_only_on_quinn() -> None:
     """pacing_burst needs timers finer than asyncio's millisecond steps."""
     fine = get_profile("quic-fine-pacing")
     assert QUINN.refusals(fine) == []
-    assert AIOQUIC.refusals(fine) == ["pacing_burst=2: aioquic's pacer runs on asyncio's timers, which wake "
-                                      "at millisecond steps; fine pacing needs quinn"]
+    assert AIOQUIC.refusals(fine) == [
+        "pacing_burst=2: aioquic's pacer runs on asyncio's timers, which wake "
+        "at millisecond steps; fine pacing needs quinn"
+    ]
 
 
 def test_bbr_only_where_the_stack_has_it() -> None:
@@ -55,8 +57,16 @@ def test_refusal_names_the_knobs_and_the_way_out() -> None:
 
 
 def _server_options(tmp_path: Path, *extra: str) -> list[str]:
-    return ["server", "--root", str(tmp_path), "--cert", str(tmp_path / "c.pem"), "--key", str(tmp_path / "k.pem"),
-            *extra]
+    return [
+        "server",
+        "--root",
+        str(tmp_path),
+        "--cert",
+        str(tmp_path / "c.pem"),
+        "--key",
+        str(tmp_path / "k.pem"),
+        *extra,
+    ]
 
 
 def test_native_endpoint_refuses_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,8 +77,9 @@ def test_native_endpoint_refuses_before_starting(tmp_path: Path, capsys: pytest.
     assert "usage: python -m quicbed.apps.quic.native server|client" in capsys.readouterr().err
 
 
-def test_missing_native_binary_says_how_to_build_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_native_binary_says_how_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(implementations, "native_binary", lambda: None)
     assert native.main(_server_options(tmp_path, "--profile", "quic")) == 2
     error = capsys.readouterr().err
@@ -77,8 +88,11 @@ def test_missing_native_binary_says_how_to_build_it(tmp_path: Path, monkeypatch:
 
 def test_server_command_carries_the_resolved_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(implementations, "native_binary", lambda: Path("/opt/quicbed-quinn"))
-    command = native.server_argv(_server_options(tmp_path, "--profile", "quic", "--knob", "pacing=false",
-                                                 "--ready-file", str(tmp_path / "ready.json"))[1:])
+    command = native.server_argv(
+        _server_options(
+            tmp_path, "--profile", "quic", "--knob", "pacing=false", "--ready-file", str(tmp_path / "ready.json")
+        )[1:]
+    )
     assert command[:2] == ["/opt/quicbed-quinn", "server"]
     record = json.loads(command[command.index("--profile-record") + 1])
     assert record["profile"] == "quic" and record["knobs"]["pacing"] is False
@@ -89,8 +103,9 @@ def test_ceilings_are_kept_for_doctor(tmp_path: Path) -> None:
     path = tmp_path / "bench" / "endpoints.json"
     assert measured_ceiling("quinn", path) is None
     save_ceilings({"quinn": {"profile": "quic", "mbit_per_s": 1234.4, "measured": "2026-11-25"}}, path)
-    assert measured_ceiling("quinn", path) == ("ceiling 1234 Mbit/s on one connection (quic profile, unshaped "
-                                                "veth, bench/endpoints.py 2026-11-25)")
+    assert measured_ceiling("quinn", path) == (
+        "ceiling 1234 Mbit/s on one connection (quic profile, unshaped veth, bench/endpoints.py 2026-11-25)"
+    )
     assert measured_ceiling("aioquic", path) is None
     assert not list(path.parent.glob("*.tmp*"))
 
@@ -106,6 +121,7 @@ def test_a_run_needing_the_missing_native_endpoint_stops_before_it_starts(monkey
     message = str(caught.value)
     assert "e1-wifi-bquic.yaml: transport(s) bquic-native, quic-native run the native QUIC endpoint" in message
     assert "./scripts/install.sh" in message
-    aioquic_only = load_experiment(str(ROOT / "experiments" / "quickstart.yaml"),
-                                   {"matrix": {"transport": ["quic", "bquic", "tcp"]}})
+    aioquic_only = load_experiment(
+        str(ROOT / "experiments" / "quickstart.yaml"), {"matrix": {"transport": ["quic", "bquic", "tcp"]}}
+    )
     _require_endpoints(aioquic_only)  # fine without the native endpoint

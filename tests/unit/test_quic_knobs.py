@@ -16,8 +16,7 @@ ONE_WAY = 0.010  # 20 ms RTT
 RATE = 50e6  # 1250-byte packets 0.2 ms apart: ten arrive well within min_rtt/4 = 5 ms
 
 
-def _ack_frames_per_packet(profile_name: str, size: int = 1_200_000, after: int = 100
-                           ) -> tuple[float, float]:
+def _ack_frames_per_packet(profile_name: str, size: int = 1_200_000, after: int = 100) -> tuple[float, float]:
     """ACK frames the client sent per ack-eliciting packet received: up to ``after``
     packets, and from then on."""
     link = VirtualLink(get_profile(profile_name), delay=ONE_WAY, rate=RATE)
@@ -33,10 +32,9 @@ def _ack_frames_per_packet(profile_name: str, size: int = 1_200_000, after: int 
         return link.response_complete
 
     link.run_until(done)
-    (received_at, acks_at), = snapshot
+    ((received_at, acks_at),) = snapshot
     early = (acks_at - start[1]) / (received_at - start[0])
-    late = ((counters.ack_frames_sent - acks_at)
-            / (counters.ack_eliciting_packets_received - received_at))
+    late = (counters.ack_frames_sent - acks_at) / (counters.ack_eliciting_packets_received - received_at)
     assert link.server_hooks.counters.packets_lost == 0
     return early, late
 
@@ -81,13 +79,13 @@ def test_delayed_ack_timer_max_ack_delay_and_rtt_fraction() -> None:
     assert _request_ack_delay("quic", max_ack_delay="10ms") == pytest.approx(0.010, abs=1e-5)
     # bquic: min(25 ms, min_rtt / 4) with min_rtt = 20 ms
     assert _request_ack_delay("bquic") == pytest.approx(0.005, abs=1e-5)
-    assert _request_ack_delay("bquic", ack_delay_rtt_fraction="1/2") == pytest.approx(0.010,
-                                                                                      abs=1e-5)
+    assert _request_ack_delay("bquic", ack_delay_rtt_fraction="1/2") == pytest.approx(0.010, abs=1e-5)
 
 
 def test_max_ack_delay_is_advertised_to_the_peer() -> None:
-    link = VirtualLink(get_profile("quic", overrides={"max_ack_delay": "40ms"}),
-                       server_profile=get_profile("quic"), delay=ONE_WAY)
+    link = VirtualLink(
+        get_profile("quic", overrides={"max_ack_delay": "40ms"}), server_profile=get_profile("quic"), delay=ONE_WAY
+    )
     link.handshake()
     link.run_for(0.1)
     assert link.server.connection._loss.max_ack_delay == pytest.approx(0.040)
@@ -105,8 +103,12 @@ def _gap_reaction(immediate: bool) -> tuple[int, float | None, int]:
         link = holder["link"]
         scheduler = link.client_hooks.scheduler
         assert scheduler is not None
-        if (datagram.direction == DOWN and state["dropped"] is None
-                and scheduler.received > 150 and scheduler.pending == 1):
+        if (
+            datagram.direction == DOWN
+            and state["dropped"] is None
+            and scheduler.received > 150
+            and scheduler.pending == 1
+        ):
             state["dropped"] = datagram.index
             return True
         return False
@@ -152,8 +154,7 @@ def _first_flight(profile_name: str, **knobs: object) -> tuple[list[int], float,
     link.run_until(lambda: len(link.sent[DOWN]) >= sent_before + 10)
     first_sent = link.sent[DOWN][sent_before].sent_at
     link.run_for(first_sent + 2 * ONE_WAY - link.now - 1e-4)
-    counts = [r.count for r in link.server.releases[releases_before:]
-              if r.time < first_sent + 2 * ONE_WAY]
+    counts = [r.count for r in link.server.releases[releases_before:] if r.time < first_sent + 2 * ONE_WAY]
     spread = link.sent[DOWN][sent_before + 9].sent_at - first_sent
     return counts, spread, packet_time
 
@@ -208,8 +209,9 @@ def test_slow_start_exit_on_rtt_increase() -> None:
     assert ssthresh is not None
 
 
-def _reordered_response(profile_name: str, extra: float, size: int = 2000, **knobs: object
-                        ) -> tuple[int, list[float], float]:
+def _reordered_response(
+    profile_name: str, extra: float, size: int = 2000, **knobs: object
+) -> tuple[int, list[float], float]:
     """Delay the first packet of a response (two packets by default) by ``extra`` s: the
     later ones are acked first. Return packets the server declared lost, when (s after
     sending), and the RTT estimate loss detection used."""
@@ -229,8 +231,7 @@ def _reordered_response(profile_name: str, extra: float, size: int = 2000, **kno
     link.run_for(0.2)
     first = link.sent[DOWN][target["i"]]
     packets = -(-size // 1150)
-    retransmissions = [d.sent_at - first.sent_at for d in link.sent[DOWN][target["i"] + packets:]
-                       if d.size > 1000]
+    retransmissions = [d.sent_at - first.sent_at for d in link.sent[DOWN][target["i"] + packets :] if d.size > 1000]
     return link.server_hooks.counters.packets_lost, retransmissions, rtt_estimate
 
 
@@ -261,16 +262,14 @@ def test_loss_packet_threshold() -> None:
     lost, retransmitted, _ = _reordered_response("bquic", 0.001, size=11_000)
     assert lost == 1 and len(retransmitted) == 1
     assert retransmitted[0] == pytest.approx(0.020, abs=0.001)  # on the first ACK round
-    lost, retransmitted, _ = _reordered_response("bquic", 0.001, size=11_000,
-                                                 loss_packet_threshold=20)
+    lost, retransmitted, _ = _reordered_response("bquic", 0.001, size=11_000, loss_packet_threshold=20)
     assert lost == 0 and retransmitted == []
 
 
 def test_delay_increase_monitor_thresholds() -> None:
     def exits(rtt_increase: float, samples: list[float]) -> bool:
         monitor = aioquic_hooks.DelayIncreaseMonitor(rtt_increase)
-        return any(monitor.is_rtt_increasing(now=1.0 + i * 0.002, rtt=rtt)
-                   for i, rtt in enumerate(samples))
+        return any(monitor.is_rtt_increasing(now=1.0 + i * 0.002, rtt=rtt) for i, rtt in enumerate(samples))
 
     base = [0.020] * 10
     assert exits(1 / 8, base + [0.0226] * 5)  # +13 % for 5 samples
@@ -283,27 +282,21 @@ def test_delay_increase_monitor_thresholds() -> None:
     monitor = aioquic_hooks.DelayIncreaseMonitor(1 / 8)
     for rtt in base:
         monitor.is_rtt_increasing(now=1.0, rtt=rtt)
-    assert monitor.min_rtt == 0.020 and not any(
-        monitor.is_rtt_increasing(now=1.0005, rtt=0.030) for _ in range(10))
+    assert monitor.min_rtt == 0.020 and not any(monitor.is_rtt_increasing(now=1.0005, rtt=0.030) for _ in range(10))
 
 
 def test_slow_start_exit_knob_selects_the_congestion_controller() -> None:
     from aioquic.quic.congestion.base import QuicRttMonitor, create_congestion_control
 
-    names = {name: aioquic_hooks.congestion_control_name(get_profile(name))
-             for name in ("aioquic", "quic", "bquic")}
-    assert names == {"aioquic": "reno", "quic": "cubic+ssexit=0.125",
-                     "bquic": "cubic+ssexit=0.5"}
-    assert type(create_congestion_control("reno", max_datagram_size=1200)._rtt_monitor) \
-        is QuicRttMonitor
+    names = {name: aioquic_hooks.congestion_control_name(get_profile(name)) for name in ("aioquic", "quic", "bquic")}
+    assert names == {"aioquic": "reno", "quic": "cubic+ssexit=0.125", "bquic": "cubic+ssexit=0.5"}
+    assert type(create_congestion_control("reno", max_datagram_size=1200)._rtt_monitor) is QuicRttMonitor
     monitor = create_congestion_control(names["bquic"], max_datagram_size=1200)._rtt_monitor
     assert isinstance(monitor, aioquic_hooks.DelayIncreaseMonitor)
     assert monitor.rtt_increase == 0.5
-    reno = aioquic_hooks.congestion_control_name(
-        get_profile("bquic", overrides={"congestion_control": "reno"}))
+    reno = aioquic_hooks.congestion_control_name(get_profile("bquic", overrides={"congestion_control": "reno"}))
     assert reno == "reno+ssexit=0.5"
-    assert type(create_congestion_control(reno, max_datagram_size=1200)).__mro__[1].__name__ \
-        == "RenoCongestionControl"
+    assert type(create_congestion_control(reno, max_datagram_size=1200)).__mro__[1].__name__ == "RenoCongestionControl"
 
 
 def test_profiles_do_not_leak_between_connections() -> None:
@@ -314,7 +307,5 @@ def test_profiles_do_not_leak_between_connections() -> None:
     assert recovery.K_TIME_THRESHOLD == 9 / 8 and recovery.K_PACKET_THRESHOLD == 3
     assert type(quic.server.connection._loss._pacer) is not aioquic_hooks.NoPacer
     assert type(bquic.server.connection._loss._pacer) is aioquic_hooks.NoPacer
-    assert quic.server.connection._loss._detect_loss.__func__.__globals__["K_TIME_THRESHOLD"] \
-        == 9 / 8
-    assert bquic.server.connection._loss._detect_loss.__func__.__globals__["K_TIME_THRESHOLD"] \
-        == 5 / 4
+    assert quic.server.connection._loss._detect_loss.__func__.__globals__["K_TIME_THRESHOLD"] == 9 / 8
+    assert bquic.server.connection._loss._detect_loss.__func__.__globals__["K_TIME_THRESHOLD"] == 5 / 4

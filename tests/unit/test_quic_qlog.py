@@ -18,12 +18,17 @@ from quicbed.apps.quic.qlog import (
 )
 from quicbed.apps.quic.virtual_link import DOWN, Datagram, VirtualLink
 
-KEPT = {"recovery:metrics_updated", "recovery:packet_lost", "recovery:congestion_state_updated",
-        "transport:packet_sent", "transport:packet_received", "transport:parameters_set"}
+KEPT = {
+    "recovery:metrics_updated",
+    "recovery:packet_lost",
+    "recovery:congestion_state_updated",
+    "transport:packet_sent",
+    "transport:packet_received",
+    "transport:parameters_set",
+}
 
 
-def _transfer(tmp_path: Path, filtered: bool, drop: int | None = None
-              ) -> tuple[VirtualLink, Path, Path]:
+def _transfer(tmp_path: Path, filtered: bool, drop: int | None = None) -> tuple[VirtualLink, Path, Path]:
     client_dir, server_dir = tmp_path / "client", tmp_path / "server"
     client_dir.mkdir(parents=True)
     server_dir.mkdir(parents=True)
@@ -31,14 +36,18 @@ def _transfer(tmp_path: Path, filtered: bool, drop: int | None = None
     def impair(datagram: Datagram) -> float | None:
         return None if datagram.direction == DOWN and datagram.index == drop else 0.0
 
-    link = VirtualLink(get_profile("bquic"), delay=0.010, rate=50e6, impair=impair,
-                       client_logger=QlogWriter(client_dir, filtered=filtered),
-                       server_logger=QlogWriter(server_dir, filtered=filtered))
+    link = VirtualLink(
+        get_profile("bquic"),
+        delay=0.010,
+        rate=50e6,
+        impair=impair,
+        client_logger=QlogWriter(client_dir, filtered=filtered),
+        server_logger=QlogWriter(server_dir, filtered=filtered),
+    )
     link.handshake()
     link.request(400_000)
     link.run_until(lambda: link.response_complete)
-    counters = (link.client_hooks.counters.ack_frames_sent,
-                link.client_hooks.counters.ack_only_packets_sent)
+    counters = (link.client_hooks.counters.ack_frames_sent, link.client_hooks.counters.ack_only_packets_sent)
     link.close()
     assert counters[0] > 0
     (client_file,) = client_dir.glob("*_client.qlog")
@@ -72,8 +81,7 @@ def test_filtered_qlog_keeps_acks_and_recovery(tmp_path: Path) -> None:
     metrics = read_events(server_file, ["recovery:metrics_updated"])
     assert any("smoothed_rtt" in e["data"] for e in metrics)
     assert all("cwnd" in e["data"] for e in metrics)
-    states = [e["data"]["new"] for e in read_events(server_file,
-                                                    ["recovery:congestion_state_updated"])]
+    states = [e["data"]["new"] for e in read_events(server_file, ["recovery:congestion_state_updated"])]
     assert states[0] == "slow_start" and "recovery" in states
     times = [e["time"] for e in server_events]
     assert max(times) - min(times) < 60_000  # (ms) within the minute of the transfer
@@ -92,8 +100,11 @@ def test_filtered_qlog_is_much_smaller_than_full(tmp_path: Path) -> None:
     _, filtered_client, filtered_server = _transfer(tmp_path / "f", filtered=True)
     _, full_client, full_server = _transfer(tmp_path / "u", filtered=False)
     assert "transport:packet_received" in {e["name"] for e in read_events(full_client)}
-    assert any(f["frame_type"] == "stream" for e in read_events(full_client,
-               ["transport:packet_received"]) for f in e["data"]["frames"])
+    assert any(
+        f["frame_type"] == "stream"
+        for e in read_events(full_client, ["transport:packet_received"])
+        for f in e["data"]["frames"]
+    )
     assert filtered_client.stat().st_size < 0.25 * full_client.stat().st_size
     assert filtered_server.stat().st_size < 0.6 * full_server.stat().st_size
 
@@ -102,8 +113,7 @@ def test_overridden_encoders_match_aioquic_signatures() -> None:
     for name, member in vars(FilteredQuicLoggerTrace).items():
         if name.startswith("encode_"):
             base = getattr(QuicLoggerTrace, name)
-            assert list(inspect.signature(member).parameters) == \
-                list(inspect.signature(base).parameters), name
+            assert list(inspect.signature(member).parameters) == list(inspect.signature(base).parameters), name
 
 
 def test_writer_modes(tmp_path: Path) -> None:
@@ -115,8 +125,7 @@ def test_writer_modes(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         make_qlog_writer(tmp_path, "verbose")
     trace = writer.start_trace(is_client=True, odcid=b"\x01\x02")  # type: ignore[union-attr]
-    trace.log_event(category="transport", event="packet_received",
-                    data={"frames": [], "header": {"packet_number": 1}})
+    trace.log_event(category="transport", event="packet_received", data={"frames": [], "header": {"packet_number": 1}})
     (path,) = writer.close()  # type: ignore[union-attr]
     assert path.name == "0102_client.qlog"
     assert read_events(path) == []

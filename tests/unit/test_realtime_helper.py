@@ -7,6 +7,7 @@ import pytest
 from quicbed.errors import MachineBusy
 from realtime import Steal, in_real_time
 
+
 def quiet() -> tuple[float, float]:
     return (0.0, 0.0)  # the machine is quiet at once: no wait between attempts
 
@@ -18,6 +19,7 @@ def stolen(*shares: float) -> type[Steal]:
     class Meter(Steal):
         def __exit__(self, *args: object) -> None:
             self.share = next(readings)
+
     return Meter
 
 
@@ -36,15 +38,24 @@ def test_the_first_measurement_in_time_is_kept_with_the_reasons_before_it() -> N
 def test_no_measurement_in_time_fails_naming_every_reason() -> None:
     # one of the attempts had the machine to itself: the channel, not the hypervisor, was late
     with pytest.raises(AssertionError, match=r"none of 2 attempts at the download: \[\['a'\], \['b'\]\]"):
-        in_real_time(lambda attempt: (attempt, ["a" if attempt == 1 else "b"]), "download", attempts=2,
-                     quiet=quiet, meter=stolen(0.09, 0.004))
+        in_real_time(
+            lambda attempt: (attempt, ["a" if attempt == 1 else "b"]),
+            "download",
+            attempts=2,
+            quiet=quiet,
+            meter=stolen(0.09, 0.004),
+        )
 
 
 def test_no_measurement_in_time_while_the_hypervisor_took_cpu_in_each_skips_saying_so() -> None:
-    with pytest.raises(MachineBusy, match=r"the hypervisor took 2\.0%-9\.2% of the CPU time during each "
-                                                    r"of the 2 attempts at the download"):
-        in_real_time(lambda attempt: (attempt, ["behind"]), "download", attempts=2, quiet=quiet,
-                     meter=stolen(0.092, 0.02))
+    with pytest.raises(
+        MachineBusy,
+        match=r"the hypervisor took 2\.0%-9\.2% of the CPU time during each "
+        r"of the 2 attempts at the download",
+    ):
+        in_real_time(
+            lambda attempt: (attempt, ["behind"]), "download", attempts=2, quiet=quiet, meter=stolen(0.092, 0.02)
+        )
 
 
 def test_steal_is_a_share_of_this_machines_cpu_time_over_the_block() -> None:

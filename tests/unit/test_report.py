@@ -1,6 +1,7 @@
 """quicbed report on small results folders built from the committed real captures
-(tests/fixtures/analysis): statistics against scipy, gains, pages, links, figures, and
-folders that are incomplete or broken."""
+(tests/fixtures/analysis): statistics against scipy, gains, intervals, the study's headline,
+pages, links and figures. Runs that do not simply count and broken folders are in
+test_report_flagged_runs.py."""
 
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ from scipy import stats as sps
 from quicbed.analysis.stats import relative_gain
 from quicbed.cli import main
 from quicbed.report import ReportError, ReportOptions, build_report
-from quicbed.report.load import read_results_lines
 
-from report_fixtures import GOODPUT, make_matrix_folder, make_parallel_folder, record
+from report_fixtures import GOODPUT, make_matrix_folder, make_parallel_folder, read_summary, summary_row
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -33,23 +33,12 @@ def matrix_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _summary(folder: Path) -> pd.DataFrame:
-    return pd.read_csv(folder / "summary.csv")
-
-
-def _row(summary: pd.DataFrame, transport: str, loss: int, metric: str) -> pd.Series:
-    rows = summary[(summary["transport"] == transport) & (summary["link.bottleneck.loss"] == loss)
-                   & (summary["metric"] == metric)]
-    assert len(rows) == 1
-    return rows.iloc[0]
-
-
 # --------------------------------------------------------------------------- statistics
 
 
 def test_summary_csv_has_mean_ci_median_of_counted_runs_only(matrix_report: Path) -> None:
-    summary = _summary(matrix_report)
-    row = _row(summary, "quic", 0, "goodput")
+    summary = read_summary(matrix_report)
+    row = summary_row(summary, "quic", 0, "goodput")
     values = np.array(GOODPUT["quic"])  # not the warm-up (1e6), failed (99e6) or invalid (20e6) run
     low, high = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
     assert row["ci_method"] == "t"
@@ -63,9 +52,9 @@ def test_summary_csv_has_mean_ci_median_of_counted_runs_only(matrix_report: Path
     # base units plus display units from the catalogue
     assert (row["base_unit"], row["unit"], row["scale"]) == ("bit/s", "Mbit/s", 1e-6)
     assert row["mean_shown"] == pytest.approx(values.mean() / 1e6)
-    loss = _row(summary, "tcp", 2, "goodput")
+    loss = summary_row(summary, "tcp", 2, "goodput")
     assert loss["mean"] == pytest.approx(np.mean(GOODPUT["tcp"]) / 2) and loss["failed_excluded"] == 0
-    share = _row(summary, "bquic", 0, "loss")
+    share = summary_row(summary, "bquic", 0, "loss")
     assert (share["base_unit"], share["unit"]) == ("share", "%")
     assert share["mean_shown"] == pytest.approx(share["mean"] * 100)
 
@@ -75,44 +64,44 @@ def test_runs_csv_is_one_row_per_run_with_its_axes_and_metrics(matrix_report: Pa
     records = [json.loads(line) for line in (matrix_report / "results.jsonl").read_text().splitlines() if line]
     assert sorted(runs["run_id"]) == sorted({record["run_id"] for record in records})
     assert {"transport", "link.bottleneck.loss", "status", "warmup", "goodput"} <= set(runs.columns)
-    quic = runs[(runs["transport"] == "quic") & (runs["link.bottleneck.loss"] == 0) & (runs["status"] == "ok")
-                & ~runs["warmup"]]
+    quic = runs[
+        (runs["transport"] == "quic") & (runs["link.bottleneck.loss"] == 0) & (runs["status"] == "ok") & ~runs["warmup"]
+    ]
     assert sorted(quic["goodput"]) == pytest.approx(sorted(GOODPUT["quic"]))
     assert set(runs["status"]) >= {"ok", "failed", "invalid"}  # every run, not only the counted ones
-
-
-def test_invalid_runs_count_when_asked(tmp_path: Path) -> None:
-    folder = make_matrix_folder(tmp_path / "e")
-    build_report(folder, ReportOptions(include_invalid=True, plots=False))
-    row = _row(_summary(folder), "quic", 0, "goodput")
-    assert row["n"] == 4 and row["invalid_excluded"] == 0
-    assert row["mean"] == pytest.approx(np.mean([*GOODPUT["quic"], 20e6]))
 
 
 def test_gains_against_the_first_transport_of_the_matrix(matrix_report: Path) -> None:
     gains = pd.read_csv(matrix_report / "gains.csv")
     assert set(gains["baseline"]) == {"quic"} and set(gains["transport"]) == {"bquic", "tcp"}
-    row = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
-                & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    row = gains[
+        (gains["metric"] == "goodput") & (gains["transport"] == "bquic") & (gains["link.bottleneck.loss"] == 0)
+    ].iloc[0]
     expected = relative_gain(GOODPUT["quic"], GOODPUT["bquic"])
     assert row["gain"] == pytest.approx(np.mean(GOODPUT["bquic"]) / np.mean(GOODPUT["quic"]) - 1)
-    assert row["gain"] < 0 and (row["ci_low"], row["ci_high"]) == (pytest.approx(expected.low),
-                                                                   pytest.approx(expected.high))
+    assert row["gain"] < 0 and (row["ci_low"], row["ci_high"]) == (
+        pytest.approx(expected.low),
+        pytest.approx(expected.high),
+    )
     assert row["verdict"] == "worse"  # lower goodput, CI excludes 0
-    time_gain = gains[(gains["metric"] == "download_time") & (gains["transport"] == "bquic")
-                      & (gains["link.bottleneck.loss"] == 0)].iloc[0]
-    assert time_gain["gain"] == pytest.approx(np.mean(1 / np.array(GOODPUT["bquic"]))
-                                              / np.mean(1 / np.array(GOODPUT["quic"])) - 1)
+    time_gain = gains[
+        (gains["metric"] == "download_time") & (gains["transport"] == "bquic") & (gains["link.bottleneck.loss"] == 0)
+    ].iloc[0]
+    assert time_gain["gain"] == pytest.approx(
+        np.mean(1 / np.array(GOODPUT["bquic"])) / np.mean(1 / np.array(GOODPUT["quic"])) - 1
+    )
     # the interval of the log of the ratio: +0.2 % to +74 %, so bquic's longer download time is significant
     assert 0 < time_gain["ci_low"] < 0.01 < time_gain["gain"] and time_gain["verdict"] == "worse"
     assert (row["comparison"], time_gain["comparison"]) == ("relative", "relative")
-    loss = gains[(gains["metric"] == "loss") & (gains["transport"] == "bquic")
-                 & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    loss = gains[
+        (gains["metric"] == "loss") & (gains["transport"] == "bquic") & (gains["link.bottleneck.loss"] == 0)
+    ].iloc[0]
     # QUIC lost nothing: no gain over a zero mean, the difference instead
     assert math.isnan(loss["gain"]) and loss["comparison"] == "absolute" and "quic's mean is 0" in loss["note"]
     assert loss["difference"] == pytest.approx(loss["mean_transport"] - loss["mean_baseline"])
-    tcp = gains[(gains["metric"] == "goodput") & (gains["transport"] == "tcp")
-                & (gains["link.bottleneck.loss"] == 2)].iloc[0]
+    tcp = gains[
+        (gains["metric"] == "goodput") & (gains["transport"] == "tcp") & (gains["link.bottleneck.loss"] == 2)
+    ].iloc[0]
     assert tcp["gain"] > 0 and tcp["verdict"] == "no significant difference"
 
 
@@ -155,14 +144,24 @@ def test_index_html_tables_figures_and_every_link_resolves(matrix_report: Path) 
     for target in parser.targets:
         assert (matrix_report / unquote(target)).exists(), target
     targets = set(parser.targets)
-    for name in ("summary.csv", "summary.md", "gains.csv", "metadata.json", "results.jsonl",
-                 "runs/c000-r001/server.pcap", "runs/c004-r002/ss.txt", "runs/c000-r001/server.qlog",
-                 "report/bars-goodput.png", "report/bars-goodput.svg", "report/sender-runs-0.png",
-                 "report/sender-cells-0.csv"):
+    for name in (
+        "summary.csv",
+        "summary.md",
+        "gains.csv",
+        "metadata.json",
+        "results.jsonl",
+        "runs/c000-r001/server.pcap",
+        "runs/c004-r002/ss.txt",
+        "runs/c000-r001/server.qlog",
+        "report/bars-goodput.png",
+        "report/bars-goodput.svg",
+        "report/sender-runs-0.png",
+        "report/sender-cells-0.csv",
+    ):
         assert name in targets, name
     assert "report-test" in text and "three transports, two loss rates" in text
     assert "testhost (Debian 12, 2 CPUs)" in text and "6.18.44" in text and "abc1234" in text  # environment
-    assert "<th class=\"text\">in microVM</th><td class=\"text\">no</td>" in text
+    assert '<th class="text">in microVM</th><td class="text">no</td>' in text
     assert "client timed out after 300 s" in text and "ns-3 fell 40 ms behind real time" in text
     assert "goodput (Mbit/s)" in text and "Relative gain over quic" in text
     mean = np.mean(GOODPUT["quic"]) / 1e6
@@ -184,10 +183,21 @@ def test_figures_exist_as_png_and_svg(matrix_report: Path) -> None:
     from matplotlib import image
 
     figures = matrix_report / "report"
-    for stem in ("bars-goodput", "bars-download_time", "bars-loss", "bars-ack_ratio", "ccdf-goodput-link.bottleneck.loss-0",
-                 "ccdf-goodput-link.bottleneck.loss-2", "ipt-server", "sender-runs-0", "sender-cells-0", "throughput-bins",
-                 "sequence-quic",
-                 "sequence-bquic", "sequence-tcp"):
+    for stem in (
+        "bars-goodput",
+        "bars-download_time",
+        "bars-loss",
+        "bars-ack_ratio",
+        "ccdf-goodput-link.bottleneck.loss-0",
+        "ccdf-goodput-link.bottleneck.loss-2",
+        "ipt-server",
+        "sender-runs-0",
+        "sender-cells-0",
+        "throughput-bins",
+        "sequence-quic",
+        "sequence-bquic",
+        "sequence-tcp",
+    ):
         png, svg = figures / f"{stem}.png", figures / f"{stem}.svg"
         assert png.exists() and svg.exists(), stem
         assert image.imread(png).std() > 0.01
@@ -222,21 +232,58 @@ def test_goodput_against_delay_per_run(tmp_path: Path) -> None:
     from quicbed.analysis import plots
     from quicbed.report.build import build_report as build
 
-    runs = pd.DataFrame({"transport": ["quic", "quic", "tcp", "tcp"], "owd_p95": [0.012, 0.014, 0.030, 0.035],
-                         "goodput": [18e6, 17e6, 19e6, 19.5e6]})
-    written = plots.delay_throughput_plot(runs, tmp_path / "scatter", delay="owd_p95", throughput="goodput",
-                                          xlabel="one-way delay p95 (ms)", ylabel="goodput (Mbit/s)",
-                                          group="transport", delay_scale=1e3, throughput_scale=1e-6)
+    runs = pd.DataFrame(
+        {
+            "transport": ["quic", "quic", "tcp", "tcp"],
+            "owd_p95": [0.012, 0.014, 0.030, 0.035],
+            "goodput": [18e6, 17e6, 19e6, 19.5e6],
+        }
+    )
+    written = plots.delay_throughput_plot(
+        runs,
+        tmp_path / "scatter",
+        delay="owd_p95",
+        throughput="goodput",
+        xlabel="one-way delay p95 (ms)",
+        ylabel="goodput (Mbit/s)",
+        group="transport",
+        delay_scale=1e3,
+        throughput_scale=1e-6,
+    )
     svg = next(path for path in written if path.suffix == ".svg").read_text()
     assert "(lower is right)" in svg and "goodput (Mbit/s)" in svg and "tcp" in svg
     # an ellipse per cell of 3 runs or more: two cells of quic, one of tcp with 2 runs (none)
-    cells = pd.DataFrame({"transport": ["quic"] * 6 + ["tcp"] * 2, "cell": [0, 0, 0, 1, 1, 1, 2, 2],
-                          "owd_p95": [0.012, 0.014, 0.013, 0.020, 0.024, 0.022, 0.03, 0.031],
-                          "goodput": [18e6, 17e6, 17.5e6, 15e6, 14e6, 14.8e6, 19e6, 19.5e6]})
-    plain = _patches(plots.delay_throughput_plot(cells.drop(columns="cell"), tmp_path / "plain", delay="owd_p95",
-                                                 throughput="goodput", xlabel="d", ylabel="g", group="transport"))
-    per_cell = _patches(plots.delay_throughput_plot(cells, tmp_path / "cells", delay="owd_p95", throughput="goodput",
-                                                    xlabel="d", ylabel="g", group="transport", cell="cell"))
+    cells = pd.DataFrame(
+        {
+            "transport": ["quic"] * 6 + ["tcp"] * 2,
+            "cell": [0, 0, 0, 1, 1, 1, 2, 2],
+            "owd_p95": [0.012, 0.014, 0.013, 0.020, 0.024, 0.022, 0.03, 0.031],
+            "goodput": [18e6, 17e6, 17.5e6, 15e6, 14e6, 14.8e6, 19e6, 19.5e6],
+        }
+    )
+    plain = _patches(
+        plots.delay_throughput_plot(
+            cells.drop(columns="cell"),
+            tmp_path / "plain",
+            delay="owd_p95",
+            throughput="goodput",
+            xlabel="d",
+            ylabel="g",
+            group="transport",
+        )
+    )
+    per_cell = _patches(
+        plots.delay_throughput_plot(
+            cells,
+            tmp_path / "cells",
+            delay="owd_p95",
+            throughput="goodput",
+            xlabel="d",
+            ylabel="g",
+            group="transport",
+            cell="cell",
+        )
+    )
     assert per_cell == plain + 1  # per transport: one for quic's 6 runs; per cell: quic's two cells
     folder = make_matrix_folder(tmp_path / "e")
     notes = build(folder, ReportOptions(max_runs_per_figure=1)).figures.notes
@@ -259,61 +306,6 @@ def test_bandwidth_share_for_parallel_flows_and_no_gains_without_transport_axis(
     assert "Relative gain" not in text and "share-c000-r001.png" in text
 
 
-# --------------------------------------------------------------------------- broken folders
-
-
-def test_missing_artifacts_do_not_crash(tmp_path: Path) -> None:
-    folder = make_matrix_folder(tmp_path / "e")
-    for pattern in ("server.pcap", "server.qlog", "ss.txt"):
-        for path in folder.glob(f"runs/*/{pattern}"):
-            path.unlink()
-    shutil.rmtree(folder / "runs" / "c001-r002")
-    (folder / "runs" / "c002-r001" / "client.pcap").write_bytes(b"not a pcap")
-    result = build_report(folder, ReportOptions())
-    notes = " ".join(result.figures.notes)
-    assert ("Sender state over time (link.bottleneck.loss=0): skipped (no run has server.qlog, tcp_probe.txt.gz or "
-            "ss.txt (set qlog: true))") in notes
-    assert (folder / "report" / "bars-goodput.png").exists() and (folder / "index.html").exists()
-    assert "runs/c002-r001/client.pcap cannot be read" in notes  # another run of its transport is used
-    assert "run folder missing" in (folder / "index.html").read_text()
-
-
-def test_truncated_last_line_is_ignored_with_a_warning(tmp_path: Path) -> None:
-    folder = make_matrix_folder(tmp_path / "e")
-    with (folder / "results.jsonl").open("a") as handle:
-        handle.write('{"run_id": "c005-r004", "status": "ok", "metr')
-    records, warnings = read_results_lines(folder / "results.jsonl")
-    assert len(records) == 6 * 4 + 2 and len(warnings) == 1 and "truncated" in warnings[0]
-    result = build_report(folder, ReportOptions(plots=False))
-    assert any("truncated" in warning for warning in result.results.warnings)
-    assert _row(_summary(folder), "tcp", 2, "goodput")["n"] == 3
-    assert "truncated" in (folder / "index.html").read_text()
-
-
-@pytest.mark.parametrize("state, message", [
-    ("missing", r"results folder .* not found \(fix: give the folder 'quicbed run' printed"),
-    ("no-results", r"has no results.jsonl \(fix: give a folder written by 'quicbed run'"),
-    ("empty", r"results.jsonl holds no complete run record \(fix: wait until the first run has finished"),
-    ("all-failed", (r"no run in .* counts for the statistics \(2 failed\); first: c000-r001: boom; .*index.html "
-                    r"lists them \(fix: see")),
-])
-def test_clear_errors_naming_the_folder_and_the_fix(tmp_path: Path, state: str, message: str) -> None:
-    folder = tmp_path / "results-x"
-    if state != "missing":
-        folder.mkdir()
-    if state == "empty":
-        (folder / "results.jsonl").write_text("")
-    if state == "all-failed":
-        (folder / "results.jsonl").write_text("".join(json.dumps(record(
-            f"c000-r00{rep}", rep, 0, {"transport": "quic"}, rep, status="failed", error="boom")) + "\n"
-            for rep in (1, 2)))
-    with pytest.raises(ReportError, match=message) as raised:
-        build_report(folder, ReportOptions())
-    assert str(folder) in str(raised.value)
-    if state == "all-failed":
-        assert (folder / "index.html").exists()
-
-
 # --------------------------------------------------------------------------- command
 
 
@@ -328,50 +320,6 @@ def test_command_prints_the_summary_table(tmp_path: Path, capsys: pytest.Capture
     assert "1 failed run(s) excluded" in out and "1 invalid run(s) excluded" in out
     assert "6 warm-up run(s) excluded" in out
     assert (folder / "summary.csv").exists() and not (folder / "report").exists()
-
-
-def test_command_error_for_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(tmp_path / "nowhere")]) == 1
-    assert "not found" in capsys.readouterr().err
-
-
-def test_cpu_bound_runs_are_counted_named_and_drawn(tmp_path: Path) -> None:
-    """Runs flagged CPU-bound stay counted, appear per cell and in the headline; CPU by role is drawn;
-    a run made again after an invalid attempt is counted as such."""
-    folder = make_matrix_folder(tmp_path / "e")
-    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
-    for line in lines:
-        quic = line["transport"]["name"] == "quic"
-        if quic and line["status"] == "ok":
-            line["cpu_bound_reasons"] = ["client was CPU-bound (>= 90 % of a core) for 64 % of the transfer"]
-        if line["status"] != "failed":
-            line["metrics"].update(cpu_server=0.5, cpu_client=1.5 if quic else 0.4, cpu_channel=2.0,
-                                   cpu_client_bound=0.64 if quic else 0.0)
-        if line["run_id"] == "c002-r001":
-            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
-                                                      "invalid_reasons": ["ns-3 behind"]}])
-    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    result = build_report(folder, ReportOptions())
-    counts = result.summary.counts.set_index("cell_index")
-    assert list(counts["cpu_bound"]) == [3, 3, 0, 0, 0, 0]  # counted quic runs only, not the warm-up
-    assert list(counts["remade"]) == [0, 0, 1, 0, 0, 0]
-    summary_md = (folder / "summary.md").read_text()
-    assert "CPU-bound runs (an endpoint or the ns-3 channel" in summary_md
-    assert "quic 0: 3 of 3, quic 2: 3 of 3" in summary_md
-    assert "c000-r001: client was CPU-bound" in summary_md
-    assert "of which CPU-bound" in summary_md and "made again" in summary_md
-    assert "CPU-bound runs" in (folder / "index.html").read_text()
-    # every table and figure marks the cells that hold them
-    assert "| quic | 0 | 3 | 1 timed out |" in summary_md
-    assert "CPU-bound 3/3" in summary_md.split("## Overview")[1].split("\n\n")[1].splitlines()[2]
-    gains = summary_md[summary_md.index("## Relative gain over quic"):]
-    assert "quic: CPU-bound 3/3" in gains
-    assert "Hatched bars: cells whose counted runs include CPU-bound runs" in summary_md
-    svg = (folder / "report" / "bars-goodput.svg").read_text()
-    assert "<pattern" in svg and "CPU-bound or CPU unknown runs" in svg
-    assert (folder / "report" / "cpu-by-role.png").exists() and (folder / "report" / "cpu-by-role.svg").exists()
-    client = _row(_summary(folder), "quic", 0, "cpu_client_bound")
-    assert client["mean"] == pytest.approx(0.64)
 
 
 # --------------------------------------------------------------------------- intervals of bounded metrics
@@ -392,13 +340,15 @@ def test_intervals_are_cut_at_the_metric_range(tmp_path: Path) -> None:
             line["metrics"]["cpu_client_bound"] = shares.get(line["run_id"], 0.5)
     (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     result = build_report(folder, ReportOptions(plots=False))
-    summary = _summary(folder)
-    custom = _row(summary, "quic", 0, "custom_offset")
+    summary = read_summary(folder)
+    custom = summary_row(summary, "quic", 0, "custom_offset")
     values = np.array([-1.5, 0.5, 2.0])
     low, high = sps.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=sps.sem(values))
-    assert custom["ci_method"] == "t" and (custom["ci_low"], custom["ci_high"]) == (pytest.approx(low),
-                                                                                     pytest.approx(high))
-    row = _row(summary, "quic", 0, "cpu_client_bound")
+    assert custom["ci_method"] == "t" and (custom["ci_low"], custom["ci_high"]) == (
+        pytest.approx(low),
+        pytest.approx(high),
+    )
+    row = summary_row(summary, "quic", 0, "cpu_client_bound")
     assert row["ci_method"] == "t-truncated" and (row["ci_low_shown"], row["ci_high_shown"]) == (0, 100)
     for metric in ("loss", "goodput", "download_time", "ack_ratio", "ipt_server_short_share", "cpu_client_bound"):
         rows = summary[summary["metric"] == metric]
@@ -419,15 +369,22 @@ def test_intervals_are_cut_at_the_metric_range(tmp_path: Path) -> None:
 
 
 def test_the_study_headline_comes_first_with_its_relative_change(tmp_path: Path) -> None:
-    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"],
-                          "title": "Goodput per loss rate"}, "metrics": ["download_time", "goodput"]}
+    study = {
+        "headline": {
+            "metric": "goodput",
+            "x": "link.bottleneck.loss",
+            "compare": ["quic", "bquic"],
+            "title": "Goodput per loss rate",
+        },
+        "metrics": ["download_time", "goodput"],
+    }
     folder = make_matrix_folder(tmp_path / "e-study", study=study)
     build_report(folder, ReportOptions())
     text = (folder / "summary.md").read_text()
     assert text.index("## Goodput per loss rate") < text.index("## Overview")
     # counted goodputs: quic 8, 9, 10.5 and bquic 6, 7, 7.5 Mbit/s at loss 0, halved at loss 2:
     # 6.833 / 9.167 - 1 = -25 % in both
-    caption = text[text.index("## Goodput per loss rate"):text.index("## Overview")]
+    caption = text[text.index("## Goodput per loss rate") : text.index("## Overview")]
     assert "relative change of bquic against quic" in caption
     for loss in (0, 2):
         change = re.search(rf"{loss}: ([+-]\d+)% \[([+-]\d+)%, ([+-]\d+)%\]", caption)
@@ -440,13 +397,6 @@ def test_the_study_headline_comes_first_with_its_relative_change(tmp_path: Path)
     assert html.index("<h2>Goodput per loss rate</h2>") < html.index("<h2>Overview</h2>")
     # the tables show the study's metrics, not the catalogue's headline ones
     assert "## download time (s)" in text and "## goodput (Mbit/s)" in text and "## loss (%)" not in text
-
-
-def test_a_broken_study_section_is_a_note_not_a_crash(tmp_path: Path) -> None:
-    folder = make_matrix_folder(tmp_path / "e-bad", study={"headline": {"metric": "speed"}})
-    build_report(folder, ReportOptions())
-    text = (folder / "summary.md").read_text()
-    assert "headline: skipped (the experiment's study section: study.headline.metric: unknown metric 'speed'" in text
 
 
 def test_parallel_flows_are_named_by_their_downloads_with_their_gaps_at_the_server(tmp_path: Path) -> None:
@@ -483,125 +433,29 @@ def test_a_baseline_too_uncertain_to_divide_by_is_compared_by_the_difference(tmp
     (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     build_report(folder, ReportOptions())
     gains = pd.read_csv(folder / "gains.csv")
-    row = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
-                & (gains["link.bottleneck.loss"] == 0)].iloc[0]
+    row = gains[
+        (gains["metric"] == "goodput") & (gains["transport"] == "bquic") & (gains["link.bottleneck.loss"] == 0)
+    ].iloc[0]
     welch = sps.ttest_ind(GOODPUT["bquic"], list(noisy.values()), equal_var=False).confidence_interval()
     assert row["comparison"] == "absolute" and math.isnan(row["gain"]) and math.isnan(row["ci_low"])
     assert row["difference"] == pytest.approx(np.mean(GOODPUT["bquic"]) - 10e6)
-    assert (row["difference_ci_low"], row["difference_ci_high"]) == (pytest.approx(welch.low),
-                                                                      pytest.approx(welch.high))
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (
+        pytest.approx(welch.low),
+        pytest.approx(welch.high),
+    )
     assert row["verdict"] == "no significant difference" and "quic's 95 % CI includes 0" in row["note"]
-    other = gains[(gains["metric"] == "goodput") & (gains["transport"] == "bquic")
-                  & (gains["link.bottleneck.loss"] == 2)].iloc[0]
+    other = gains[
+        (gains["metric"] == "goodput") & (gains["transport"] == "bquic") & (gains["link.bottleneck.loss"] == 2)
+    ].iloc[0]
     assert other["comparison"] == "relative" and other["ci_low"] > -1
     text = (folder / "summary.md").read_text()
     assert "| link.bottleneck.loss | metric | transport vs quic | n | failed | gain (or difference) |" in text
     assert "| 0 | goodput (Mbit/s) | bquic | 3 vs 3 | 0 vs 1 timed out | -3.17 Mbit/s | [" in text
     assert "Where quic's mean is too uncertain to divide by" in text
-    caption = text[text.index("## goodput by link.bottleneck.loss"):text.index("## Overview")]
+    caption = text[text.index("## goodput by link.bottleneck.loss") : text.index("## Overview")]
     assert "0: -3.17 Mbit/s [" in caption and "(a difference: quic's mean is too uncertain to divide by)" in caption
     for low in re.findall(r": ([+-]\d+)% \[([+-]\d+)%", caption):
         assert int(low[1]) > -100
-
-
-def _rewrite(folder: Path, change) -> list[dict]:  # type: ignore[no-untyped-def]
-    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
-    lines = [changed for line in lines for changed in change(line)]
-    (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return lines
-
-
-def test_runs_whose_cpu_state_is_unknown_are_counted_and_named_never_passed_as_fine(tmp_path: Path) -> None:
-    """A run whose CPU accounting saw nothing (no cgroup, no /proc, no samples over the transfer)
-    is not "not CPU-bound": the report counts such runs per cell and names them; a record from
-    before runs said so counts as unknown when it has no CPU figures."""
-    folder = make_matrix_folder(tmp_path / "e")
-
-    def change(line: dict) -> list[dict]:
-        if line["status"] != "failed":
-            line["metrics"].update(cpu_server=0.5, cpu_client=0.4, cpu_machine_busy=0.4, cpu_machine_steal=0.0)
-            line["cpu_unknown_reasons"] = []
-        if line["run_id"] in ("c000-r001", "c003-r002"):
-            line["cpu_unknown_reasons"] = ["CPU accounting unavailable: no /proc/stat"]
-            line["metrics"] = {key: value for key, value in line["metrics"].items() if not key.startswith("cpu_")}
-        if line["run_id"] == "c004-r003":  # older record: no field and no CPU figures
-            line.pop("cpu_unknown_reasons")
-            line["metrics"] = {key: value for key, value in line["metrics"].items() if not key.startswith("cpu_")}
-        return [line]
-    _rewrite(folder, change)
-    result = build_report(folder, ReportOptions(plots=False))
-    counts = result.summary.counts.set_index("cell_index")
-    assert list(counts["cpu_unknown"]) == [1, 0, 0, 1, 1, 0]
-    assert list(counts["cpu_bound"]) == [0] * 6
-    text = (folder / "summary.md").read_text()
-    assert "of which CPU unknown" in text
-    assert ("CPU state unknown (no CPU figures, or only some: it may have been CPU-bound): quic 0: 1 of 3, "
-            "bquic 2: 1 of 3, tcp 0: 1 of 3") in text
-    assert "- CPU accounting unavailable: no /proc/stat: 2 run(s): c000-r001, c003-r002" in text
-    assert "- no CPU figures in the record: 1 run(s): c004-r003" in text
-    assert "CPU state unknown" in (folder / "index.html").read_text()
-
-
-def test_invalid_attempts_per_cell_and_a_warning_when_they_differ_from_the_valid_runs(tmp_path: Path) -> None:
-    """Invalid runs are made again and only the last attempt is kept: the report shows the
-    invalid attempts per cell against all completed ones, and warns where the invalid attempts'
-    mean of the headline metric lies outside the valid runs' 95 % CI (the kept runs may lean)."""
-    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"]}}
-    folder = make_matrix_folder(tmp_path / "e", study=study)
-
-    def change(line: dict) -> list[dict]:
-        if line["run_id"] == "c002-r001":  # bquic at loss 0: an invalid first attempt, 12 Mbit/s, made again
-            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
-            first["metrics"]["goodput"] = 12e6
-            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
-                                                      "invalid_reasons": ["ns-3 behind"]}])
-            return [first, line]
-        if line["run_id"] == "c004-r001":  # tcp at loss 0: an invalid attempt like the valid runs
-            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
-            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
-                                                      "invalid_reasons": ["ns-3 behind"]}])
-            return [first, line]
-        return [line]
-    _rewrite(folder, change)
-    result = build_report(folder, ReportOptions(plots=False))
-    counts = result.summary.counts.set_index("cell_index")
-    # cell 0 keeps its invalid run (20 Mbit/s, the budget spent) and has a failed one, which is no attempt
-    assert list(counts["attempts"]) == [4, 3, 4, 3, 4, 3]
-    assert list(counts["invalid_attempts"]) == [1, 0, 1, 0, 1, 0]
-    assert list(counts["remade"]) == [0, 0, 1, 0, 1, 0]
-    bias = result.summary.bias.set_index("cell_index")
-    assert result.summary.bias_metric == "goodput"
-    assert list(bias.index) == [0, 2, 4]
-    assert bias.loc[2, "mean_invalid"] == pytest.approx(12e6) and bias.loc[2, "n_valid"] == 3
-    assert bias.loc[2, "mean_valid"] == pytest.approx(np.mean(GOODPUT["bquic"]))
-    assert list(bias["outside"]) == [True, True, False]
-    text = (folder / "summary.md").read_text()
-    assert "| invalid attempts |" in text and "| 1 of 4 (25 %) |" in text
-    assert ("bquic 0: 1 invalid attempt(s) averaged 12 Mbit/s, the 3 valid runs 6.83 [4.94, 8.73] Mbit/s") in text
-    warning = next(line for line in text.splitlines() if line.startswith("**Invalid attempts differ"))
-    assert "quic 0: 1 invalid attempt(s) averaged 20 Mbit/s" in warning and "tcp 0:" not in warning
-    assert "averaged 12 Mbit/s" in (folder / "index.html").read_text()
-
-
-def test_the_report_command_prints_the_rerun_warning_first(tmp_path: Path, capsys) -> None:
-    from quicbed.cli import main
-
-    study = {"headline": {"metric": "goodput", "x": "link.bottleneck.loss", "compare": ["quic", "bquic"]}}
-    folder = make_matrix_folder(tmp_path / "e", study=study)
-
-    def change(line: dict) -> list[dict]:
-        if line["run_id"] == "c002-r001":  # an invalid first attempt far from the valid runs
-            first = {**json.loads(json.dumps(line)), "status": "invalid", "invalid_reasons": ["ns-3 behind"]}
-            first["metrics"]["goodput"] = 12e6
-            line.update(attempt=2, earlier_attempts=[{"attempt": 1, "status": "invalid",
-                                                      "invalid_reasons": ["ns-3 behind"]}])
-            return [first, line]
-        return [line]
-    _rewrite(folder, change)
-    assert main(["report", str(folder), "--no-plots"]) == 0
-    printed = capsys.readouterr().out
-    assert "Invalid attempts differ from the valid runs in goodput" in printed
-    assert "bquic 0: 1 invalid attempt(s) averaged 12 Mbit/s" in printed
 
 
 def test_a_mean_is_shown_to_the_precision_of_its_interval() -> None:
@@ -618,75 +472,36 @@ def test_moving_stations_are_drawn_the_downloads_client_first(tmp_path: Path) ->
     """Every station of the run's motion record that has samples gets its figure and CSV, the
     run's client first and named so; one without samples gets none."""
     folder = make_parallel_folder(tmp_path / "walk")
-    samples = [{"t": 0.25 * i, "x": float(i), "y": 0.0, "ap": "ap1" if i < 6 else "ap2",
-                "signal_dbm": {"ap1": -60.0 - i, "ap2": -80.0 + i}, "mcs": 7, "rx_bytes": 100_000} for i in range(1, 12)]
+    samples = [
+        {
+            "t": 0.25 * i,
+            "x": float(i),
+            "y": 0.0,
+            "ap": "ap1" if i < 6 else "ap2",
+            "signal_dbm": {"ap1": -60.0 - i, "ap2": -80.0 + i},
+            "mcs": 7,
+            "rx_bytes": 100_000,
+        }
+        for i in range(1, 12)
+    ]
     timeline = {"samples": samples, "events": [{"t": 1.4, "event": "associated", "ap": "ap2"}]}
     for run in ("c000-r001", "c000-r002"):
         run_folder = folder / "runs" / run
-        (run_folder / "mac-stats.json").write_text(json.dumps({"motion": {"interval_s": 0.25, "stations": {
-            "sta1": timeline, "sta2": timeline, "sta3": {"samples": [], "events": []}}}}))
+        (run_folder / "mac-stats.json").write_text(
+            json.dumps(
+                {
+                    "motion": {
+                        "interval_s": 0.25,
+                        "stations": {"sta1": timeline, "sta2": timeline, "sta3": {"samples": [], "events": []}},
+                    }
+                }
+            )
+        )
         (run_folder / "run.json").write_text(json.dumps({"client": "sta2", "details": {}}))
     build_report(folder, ReportOptions())
     drawn = sorted(p.name for p in (folder / "report").glob("mobility-c000-r001*"))
-    assert drawn == [f"mobility-c000-r001-{station}.{suffix}" for station in ("sta1", "sta2")
-                     for suffix in ("csv", "png", "svg")]
+    assert drawn == [
+        f"mobility-c000-r001-{station}.{suffix}" for station in ("sta1", "sta2") for suffix in ("csv", "png", "svg")
+    ]
     page = (folder / "index.html").read_text()
     assert page.index("Station sta2 (the download&#x27;s client)") < page.index("Station sta1 (another station)")
-
-
-# --------------------------------------------------------------------------- failed runs
-
-
-def test_the_median_with_timeouts_ranks_them_worst() -> None:
-    from quicbed.report.summary import median_with_timeouts
-
-    assert median_with_timeouts([1.0, 2.0, 3.0], 0, "lower") == 2.0
-    assert median_with_timeouts([1.0, 2.0, 3.0], 1, "lower") == 2.5  # [1, 2, 3, inf]
-    assert median_with_timeouts([1.0, 2.0, 3.0], 2, "lower") == 3.0
-    assert median_with_timeouts([1.0, 2.0, 3.0], 3, "lower") == math.inf  # half timed out: beyond the limit
-    assert median_with_timeouts([1.0, 2.0, 3.0], 1, "higher") == 1.5  # [-inf, 1, 2, 3]
-    assert median_with_timeouts([], 2, "higher") == -math.inf
-    assert math.isnan(median_with_timeouts([1.0], 1, None))  # no better direction: no ranking
-
-
-def test_timed_out_runs_are_counted_beside_n_and_in_a_median_and_unequal_failures_are_named(tmp_path: Path) -> None:
-    """Cell 0 (quic, loss 0) has one run that timed out: the mean leaves it out, the table shows it
-    beside n, the median with timeouts ranks it last, and the gains against quic say that the
-    compared transports failed unequally."""
-    folder = make_matrix_folder(tmp_path / "e")
-    build_report(folder, ReportOptions())
-    summary = _summary(folder)
-    goodput = _row(summary, "quic", 0, "goodput")
-    values = sorted(GOODPUT["quic"])
-    assert goodput["n"] == 3 and goodput["failed_excluded"] == 1 and goodput["timed_out"] == 1
-    assert goodput["mean"] == pytest.approx(np.mean(values))
-    assert goodput["median_with_timeouts"] == pytest.approx((values[0] + values[1]) / 2)  # [-inf, a, b, c]
-    runs = pd.read_csv(folder / "runs.csv")
-    times = sorted(runs[(runs["cell_index"] == 0) & (runs["status"] == "ok") & ~runs["warmup"]]["download_time"])
-    download = _row(summary, "quic", 0, "download_time")
-    assert download["median_with_timeouts"] == pytest.approx((times[1] + times[2]) / 2)  # [a, b, c, inf]
-    assert _row(summary, "tcp", 0, "goodput")["timed_out"] == 0
-    gains = pd.read_csv(folder / "gains.csv")
-    row = gains[(gains["transport"] == "tcp") & (gains["link.bottleneck.loss"] == 0) & (gains["metric"] == "goodput")]
-    assert list(row[["failed_baseline", "failed_transport", "timed_out_baseline"]].iloc[0]) == [1, 0, 1]
-    text = (folder / "summary.md").read_text()
-    assert "Failed runs, left out of every mean and gain: quic 0: 1 timed out of 5" in text
-    assert "The compared transports failed unequally (0 bquic 0 vs quic 1; 0 tcp 0 vs quic 1)" in text
-    assert "| quic | 0 | 3 | 1 timed out |" in text
-
-
-def test_a_comparison_across_machines_is_flagged(tmp_path: Path) -> None:
-    """Sharding by cell can put the compared transports on different hosts: each run names its
-    host, and the gains that compare runs of different hosts say so, first."""
-    folder = make_matrix_folder(tmp_path / "e")
-    _rewrite(folder, lambda line: [{**line, "host": "alpha" if line["transport"]["name"] == "quic" else "beta"}])
-    build_report(folder, ReportOptions())
-    gains = pd.read_csv(folder / "gains.csv", keep_default_na=False)
-    assert set(gains["hosts"]) == {"beta vs alpha"}
-    runs = pd.read_csv(folder / "runs.csv")
-    assert set(runs["host"]) == {"alpha", "beta"}
-    text = (folder / "summary.md").read_text()
-    assert "Comparisons across machines: 0 bquic vs quic: beta vs alpha;" in text
-    _rewrite(folder, lambda line: [{**line, "host": "alpha"}])
-    build_report(folder, ReportOptions())
-    assert "Comparisons across machines" not in (folder / "summary.md").read_text()

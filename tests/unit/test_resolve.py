@@ -66,7 +66,10 @@ def test_wireless_segments_and_mesh_addresses():
         topo.add_wireless_link(topo.add_station(name), ap)
     resolved = topo.resolve()
     assert {i.node: i.name for i in resolved.interfaces if i.address} == {
-        "server": "eth0", "sta1": "wlan0", "sta2": "wlan0"}
+        "server": "eth0",
+        "sta1": "wlan0",
+        "sta2": "wlan0",
+    }
     assert len(resolved.segments) == 1
     assert topo.links[1].radio.channel == 6  # inherited from the AP
 

@@ -60,14 +60,18 @@ def test_a_newer_format_is_refused_and_a_versionless_folder_is_version_1(tmp_pat
     assert len(read_records(old, strict=True)[0]) == 2
     newer = _folder(tmp_path, "newer", [_line("a", format=FORMAT_VERSION + 1)])
     for strict in (True, False):
-        with pytest.raises(QuicbedError, match=rf"format {FORMAT_VERSION + 1}; this quicbed reads up to format "
-                                               rf"{FORMAT_VERSION}"):
+        with pytest.raises(
+            QuicbedError,
+            match=rf"format {FORMAT_VERSION + 1}; this quicbed reads up to format "
+            rf"{FORMAT_VERSION}",
+        ):
             read_records(newer, strict=strict)
 
 
 def test_an_attempt_made_again_is_kept_quietly_and_a_good_run_made_again_is_reported(tmp_path: Path) -> None:
-    retried = _folder(tmp_path, "retried", [_line("a", status="invalid"), _line("a", status="failed"),
-                                            _line("a", status="ok")])
+    retried = _folder(
+        tmp_path, "retried", [_line("a", status="invalid"), _line("a", status="failed"), _line("a", status="ok")]
+    )
     records, superseded, warnings = read_attempts(retried)
     assert [r["status"] for r in records] == ["ok"] and [r["status"] for r in superseded] == ["invalid", "failed"]
     assert warnings == []
@@ -119,8 +123,18 @@ def test_upgrade_is_where_an_older_format_becomes_this_one(tmp_path: Path) -> No
 
 
 def test_a_record_written_and_read_again_is_the_same_record() -> None:
-    record = RunRecord("c000-r001", 0, 0, {"transport": "quic"}, 1, False, status="invalid",
-                       invalid_reasons=["ns-3 behind"], metrics={"goodput": 1e6}, folder="runs/c000-r001")
+    record = RunRecord(
+        "c000-r001",
+        0,
+        0,
+        {"transport": "quic"},
+        1,
+        False,
+        status="invalid",
+        invalid_reasons=["ns-3 behind"],
+        metrics={"goodput": 1e6},
+        folder="runs/c000-r001",
+    )
     line = json.dumps(record.to_dict())
     again = RunRecord.from_dict(json.loads(line))
     assert again == record and again.absent == frozenset() and again.extra == {}

@@ -76,8 +76,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -92,8 +93,10 @@ def _remount(mount: Path, options: str) -> None:
 
 def _experiment(tmp_path: Path) -> Path:
     path = tmp_path / "exp.yaml"
-    path.write_text(f"name: storage\ntopology: {{script: {ROOT / 'topologies' / 'dumbbell.py'}}}\nbackend: netns\n"
-                    "matrix:\n  transport: [quic, tcp]\nrepetitions: 5\n")
+    path.write_text(
+        f"name: storage\ntopology: {{script: {ROOT / 'topologies' / 'dumbbell.py'}}}\nbackend: netns\n"
+        "matrix:\n  transport: [quic, tcp]\nrepetitions: 5\n"
+    )
     return path
 
 
@@ -120,8 +123,9 @@ def _assert_readable(out: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.needs_root
-def test_a_full_disk_stops_the_experiment_and_resume_finishes_it(stand_ins: None, small_disk: Path,
-                                                                 tmp_path: Path) -> None:
+def test_a_full_disk_stops_the_experiment_and_resume_finishes_it(
+    stand_ins: None, small_disk: Path, tmp_path: Path
+) -> None:
     experiment_file, out = _experiment(tmp_path), small_disk / "results"
     with pytest.raises(StorageError, match="no space left on the device") as stopped:
         _run(experiment_file, out, resume=False)
@@ -158,8 +162,9 @@ def test_a_read_only_folder_is_refused_and_left_as_it_was(stand_ins: None, small
 
 
 @pytest.mark.needs_root
-def test_a_new_folder_that_cannot_be_set_up_is_not_left_half_made(stand_ins: None, small_disk: Path,
-                                                                   tmp_path: Path) -> None:
+def test_a_new_folder_that_cannot_be_set_up_is_not_left_half_made(
+    stand_ins: None, small_disk: Path, tmp_path: Path
+) -> None:
     experiment_file, out = _experiment(tmp_path), small_disk / "results"
     (small_disk / "filler").write_bytes(b"\0" * (2 * 2**20 - 4096))
     with pytest.raises(StorageError, match=f"cannot write {small_disk}"):
@@ -182,12 +187,15 @@ def test_a_line_the_disk_cannot_take_whole_is_cut_off_again(tmp_path: Path, monk
     assert [line.run_id for line in read_results(results)] == ["c000-r001", "c001-r001"]
 
 
-@pytest.mark.parametrize("number, words", [(errno.ENOSPC, "no space left"), (errno.EROFS, "read-only"),
-                                           (errno.EACCES, "permission denied")])
-def test_a_results_folder_that_cannot_be_written_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          number: int, words: str) -> None:
+@pytest.mark.parametrize(
+    "number, words", [(errno.ENOSPC, "no space left"), (errno.EROFS, "read-only"), (errno.EACCES, "permission denied")]
+)
+def test_a_results_folder_that_cannot_be_written_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, number: int, words: str
+) -> None:
     experiment_file = _experiment(tmp_path)
     with ResultsFolder(tmp_path / "out", experiment_file, resume=False) as folder:
+
         def refuse(*arguments: object, **keywords: object) -> None:
             raise OSError(number, os.strerror(number), str(tmp_path / "out" / "metadata.json"))
 

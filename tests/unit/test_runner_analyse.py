@@ -89,32 +89,46 @@ def test_competitor_metrics_and_fairness() -> None:
     rival = {"tool": "quicbed-tcp-client", "ok": True, "bytes": 1_000_000, "completion_time": 2.0}
     values = competitor_metrics({"goodput": 12e6}, [rival])
     assert values["competitor_goodput"] == 4e6 and values["competitor_download_time"] == 2.0
-    assert values["jain_index"] == pytest.approx((12 + 4) ** 2 / (2 * (12 ** 2 + 4 ** 2)))
+    assert values["jain_index"] == pytest.approx((12 + 4) ** 2 / (2 * (12**2 + 4**2)))
     assert values["goodput_share"] == pytest.approx(12 / 16)
     # three competitors at once: theirs together (4 + 2 + 6 Mbit/s), the longest download, and
     # Jain's index of all four downloads
     others = [rival, {**rival, "completion_time": 4.0}, {**rival, "completion_time": 4 / 3}]
     values = competitor_metrics({"goodput": 12e6}, others)
     assert values["competitor_goodput"] == pytest.approx(12e6) and values["competitor_download_time"] == 4.0
-    assert values["jain_index"] == pytest.approx((12 + 4 + 2 + 6) ** 2 / (4 * (12 ** 2 + 4 ** 2 + 2 ** 2 + 6 ** 2)))
+    assert values["jain_index"] == pytest.approx((12 + 4 + 2 + 6) ** 2 / (4 * (12**2 + 4**2 + 2**2 + 6**2)))
     assert values["goodput_share"] == pytest.approx(12 / 24) and "competitor_ttfb" not in values
 
 
 def test_mac_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
-    (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "nodes": {"ap1": {"mean_mpdus_per_ampdu": 21.5, "airtime_share": 0.4, "airtime_s": 0.25, "retries": 3},
-                  "sta1": {"mean_mpdus_per_ampdu": 1.0, "airtime_share": 0.05, "retries": 0}},
-        "radios": {"r0": {"node": "ap1", "per_receiver": {"sta1": {"psdus": 10, "mean_mpdus_per_ampdu": 24.0}}},
-                   "r1": {"node": "sta1", "per_receiver": {"ap1": {"psdus": 40, "mean_mpdus_per_ampdu": 1.5}}}},
-        "lag": {"max_ms": 2.5, "mean_ms": 0.1, "p99_ms": 0.5}, "behind_share": 0.002}))
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                "nodes": {
+                    "ap1": {"mean_mpdus_per_ampdu": 21.5, "airtime_share": 0.4, "airtime_s": 0.25, "retries": 3},
+                    "sta1": {"mean_mpdus_per_ampdu": 1.0, "airtime_share": 0.05, "retries": 0},
+                },
+                "radios": {
+                    "r0": {"node": "ap1", "per_receiver": {"sta1": {"psdus": 10, "mean_mpdus_per_ampdu": 24.0}}},
+                    "r1": {"node": "sta1", "per_receiver": {"ap1": {"psdus": 40, "mean_mpdus_per_ampdu": 1.5}}},
+                },
+                "lag": {"max_ms": 2.5, "mean_ms": 0.1, "p99_ms": 0.5},
+                "behind_share": 0.002,
+            }
+        )
+    )
     lag = {"lag_max": 0.0025, "lag_p99": 0.0005, "lag_behind_share": 0.002}
     # the node's mean mixes every receiver; the hop's is the AP's frames to the station only
-    assert mac_metrics(tmp_path, [("ap1", "sta1")]) == {"ampdu_mean": 21.5, "airtime_share": 0.4, "mac_retries": 3,
-                                                         "ampdu_hop1": 24.0, **lag}
+    assert mac_metrics(tmp_path, [("ap1", "sta1")]) == {
+        "ampdu_mean": 21.5,
+        "airtime_share": 0.4,
+        "mac_retries": 3,
+        "ampdu_hop1": 24.0,
+        **lag,
+    }
     assert mac_metrics(tmp_path, []) == lag
     # 0.25 s of airtime for 2 MB delivered: 0.125 s per megabyte
     assert mac_metrics(tmp_path, [("ap1", "sta1")], app_bytes=2_000_000)["airtime_per_mb"] == pytest.approx(0.125)
-
 
 
 def test_mac_metrics_are_the_clients_own_over_the_transfer(tmp_path: Path) -> None:
@@ -123,27 +137,66 @@ def test_mac_metrics_are_the_clients_own_over_the_transfer(tmp_path: Path) -> No
     its airtime share is over the transfer, not over the snapshot's idle tail. On a relay
     (mp1, two radios) only the radio that sends to the client counts, not the upstream one
     whose frames are ACKs."""
+
     def receiver(psdus: int, mpdus: int, retries: int, airtime: float, delays: dict[str, int]) -> dict:
-        return {"psdus": psdus, "mpdus": mpdus, "retries": retries, "airtime_s": airtime,
-                "mean_mpdus_per_ampdu": mpdus / psdus, "histogram": {str(mpdus // psdus): psdus},
-                "mac_delay_100us": delays}
-    (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "nodes": {"ap1": summarise_node({"airtime_s": 0.6, "airtime_share": 0.24, "data_psdus": 150,
-                                         "data_mpdus": 2100, "retries": 25, "mac_drops": 0, "queue_drops": 0,
-                                         "discipline_drops": 0, "histogram": {}, "mac_delay_100us": {"30": 150},
-                                         "sojourn_100us": {}})},
-        "radios": {"r0": {"node": "ap1", "per_receiver": {
-            "sta1": receiver(100, 2000, 5, 0.2, {"10": 100}),  # the download
-            "sta2": receiver(50, 100, 20, 0.4, {"80": 50})}}},  # the competitor's station
-        "interval": {"sim_s": 2.5}}))
+        return {
+            "psdus": psdus,
+            "mpdus": mpdus,
+            "retries": retries,
+            "airtime_s": airtime,
+            "mean_mpdus_per_ampdu": mpdus / psdus,
+            "histogram": {str(mpdus // psdus): psdus},
+            "mac_delay_100us": delays,
+        }
+
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                "nodes": {
+                    "ap1": summarise_node(
+                        {
+                            "airtime_s": 0.6,
+                            "airtime_share": 0.24,
+                            "data_psdus": 150,
+                            "data_mpdus": 2100,
+                            "retries": 25,
+                            "mac_drops": 0,
+                            "queue_drops": 0,
+                            "discipline_drops": 0,
+                            "histogram": {},
+                            "mac_delay_100us": {"30": 150},
+                            "sojourn_100us": {},
+                        }
+                    )
+                },
+                "radios": {
+                    "r0": {
+                        "node": "ap1",
+                        "per_receiver": {
+                            "sta1": receiver(100, 2000, 5, 0.2, {"10": 100}),  # the download
+                            "sta2": receiver(50, 100, 20, 0.4, {"80": 50}),
+                        },
+                    }
+                },  # the competitor's station
+                "interval": {"sim_s": 2.5},
+            }
+        )
+    )
     values = mac_metrics(tmp_path, [("ap1", "sta1")], app_bytes=1_000_000, window_s=0.5)
     assert values["ampdu_mean"] == 20.0 and values["mac_retries"] == 5
     assert values["airtime_share"] == pytest.approx(0.2 / 0.5) and values["airtime_per_mb"] == pytest.approx(0.2)
     assert values["mac_delay_median"] == pytest.approx(1.05e-3)
-    (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "nodes": {"mp1": {"mean_mpdus_per_ampdu": 5.0, "airtime_share": 0.5, "airtime_s": 1.0, "retries": 9}},
-        "radios": {"up": {"node": "mp1", "per_receiver": {"mp0": receiver(400, 400, 8, 0.3, {"5": 400})}},
-                   "down": {"node": "mp1", "per_receiver": {"sta1": receiver(40, 800, 1, 0.1, {"12": 40})}}}}))
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                "nodes": {"mp1": {"mean_mpdus_per_ampdu": 5.0, "airtime_share": 0.5, "airtime_s": 1.0, "retries": 9}},
+                "radios": {
+                    "up": {"node": "mp1", "per_receiver": {"mp0": receiver(400, 400, 8, 0.3, {"5": 400})}},
+                    "down": {"node": "mp1", "per_receiver": {"sta1": receiver(40, 800, 1, 0.1, {"12": 40})}},
+                },
+            }
+        )
+    )
     values = mac_metrics(tmp_path, [("mp0", "mp1"), ("mp1", "sta1")], window_s=1.0)
     assert values["ampdu_mean"] == 20.0 and values["mac_retries"] == 1 and values["airtime_share"] == pytest.approx(0.1)
 
@@ -151,18 +204,44 @@ def test_mac_metrics_are_the_clients_own_over_the_transfer(tmp_path: Path) -> No
 def test_mac_metrics_of_a_roaming_client_take_every_ap_it_used(tmp_path: Path) -> None:
     """The route names ap1 (the topology's first AP), but sta1 walked to ap2: the last hop's
     figures are both APs' frames together, not ap1's alone."""
+
     def ap(psdus: int, mpdus: int, delays: dict[str, int]) -> dict:
-        return summarise_node({"airtime_s": psdus * 0.001, "airtime_share": psdus / 1000, "data_psdus": psdus,
-                               "data_mpdus": mpdus, "retries": psdus // 10, "mac_drops": 0, "queue_drops": 0,
-                               "discipline_drops": 0, "histogram": {}, "mac_delay_100us": delays, "sojourn_100us": {}})
-    timeline = {"samples": [{"t": 0.25, "ap": "ap1", "rx_bytes": 9000}, {"t": 0.5, "ap": None, "rx_bytes": 0},
-                            {"t": 0.75, "ap": "ap2", "rx_bytes": 9000}],
-                "events": [{"t": 0.3, "event": "lost", "ap": "ap1"}, {"t": 0.6, "event": "associated", "ap": "ap2"}]}
-    (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "nodes": {"ap1": ap(100, 2000, {"10": 90, "50": 10}), "ap2": ap(300, 3000, {"20": 300})},
-        "radios": {"r0": {"node": "ap1", "per_receiver": {"sta1": {"psdus": 100, "mean_mpdus_per_ampdu": 20.0}}},
-                   "r1": {"node": "ap2", "per_receiver": {"sta1": {"psdus": 300, "mean_mpdus_per_ampdu": 10.0}}}},
-        "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}}}))
+        return summarise_node(
+            {
+                "airtime_s": psdus * 0.001,
+                "airtime_share": psdus / 1000,
+                "data_psdus": psdus,
+                "data_mpdus": mpdus,
+                "retries": psdus // 10,
+                "mac_drops": 0,
+                "queue_drops": 0,
+                "discipline_drops": 0,
+                "histogram": {},
+                "mac_delay_100us": delays,
+                "sojourn_100us": {},
+            }
+        )
+
+    timeline = {
+        "samples": [
+            {"t": 0.25, "ap": "ap1", "rx_bytes": 9000},
+            {"t": 0.5, "ap": None, "rx_bytes": 0},
+            {"t": 0.75, "ap": "ap2", "rx_bytes": 9000},
+        ],
+        "events": [{"t": 0.3, "event": "lost", "ap": "ap1"}, {"t": 0.6, "event": "associated", "ap": "ap2"}],
+    }
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                "nodes": {"ap1": ap(100, 2000, {"10": 90, "50": 10}), "ap2": ap(300, 3000, {"20": 300})},
+                "radios": {
+                    "r0": {"node": "ap1", "per_receiver": {"sta1": {"psdus": 100, "mean_mpdus_per_ampdu": 20.0}}},
+                    "r1": {"node": "ap2", "per_receiver": {"sta1": {"psdus": 300, "mean_mpdus_per_ampdu": 10.0}}},
+                },
+                "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}},
+            }
+        )
+    )
     values = mac_metrics(tmp_path, [("ap1", "sta1")])
     assert values["ampdu_mean"] == pytest.approx(5000 / 400) and values["ampdu_hop1"] == pytest.approx(5000 / 400)
     assert values["airtime_share"] == pytest.approx(0.4) and values["mac_retries"] == 40
@@ -171,17 +250,35 @@ def test_mac_metrics_of_a_roaming_client_take_every_ap_it_used(tmp_path: Path) -
     assert values["handovers"] == 1
     # a station that stayed with ap1 (its timeline names no other) is ap1's alone
     timeline["samples"][2]["ap"], timeline["events"] = "ap1", []
-    (tmp_path / "mac-stats.json").write_text(json.dumps({**json.loads((tmp_path / "mac-stats.json").read_text()),
-                                                         "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}}}))
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                **json.loads((tmp_path / "mac-stats.json").read_text()),
+                "motion": {"interval_s": 0.25, "stations": {"sta1": timeline}},
+            }
+        )
+    )
     values = mac_metrics(tmp_path, [("ap1", "sta1")])
-    assert values["ampdu_mean"] == 20 and values["ampdu_hop1"] == 20 and values["mac_delay_median"] == pytest.approx(1.05e-3)
+    assert (
+        values["ampdu_mean"] == 20
+        and values["ampdu_hop1"] == 20
+        and values["mac_delay_median"] == pytest.approx(1.05e-3)
+    )
+
 
 def test_ofdma_metrics_of_the_radio_carrying_the_download(tmp_path: Path) -> None:
     """100 downlink MU PPDUs carried 250 stations' PSDUs; with 50 single-user PPDUs beside
     them the radio counted 300 data PSDUs: 150 PPDUs, two thirds of them multi-user."""
-    (tmp_path / "mac-stats.json").write_text(json.dumps({
-        "radios": {"r0": {"node": "ap1", "data_psdus": 300, "mu_ppdus": 100, "mu_psdus": 250, "per_receiver": {}},
-                   "r1": {"node": "sta1", "data_psdus": 40, "mu_ppdus": 0, "mu_psdus": 0, "per_receiver": {}}}}))
+    (tmp_path / "mac-stats.json").write_text(
+        json.dumps(
+            {
+                "radios": {
+                    "r0": {"node": "ap1", "data_psdus": 300, "mu_ppdus": 100, "mu_psdus": 250, "per_receiver": {}},
+                    "r1": {"node": "sta1", "data_psdus": 40, "mu_ppdus": 0, "mu_psdus": 0, "per_receiver": {}},
+                }
+            }
+        )
+    )
     values = mac_metrics(tmp_path, [("ap1", "sta1")])
     assert values["ofdma_users_per_ppdu"] == 2.5 and values["ofdma_ppdu_share"] == pytest.approx(100 / 150)
     assert "ofdma_users_per_ppdu" not in mac_metrics(tmp_path, [("sta1", "ap1")])  # no MU PPDUs: no figure
@@ -199,8 +296,9 @@ def test_the_wireless_hops_of_a_download_from_the_server_side() -> None:
 
     chain = load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 3})
     assert wireless_hops(chain, "server", "client") == [("gw", "mp1"), ("mp1", "mp2"), ("mp2", "client")]
-    assert wireless_hops(load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 0}), "server",
-                         "client") == []
+    assert (
+        wireless_hops(load_topology(str(ROOT / "topologies" / "mesh_chain.py"), {"hops": 0}), "server", "client") == []
+    )
     cell = load_topology(str(ROOT / "topologies" / "wifi_ap.py"), {"stations": 2})
     assert wireless_hops(cell, "server", "sta2") == [("ap1", "sta2")]
 
@@ -208,8 +306,13 @@ def test_the_wireless_hops_of_a_download_from_the_server_side() -> None:
 def test_a_tcp_run_takes_cwnd_from_the_kernel_tracepoint_when_it_has_one(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "tcp" / "tcp_probe.txt.gz", tmp_path / "tcp_probe.txt.gz")
     shutil.copy(FIXTURES / "tcp" / "ss.txt", tmp_path / "ss.txt")  # ignored: the tracepoint is exact
-    record = {"tool": "quicbed-tcp-client", "ok": True, "bytes": 200_000, "completion_time": 0.2,
-              "transport": {"connections": [{"rcv_mss": 1448}]}}
+    record = {
+        "tool": "quicbed-tcp-client",
+        "ok": True,
+        "bytes": 200_000,
+        "completion_time": 0.2,
+        "transport": {"connections": [{"rcv_mss": 1448}]},
+    }
     values = run_metrics_of(tmp_path, record)
     from quicbed.analysis.tcpstate import read_trace, sender_probes, summarize_probe
 
@@ -245,37 +348,59 @@ def test_fairness_of_the_committed_parallel_run() -> None:
     quic = json.loads((FIXTURES / "parallel" / "quic.json").read_text())
     curl = json.loads((FIXTURES / "parallel" / "curl.json").read_text())
     # as quicbed's TCP client records it (the competitor is always quicbed's client)
-    tcp = {"tool": "quicbed-tcp-client", "ok": True, "bytes": curl["size_download"],
-           "completion_time": curl["time_total"] - curl["time_pretransfer"]}
+    tcp = {
+        "tool": "quicbed-tcp-client",
+        "ok": True,
+        "bytes": curl["size_download"],
+        "completion_time": curl["time_total"] - curl["time_pretransfer"],
+    }
     main = run_metrics_of(Path("/nonexistent"), quic)
     values = competitor_metrics(main, [tcp])
     assert main["goodput"] == pytest.approx(6.803e6, rel=1e-3)
     assert values["competitor_goodput"] == pytest.approx(5.377e6, rel=1e-3)
     assert values["goodput_share"] == pytest.approx(6.803 / (6.803 + 5.377), rel=1e-3)
-    assert values["jain_index"] == pytest.approx((6.803 + 5.377) ** 2 / (2 * (6.803 ** 2 + 5.377 ** 2)), rel=1e-3)
+    assert values["jain_index"] == pytest.approx((6.803 + 5.377) ** 2 / (2 * (6.803**2 + 5.377**2)), rel=1e-3)
 
 
 def test_many_clients_give_aggregate_spread_fairness_and_aggregation_per_client(tmp_path: Path) -> None:
     from quicbed.runner.analyse import clients_metrics
 
-    clients = [{"node": "sta1", "ok": True, "bytes": 2_000_000, "download_time": 1.0, "goodput": 16e6},
-               {"node": "sta2", "ok": True, "bytes": 2_000_000, "download_time": 2.0, "goodput": 8e6},
-               {"node": "sta3", "ok": True, "bytes": 2_000_000, "download_time": 4.0, "goodput": 4e6}]
-    radio = {"role": "ap", "per_receiver": {"sta1": {"psdus": 10, "mean_mpdus_per_ampdu": 20.0},
-                                            "sta2": {"psdus": 10, "mean_mpdus_per_ampdu": 12.0},
-                                            "sta3": {"psdus": 10, "mean_mpdus_per_ampdu": 6.0},
-                                            "other": {"psdus": 5, "mean_mpdus_per_ampdu": 1.0}}}
+    clients = [
+        {"node": "sta1", "ok": True, "bytes": 2_000_000, "download_time": 1.0, "goodput": 16e6},
+        {"node": "sta2", "ok": True, "bytes": 2_000_000, "download_time": 2.0, "goodput": 8e6},
+        {"node": "sta3", "ok": True, "bytes": 2_000_000, "download_time": 4.0, "goodput": 4e6},
+    ]
+    radio = {
+        "role": "ap",
+        "per_receiver": {
+            "sta1": {"psdus": 10, "mean_mpdus_per_ampdu": 20.0},
+            "sta2": {"psdus": 10, "mean_mpdus_per_ampdu": 12.0},
+            "sta3": {"psdus": 10, "mean_mpdus_per_ampdu": 6.0},
+            "other": {"psdus": 5, "mean_mpdus_per_ampdu": 1.0},
+        },
+    }
     (tmp_path / "mac-stats.json").write_text(json.dumps({"radios": {"ap1:wifi": radio}}))
     values = clients_metrics(tmp_path, clients)
     # 48 Mbit over the longest download (4 s); Jain: (28)^2 / (3 * (256 + 64 + 16)) = 784 / 1008
-    assert values == pytest.approx({"clients": 3, "aggregate_goodput": 12e6, "client_goodput_min": 4e6,
-                                    "client_goodput_median": 8e6, "jain_index": 784 / 1008,
-                                    "ampdu_client_min": 6.0, "ampdu_client_median": 12.0, "ampdu_client_max": 20.0})
+    assert values == pytest.approx(
+        {
+            "clients": 3,
+            "aggregate_goodput": 12e6,
+            "client_goodput_min": 4e6,
+            "client_goodput_median": 8e6,
+            "jain_index": 784 / 1008,
+            "ampdu_client_min": 6.0,
+            "ampdu_client_median": 12.0,
+            "ampdu_client_max": 20.0,
+        }
+    )
     assert set(values) <= set(METRICS)
     # sta3's download started a second after the others (its SYN was resent): 48 Mbit over the
     # 5 s from the first start to the last end, not over its own 4 s
-    ended = [{**client, "download_end": 100.0 + client["download_time"] + (1.0 if client["node"] == "sta3" else 0)}
-             for client in clients]
+    ended = [
+        {**client, "download_end": 100.0 + client["download_time"] + (1.0 if client["node"] == "sta3" else 0)}
+        for client in clients
+    ]
     assert clients_metrics(tmp_path, ended)["aggregate_goodput"] == pytest.approx(48e6 / 5)
     failed = clients_metrics(tmp_path, [*clients[:2], {"node": "sta3", "ok": False, "bytes": None}])
     assert "aggregate_goodput" not in failed and failed["clients"] == 3  # not a fair aggregate without every client
@@ -341,9 +466,10 @@ def _raw_ipv4(src: str, dst: str, sport: int, dport: int, payload: int, ident: i
         transport = struct.pack("!HHIIBBHHH", sport, dport, ident * 1448, 1, 5 << 4, 0x18, 512, 0, 0)
         number = 6
     total = 20 + len(transport) + payload
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, number, 0,
-                         socket.inet_aton(src), socket.inet_aton(dst))
-    return header + transport + body[:min(payload, 32)]
+    header = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, number, 0, socket.inet_aton(src), socket.inet_aton(dst)
+    )
+    return header + transport + body[: min(payload, 32)]
 
 
 def _write_capture(path: Path, packets: list[tuple[float, bytes]]) -> None:
@@ -372,8 +498,13 @@ def _small_object_beside_background(tmp_path: Path) -> None:
 
 def test_a_small_download_is_never_replaced_by_a_larger_flow(tmp_path: Path) -> None:
     _small_object_beside_background(tmp_path)
-    record = {"tool": "quicbed-quic-client", "ok": True, "bytes": 4800, "completion_time": 0.02,
-              "server": {"host": "10.0.0.2", "port": 4433, "address": "10.0.0.2"}}
+    record = {
+        "tool": "quicbed-quic-client",
+        "ok": True,
+        "bytes": 4800,
+        "completion_time": 0.02,
+        "server": {"host": "10.0.0.2", "port": 4433, "address": "10.0.0.2"},
+    }
     values = run_metrics_of(tmp_path, record)
     # the 5 kB response: 5 x 1000 bytes (1028 IP bytes) from 1000.0205 to 1000.0285 at the client, 3 ACKs
     assert values["throughput"] == pytest.approx(8 * 5 * 1028 / 0.008)
@@ -401,19 +532,26 @@ def test_tcp_probe_events_are_put_on_the_captures_clock(tmp_path: Path) -> None:
 
 
 def test_what_makes_a_measurement_invalid(tmp_path: Path) -> None:
-    details = {"capture_stats": {"server": {"captured": 90, "received_by_filter": 100, "dropped_by_kernel": 0,
-                                            "unwritten": 10},
-                                 "client": {"captured": 100, "received_by_filter": 100, "unwritten": 0}},
-               "tcp_state": {"source": "tcp_probe", "overruns": 3},
-               "background": {"kind": "udp", "rate": 10e6, "bytes_received": 0, "received_bps": 0.0}}
+    details = {
+        "capture_stats": {
+            "server": {"captured": 90, "received_by_filter": 100, "dropped_by_kernel": 0, "unwritten": 10},
+            "client": {"captured": 100, "received_by_filter": 100, "unwritten": 0},
+        },
+        "tcp_state": {"source": "tcp_probe", "overruns": 3},
+        "background": {"kind": "udp", "rate": 10e6, "bytes_received": 0, "received_bps": 0.0},
+    }
     assert measurement_invalid_reasons(tmp_path, details) == [
         "the server capture did not write 10 packets its filter accepted",
         "the background traffic delivered nothing (iperf3's UDP stream set-up was lost, or its sender never "
         "sent): the transfer ran without it",
-        "the tcp_probe trace lost 3 events (trace buffer overrun)"]
+        "the tcp_probe trace lost 3 events (trace buffer overrun)",
+    ]
     # background that flowed, none asked for (rate 0), or a record from before the figure was kept
-    for background in ({"rate": 10e6, "bytes_received": 12_000_000}, {"rate": 0.0, "bytes_received": None},
-                       {"rate": 10e6}):
+    for background in (
+        {"rate": 10e6, "bytes_received": 12_000_000},
+        {"rate": 0.0, "bytes_received": None},
+        {"rate": 10e6},
+    ):
         assert measurement_invalid_reasons(tmp_path, {"background": background}) == []
     # a TCP segment of 2 x 1448 bytes: what the capture shows when segmentation offload is on
     big = _raw_ipv4("10.0.0.2", "10.0.0.1", 8443, 50000, 2896, 9, proto="tcp")
@@ -421,7 +559,8 @@ def test_what_makes_a_measurement_invalid(tmp_path: Path) -> None:
     _write_capture(tmp_path / "server.pcap", [(1.0, big), (1.001, normal)])
     _write_capture(tmp_path / "client.pcap", [(1.01, normal)])
     assert measurement_invalid_reasons(tmp_path, {}) == [
-        "the server capture holds 1 packets larger than the 1500-byte MTU (segmentation or receive offload on)"]
+        "the server capture holds 1 packets larger than the 1500-byte MTU (segmentation or receive offload on)"
+    ]
     assert measurement_invalid_reasons(tmp_path, {}, mtu=9000) == []
     assert measurement_invalid_reasons(FIXTURES / "page", {}) == []
 
@@ -430,8 +569,10 @@ def test_a_flawed_measurement_makes_the_run_invalid():
     """The reasons review_measurement records reach the run's status, beside the channel's."""
     from quicbed.runner.engine import invalid_reasons
 
-    details = {"mac_stats": {"invalid_reasons": ["ns-3 ran behind"]},
-               "measurement": {"invalid_reasons": ["the tcp_probe trace lost 3 events (trace buffer overrun)"]}}
+    details = {
+        "mac_stats": {"invalid_reasons": ["ns-3 ran behind"]},
+        "measurement": {"invalid_reasons": ["the tcp_probe trace lost 3 events (trace buffer overrun)"]},
+    }
     assert invalid_reasons(details) == ["ns-3 ran behind", "the tcp_probe trace lost 3 events (trace buffer overrun)"]
     assert invalid_reasons({"measurement": {"invalid_reasons": []}}) == []
 
@@ -442,25 +583,36 @@ def test_a_run_whose_competition_failed_is_invalid():
     from quicbed.runner.engine import invalid_reasons
 
     competing = {"competitors": [{"ok": True}, {"ok": False, "error": "timed out after 60 s"}]}
-    assert invalid_reasons(competing) == ["competitor 2 failed (timed out after 60 s): the download did not "
-                                          "compete with it to the end"]
+    assert invalid_reasons(competing) == [
+        "competitor 2 failed (timed out after 60 s): the download did not compete with it to the end"
+    ]
     assert invalid_reasons({"competitors": [{"ok": True}]}) == []
     silent = {"background": {"kind": "udp", "from": "bg-src", "to": "bg-dst", "bytes_received": 0}}
-    assert invalid_reasons(silent) == ["the background traffic (udp, bg-src -> bg-dst) delivered nothing: "
-                                       "the download ran without it"]
+    assert invalid_reasons(silent) == [
+        "the background traffic (udp, bg-src -> bg-dst) delivered nothing: the download ran without it"
+    ]
     assert invalid_reasons({"background": {"kind": "udp", "bytes_received": 125000}}) == []
 
 
-@pytest.mark.parametrize("name, times", [
-    # first packet (tcpdump -ttnr client.pcap | head -1) less the record's started_at = lead;
-    # handshake_time, the earliest object's first_byte and total_time of client.json, less it
-    ("tls", {"lead": 544.592005 - 544.5916765, "connect_time": 0.0029240, "ttfb": 0.0151283,
-             "total_time": 0.1691687}),  # a SYN 0.33 ms after the connect call
-    ("page", {"lead": 546.398332 - 546.3979926, "connect_time": 0.0143259, "ttfb": 0.0269086,
-              "total_time": 0.2593012}),  # six HTTP/1.1 connections: the first one's SYN
-    ("quic", {"lead": 16.307166 - 16.2988677, "connect_time": 0.0097512, "ttfb": 0.0237238,
-              "total_time": 0.1962446}),  # aioquic's Initial 8.3 ms after its connect call
-])
+@pytest.mark.parametrize(
+    "name, times",
+    [
+        # first packet (tcpdump -ttnr client.pcap | head -1) less the record's started_at = lead;
+        # handshake_time, the earliest object's first_byte and total_time of client.json, less it
+        (
+            "tls",
+            {"lead": 544.592005 - 544.5916765, "connect_time": 0.0029240, "ttfb": 0.0151283, "total_time": 0.1691687},
+        ),  # a SYN 0.33 ms after the connect call
+        (
+            "page",
+            {"lead": 546.398332 - 546.3979926, "connect_time": 0.0143259, "ttfb": 0.0269086, "total_time": 0.2593012},
+        ),  # six HTTP/1.1 connections: the first one's SYN
+        (
+            "quic",
+            {"lead": 16.307166 - 16.2988677, "connect_time": 0.0097512, "ttfb": 0.0237238, "total_time": 0.1962446},
+        ),  # aioquic's Initial 8.3 ms after its connect call
+    ],
+)
 def test_the_whole_exchange_is_timed_from_the_first_packet(tmp_path: Path, name: str, times: dict) -> None:
     folder, record = _copy_run(tmp_path, name)
     values = run_metrics_of(folder, record)
@@ -501,13 +653,30 @@ def test_the_first_packet_is_one_that_opens_the_connection() -> None:
     def packet(ts: float, source: tuple[str, int], kind: str) -> Packet:
         to = client if source == server else server
         if kind in ("syn", "ack"):
-            return Packet(ts, source[0], to[0], source[1], to[1], "tcp", 60, 0, 0, 0,
-                          tcp_flags=SYN if kind == "syn" else ACK)
-        return Packet(ts, source[0], to[0], source[1], to[1], "udp", 100, 72, 0, 0,
-                      quic_long_header=kind != "1rtt", quic_type=kind)
+            return Packet(
+                ts, source[0], to[0], source[1], to[1], "tcp", 60, 0, 0, 0, tcp_flags=SYN if kind == "syn" else ACK
+            )
+        return Packet(
+            ts,
+            source[0],
+            to[0],
+            source[1],
+            to[1],
+            "udp",
+            100,
+            72,
+            0,
+            0,
+            quic_long_header=kind != "1rtt",
+            quic_type=kind,
+        )
 
-    quic = [packet(99.990, client, "1rtt"), packet(99.991, server, "1rtt"),  # the priming connection's last
-            packet(100.002, client, "initial"), packet(100.030, server, "initial")]
+    quic = [
+        packet(99.990, client, "1rtt"),
+        packet(99.991, server, "1rtt"),  # the priming connection's last
+        packet(100.002, client, "initial"),
+        packet(100.030, server, "initial"),
+    ]
     data_flow = quic[1].flow  # server -> client
     assert setup_lead(quic, {"started_at": 100.0}, [data_flow]) == pytest.approx(0.002)
     tcp = [packet(99.995, client, "ack"), packet(100.0004, client, "syn")]
@@ -518,13 +687,26 @@ def test_the_first_packet_is_one_that_opens_the_connection() -> None:
 def test_a_server_shaped_on_its_own_interface_is_named_in_the_warnings() -> None:
     from quicbed.runner.analyse import layout_warnings
 
-    limited = {"captures": {"server": {"tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
-                                       "own_qdisc": {"kind": "tbf", "dropped": 12, "overlimits": 3400}}}}
-    assert layout_warnings(limited)[0].startswith("the server's own interface was the bottleneck (its tbf qdisc held "
-                                                  "packets back 3400 times and dropped 12)")
+    limited = {
+        "captures": {
+            "server": {
+                "tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
+                "own_qdisc": {"kind": "tbf", "dropped": 12, "overlimits": 3400},
+            }
+        }
+    }
+    assert layout_warnings(limited)[0].startswith(
+        "the server's own interface was the bottleneck (its tbf qdisc held packets back 3400 times and dropped 12)"
+    )
     # a 1 Gbit/s shaping that never held anything back (a WiFi cell behind it) is no bottleneck
-    idle = {"captures": {"server": {"tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
-                                    "own_qdisc": {"kind": "tbf", "dropped": 0, "overlimits": 0}}}}
+    idle = {
+        "captures": {
+            "server": {
+                "tapped": "before the tbf qdisc, mirrored to qbtap-eth0",
+                "own_qdisc": {"kind": "tbf", "dropped": 0, "overlimits": 0},
+            }
+        }
+    }
     assert layout_warnings(idle) == []
     assert layout_warnings({"captures": {"server": {"tapped": "at the interface"}}}) == [] and layout_warnings({}) == []
 

@@ -25,10 +25,21 @@ def _record(run_id: str) -> RunRecord:
     return RunRecord(run_id, 0, 0, {}, 1, False, metrics={"goodput": 1e6})
 
 
-def _attempt(status: str, error: str | None = None, invalid_reasons: list[str] | None = None,
-             attempt: int = 1) -> RunRecord:
-    return RunRecord("c000-r001", 0, 0, {}, 1, False, status=status, error=error,
-                     invalid_reasons=invalid_reasons or [], attempt=attempt)
+def _attempt(
+    status: str, error: str | None = None, invalid_reasons: list[str] | None = None, attempt: int = 1
+) -> RunRecord:
+    return RunRecord(
+        "c000-r001",
+        0,
+        0,
+        {},
+        1,
+        False,
+        status=status,
+        error=error,
+        invalid_reasons=invalid_reasons or [],
+        attempt=attempt,
+    )
 
 
 def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experiment_file: Path) -> None:
@@ -38,8 +49,9 @@ def test_a_run_appears_with_its_folder_and_line_together(tmp_path: Path, experim
         (partial / "client.json").write_text("{}")
         assert partial.name.startswith(".") and not (out / "runs" / "c000-r001").exists()
         assert read_results(out / "results.jsonl") == []
-        folder.commit_run("c000-r001", partial, _record("c000-r001"),
-                          {"big": "x" * 100, "path": f"{partial}/client.json"})
+        folder.commit_run(
+            "c000-r001", partial, _record("c000-r001"), {"big": "x" * 100, "path": f"{partial}/client.json"}
+        )
         assert not partial.exists()
     final = out / "runs" / "c000-r001"
     run = json.loads((final / "run.json").read_text())
@@ -92,8 +104,9 @@ def test_resume_drops_partial_runs_and_lists_finished_ones(tmp_path: Path, exper
         assert list(folder.finished()) == ["c000-r001"]
 
 
-def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text('{"run_id": "a"}\n{"run_id": "b"}\n{"run_id": "c", "sta')
     assert [r.run_id for r in read_results(path)] == ["a", "b"]
@@ -103,8 +116,9 @@ def test_a_torn_last_line_is_ignored_but_damage_elsewhere_is_an_error(tmp_path: 
         read_results(path)
 
 
-def test_resume_after_a_torn_last_line_keeps_the_run_made_next(tmp_path: Path, experiment_file: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_after_a_torn_last_line_keeps_the_run_made_next(
+    tmp_path: Path, experiment_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A power loss left results.jsonl without its final newline. Without repair, the next
     run's line was glued onto the torn one and dropped with it: the run was lost."""
     out = tmp_path / "results"
@@ -146,8 +160,9 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     def one_run(run, keeper, folder, earlier=None):
         made.append(list(earlier or []))
         status = next(statuses)
-        return _attempt(status, invalid_reasons=["ns-3 behind"] if status == "invalid" else [],
-                        attempt=1 + len(earlier or []))
+        return _attempt(
+            status, invalid_reasons=["ns-3 behind"] if status == "invalid" else [], attempt=1 + len(earlier or [])
+        )
 
     experiment = Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=Validity(reruns=2))
     runner = ExperimentRunner(experiment, RunnerOptions(out=tmp_path))
@@ -158,17 +173,16 @@ def test_an_invalid_run_is_made_again_within_the_budget(tmp_path):
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record.status == "ok" and record.attempt == 3
     assert [len(earlier) for earlier in made] == [0, 1, 2]
-    assert made[2] == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
-                        "waited_for_quiet_machine_s": 0.0},
-                       {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
-                        "waited_for_quiet_machine_s": 14.0}]
+    assert made[2] == [
+        {"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"], "waited_for_quiet_machine_s": 0.0},
+        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"], "waited_for_quiet_machine_s": 14.0},
+    ]
     # the budget ends the attempts; a warm-up run is never made again
     made.clear()
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record.status == "invalid" and len(made) == 3
     warmup = Run(0, 0, {}, 1, True)
-    assert runner._make_again(warmup, _attempt("invalid"), None, None).status \
-        == "invalid"
+    assert runner._make_again(warmup, _attempt("invalid"), None, None).status == "invalid"
 
 
 def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
@@ -178,9 +192,14 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     from quicbed.runner.engine import ExperimentRunner, RunnerOptions
     from quicbed.spec.experiment import Experiment, Run, Validity
 
-    outcomes = iter([("failed", "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"),
-                     ("invalid", None), ("failed", "the server (quic-server on server) exited with status 1"),
-                     ("ok", None)])
+    outcomes = iter(
+        [
+            ("failed", "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"),
+            ("invalid", None),
+            ("failed", "the server (quic-server on server) exited with status 1"),
+            ("ok", None),
+        ]
+    )
     made: list[list] = []
 
     def one_run(run, keeper, folder, earlier=None):
@@ -189,8 +208,10 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
         return _attempt(status, error, ["ns-3 behind"] if status == "invalid" else [], 1 + len(earlier or []))
 
     def runner_with(validity: Validity) -> ExperimentRunner:
-        runner = ExperimentRunner(Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
-                                  RunnerOptions(out=tmp_path))
+        runner = ExperimentRunner(
+            Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
+            RunnerOptions(out=tmp_path),
+        )
         runner._one_run = one_run  # type: ignore[method-assign]
         runner.wait_for_quiet_machine = lambda: (0.0, 0.0)  # type: ignore[method-assign]
         return runner
@@ -200,10 +221,14 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     record = runner._make_again(run, one_run(run, None, None), None, None)  # type: ignore[arg-type]
     assert record.status == "ok" and record.attempt == 4
     assert made[-1] == [
-        {"attempt": 1, "status": "failed", "error": "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer"},
-        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"],
-         "waited_for_quiet_machine_s": 0.0},
-        {"attempt": 3, "status": "failed", "error": "the server (quic-server on server) exited with status 1"}]
+        {
+            "attempt": 1,
+            "status": "failed",
+            "error": "the ns-3 channel exited on signal 9 (SIGKILL) during the transfer",
+        },
+        {"attempt": 2, "status": "invalid", "invalid_reasons": ["ns-3 behind"], "waited_for_quiet_machine_s": 0.0},
+        {"attempt": 3, "status": "failed", "error": "the server (quic-server on server) exited with status 1"},
+    ]
     # the budget of failures is its own: spent, the run stays failed (the default makes no retry)
     made.clear()
     outcomes = iter([("failed", "a"), ("failed", "b")])
@@ -212,8 +237,10 @@ def test_a_failed_run_is_made_again_within_its_own_budget(tmp_path):
     outcomes = iter([("failed", "a")])
     assert runner_with(Validity())._make_again(run, one_run(run, None, None), None, None).status == "failed"  # type: ignore[arg-type]
     warmup = Run(0, 0, {}, 1, True)
-    assert runner_with(Validity(retry_failed=3))._make_again(warmup, _attempt("failed", "x"), None, None) \
-        .status == "failed"  # type: ignore[arg-type]
+    assert (
+        runner_with(Validity(retry_failed=3))._make_again(warmup, _attempt("failed", "x"), None, None).status
+        == "failed"
+    )  # type: ignore[arg-type]
 
 
 def test_a_run_made_again_is_finished_by_its_last_line(tmp_path: Path) -> None:
@@ -263,8 +290,11 @@ def test_a_run_stopped_between_an_invalid_attempt_and_the_next_is_continued_on_r
 
     earlier = continued(line)
     assert earlier == [{"attempt": 1, "status": "invalid", "invalid_reasons": ["ns-3 behind"]}]
-    spent = {**line, "attempt": 3, "earlier_attempts": [{"attempt": n, "status": "invalid", "invalid_reasons": []}
-                                                         for n in (1, 2)]}
+    spent = {
+        **line,
+        "attempt": 3,
+        "earlier_attempts": [{"attempt": n, "status": "invalid", "invalid_reasons": []} for n in (1, 2)],
+    }
     assert continued(spent) is None  # the budget is spent: the run is done
     assert continued({**line, "status": "ok", "invalid_reasons": []}) is None
     assert continued({**line, "warmup": True}) is None
@@ -278,11 +308,13 @@ def test_a_run_stopped_between_an_invalid_attempt_and_the_next_is_continued_on_r
     def one_run(run, keeper, folder, earlier=None):
         made.append(list(earlier or []))
         status = next(statuses)
-        return _attempt(status, invalid_reasons=["ns-3 behind"] if status == "invalid" else [],
-                        attempt=1 + len(earlier or []))
+        return _attempt(
+            status, invalid_reasons=["ns-3 behind"] if status == "invalid" else [], attempt=1 + len(earlier or [])
+        )
 
-    runner = ExperimentRunner(Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity),
-                              RunnerOptions(out=tmp_path))
+    runner = ExperimentRunner(
+        Experiment("e", tmp_path / "e.yaml", tmp_path / "topo.py", {}, validity=validity), RunnerOptions(out=tmp_path)
+    )
     runner._one_run = one_run  # type: ignore[method-assign]
     runner.wait_for_quiet_machine = lambda: (0.0, 0.0)  # type: ignore[method-assign]
     run = Run(0, 0, {}, 1, False)
@@ -298,9 +330,11 @@ def test_resume_brings_a_cell_to_its_valid_repetitions_after_a_kill_between_atte
     from quicbed.spec.experiment import load_experiment
 
     exp_file = tmp_path / "exp.yaml"
-    exp_file.write_text(f"name: resume-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                        "backend: netns\nworkload: {object: 10kB}\nmatrix:\n  transport: [tcp]\nrepetitions: 2\n"
-                        "validity: {reruns: 2}\n")
+    exp_file.write_text(
+        f"name: resume-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        "backend: netns\nworkload: {object: 10kB}\nmatrix:\n  transport: [tcp]\nrepetitions: 2\n"
+        "validity: {reruns: 2}\n"
+    )
     out = tmp_path / "out"
     with ResultsFolder(out, exp_file, resume=False) as folder:
         partial = folder.begin_run("c000-r001")
@@ -334,8 +368,9 @@ def test_a_run_folder_is_on_disk_before_its_results_line(tmp_path: Path, experim
     events: list[tuple[str, str]] = []
     real_tree, real_folder = atomic.sync_tree, atomic.sync_folder
     monkeypatch.setattr(atomic, "sync_tree", lambda root: (events.append(("tree", root.name)), real_tree(root)))
-    monkeypatch.setattr(atomic, "sync_folder", lambda folder: (events.append(("folder", folder.name)),
-                                                               real_folder(folder)))
+    monkeypatch.setattr(
+        atomic, "sync_folder", lambda folder: (events.append(("folder", folder.name)), real_folder(folder))
+    )
     out = tmp_path / "results"
     with ResultsFolder(out, experiment_file, resume=False) as folder:
         partial = folder.begin_run("c000-r001")
@@ -353,8 +388,10 @@ def test_resume_with_other_code_tools_or_kernel_is_refused_unless_forced(tmp_pat
     from quicbed.spec.experiment import load_experiment
 
     exp_file = tmp_path / "exp.yaml"
-    exp_file.write_text(f"name: fp-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
-                        "backend: netns\nworkload: {object: 10kB}\nmatrix:\n  transport: [tcp]\n")
+    exp_file.write_text(
+        f"name: fp-test\ntopology:\n  script: {ROOT / 'topologies' / 'dumbbell.py'}\n"
+        "backend: netns\nworkload: {object: 10kB}\nmatrix:\n  transport: [tcp]\n"
+    )
     out = tmp_path / "out"
 
     def one_run(run, keeper, folder, earlier=None):
@@ -364,8 +401,9 @@ def test_resume_with_other_code_tools_or_kernel_is_refused_unless_forced(tmp_pat
         return record
 
     def session(repetitions: int, **options):
-        runner = ExperimentRunner(load_experiment(exp_file, {"repetitions": repetitions}),
-                                  RunnerOptions(out=out, **options))
+        runner = ExperimentRunner(
+            load_experiment(exp_file, {"repetitions": repetitions}), RunnerOptions(out=out, **options)
+        )
         runner._one_run = one_run  # type: ignore[method-assign]
         return runner.run()
 
@@ -389,8 +427,10 @@ def test_the_fingerprint_names_the_traces_a_topology_replays(tmp_path):
     from quicbed.spec.experiment import load_experiment
 
     exp_file = tmp_path / "exp.yaml"
-    exp_file.write_text(f"name: fp-traces\ntopology:\n  script: {ROOT / 'topologies' / 'cellular.py'}\n"
-                        "backend: ns3\nworkload: {object: 10kB}\nmatrix:\n  params.trace: [step-drop, on-off]\n")
+    exp_file.write_text(
+        f"name: fp-traces\ntopology:\n  script: {ROOT / 'topologies' / 'cellular.py'}\n"
+        "backend: ns3\nworkload: {object: 10kB}\nmatrix:\n  params.trace: [step-drop, on-off]\n"
+    )
     traces = fingerprint(load_experiment(exp_file))["traces"]
     assert sorted(traces) == ["on-off.down", "on-off.up", "step-drop.down", "step-drop.up"]
     assert all(len(digest) == 16 for digest in traces.values())

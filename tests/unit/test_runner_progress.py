@@ -15,8 +15,9 @@ def test_lines_for_runs_and_notes_without_a_terminal() -> None:
     run = Run(index=0, cell_index=0, cell={"transport": "quic"}, repetition=0, warmup=False)
     progress.starting(run)
     progress.note("warning (ns3 network wifi_ap): SCHED_FIFO is not permitted")
-    progress.finished(run, RunRecord(run.run_id, 0, 0, run.cell, 0, False, status="failed",
-                                     error="server did not start"))
+    progress.finished(
+        run, RunRecord(run.run_id, 0, 0, run.cell, 0, False, status="failed", error="server did not start")
+    )
     progress.close()
     note, line = stream.getvalue().splitlines()
     assert note == "warning (ns3 network wifi_ap): SCHED_FIFO is not permitted"

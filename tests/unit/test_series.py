@@ -48,8 +48,15 @@ def test_tcp_probe_events_give_cwnd_in_flight_and_srtt_on_the_epoch_clock():
 
 
 def test_sequence_numbers_that_wrap_still_give_what_is_in_flight():
-    probe = pd.DataFrame({"time": [0.0, 0.1], "snd_nxt": [2**32 - 1000, 500], "snd_una": [2**32 - 3000, 2**32 - 1000],
-                          "cwnd": [10.0, 10.0], "srtt": [0.02, 0.02]})
+    probe = pd.DataFrame(
+        {
+            "time": [0.0, 0.1],
+            "snd_nxt": [2**32 - 1000, 500],
+            "snd_una": [2**32 - 3000, 2**32 - 1000],
+            "cwnd": [10.0, 10.0],
+            "srtt": [0.02, 0.02],
+        }
+    )
     assert list(series.from_tcp_probe(probe, 1000)["bytes_in_flight"]) == [2000, 1500]
 
 
@@ -63,9 +70,11 @@ def test_ss_samples_give_every_column():
 
 
 def test_median_band_holds_each_run_until_its_next_sample_and_ends_with_it():
-    runs = [pd.DataFrame({"time": [0.0, 0.1], "cwnd": [10.0, 20.0]}),
-            pd.DataFrame({"time": [0.0, 0.05, 0.2], "cwnd": [30.0, 40.0, 50.0]}),
-            pd.DataFrame({"time": [0.0], "cwnd": [60.0]})]
+    runs = [
+        pd.DataFrame({"time": [0.0, 0.1], "cwnd": [10.0, 20.0]}),
+        pd.DataFrame({"time": [0.0, 0.05, 0.2], "cwnd": [30.0, 40.0, 50.0]}),
+        pd.DataFrame({"time": [0.0], "cwnd": [60.0]}),
+    ]
     band = series.median_band(runs, "cwnd", step=0.05, band=(0.0, 1.0))
     assert list(band["time"]) == pytest.approx([0.0, 0.05, 0.1, 0.15, 0.2])
     assert list(band["runs"]) == [3, 2, 2, 1, 1]
@@ -75,11 +84,17 @@ def test_median_band_holds_each_run_until_its_next_sample_and_ends_with_it():
 
 
 def test_a_quinn_qlog_that_names_its_start_is_on_the_epoch_clock(tmp_path):
-    header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ",
-              "description": "quicbed-quinn: RTTs in seconds, changed fields only; start 1795641576.500000 s since "
-                             "the epoch", "trace": {"vantage_point": {"type": "unknown"}}}
-    event = {"time": 250.0, "name": "recovery:metrics_updated",
-             "data": {"congestion_window": 12000, "bytes_in_flight": 1200, "smoothed_rtt": 0.04, "min_rtt": 0.04}}
+    header = {
+        "qlog_version": "0.3",
+        "qlog_format": "JSON-SEQ",
+        "description": "quicbed-quinn: RTTs in seconds, changed fields only; start 1795641576.500000 s since the epoch",
+        "trace": {"vantage_point": {"type": "unknown"}},
+    }
+    event = {
+        "time": 250.0,
+        "name": "recovery:metrics_updated",
+        "data": {"congestion_window": 12000, "bytes_in_flight": 1200, "smoothed_rtt": 0.04, "min_rtt": 0.04},
+    }
     path = tmp_path / "server.sqlog"
     path.write_text("\x1e" + json.dumps(header) + "\n\x1e" + json.dumps(event) + "\n")
     frame = series.from_qlog(qlog.load_trace(path))

@@ -13,8 +13,7 @@ from quicbed.cli import main
 from quicbed.errors import QuicbedError, SpecError
 from quicbed.runner.merge import expected_run_ids, merge
 from quicbed.host.clock import VIRTUAL
-from quicbed.runner.plan import (LARGE_PLAN, Plan, estimate, finished_runs, measured_run_seconds,
-                                  record_guest_wall_time)
+from quicbed.runner.plan import LARGE_PLAN, Plan, estimate, finished_runs, measured_run_seconds, record_guest_wall_time
 from quicbed.spec.experiment import expand, load_experiment
 from quicbed.spec.shard import Shard
 from report_fixtures import make_matrix_folder
@@ -23,8 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 E4 = ROOT / "experiments" / "e4-random-loss.yaml"
 
 
-@pytest.mark.parametrize("repetitions, warmup, order", [(1, 0, "round-robin"), (3, 1, "round-robin"),
-                                                        (2, 2, "random")])
+@pytest.mark.parametrize("repetitions, warmup, order", [(1, 0, "round-robin"), (3, 1, "round-robin"), (2, 2, "random")])
 @pytest.mark.parametrize("by", ["cell", "run", "link.bottleneck.loss"])
 def test_every_run_lands_in_exactly_one_shard_for_n_1_to_5(repetitions, warmup, order, by):
     experiment = load_experiment(E4, {"repetitions": repetitions, "warmup": warmup, "order": order})
@@ -68,8 +66,16 @@ def test_the_split_is_deterministic():
     assert first == again and first
 
 
-@pytest.mark.parametrize("text, fragment", [("0/3", "between 1 and N"), ("4/3", "between 1 and N"),
-                                            ("2", "expected K/N"), ("a/b", "expected K/N"), ("1/0", "between")])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("0/3", "between 1 and N"),
+        ("4/3", "between 1 and N"),
+        ("2", "expected K/N"),
+        ("a/b", "expected K/N"),
+        ("1/0", "between"),
+    ],
+)
 def test_a_malformed_shard_is_refused_with_the_fix(text, fragment):
     with pytest.raises(QuicbedError, match=fragment):
         Shard.parse(text)
@@ -89,15 +95,32 @@ def test_an_empty_shard_says_why(capsys):
 
 
 def test_shard_by_an_axis_keeps_the_compared_cells_together(capsys):
-    assert main(["run", str(E4), "--dry-run", "--repetitions", "1", "--warmup", "0", "--shard", "2/4",
-                 "--shard-by", "link.bottleneck.loss"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(E4),
+                "--dry-run",
+                "--repetitions",
+                "1",
+                "--warmup",
+                "0",
+                "--shard",
+                "2/4",
+                "--shard-by",
+                "link.bottleneck.loss",
+            ]
+        )
+        == 0
+    )
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
     transports = {line.split("transport=")[1].split(",")[0] for line in lines}
     losses = {line.split("link.bottleneck.loss=")[1] for line in lines}
     assert transports == {"quic-native", "bquic-native", "tcp"} and len(lines) == 3 * len(losses)
     assert main(["run", str(E4), "--dry-run", "--shard", "1/2", "--shard-by", "transprot"]) == 1
-    assert "use cell, run or a matrix axis of this experiment (transport, link.bottleneck.loss)" in \
-        capsys.readouterr().err
+    assert (
+        "use cell, run or a matrix axis of this experiment (transport, link.bottleneck.loss)" in capsys.readouterr().err
+    )
 
 
 def test_shard_by_needs_a_shard(capsys):
@@ -127,12 +150,17 @@ def test_a_large_run_needs_yes_and_creates_nothing_without_it(capsys, tmp_path):
 
 def test_the_estimate_uses_earlier_runs_of_the_same_experiment(tmp_path):
     results = tmp_path / "results"
-    for folder, durations in (("e4-random-loss-20261120-100000", [10.0, 12.0, 14.0]),
-                              ("other-20261120-100000", [99.0])):
+    for folder, durations in (
+        ("e4-random-loss-20261120-100000", [10.0, 12.0, 14.0]),
+        ("other-20261120-100000", [99.0]),
+    ):
         (results / folder).mkdir(parents=True)
-        (results / folder / "results.jsonl").write_text("".join(
-            json.dumps({"run_id": f"c000-r{i:03d}", "started": 100.0, "finished": 100.0 + d}) + "\n"
-            for i, d in enumerate(durations)))
+        (results / folder / "results.jsonl").write_text(
+            "".join(
+                json.dumps({"run_id": f"c000-r{i:03d}", "started": 100.0, "finished": 100.0 + d}) + "\n"
+                for i, d in enumerate(durations)
+            )
+        )
     assert measured_run_seconds("e4-random-loss", results) == (12.0, 3)
     plan = Plan.of(load_experiment(E4, {"repetitions": 10, "warmup": 0}), "netns")
     text = estimate(plan, results)
@@ -152,15 +180,27 @@ def test_without_earlier_runs_the_estimate_is_the_files_wall_time(tmp_path, caps
     assert main(["run", str(E4), "--dry-run"]) == 0
     assert "\ntime: about " in capsys.readouterr().out  # every dry run prints its time
     bare = tmp_path / "bare.yaml"
-    bare.write_text(E4.read_text().replace("wall_time:", "# wall_time:").replace("script: topologies/",
-                                                                                  f"script: {E4.parents[1]}/topologies/"))
+    bare.write_text(
+        E4.read_text()
+        .replace("wall_time:", "# wall_time:")
+        .replace("script: topologies/", f"script: {E4.parents[1]}/topologies/")
+    )
     text = estimate(Plan.of(load_experiment(bare, {}), "ns3"), tmp_path / "none")
     # without: 8.9 MB over its 100 Mbit/s link plus the set-up, 0.7 + 1.9 s a run, 198 runs
-    assert text.startswith("roughly 8.6 min, a rough figure: each run's objects over its narrowest wired link plus "
-                           "1.9 s of set-up (2.6 s a run;") and "--repetitions 1" in text
+    assert (
+        text.startswith(
+            "roughly 8.6 min, a rough figure: each run's objects over its narrowest wired link plus "
+            "1.9 s of set-up (2.6 s a run;"
+        )
+        and "--repetitions 1" in text
+    )
     wifi = tmp_path / "wifi.yaml"  # a WiFi cell's rate is the simulation's to find: no rough figure
-    wifi.write_text((ROOT / "experiments" / "e1-wifi-bquic.yaml").read_text().replace("wall_time:", "# wall_time:")
-                    .replace("script: topologies/", f"script: {ROOT}/topologies/"))
+    wifi.write_text(
+        (ROOT / "experiments" / "e1-wifi-bquic.yaml")
+        .read_text()
+        .replace("wall_time:", "# wall_time:")
+        .replace("script: topologies/", f"script: {ROOT}/topologies/")
+    )
     text = estimate(Plan.of(load_experiment(wifi, {}), "ns3"), tmp_path / "none")
     assert "no estimate" in text and "--repetitions 1" in text
 
@@ -190,20 +230,24 @@ def test_a_virtual_time_estimate_reads_the_guests_wall_time_not_the_records(tmp_
     assert seed_scale.experiment.wall_time.clock == VIRTUAL
     assert estimate(seed_scale, tmp_path / "none", VIRTUAL).startswith(
         "about 24 min from the file's wall_time (1 run(s) in 3.0 min on a quiet 2-core Debian 12 host, one AP in "
-        "virtual time: 180.0 s a run)")  # 8 cells x 180 s
+        "virtual time: 180.0 s a run)"
+    )  # 8 cells x 180 s
     assert "no estimate" in estimate(seed_scale, tmp_path / "none")
     monkeypatch.chdir(tmp_path / "results")  # no results/ folder below it
     assert main(["run", str(E4), "--dry-run", "--clock", "virtual"]) == 0
     assert "\ntime: no estimate: no earlier virtual-time run" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wall_time, message", [
-    ("{runs: 0, time: 10min}", "wall_time.runs: expected a whole number >= 1"),
-    ("{runs: 5}", "wall_time needs runs and time"),
-    ("{runs: 5, time: soon}", "wall_time.time"),
-    ("{runs: 5, time: 10min, when: today}", "not ['when']"),
-    ("{runs: 5, time: 10min, clock: wall}", "wall_time.clock: expected one of real, virtual, got 'wall'"),
-])
+@pytest.mark.parametrize(
+    "wall_time, message",
+    [
+        ("{runs: 0, time: 10min}", "wall_time.runs: expected a whole number >= 1"),
+        ("{runs: 5}", "wall_time needs runs and time"),
+        ("{runs: 5, time: soon}", "wall_time.time"),
+        ("{runs: 5, time: 10min, when: today}", "not ['when']"),
+        ("{runs: 5, time: 10min, clock: wall}", "wall_time.clock: expected one of real, virtual, got 'wall'"),
+    ],
+)
 def test_a_bad_wall_time_is_refused_with_the_field(tmp_path, wall_time, message):
     bad = tmp_path / "bad.yaml"
     text = re.sub(r"(?m)^wall_time: .*$", f"wall_time: {wall_time}", E4.read_text())
@@ -219,8 +263,11 @@ def _split(folder: Path, into: Path, count: int) -> list[Path]:
     """The matrix fixture as ``count`` shard folders (by cell), as run --shard would leave them."""
     metadata = json.loads((folder / "metadata.json").read_text())
     experiment = metadata["experiment"]
-    experiment["cells"] = [{"transport": t, "link.bottleneck.loss": loss} for t in experiment["matrix"]["transport"]
-                           for loss in experiment["matrix"]["link.bottleneck.loss"]]
+    experiment["cells"] = [
+        {"transport": t, "link.bottleneck.loss": loss}
+        for t in experiment["matrix"]["transport"]
+        for loss in experiment["matrix"]["link.bottleneck.loss"]
+    ]
     records = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     shards = []
     for k in range(1, count + 1):
@@ -231,13 +278,21 @@ def _split(folder: Path, into: Path, count: int) -> list[Path]:
         for record in mine:
             shutil.copytree(folder / "runs" / record["run_id"], shard / "runs" / record["run_id"])
         (shard / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
-        (shard / "metadata.json").write_text(json.dumps({
-            **metadata, "status": "complete", "host": {**metadata["host"], "hostname": f"bench{k}", "cpus": 2 * k},
-            "shard": {"index": k, "count": count, "by": "cell", "runs": len(mine), "of": len(records)},
-            "calibration": {"endpoints": {"quinn": {"profile": "quic", "mbit_per_s": 900.0 * k,
-                                                    "measured": "2026-11-25"}},
-                            "links": {"accurate_up_to_mbit": 50.0 * k, "tolerance": 0.02, "measured": "2026-11-25"}},
-            "sessions": [{"host": {"hostname": f"bench{k}"}, "status": "complete"}]}))
+        (shard / "metadata.json").write_text(
+            json.dumps(
+                {
+                    **metadata,
+                    "status": "complete",
+                    "host": {**metadata["host"], "hostname": f"bench{k}", "cpus": 2 * k},
+                    "shard": {"index": k, "count": count, "by": "cell", "runs": len(mine), "of": len(records)},
+                    "calibration": {
+                        "endpoints": {"quinn": {"profile": "quic", "mbit_per_s": 900.0 * k, "measured": "2026-11-25"}},
+                        "links": {"accurate_up_to_mbit": 50.0 * k, "tolerance": 0.02, "measured": "2026-11-25"},
+                    },
+                    "sessions": [{"host": {"hostname": f"bench{k}"}, "status": "complete"}],
+                }
+            )
+        )
         shards.append(shard)
     return shards
 
@@ -255,7 +310,8 @@ def test_merged_shards_hold_every_run_once_and_say_where_each_ran(shards, tmp_pa
     assert sorted(r["run_id"] for r in merged) == sorted(r["run_id"] for r in whole)
     assert [r["index"] for r in merged] == sorted(r["index"] for r in merged)
     assert not result.missing and set(expected_run_ids(json.loads((shards[0] / "metadata.json").read_text()))) <= {
-        r["run_id"] for r in merged}
+        r["run_id"] for r in merged
+    }
     assert all((out / r["folder"] / "client.json").exists() for r in merged)
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata["status"] == "complete" and "shard" not in metadata
@@ -304,8 +360,10 @@ def test_merge_holds_every_shard_locked_and_puts_the_merged_folder_on_disk(shard
 def test_merge_writes_a_report_with_a_calibration_line_per_host(shards, tmp_path, capsys):
     out = tmp_path / "merged"
     assert main(["merge", *map(str, shards), "--out", str(out)]) == 0
-    assert "merged 2 folder(s) from 2 host(s) (bench1, bench2): 26 runs, none of the experiment's 24 missing" in \
-        capsys.readouterr().out
+    assert (
+        "merged 2 folder(s) from 2 host(s) (bench1, bench2): 26 runs, none of the experiment's 24 missing"
+        in capsys.readouterr().out
+    )
     summary = (out / "summary.md").read_text()
     hosts = summary.split("## Hosts")[1].split("##")[0]
     assert "| bench1 | 1/2 |" in hosts and "| bench2 | 2/2 |" in hosts
@@ -333,14 +391,17 @@ def _edit_metadata(folder: Path, **changes: object) -> None:
     (folder / "metadata.json").write_text(json.dumps(metadata))
 
 
-@pytest.mark.parametrize("change, message", [
-    ("experiment_file", "ran another experiment file"),
-    ("settings", "ran the experiment with other settings"),
-    ("code", "ran other code"),
-    ("fingerprint", "ran with other code, tools, traces or kernel than .*aioquic 1.2.0 -> 1.3.0"),
-    ("split", "come from different splits"),
-    ("mixed", "mixes fingerprints already \\(resumed with --force: session 2: kernel 6.1 -> 6.12\\)"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("experiment_file", "ran another experiment file"),
+        ("settings", "ran the experiment with other settings"),
+        ("code", "ran other code"),
+        ("fingerprint", "ran with other code, tools, traces or kernel than .*aioquic 1.2.0 -> 1.3.0"),
+        ("split", "come from different splits"),
+        ("mixed", "mixes fingerprints already \\(resumed with --force: session 2: kernel 6.1 -> 6.12\\)"),
+    ],
+)
 def test_merge_refuses_shards_of_different_experiments_unless_forced(shards, tmp_path, change, message):
     other = shards[1]
     if change == "experiment_file":
@@ -388,8 +449,10 @@ def test_merge_never_overwrites_and_refuses_what_is_not_a_shard(shards, tmp_path
         merge(shards, shards[0])
 
 
-@pytest.mark.parametrize("shard, expected", [(["--shard", "1/2", "--shard-by", "transport"],
-                                              ["--shard", "1/2", "--shard-by", "transport"]), ([], [])])
+@pytest.mark.parametrize(
+    "shard, expected",
+    [(["--shard", "1/2", "--shard-by", "transport"], ["--shard", "1/2", "--shard-by", "transport"]), ([], [])],
+)
 def test_the_microvm_run_gets_the_same_shard(monkeypatch, shard, expected):
     from quicbed.host import vm
 
@@ -403,7 +466,7 @@ def test_the_microvm_run_gets_the_same_shard(monkeypatch, shard, expected):
     out = Path("results") / "unit-microvm-argv"
     assert main(["run", str(E4), "--vm", "--no-report", "--out", str(out), "--repetitions", "1", *shard]) == 0
     argv = seen[0]
-    assert argv[argv.index("--repetitions"):][:2] == ["--repetitions", "1"]
+    assert argv[argv.index("--repetitions") :][:2] == ["--repetitions", "1"]
     tail = [word for word in argv if word in ("--shard", "--shard-by") or word in expected[1::2]]
     assert tail == expected and not out.exists()
 

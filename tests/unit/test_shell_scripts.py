@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted(path for path in REPO.glob("**/*.sh")
-                 if not any(part in {".venv", "target", "build", ".git"} for part in path.relative_to(REPO).parts))
+SCRIPTS = sorted(
+    path
+    for path in REPO.glob("**/*.sh")
+    if not any(part in {".venv", "target", "build", ".git"} for part in path.relative_to(REPO).parts)
+)
 
 
 def shellcheck() -> str:
@@ -27,6 +30,11 @@ def test_there_are_scripts_to_check() -> None:
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: str(path.relative_to(REPO)))
 def test_shellcheck_is_clean(script: Path) -> None:
-    result = subprocess.run([shellcheck(), "-x", "--severity=info", script.name], cwd=script.parent,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [shellcheck(), "-x", "--severity=info", script.name],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -26,24 +26,39 @@ pytestmark = pytest.mark.skipif(NS3_MISSING is not None, reason=f"ns-3 missing: 
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_driver(tmp_path_factory.mktemp("skim-cell") / "skim_cell", "skim_cell.cc",
-                          ["skim.cc", "loss.cc"],
-                          ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"])
+    return compile_driver(
+        tmp_path_factory.mktemp("skim-cell") / "skim_cell",
+        "skim_cell.cc",
+        ["skim.cc", "loss.cc"],
+        ["wifi", "mobility", "propagation", "spectrum", "antenna", "energy", "network", "core"],
+    )
 
 
 def simulate(binary: Path, skim: bool, standard: str, manager: str, stations: int, frame_errors: bool) -> dict:
-    result = subprocess.run([str(binary), "1" if skim else "0", standard, manager, str(stations), "3",
-                             "1" if frame_errors else "0"],
-                            capture_output=True, text=True, check=True, timeout=120)
+    result = subprocess.run(
+        [str(binary), "1" if skim else "0", standard, manager, str(stations), "3", "1" if frame_errors else "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("standard, manager, stations, frame_errors", [
-    ("802.11ac", "constant", 8, True), ("802.11ac", "minstrel", 8, True), ("802.11n", "constant", 12, True),
-    ("802.11n", "minstrel", 12, True), ("802.11ac", "minstrel", 8, False), ("802.11n", "constant", 12, False),
-])
-def test_skimming_changes_nothing_simulated(cell: Path, standard: str, manager: str, stations: int,
-                                            frame_errors: bool) -> None:
+@pytest.mark.parametrize(
+    "standard, manager, stations, frame_errors",
+    [
+        ("802.11ac", "constant", 8, True),
+        ("802.11ac", "minstrel", 8, True),
+        ("802.11n", "constant", 12, True),
+        ("802.11n", "minstrel", 12, True),
+        ("802.11ac", "minstrel", 8, False),
+        ("802.11n", "constant", 12, False),
+    ],
+)
+def test_skimming_changes_nothing_simulated(
+    cell: Path, standard: str, manager: str, stations: int, frame_errors: bool
+) -> None:
     stock, skimming = (simulate(cell, skim, standard, manager, stations, frame_errors) for skim in (False, True))
     assert stock["psdus_skimmed"] == stock["psdus_received"] == 0  # ns-3's own PHY entities
     # most PSDUs a radio hears are for another radio: those were skimmed
@@ -53,5 +68,8 @@ def test_skimming_changes_nothing_simulated(cell: Path, standard: str, manager: 
         assert skimming["mpdus_drawn_only"] == 0 < skimming["mpdus_judged"], skimming
     else:  # most MPDUs after the first received one only draw
         assert skimming["mpdus_drawn_only"] > skimming["mpdus_judged"] > 0, skimming
-    assert (skimming["digest"], skimming["state_changes"], skimming["delivered"]) == \
-        (stock["digest"], stock["state_changes"], stock["delivered"])
+    assert (skimming["digest"], skimming["state_changes"], skimming["delivered"]) == (
+        stock["digest"],
+        stock["state_changes"],
+        stock["delivered"],
+    )

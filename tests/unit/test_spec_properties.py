@@ -26,24 +26,60 @@ from quicbed.spec.units import parse_percent, parse_rate, parse_size, parse_time
 ROOT = Path(__file__).resolve().parents[2]
 DUMBBELL = ROOT / "topologies" / "dumbbell.py"
 
-BOUNDED = settings(max_examples=200, deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow])
+BOUNDED = settings(
+    max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # --------------------------------------------------------------------------- values users write
 
-UNIT_WORDS = ["", "bit", "kbit", "mbit", "gbit", "mbps", "kbps", "b/s", "s", "ms", "us", "µs", "ns", "min", "sec",
-              "b", "kb", "mb", "gb", "kib", "mib", "gib", "k", "m", "g", "%", "MB", "Mbit/s", "x"]
-numbers = st.one_of(st.integers(min_value=-10**30, max_value=10**30), st.floats(allow_nan=True, allow_infinity=True))
+UNIT_WORDS = [
+    "",
+    "bit",
+    "kbit",
+    "mbit",
+    "gbit",
+    "mbps",
+    "kbps",
+    "b/s",
+    "s",
+    "ms",
+    "us",
+    "µs",
+    "ns",
+    "min",
+    "sec",
+    "b",
+    "kb",
+    "mb",
+    "gb",
+    "kib",
+    "mib",
+    "gib",
+    "k",
+    "m",
+    "g",
+    "%",
+    "MB",
+    "Mbit/s",
+    "x",
+]
+numbers = st.one_of(st.integers(min_value=-(10**30), max_value=10**30), st.floats(allow_nan=True, allow_infinity=True))
 number_texts = st.one_of(
-    st.builds(lambda n, space, unit: f"{n}{space}{unit}", numbers, st.sampled_from(["", " ", "  "]),
-              st.sampled_from(UNIT_WORDS)),
+    st.builds(
+        lambda n, space, unit: f"{n}{space}{unit}",
+        numbers,
+        st.sampled_from(["", " ", "  "]),
+        st.sampled_from(UNIT_WORDS),
+    ),
     st.from_regex(r"[-+]?[0-9]{0,4}\.?[0-9]{0,3}([eE][-+]?[0-9]{1,4})?\s?[a-zA-Zµ/%]{0,6}", fullmatch=True),
     st.text(max_size=20),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, number_texts)
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                      max_leaves=12)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def value_or_spec_error(parse: Any, *arguments: Any) -> Any:
@@ -76,8 +112,14 @@ radio_parameters = st.dictionaries(st.one_of(st.sampled_from(RADIO_FIELDS), st.t
 names = st.one_of(st.sampled_from(["client", "server", "s1", "ap", "sta1"]), st.text(max_size=18), st.integers())
 
 
-def _build(node_names: list[Any], wired: dict[str, Any], radio: dict[str, Any], position: Any,
-           route: tuple[Any, Any], pool: Any) -> Topology:
+def _build(
+    node_names: list[Any],
+    wired: dict[str, Any],
+    radio: dict[str, Any],
+    position: Any,
+    route: tuple[Any, Any],
+    pool: Any,
+) -> Topology:
     topo = Topology("t", subnet_pool=pool)
     for name in node_names:
         topo.add_host(name)
@@ -93,15 +135,27 @@ def _build(node_names: list[Any], wired: dict[str, Any], radio: dict[str, Any], 
 
 
 @BOUNDED
-@given(st.lists(names, max_size=3), link_parameters, radio_parameters, values,
-       st.tuples(values, values), st.one_of(st.just("10.0.0.0/16"), values))
-def test_any_topology_resolves_or_is_refused(node_names: list[Any], wired: dict[str, Any], radio: dict[str, Any],
-                                             position: Any, route: tuple[Any, Any], pool: Any) -> None:
+@given(
+    st.lists(names, max_size=3),
+    link_parameters,
+    radio_parameters,
+    values,
+    st.tuples(values, values),
+    st.one_of(st.just("10.0.0.0/16"), values),
+)
+def test_any_topology_resolves_or_is_refused(
+    node_names: list[Any],
+    wired: dict[str, Any],
+    radio: dict[str, Any],
+    position: Any,
+    route: tuple[Any, Any],
+    pool: Any,
+) -> None:
     topology = value_or_spec_error(_build, node_names, wired, radio, position, route, pool)
     assert topology is None or isinstance(topology, Topology)
 
 
-SCRIPT = '''from quicbed import Topology
+SCRIPT = """from quicbed import Topology
 
 
 def topology(rate="20mbit", hops=2, loss=0.0, lossy=False):
@@ -113,14 +167,18 @@ def topology(rate="20mbit", hops=2, loss=0.0, lossy=False):
         previous = node
     topo.add_link(previous, topo.add_host("server"))
     return topo
-'''
+"""
 
 
 @BOUNDED
-@given(st.dictionaries(st.sampled_from(["rate", "hops", "loss", "lossy", "other"]),
-                       st.one_of(values, number_texts), max_size=4))
-def test_any_parameters_build_a_topology_or_are_refused(tmp_path_factory: pytest.TempPathFactory,
-                                                        params: dict[str, Any]) -> None:
+@given(
+    st.dictionaries(
+        st.sampled_from(["rate", "hops", "loss", "lossy", "other"]), st.one_of(values, number_texts), max_size=4
+    )
+)
+def test_any_parameters_build_a_topology_or_are_refused(
+    tmp_path_factory: pytest.TempPathFactory, params: dict[str, Any]
+) -> None:
     script = tmp_path_factory.getbasetemp() / "params_topology.py"
     if not script.exists():
         script.write_text(SCRIPT)
@@ -130,12 +188,33 @@ def test_any_parameters_build_a_topology_or_are_refused(tmp_path_factory: pytest
 
 # --------------------------------------------------------------------------- experiment files
 
-GOOD = {"name": "demo", "topology": {"script": str(DUMBBELL), "params": {"rate": "10mbit"}},
-        "workload": {"object": "1MB"}, "matrix": {"transport": ["quic", "tcp"]}, "repetitions": 2}
-FIELDS = [*TOP_LEVEL, "topology.params.rate", "topology.params.delay", "workload.object", "workload.page",
-          "workload.parallel", "matrix.link.bottleneck.loss", "matrix.params.delay", "matrix.workload.object",
-          "matrix.stress.load", "transports.mine", "transports.mine.kind", "transports.mine.knobs",
-          "validity.reruns", "competitor.transport", "background.rate", "stress.cpu_quota", "clients"]
+GOOD = {
+    "name": "demo",
+    "topology": {"script": str(DUMBBELL), "params": {"rate": "10mbit"}},
+    "workload": {"object": "1MB"},
+    "matrix": {"transport": ["quic", "tcp"]},
+    "repetitions": 2,
+}
+FIELDS = [
+    *TOP_LEVEL,
+    "topology.params.rate",
+    "topology.params.delay",
+    "workload.object",
+    "workload.page",
+    "workload.parallel",
+    "matrix.link.bottleneck.loss",
+    "matrix.params.delay",
+    "matrix.workload.object",
+    "matrix.stress.load",
+    "transports.mine",
+    "transports.mine.kind",
+    "transports.mine.knobs",
+    "validity.reruns",
+    "competitor.transport",
+    "background.rate",
+    "stress.cpu_quota",
+    "clients",
+]
 
 
 def _with(document: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
@@ -149,9 +228,10 @@ def _with(document: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     return {**document, top: _with(inner, rest, value)}
 
 
-documents = st.builds(lambda changes: _changed(changes),
-                      st.lists(st.tuples(st.one_of(st.sampled_from(FIELDS), st.text(max_size=10)), values),
-                               min_size=1, max_size=3))
+documents = st.builds(
+    lambda changes: _changed(changes),
+    st.lists(st.tuples(st.one_of(st.sampled_from(FIELDS), st.text(max_size=10)), values), min_size=1, max_size=3),
+)
 
 
 def _changed(changes: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -169,18 +249,26 @@ def _load(folder: Path, text: str | bytes) -> Experiment:
 
 @BOUNDED
 @given(documents)
-def test_any_experiment_document_loads_or_is_refused(tmp_path_factory: pytest.TempPathFactory,
-                                                     document: dict[str, Any]) -> None:
+def test_any_experiment_document_loads_or_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, document: dict[str, Any]
+) -> None:
     text = yaml.safe_dump(document, allow_unicode=True)
     experiment = value_or_spec_error(_load, tmp_path_factory.getbasetemp(), text)
     assert experiment is None or isinstance(experiment, Experiment)
 
 
 @BOUNDED
-@given(st.one_of(st.text(max_size=80), st.binary(max_size=80),
-                 st.builds(lambda head, tail: head + tail, st.sampled_from(["name: demo\n", "matrix:\n  ", "- ",
-                                                                            "{", "topology: {script: "]),
-                           st.text(max_size=40))))
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.binary(max_size=80),
+        st.builds(
+            lambda head, tail: head + tail,
+            st.sampled_from(["name: demo\n", "matrix:\n  ", "- ", "{", "topology: {script: "]),
+            st.text(max_size=40),
+        ),
+    )
+)
 def test_any_file_contents_load_or_are_refused(tmp_path_factory: pytest.TempPathFactory, text: str | bytes) -> None:
     experiment = value_or_spec_error(_load, tmp_path_factory.getbasetemp(), text)
     assert experiment is None or isinstance(experiment, Experiment)

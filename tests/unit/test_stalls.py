@@ -76,13 +76,22 @@ def test_a_record_measures_the_time_stops_held_the_target_past_a_threshold() -> 
 
 
 def test_the_helper_continues_the_target_when_its_parent_is_killed(target) -> None:
-    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import os, sys, time
         from quicbed.host.stalls import Stalls
         with Stalls({target.pid}, stop_s=0.4, period_s=0.5) as stalls:
             print(stalls._helper.pid, flush=True)
             time.sleep(30)
-    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
     assert parent.stdout is not None
     helper = int(parent.stdout.readline())
     assert _becomes(target.pid, "T", within=0.3)

@@ -58,8 +58,9 @@ def test_parse_build_of_debian_and_nginx_org() -> None:
 
 
 def _settings(tmp_path: Path, **changes: Any) -> nginx.NginxSettings:
-    return nginx.NginxSettings(root=tmp_path / "www", certificate=tmp_path / "tls/cert.pem",
-                               private_key=tmp_path / "tls/key.pem", **changes)
+    return nginx.NginxSettings(
+        root=tmp_path / "www", certificate=tmp_path / "tls/cert.pem", private_key=tmp_path / "tls/key.pem", **changes
+    )
 
 
 def test_config_lives_in_the_run_folder(tmp_path: Path) -> None:
@@ -67,10 +68,18 @@ def test_config_lives_in_the_run_folder(tmp_path: Path) -> None:
     text = nginx.render_config(_settings(tmp_path), run, nginx.parse_build(DEBIAN_V), as_root=True)
     # as root, the workers keep the user quicbed runs as (the test may run unprivileged)
     user = pwd.getpwuid(os.geteuid()).pw_name
-    for line in ("daemon off;", "master_process on;", "worker_processes 1;",
-                 f"pid {run}/nginx.pid;", f"error_log {run}/logs/error.log notice;",
-                 f"user {user} ", "sendfile on;", "tcp_nodelay on;",
-                 "keepalive_timeout 65s;", "send_timeout 60s;"):
+    for line in (
+        "daemon off;",
+        "master_process on;",
+        "worker_processes 1;",
+        f"pid {run}/nginx.pid;",
+        f"error_log {run}/logs/error.log notice;",
+        f"user {user} ",
+        "sendfile on;",
+        "tcp_nodelay on;",
+        "keepalive_timeout 65s;",
+        "send_timeout 60s;",
+    ):
         assert line in text, line
     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         assert f"{kind}_temp_path {run}/tmp/{kind};" in text
@@ -80,12 +89,15 @@ def test_config_lives_in_the_run_folder(tmp_path: Path) -> None:
     assert "listen 0.0.0.0:8443 ssl http2 backlog=1024 sndbuf=4194304 rcvbuf=4194304;" in text
     assert "http2 on;" not in text and " quic " not in text and "http3" not in text
     assert "application/octet-stream bin;" in text and "font/woff2 woff2;" in text
-    assert "user " not in nginx.render_config(_settings(tmp_path), run,
-                                              nginx.parse_build(DEBIAN_V), as_root=False)
+    assert "user " not in nginx.render_config(_settings(tmp_path), run, nginx.parse_build(DEBIAN_V), as_root=False)
     # the session ticket key: nginx's own random one per start, or a file kept across starts
     assert "ssl_session_ticket_key" not in text
-    keyed = nginx.render_config(_settings(tmp_path, session_ticket_key=tmp_path / "tls/ticket.key"), run,
-                                nginx.parse_build(DEBIAN_V), as_root=False)
+    keyed = nginx.render_config(
+        _settings(tmp_path, session_ticket_key=tmp_path / "tls/ticket.key"),
+        run,
+        nginx.parse_build(DEBIAN_V),
+        as_root=False,
+    )
     assert f"ssl_session_ticket_key {tmp_path}/tls/ticket.key;" in keyed
 
 
@@ -101,13 +113,16 @@ def test_config_for_newer_nginx_and_http3(tmp_path: Path) -> None:
     assert " quic " not in text and "http3" not in text
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"congestion_control": "vegas"}, "unknown TCP congestion control"),
-    ({"port": 0}, "out of range"),
-    ({"socket_buffer": 100}, "too small"),
-    ({"send_timeout": 0}, "send_timeout 0 must be a positive"),
-    ({"keepalive_timeout": -1.0}, "keepalive_timeout -1.0 must be a positive"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"congestion_control": "vegas"}, "unknown TCP congestion control"),
+        ({"port": 0}, "out of range"),
+        ({"socket_buffer": 100}, "too small"),
+        ({"send_timeout": 0}, "send_timeout 0 must be a positive"),
+        ({"keepalive_timeout": -1.0}, "keepalive_timeout -1.0 must be a positive"),
+    ],
+)
 def test_bad_settings_are_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     with pytest.raises(QuicbedError, match=message):
         nginx.render_config(_settings(tmp_path, **change), tmp_path, nginx.parse_build(DEBIAN_V))
@@ -115,13 +130,27 @@ def test_bad_settings_are_refused(tmp_path: Path, change: dict[str, Any], messag
 
 def test_access_log_format_is_json_and_parses() -> None:
     assert json.loads(nginx.log_format().replace("$", "")).keys() >= {"status", "tcpinfo_rtt_us"}
-    line = json.dumps({"time": "1700000000.123", "connection": "3", "requests": "2",
-                       "remote_addr": "10.0.0.1", "remote_port": "40000",
-                       "protocol": "HTTP/2.0", "method": "GET", "path": "/bulk/2MB.bin",
-                       "status": "200", "bytes_sent": "2002312", "body_bytes": "2000000",
-                       "request_time": "0.812", "tls": "TLSv1.3", "tcpinfo_rtt_us": "940",
-                       "tcpinfo_rttvar_us": "1488", "tcpinfo_snd_cwnd": "19",
-                       "tcpinfo_rcv_space": ""})
+    line = json.dumps(
+        {
+            "time": "1700000000.123",
+            "connection": "3",
+            "requests": "2",
+            "remote_addr": "10.0.0.1",
+            "remote_port": "40000",
+            "protocol": "HTTP/2.0",
+            "method": "GET",
+            "path": "/bulk/2MB.bin",
+            "status": "200",
+            "bytes_sent": "2002312",
+            "body_bytes": "2000000",
+            "request_time": "0.812",
+            "tls": "TLSv1.3",
+            "tcpinfo_rtt_us": "940",
+            "tcpinfo_rttvar_us": "1488",
+            "tcpinfo_snd_cwnd": "19",
+            "tcpinfo_rcv_space": "",
+        }
+    )
     (entry,) = nginx.parse_access_log(line + "\n\n")
     assert entry["status"] == 200 and entry["body_bytes"] == 2_000_000
     assert entry["request_time"] == 0.812 and entry["tcpinfo_rtt"] == pytest.approx(0.00094)
@@ -148,9 +177,17 @@ def _tcp_info_bytes(**fields: int) -> bytes:
 
 
 def test_decode_tcp_info_layout() -> None:
-    raw = _tcp_info_bytes(rtt=12345, snd_cwnd=42, snd_mss=1448, total_retrans=7,
-                          bytes_received=2_000_000, segs_in=1400, data_segs_in=1390,
-                          delivery_rate=123456789, snd_wnd=65536)
+    raw = _tcp_info_bytes(
+        rtt=12345,
+        snd_cwnd=42,
+        snd_mss=1448,
+        total_retrans=7,
+        bytes_received=2_000_000,
+        segs_in=1400,
+        data_segs_in=1390,
+        delivery_rate=123456789,
+        snd_wnd=65536,
+    )
     values = tcpinfo.decode_tcp_info(raw)
     assert values["state"] == 1 and values["ca_state"] == 3
     assert values["rtt"] == 12345 and values["snd_cwnd"] == 42 and values["total_retrans"] == 7
@@ -162,8 +199,7 @@ def test_decode_tcp_info_layout() -> None:
     assert offsets["pacing_rate"] == 104 and offsets["bytes_received"] == 128
     assert offsets["delivery_rate"] == 160 and offsets["bytes_sent"] == 200
     assert offsets["snd_wnd"] == 228
-    info = tcpinfo.from_raw(raw, local=("10.0.0.1", 1000), remote=("10.0.0.2", 8443),
-                            congestion_control="cubic")
+    info = tcpinfo.from_raw(raw, local=("10.0.0.1", 1000), remote=("10.0.0.2", 8443), congestion_control="cubic")
     assert info.state == "ESTABLISHED" and info.ca_state == "recovery"
     assert info.rtt == pytest.approx(0.012345) and info.cwnd_bytes == 42 * 1448
     # an older kernel's shorter struct: missing fields are None
@@ -227,25 +263,40 @@ def test_record_has_the_http3_record_keys() -> None:
 
 
 def test_curl_command_line(tmp_path: Path) -> None:
-    settings = client.ClientSettings(host="10.0.0.2", paths=["/a.js", "/b c.css"], http="1.1",
-                                     port=8443, parallel=4, server_name="localhost",
-                                     ca_file=tmp_path / "cert.pem", engine="curl")
+    settings = client.ClientSettings(
+        host="10.0.0.2",
+        paths=["/a.js", "/b c.css"],
+        http="1.1",
+        port=8443,
+        parallel=4,
+        server_name="localhost",
+        ca_file=tmp_path / "cert.pem",
+        engine="curl",
+    )
     argv, config = curl.curl_command(settings)
     assert argv[0] == "curl" and "--http1.1" in argv and "--no-progress-meter" in argv
     assert argv[argv.index("--parallel-max") + 1] == "4"
     assert argv[argv.index("--resolve") + 1] == "localhost:8443:10.0.0.2"
     assert argv[argv.index("--cacert") + 1] == str(tmp_path / "cert.pem")
     assert argv[-2:] == ["--config", "-"]  # after every option of the fetching operation
-    assert config.splitlines() == ['url = "https://localhost:8443/a.js"', 'output = "/dev/null"',
-                                   'url = "https://localhost:8443/b c.css"',
-                                   'output = "/dev/null"']
-    single, held = curl.curl_command(client.ClientSettings(host="h", paths=["/x"], insecure=True,
-                                                          timeout=20),
-                                     "http://127.0.0.1:4000/hold")
+    assert config.splitlines() == [
+        'url = "https://localhost:8443/a.js"',
+        'output = "/dev/null"',
+        'url = "https://localhost:8443/b c.css"',
+        'output = "/dev/null"',
+    ]
+    single, held = curl.curl_command(
+        client.ClientSettings(host="h", paths=["/x"], insecure=True, timeout=20), "http://127.0.0.1:4000/hold"
+    )
     assert "--parallel" not in single and "--insecure" in single and "--http2" in single
     # the hold transfer is an operation of its own: no report, no HTTP/2, no proxy
-    assert held.splitlines()[2:] == ["next", 'url = "http://127.0.0.1:4000/hold"',
-                                     'output = "/dev/null"', 'noproxy = "*"', "max-time = 30"]
+    assert held.splitlines()[2:] == [
+        "next",
+        'url = "http://127.0.0.1:4000/hold"',
+        'output = "/dev/null"',
+        'noproxy = "*"',
+        "max-time = 30",
+    ]
 
 
 def test_curl_stays_until_the_exit_hold_is_released() -> None:
@@ -272,24 +323,44 @@ def test_curl_stays_until_the_exit_hold_is_released() -> None:
 
 
 def test_curl_version_parsing() -> None:
-    build = curl.parse_curl_version("curl 7.88.1 (x86_64-pc-linux-gnu) libcurl/7.88.1\n"
-                                    "Features: alt-svc AsynchDNS HTTP2 HTTPS-proxy IPv6\n")
+    build = curl.parse_curl_version(
+        "curl 7.88.1 (x86_64-pc-linux-gnu) libcurl/7.88.1\nFeatures: alt-svc AsynchDNS HTTP2 HTTPS-proxy IPv6\n"
+    )
     assert build.version == "7.88.1" and "HTTP2" in build.features and "HTTP3" not in build.features
 
 
-def _report(number: int, total: float, pretransfer: float, starttransfer: float,
-            connects: int = 0, size: int = 100, code: int = 200) -> dict[str, Any]:
-    return {"urlnum": number, "time_total": total, "time_pretransfer": pretransfer,
-            "time_starttransfer": starttransfer, "time_connect": 0.001 if connects else 0,
-            "time_appconnect": 0.004 if connects else 0, "num_connects": connects,
-            "size_download": size, "response_code": code, "local_port": 40000 + number,
-            "http_version": "2", "exitcode": 0, "remote_ip": "10.0.0.2"}
+def _report(
+    number: int,
+    total: float,
+    pretransfer: float,
+    starttransfer: float,
+    connects: int = 0,
+    size: int = 100,
+    code: int = 200,
+) -> dict[str, Any]:
+    return {
+        "urlnum": number,
+        "time_total": total,
+        "time_pretransfer": pretransfer,
+        "time_starttransfer": starttransfer,
+        "time_connect": 0.001 if connects else 0,
+        "time_appconnect": 0.004 if connects else 0,
+        "num_connects": connects,
+        "size_download": size,
+        "response_code": code,
+        "local_port": 40000 + number,
+        "http_version": "2",
+        "exitcode": 0,
+        "remote_ip": "10.0.0.2",
+    }
 
 
 def test_curl_reports_become_the_record() -> None:
     settings = client.ClientSettings(host="10.0.0.2", paths=["/a", "/b"], engine="curl")
-    transfers = [curl.Transfer(10.0, _report(0, 0.5, 0.005, 0.1, connects=1)),
-                 curl.Transfer(10.2, _report(1, 0.6, 0.001, 0.2))]
+    transfers = [
+        curl.Transfer(10.0, _report(0, 0.5, 0.005, 0.1, connects=1)),
+        curl.Transfer(10.2, _report(1, 0.6, 0.001, 0.2)),
+    ]
     objects, origin, facts = curl.objects_from_transfers(settings, transfers)
     assert origin == pytest.approx(9.5)
     assert objects[0]["start"] == pytest.approx(9.505) and objects[0]["end"] == 10.0
@@ -307,8 +378,10 @@ def test_curl_reports_become_the_record() -> None:
 def test_judge_names_the_first_problem() -> None:
     settings = client.ClientSettings(host="h", paths=["/a", "/b"])
     record = fetch_record.new_record(settings)
-    record["objects"] = [{"path": "/a", "status": 200, "http_version": "2"},
-                         {"path": "/b", "status": 404, "http_version": "2"}]
+    record["objects"] = [
+        {"path": "/a", "status": 200, "http_version": "2"},
+        {"path": "/b", "status": 404, "http_version": "2"},
+    ]
     fetch_record.judge(record, 2, "2")
     assert record["error"] == "HTTP status 404 for /b" and not record["ok"]
     record = fetch_record.new_record(settings)
@@ -319,16 +392,24 @@ def test_judge_names_the_first_problem() -> None:
 
 
 def test_transport_summary_sums_connections() -> None:
-    def info(port: int, segs_out: int, data_out: int, segs_in: int, data_in: int,
-             received: int, min_rtt: float) -> tcpinfo.TcpInfo:
-        raw = _tcp_info_bytes(segs_out=segs_out, data_segs_out=data_out, segs_in=segs_in,
-                              data_segs_in=data_in, bytes_received=received,
-                              min_rtt=int(min_rtt * 1e6), rtt=int(min_rtt * 2e6), snd_cwnd=10)
-        return tcpinfo.from_raw(raw, local=("10.0.0.1", port), remote=("10.0.0.2", 8443),
-                                congestion_control="cubic")
+    def info(
+        port: int, segs_out: int, data_out: int, segs_in: int, data_in: int, received: int, min_rtt: float
+    ) -> tcpinfo.TcpInfo:
+        raw = _tcp_info_bytes(
+            segs_out=segs_out,
+            data_segs_out=data_out,
+            segs_in=segs_in,
+            data_segs_in=data_in,
+            bytes_received=received,
+            min_rtt=int(min_rtt * 1e6),
+            rtt=int(min_rtt * 2e6),
+            snd_cwnd=10,
+        )
+        return tcpinfo.from_raw(raw, local=("10.0.0.1", port), remote=("10.0.0.2", 8443), congestion_control="cubic")
 
-    summary = fetch_record.transport_summary([info(1, 60, 10, 120, 100, 150_000, 0.002),
-                                        info(2, 30, 5, 60, 50, 70_000, 0.001)], complete=True)
+    summary = fetch_record.transport_summary(
+        [info(1, 60, 10, 120, 100, 150_000, 0.002), info(2, 30, 5, 60, 50, 70_000, 0.001)], complete=True
+    )
     assert summary["packets_sent"] == 90 and summary["data_packets_received"] == 150
     assert summary["ack_only_packets_sent"] == 75
     assert summary["ack_only_per_data_packet_received"] == pytest.approx(0.5)
@@ -362,8 +443,7 @@ class TinyServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.server = self.loop.run_until_complete(asyncio.start_server(
-            self._serve, "127.0.0.1", 0, ssl=self.context))
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context))
         self.port = self.server.sockets[0].getsockname()[1]
         self.ready.set()
         self.loop.run_forever()
@@ -392,10 +472,16 @@ class TinyServer:
             body = BODIES.get(path)
             status = b"200 OK" if body is not None else b"404 Not Found"
             body = b"nope" if body is None else body
-            response = (b"HTTP/1.1 " + status + b"\r\nContent-Length: " + str(len(body)).encode()
-                        + b"\r\nContent-Type: application/octet-stream\r\n\r\n" + body)
+            response = (
+                b"HTTP/1.1 "
+                + status
+                + b"\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                + body
+            )
             for offset in range(0, min(len(response), 300), 7):  # a dribbled start
-                writer.write(response[offset:min(offset + 7, 300)])
+                writer.write(response[offset : min(offset + 7, 300)])
                 await writer.drain()
                 await asyncio.sleep(0.0005)
             writer.write(response[300:])
@@ -419,20 +505,27 @@ class TinyServer:
                     path = dict(event.headers)[b":path"].decode()
                     body = BODIES.get(path, b"nope")
                     status = b"200" if path in BODIES else b"404"
-                    connection.send_headers(event.stream_id, [
-                        (b":status", status), (b"content-length", str(len(body)).encode())],
-                        end_stream=not body)
+                    connection.send_headers(
+                        event.stream_id,
+                        [(b":status", status), (b"content-length", str(len(body)).encode())],
+                        end_stream=not body,
+                    )
                     if body:
                         pending[event.stream_id] = (body, 0)
             for stream_id, (body, sent) in list(pending.items()):
-                window = min(connection.local_flow_control_window(stream_id),
-                             connection.max_outbound_frame_size, len(body) - sent)
+                window = min(
+                    connection.local_flow_control_window(stream_id),
+                    connection.max_outbound_frame_size,
+                    len(body) - sent,
+                )
                 while window > 0:
-                    connection.send_data(stream_id, body[sent:sent + window],
-                                         end_stream=sent + window == len(body))
+                    connection.send_data(stream_id, body[sent : sent + window], end_stream=sent + window == len(body))
                     sent += window
-                    window = min(connection.local_flow_control_window(stream_id),
-                                 connection.max_outbound_frame_size, len(body) - sent)
+                    window = min(
+                        connection.local_flow_control_window(stream_id),
+                        connection.max_outbound_frame_size,
+                        len(body) - sent,
+                    )
                 if sent == len(body):
                     del pending[stream_id]
                 else:
@@ -462,8 +555,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyServer]:
 
 
 def _fetch(tiny: TinyServer, http: str, paths: list[str], **changes: Any) -> dict[str, Any]:
-    settings = client.ClientSettings(host="127.0.0.1", port=tiny.port, http=http, paths=paths,
-                                     ca_file=tiny.cert, timeout=10, **changes)
+    settings = client.ClientSettings(
+        host="127.0.0.1", port=tiny.port, http=http, paths=paths, ca_file=tiny.cert, timeout=10, **changes
+    )
     return client.fetch(settings)
 
 
@@ -495,8 +589,7 @@ def test_client_reports_http_errors(tiny: TinyServer, http: str) -> None:
 def test_client_refuses_chunked_and_verifies_the_certificate(tiny: TinyServer) -> None:
     record = _fetch(tiny, "1.1", ["/chunked"])
     assert not record["ok"] and "chunked" in record["error"]
-    settings = client.ClientSettings(host="127.0.0.1", port=tiny.port, http="1.1",
-                                     paths=["/small.js"], timeout=5)
+    settings = client.ClientSettings(host="127.0.0.1", port=tiny.port, http="1.1", paths=["/small.js"], timeout=5)
     record = client.fetch(settings)  # the system's CAs do not know the self-signed cert
     assert not record["ok"] and "CERTIFICATE_VERIFY_FAILED" in record["error"]
     settings.insecure = True
@@ -508,8 +601,9 @@ def test_client_times_out(tmp_path: Path) -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen()  # accepts TCP, never speaks TLS
     try:
-        settings = client.ClientSettings(host="127.0.0.1", port=listener.getsockname()[1],
-                                         paths=["/x"], insecure=True, timeout=0.5)
+        settings = client.ClientSettings(
+            host="127.0.0.1", port=listener.getsockname()[1], paths=["/x"], insecure=True, timeout=0.5
+        )
         started = time.monotonic()
         record = client.fetch(settings)
         assert record["error"] == "timeout after 0.5s" and time.monotonic() - started < 5
@@ -519,9 +613,24 @@ def test_client_times_out(tmp_path: Path) -> None:
 
 def test_cli_writes_the_record(tiny: TinyServer, tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    code = client.main(["--host", "127.0.0.1", "--port", str(tiny.port), "--http", "1.1",
-                        "--ca-cert", str(tiny.cert), "--path", "/big.bin", "--output",
-                        str(output), "--label", "unit"])
+    code = client.main(
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(tiny.port),
+            "--http",
+            "1.1",
+            "--ca-cert",
+            str(tiny.cert),
+            "--path",
+            "/big.bin",
+            "--output",
+            str(output),
+            "--label",
+            "unit",
+        ]
+    )
     record = json.loads(output.read_text())
     assert code == 0 and record["label"] == "unit" and record["bytes"] == len(BODIES["/big.bin"])
 

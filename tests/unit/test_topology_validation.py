@@ -23,11 +23,16 @@ EXPECTED = {
     "duplicate_address.py": ["duplicate_address.py", "10.9.0.1 is used by a and b", "its own address"],
     "duplicate_node.py": ["duplicate_node.py:7", "node 'a' is defined twice"],
     # the line that added the link (checks after the script name it too), and a way out that is not a circle
-    "station_on_cable.py": ["station_on_cable.py:7: links[sta1-server]", "stations connect through an access point",
-                            "link sta1 to an access point with add_wireless_link() (there is none yet: add one with "
-                            "add_access_point())"],
-    "station_to_host_by_air.py": ["station_to_host_by_air.py:8: links[sta1-server]", "not a station and a host",
-                                  "link sta1 to an access point (known: ap1)"],
+    "station_on_cable.py": [
+        "station_on_cable.py:7: links[sta1-server]",
+        "stations connect through an access point",
+        "link sta1 to an access point with add_wireless_link() (there is none yet: add one with add_access_point())",
+    ],
+    "station_to_host_by_air.py": [
+        "station_to_host_by_air.py:8: links[sta1-server]",
+        "not a station and a host",
+        "link sta1 to an access point (known: ap1)",
+    ],
     "mininet_gigabit.py": ["mininet_gigabit.py:7", "a rate of 1000 is 1000 bit/s", "'1000mbit'"],
     "disconnected.py": ["disconnected.py:7", "nodes[lonely]", "cannot reach a", "link every node"],
     "bad_channel.py": ["bad_channel.py:6", "nodes[ap1].channel", "channel 36 is not a 2.4GHz channel"],
@@ -91,8 +96,11 @@ def test_parameters_are_converted_to_the_type_of_their_default():
 def test_a_bad_parameter_value_is_named_as_the_parameter_it_came_from():
     """-p rate=50 fails at the script's line that uses it; the message says the value was a
     parameter given to the script, not something the script wrote."""
-    with pytest.raises(SpecError, match=r"dumbbell.py:\d+: links\[bottleneck\].rate: the parameter rate='50' given to "
-                                        r"the script: cannot read rate '50'"):
+    with pytest.raises(
+        SpecError,
+        match=r"dumbbell.py:\d+: links\[bottleneck\].rate: the parameter rate='50' given to "
+        r"the script: cannot read rate '50'",
+    ):
         load_topology(str(ROOT / "topologies" / "dumbbell.py"), {"rate": "50"})
 
 

@@ -28,8 +28,14 @@ def trace(tmp_path: Path) -> Path:
 
 def _traced(trace: Path, **shape) -> Topology:
     topo = Topology("traced")
-    topo.add_link(topo.add_host("a"), topo.add_host("b"), name="cell", delay="20ms", queue_limit=50,
-                  backward={"trace": str(trace), **shape})
+    topo.add_link(
+        topo.add_host("a"),
+        topo.add_host("b"),
+        name="cell",
+        delay="20ms",
+        queue_limit=50,
+        backward={"trace": str(trace), **shape},
+    )
     return topo
 
 
@@ -45,13 +51,18 @@ def test_a_link_reads_its_trace_per_direction(trace):
 def test_a_trace_with_a_rate_is_refused(trace, shape):
     with pytest.raises(SpecError) as error:
         _traced(trace, **shape)
-    assert ("links[cell].backward.trace: a delivery trace sets the link's capacity; it cannot have a rate (or burst) "
-            "too (fix: drop rate") in str(error.value)
+    assert (
+        "links[cell].backward.trace: a delivery trace sets the link's capacity; it cannot have a rate (or burst) "
+        "too (fix: drop rate"
+    ) in str(error.value)
 
 
 def test_a_missing_or_malformed_trace_names_the_field_and_the_line(tmp_path, trace):
-    with pytest.raises(SpecError, match=r"links\[cell\].backward.trace: no trace file 'nowhere.down' .*shipped trace: "
-                                        r"constant-12mbit.down, constant-12mbit.up"):
+    with pytest.raises(
+        SpecError,
+        match=r"links\[cell\].backward.trace: no trace file 'nowhere.down' .*shipped trace: "
+        r"constant-12mbit.down, constant-12mbit.up",
+    ):
         _traced(Path("nowhere.down"))
     bad = tmp_path / "bad.down"
     bad.write_text("1\n5\n3\n")
@@ -63,8 +74,12 @@ def test_a_missing_or_malformed_trace_names_the_field_and_the_line(tmp_path, tra
 def test_the_ns3_channel_gets_the_trace_file_and_the_queue(trace):
     resolved = _traced(trace).resolve()
     namespaces = {name: f"qbtest-{name}" for name in ("a", "b")}
-    description = describe(resolved, namespaces, Ns3Options(),
-                           {"stats_file": "/tmp/s.json", "snapshot_file": "/tmp/n.json", "live_file": "/tmp/l.json"})
+    description = describe(
+        resolved,
+        namespaces,
+        Ns3Options(),
+        {"stats_file": "/tmp/s.json", "snapshot_file": "/tmp/n.json", "live_file": "/tmp/l.json"},
+    )
     (wire,) = description["wires"]
     assert wire["backward"] == {"queue_packets": 50, "delay_s": 0.02, "trace_file": str(trace.resolve())}
     assert "trace_file" not in wire["forward"]
@@ -73,8 +88,11 @@ def test_the_ns3_channel_gets_the_trace_file_and_the_queue(trace):
 
 def test_the_kernels_qdiscs_refuse_a_trace(trace):
     topo = _traced(trace)
-    with pytest.raises(BackendError, match=r"netns backend cannot build these links: links\[cell\].backward: a "
-                                           r"delivery trace \(twelve.down\) needs the ns3 backend"):
+    with pytest.raises(
+        BackendError,
+        match=r"netns backend cannot build these links: links\[cell\].backward: a "
+        r"delivery trace \(twelve.down\) needs the ns3 backend",
+    ):
         netns.check_requirements(topo)
     with pytest.raises(BackendError, match="needs the ns3 backend"):
         qdisc_commands("cell-b", topo.link("cell").backward)
@@ -82,12 +100,16 @@ def test_the_kernels_qdiscs_refuse_a_trace(trace):
 
 def _experiment(tmp_path: Path, trace: Path, backend: str = "") -> Path:
     script = tmp_path / "traced.py"
-    script.write_text("from quicbed import Topology\n\ndef topology():\n    topo = Topology('traced')\n"
-                      "    topo.add_link(topo.add_host('client'), topo.add_host('server'), name='cell', delay='10ms',\n"
-                      f"                  backward={{'trace': {str(trace)!r}}})\n    return topo\n")
+    script.write_text(
+        "from quicbed import Topology\n\ndef topology():\n    topo = Topology('traced')\n"
+        "    topo.add_link(topo.add_host('client'), topo.add_host('server'), name='cell', delay='10ms',\n"
+        f"                  backward={{'trace': {str(trace)!r}}})\n    return topo\n"
+    )
     path = tmp_path / "traced.yaml"
-    path.write_text(f"name: traced\ntopology: {{script: {script}}}\n{backend}matrix:\n  transport: [tcp]\n"
-                    "repetitions: 1\nwarmup: 0\n")
+    path.write_text(
+        f"name: traced\ntopology: {{script: {script}}}\n{backend}matrix:\n  transport: [tcp]\n"
+        "repetitions: 1\nwarmup: 0\n"
+    )
     return path
 
 
@@ -105,6 +127,10 @@ def test_a_named_kernel_backend_is_refused_before_anything_runs(capsys, tmp_path
     exp, out = _experiment(tmp_path, trace, "backend: netns\n"), tmp_path / "results"
     assert main(["run", str(exp), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"{exp}: the netns backend cannot realise this experiment's links: links[cell].backward: a delivery " \
-           "trace (twelve.down) needs the ns3 backend" in err and "(fix: backend: ns3, or --backend ns3)" in err
+    assert (
+        f"{exp}: the netns backend cannot realise this experiment's links: links[cell].backward: a delivery "
+        "trace (twelve.down) needs the ns3 backend"
+        in err
+        and "(fix: backend: ns3, or --backend ns3)" in err
+    )
     assert not out.exists()

@@ -39,6 +39,7 @@ def _one_opportunity(ms: int) -> float:
 
 # --- models -------------------------------------------------------------------------------------
 
+
 def test_constant_12mbit_is_one_opportunity_per_millisecond():
     assert constant("12mbit", "1s") == list(range(1, 1001))
 
@@ -65,14 +66,17 @@ def test_on_off_is_silent_while_off_except_for_the_line_closing_the_period():
     assert sum(1 <= t <= 2000 for t in times) == 3333  # 20 Mbit/s x 2 s / 12000 bit
 
 
-@pytest.mark.parametrize("times, period_ms", [
-    (constant("12mbit", "3s"), 3000),
-    (constant("1mbit", "1s"), 1000),  # 1/12 opportunity per ms: the last would fall at 996
-    (steps([("2s", "10mbit"), ("250ms", 0)]), 2250),
-    (on_off("20mbit", "1s", "300ms", "2s"), 2000),
-    (random_walk("5mbit", "1mbit", "10mbit", "1mbit", "100ms", "1.05s", seed=4), 1050),
-    (markov(MarkovModel.sticky([1e6, 3e6], 0.5, 0.2), "3s", seed=1), 3000),
-])
+@pytest.mark.parametrize(
+    "times, period_ms",
+    [
+        (constant("12mbit", "3s"), 3000),
+        (constant("1mbit", "1s"), 1000),  # 1/12 opportunity per ms: the last would fall at 996
+        (steps([("2s", "10mbit"), ("250ms", 0)]), 2250),
+        (on_off("20mbit", "1s", "300ms", "2s"), 2000),
+        (random_walk("5mbit", "1mbit", "10mbit", "1mbit", "100ms", "1.05s", seed=4), 1050),
+        (markov(MarkovModel.sticky([1e6, 3e6], 0.5, 0.2), "3s", seed=1), 3000),
+    ],
+)
 def test_the_period_is_the_duration(times, period_ms):
     assert times[-1] == period_ms
     assert times == sorted(times)
@@ -83,19 +87,28 @@ def test_the_period_closing_line_adds_at_most_one_opportunity():
     assert times[-2:] == [996, 1000] and len(times) == 84  # 83 earned, 1 added
 
 
-@pytest.mark.parametrize("segments, wrong", [
-    ([], "no duration"),
-    ([(1.0, -5.0)], "not 0 or more"),
-    ([(0.0004, 1e6)], "shorter than 1 ms"),
-])
+@pytest.mark.parametrize(
+    "segments, wrong",
+    [
+        ([], "no duration"),
+        ([(1.0, -5.0)], "not 0 or more"),
+        ([(0.0004, 1e6)], "shorter than 1 ms"),
+    ],
+)
 def test_from_capacity_refuses_bad_pieces(segments, wrong):
     with pytest.raises(SpecError, match=wrong):
         from_capacity(segments)
 
 
 def test_random_walk_stays_within_its_bounds_and_depends_only_on_its_seed():
-    arguments = {"start": "10mbit", "low": "4mbit", "high": "16mbit", "step": "3mbit", "interval": "500ms",
-                 "duration": "60s"}
+    arguments = {
+        "start": "10mbit",
+        "low": "4mbit",
+        "high": "16mbit",
+        "step": "3mbit",
+        "interval": "500ms",
+        "duration": "60s",
+    }
     times = random_walk(**arguments, seed=7)
     slack = 2 * _one_opportunity(500)
     rates = capacity(times, 500)
@@ -139,13 +152,16 @@ def test_fit_markov_refuses_more_levels_than_the_trace_has():
     assert raised.value.field == "levels"
 
 
-@pytest.mark.parametrize("levels, rows, field", [
-    ((), (), "levels"),
-    ((1e6, 2e6), ((0.5, 0.5),), "transitions"),
-    ((1e6, 2e6), ((0.5, 0.4), (0.5, 0.5)), "transitions[0]"),
-    ((1e6, 2e6), ((1.5, -0.5), (0.5, 0.5)), "transitions[0]"),
-    ((1e6, -2e6), ((0.5, 0.5), (0.5, 0.5)), "levels[1]"),
-])
+@pytest.mark.parametrize(
+    "levels, rows, field",
+    [
+        ((), (), "levels"),
+        ((1e6, 2e6), ((0.5, 0.5),), "transitions"),
+        ((1e6, 2e6), ((0.5, 0.4), (0.5, 0.5)), "transitions[0]"),
+        ((1e6, 2e6), ((1.5, -0.5), (0.5, 0.5)), "transitions[0]"),
+        ((1e6, -2e6), ((0.5, 0.5), (0.5, 0.5)), "levels[1]"),
+    ],
+)
 def test_markov_models_are_checked(levels, rows, field):
     with pytest.raises(SpecError) as raised:
         MarkovModel(levels, rows, 0.5)
@@ -169,13 +185,17 @@ def test_the_shipped_model_file_reads():
 
 # --- the file format ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, wrong", [
-    ("1\n3\n2\n", "line 3"),
-    ("1\n2\nfast\n", "line 3"),
-    ("1\n-4\n", "line 2"),
-    ("", "no delivery opportunity after time 0"),
-    ("0\n0\n", "no delivery opportunity after time 0"),
-])
+
+@pytest.mark.parametrize(
+    "text, wrong",
+    [
+        ("1\n3\n2\n", "line 3"),
+        ("1\n2\nfast\n", "line 3"),
+        ("1\n-4\n", "line 2"),
+        ("", "no delivery opportunity after time 0"),
+        ("0\n0\n", "no delivery opportunity after time 0"),
+    ],
+)
 def test_bad_trace_files_are_refused_naming_the_line(tmp_path, text, wrong):
     path = tmp_path / "bad.down"
     path.write_text(text)
@@ -192,6 +212,7 @@ def test_a_missing_trace_names_the_shipped_ones():
 
 
 # --- the command --------------------------------------------------------------------------------
+
 
 def test_the_command_writes_a_trace_and_refuses_to_overwrite_it(tmp_path, capsys):
     out = tmp_path / "flat.down"
@@ -211,8 +232,10 @@ def test_the_command_names_the_option_that_is_wrong(tmp_path, capsys):
     out = tmp_path / "x.down"
     assert main(["trace", "steps", "--step", "10s:24mbit", "--step", "5s", "-o", str(out)]) == 1
     assert "--step" in capsys.readouterr().err
-    assert main(["trace", "on-off", "--rate", "20mbps", "--on", "1s", "--off", "1s", "--duration", "4s",
-                 "-o", str(out)]) == 1
+    assert (
+        main(["trace", "on-off", "--rate", "20mbps", "--on", "1s", "--off", "1s", "--duration", "4s", "-o", str(out)])
+        == 1
+    )
     assert "--rate" in capsys.readouterr().err
     assert main(["trace", "markov", "--levels", "1mbit,2mbit", "--duration", "4s", "-o", str(out)]) == 1
     assert "--stay" in capsys.readouterr().err
@@ -221,8 +244,27 @@ def test_the_command_names_the_option_that_is_wrong(tmp_path, capsys):
 
 def test_the_command_generates_from_an_inline_markov_model_and_fits_it_back(tmp_path, capsys):
     out, model = tmp_path / "m.down", tmp_path / "m.yaml"
-    assert main(["trace", "markov", "--levels", "2mbit,20mbit", "--stay", "0.9", "--interval", "1s",
-                 "--duration", "300s", "--seed", "3", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "markov",
+                "--levels",
+                "2mbit,20mbit",
+                "--stay",
+                "0.9",
+                "--interval",
+                "1s",
+                "--duration",
+                "300s",
+                "--seed",
+                "3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote" in capsys.readouterr().out
     assert main(["trace", "fit", str(out), "--levels", "2", "--interval", "1s"]) == 0
     printed = MarkovModel.from_dict(yaml.safe_load(capsys.readouterr().out))
@@ -242,10 +284,14 @@ def test_info_prints_the_mean_rate(capsys):
 
 #: each shipped trace's mean rate as traces/README.md states it
 SHIPPED_MEANS = {
-    "constant-12mbit.down": 12e6, "constant-12mbit.up": 12e6,
-    "step-drop.down": 19.8e6, "step-drop.up": 6e6,
-    "on-off.down": 16e6, "on-off.up": 6e6,
-    "markov-drive.down": 7.3e6, "markov-drive.up": 2.84e6,
+    "constant-12mbit.down": 12e6,
+    "constant-12mbit.up": 12e6,
+    "step-drop.down": 19.8e6,
+    "step-drop.up": 6e6,
+    "on-off.down": 16e6,
+    "on-off.up": 6e6,
+    "markov-drive.down": 7.3e6,
+    "markov-drive.up": 2.84e6,
 }
 
 

@@ -31,8 +31,9 @@ NAMED = {"kind": set(transport_kinds()), "implementation": set(IMPLEMENTATIONS)}
 def _names_in(node: ast.expr) -> set[str]:
     """The string constants of a comparison's side ("quic", or ("quic", "tcp"))."""
     elements = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
-    return {element.value for element in elements if isinstance(element, ast.Constant)
-            and isinstance(element.value, str)}
+    return {
+        element.value for element in elements if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    }
 
 
 def _named(node: ast.expr) -> str | None:
@@ -55,21 +56,27 @@ def name_branches(tree: ast.AST) -> list[tuple[int, str]]:
                     found.append((node.lineno, ast.unparse(node)))
                     break
         elif isinstance(node, ast.Match) and (named := _named(node.subject)):
-            names = {value.value.value for case in node.cases for value in ast.walk(case.pattern)
-                     if isinstance(value, ast.MatchValue) and isinstance(value.value, ast.Constant)}
+            names = {
+                value.value.value
+                for case in node.cases
+                for value in ast.walk(case.pattern)
+                if isinstance(value, ast.MatchValue) and isinstance(value.value, ast.Constant)
+            }
             if names & NAMED[named]:
                 found.append((node.lineno, f"match {ast.unparse(node.subject)}"))
     return sorted(found)
 
 
 def test_the_scan_finds_a_branch_on_a_kind_or_an_implementation():
-    code = ("if download.transport.kind == 'quic': pass\n"
-            "x = 1 if 'tcp' != self.main.transport.kind else 2\n"
-            "y = rival.kind in ('quic', 'tcp')\n"
-            "z = transport.implementation == 'quinn'\n"
-            "match t.kind:\n    case 'tcp': pass\n"
-            "w = kind == 'quic'\n"
-            "ok = node.kind == 'station' or background.kind == 'udp' or profile == 'quic'\n")
+    code = (
+        "if download.transport.kind == 'quic': pass\n"
+        "x = 1 if 'tcp' != self.main.transport.kind else 2\n"
+        "y = rival.kind in ('quic', 'tcp')\n"
+        "z = transport.implementation == 'quinn'\n"
+        "match t.kind:\n    case 'tcp': pass\n"
+        "w = kind == 'quic'\n"
+        "ok = node.kind == 'station' or background.kind == 'udp' or profile == 'quic'\n"
+    )
     assert [line for line, _ in name_branches(ast.parse(code))] == [1, 2, 3, 4, 5, 7]
 
 
@@ -80,8 +87,10 @@ def test_no_branch_on_a_transport_kind_or_implementation_outside_their_objects()
             continue
         for line, text in name_branches(ast.parse(path.read_text(), str(path))):
             offending.append(f"{path.relative_to(ROOT)}:{line}: {text}")
-    assert not offending, ("ask the object instead (transport_kind(t.kind), quic_implementation(name); "
-                           "docs/architecture.md, 'Where new work goes'):\n" + "\n".join(offending))
+    assert not offending, (
+        "ask the object instead (transport_kind(t.kind), quic_implementation(name); "
+        "docs/architecture.md, 'Where new work goes'):\n" + "\n".join(offending)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(transport_kinds()))
@@ -121,9 +130,12 @@ def test_every_quic_implementation_is_complete(name):
 
 def test_an_unknown_kind_or_implementation_names_the_field_and_the_fix():
     quickstart = ROOT / "experiments" / "quickstart.yaml"
-    with pytest.raises(SpecError, match=r"transports\.mine\.kind: unknown transport kind 'qiuc' "
-                                        r"\(fix: did you mean 'quic'\? write kind: quic or kind: tcp; "
-                                        r"a new kind registers with register_transport_kind"):
+    with pytest.raises(
+        SpecError,
+        match=r"transports\.mine\.kind: unknown transport kind 'qiuc' "
+        r"\(fix: did you mean 'quic'\? write kind: quic or kind: tcp; "
+        r"a new kind registers with register_transport_kind",
+    ):
         load_experiment(quickstart, {"transports": {"mine": {"kind": "qiuc"}}})
     with pytest.raises(SpecError, match=r"transports\.mine\.kind: a transport needs a kind"):
         load_experiment(quickstart, {"transports": {"mine": {"profile": "bquic"}}})
@@ -158,7 +170,9 @@ def test_a_registered_kind_is_found_by_name(monkeypatch):
 
     monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
     registry.register_transport_kind(Plain())
-    experiment = load_experiment(ROOT / "experiments" / "quickstart.yaml",
-                                 {"transports": {"mine": {"kind": "plain-http"}}, "matrix": {"transport": ["mine"]}})
+    experiment = load_experiment(
+        ROOT / "experiments" / "quickstart.yaml",
+        {"transports": {"mine": {"kind": "plain-http"}}, "matrix": {"transport": ["mine"]}},
+    )
     assert experiment.transports["mine"] == Transport("mine", "plain-http", http="1.1")
     assert transport_kind("plain-http").summary(experiment.transports["mine"]) == "HTTP/1.1 in the clear"

@@ -21,8 +21,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_shipped_fragment_parses_and_names_what_virtual_time_needs():
     settings = build.fragment_settings(build.CONFIG_FRAGMENT.read_text())
-    for symbol in ("CONFIG_UML_TIME_TRAVEL_SUPPORT", "CONFIG_HOSTFS", "CONFIG_NET_SCH_NETEM", "CONFIG_MAC80211_HWSIM",
-                   "CONFIG_OPENVSWITCH", "CONFIG_TUN", "CONFIG_VETH", "CONFIG_NET_NS", "CONFIG_IKCONFIG_PROC"):
+    for symbol in (
+        "CONFIG_UML_TIME_TRAVEL_SUPPORT",
+        "CONFIG_HOSTFS",
+        "CONFIG_NET_SCH_NETEM",
+        "CONFIG_MAC80211_HWSIM",
+        "CONFIG_OPENVSWITCH",
+        "CONFIG_TUN",
+        "CONFIG_VETH",
+        "CONFIG_NET_NS",
+        "CONFIG_IKCONFIG_PROC",
+    ):
         assert settings[symbol] == "y", symbol
 
 
@@ -54,14 +63,30 @@ def test_the_patch_is_a_unified_diff_of_the_two_files_it_fixes():
     assert "DEFINE_LONGS(HOST_FP_SIZE, 12288)" in text and "host_fp_size = iov.iov_len" in text
 
 
-@pytest.mark.skipif(not build.SOURCE_TARBALL.is_file(), reason=f"{build.SOURCE_TARBALL} is not installed "
-                    f"(apt-get install {build.SOURCE_PACKAGE})")
+@pytest.mark.skipif(
+    not build.SOURCE_TARBALL.is_file(),
+    reason=f"{build.SOURCE_TARBALL} is not installed (apt-get install {build.SOURCE_PACKAGE})",
+)
 def test_the_patch_applies_to_the_source_package(tmp_path):
     members = ["arch/x86/um/os-Linux/registers.c", "arch/x86/um/user-offsets.c"]
-    subprocess.run(["tar", "-C", str(tmp_path), "-xf", str(build.SOURCE_TARBALL),
-                    *(f"{build.SOURCE_PACKAGE}/{member}" for member in members)], check=True)
-    applied = subprocess.run(["patch", "-p1", "--forward", "--batch", "--dry-run", "-i", str(build.PATCHES[0])],
-                             cwd=tmp_path / build.SOURCE_PACKAGE, capture_output=True, text=True, check=False)
+    subprocess.run(
+        [
+            "tar",
+            "-C",
+            str(tmp_path),
+            "-xf",
+            str(build.SOURCE_TARBALL),
+            *(f"{build.SOURCE_PACKAGE}/{member}" for member in members),
+        ],
+        check=True,
+    )
+    applied = subprocess.run(
+        ["patch", "-p1", "--forward", "--batch", "--dry-run", "-i", str(build.PATCHES[0])],
+        cwd=tmp_path / build.SOURCE_PACKAGE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
 
@@ -73,8 +98,9 @@ def test_a_kernel_is_found_only_when_complete(tmp_path):
     assert build.cached_uml_kernel(tmp_path) is None  # no binary yet
     (root / "linux").write_text("")
     (root / "linux").chmod(0o755)
-    (root / build.BUILD_INFO).write_text('{"release": "6.12.1-quicbed", "source_package": "linux-source-6.12", '
-                                         '"source_version": "6.12.1-1"}')
+    (root / build.BUILD_INFO).write_text(
+        '{"release": "6.12.1-quicbed", "source_package": "linux-source-6.12", "source_version": "6.12.1-1"}'
+    )
     kernel = build.cached_uml_kernel(tmp_path)
     assert kernel is not None and kernel.release == "6.12.1-quicbed"
     assert kernel.describe() == "User-Mode Linux 6.12.1-quicbed (from linux-source-6.12 6.12.1-1)"
@@ -83,23 +109,31 @@ def test_a_kernel_is_found_only_when_complete(tmp_path):
 def test_without_root_a_missing_build_tool_is_an_error_with_the_command(monkeypatch):
     monkeypatch.setattr(build, "missing_build_tools", lambda: ["bison", "linux-source-6.12"])
     monkeypatch.setattr(build.os, "geteuid", lambda: 1000)
-    with pytest.raises(build.MissingDependency,
-                       match=r"needs bison, linux-source-6.12 \(fix: apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "
-                             r"bison linux-source-6.12, as root\)"):
+    with pytest.raises(
+        build.MissingDependency,
+        match=r"needs bison, linux-source-6.12 \(fix: apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 "
+        r"bison linux-source-6.12, as root\)",
+    ):
         build.install_build_tools(None)
 
 
 def test_pid_1_mounts_the_kernel_s_own_file_systems_runs_the_job_and_powers_off():
     script = boot.render_init_script("/var/lib/quicbed/vm/job", ["/tmp/checkout"], python="/venv/bin/python")
     lines = script.splitlines()
-    for mount in ("mount -t proc proc /proc", "mount -t sysfs sysfs /sys", "mount -t devtmpfs devtmpfs /dev",
-                  "mount -t cgroup2 cgroup2 /sys/fs/cgroup", "[ -d /tmp ] && mount -t tmpfs -o mode=1777 tmpfs /tmp",
-                  "[ -d /run ] && mount -t tmpfs -o mode=0755 tmpfs /run",
-                  "mkdir -p /tmp/checkout && mount -t hostfs -o /tmp/checkout hostfs /tmp/checkout"):
+    for mount in (
+        "mount -t proc proc /proc",
+        "mount -t sysfs sysfs /sys",
+        "mount -t devtmpfs devtmpfs /dev",
+        "mount -t cgroup2 cgroup2 /sys/fs/cgroup",
+        "[ -d /tmp ] && mount -t tmpfs -o mode=1777 tmpfs /tmp",
+        "[ -d /run ] && mount -t tmpfs -o mode=0755 tmpfs /run",
+        "mkdir -p /tmp/checkout && mount -t hostfs -o /tmp/checkout hostfs /tmp/checkout",
+    ):
         assert mount in lines
     # the host folder is mounted again only after the tmpfs that hides it
-    assert lines.index("[ -d /tmp ] && mount -t tmpfs -o mode=1777 tmpfs /tmp") < \
-        lines.index("mkdir -p /tmp/checkout && mount -t hostfs -o /tmp/checkout hostfs /tmp/checkout")
+    assert lines.index("[ -d /tmp ] && mount -t tmpfs -o mode=1777 tmpfs /tmp") < lines.index(
+        "mkdir -p /tmp/checkout && mount -t hostfs -o /tmp/checkout hostfs /tmp/checkout"
+    )
     assert "/bin/sh /var/lib/quicbed/vm/job/job.sh" in lines
     assert lines[-1].startswith("exec /venv/bin/python -I -S -c") and "reboot(0x4321fedc)" in lines[-1]
 
@@ -108,8 +142,15 @@ def test_the_command_line_boots_hostfs_and_asks_for_time_travel_only_in_virtual_
     kernel = build.UmlKernel(tmp_path)
     argv = boot.boot_command(kernel, tmp_path / "init.sh", tmp_path, "abc123", memory="2G", time_travel=True)
     assert argv[0] == str(tmp_path / "linux")
-    for option in ("mem=2G", "rootfstype=hostfs", "rootflags=/", f"init={tmp_path / 'init.sh'}",
-                   "umid=quicbed-abc123", f"uml_dir={tmp_path}", "time-travel=inf-cpu"):
+    for option in (
+        "mem=2G",
+        "rootfstype=hostfs",
+        "rootflags=/",
+        f"init={tmp_path / 'init.sh'}",
+        "umid=quicbed-abc123",
+        f"uml_dir={tmp_path}",
+        "time-travel=inf-cpu",
+    ):
         assert option in argv
     real = boot.boot_command(kernel, tmp_path / "init.sh", tmp_path, "abc123", memory="2G", time_travel=False)
     assert not any(option.startswith("time-travel") for option in real)
@@ -126,8 +167,9 @@ def test_modprobe_of_a_built_in_module_succeeds_in_the_guest_and_of_others_fails
     assert folder is not None
 
     def modprobe(*args: str) -> int:
-        return subprocess.run(["modprobe", "-d", str(folder), "-S", "6.12.0-quicbed", *args],
-                              capture_output=True, check=False).returncode
+        return subprocess.run(
+            ["modprobe", "-d", str(folder), "-S", "6.12.0-quicbed", *args], capture_output=True, check=False
+        ).returncode
 
     assert modprobe("mac80211_hwsim", "radios=0") == 0 and modprobe("ifb", "numifbs=2") == 0
     assert modprobe("openvswitch") != 0 and modprobe("sch_netem") != 0
@@ -137,8 +179,9 @@ def test_modprobe_of_a_built_in_module_succeeds_in_the_guest_and_of_others_fails
     # nothing is loaded instead of kmod's errors about a /proc/modules the kernel has not
     listed = subprocess.run([str(folder / "bin" / "lsmod")], capture_output=True, text=True, check=True)
     assert listed.stdout.split() == ["Module", "Size", "Used", "by"] and not listed.stderr
-    argv = boot.boot_command(build.UmlKernel(tmp_path), tmp_path / "init.sh", tmp_path, "abc", memory="2G",
-                             time_travel=True)
+    argv = boot.boot_command(
+        build.UmlKernel(tmp_path), tmp_path / "init.sh", tmp_path, "abc", memory="2G", time_travel=True
+    )
     assert "mac80211_hwsim.radios=0" in argv  # Mininet-WiFi's radios only; a wlan0 of its own takes their name
 
 
@@ -150,7 +193,9 @@ def test_the_clock_is_read_from_the_kernel_command_line():
 
 def test_a_built_in_module_is_found_in_proc_config(tmp_path):
     config = tmp_path / "config.gz"
-    config.write_bytes(gzip.compress(b"CONFIG_NET_SCH_NETEM=y\n# CONFIG_MAC80211_HWSIM is not set\nCONFIG_OPENVSWITCH=m\n"))
+    config.write_bytes(
+        gzip.compress(b"CONFIG_NET_SCH_NETEM=y\n# CONFIG_MAC80211_HWSIM is not set\nCONFIG_OPENVSWITCH=m\n")
+    )
     assert capabilities.built_in("sch_netem", config)
     assert not capabilities.built_in("mac80211_hwsim", config)
     assert not capabilities.built_in("openvswitch", config)  # a module is not built in
@@ -158,8 +203,10 @@ def test_a_built_in_module_is_found_in_proc_config(tmp_path):
 
 
 def test_an_experiment_about_the_client_s_cpu_names_the_field():
-    assert load_experiment(REPO / "experiments" / "e2-cpu-stress.yaml").cpu_subject() in ("stress.cpu_quota",
-                                                                                         "stress.load")
+    assert load_experiment(REPO / "experiments" / "e2-cpu-stress.yaml").cpu_subject() in (
+        "stress.cpu_quota",
+        "stress.load",
+    )
     assert load_experiment(REPO / "experiments" / "quickstart.yaml").cpu_subject() is None
 
 
@@ -182,7 +229,6 @@ def test_uml_exec_without_a_command_says_how_to_give_one(capsys):
     assert "usage: quicbed uml exec [options] -- CMD" in capsys.readouterr().err
 
 
-
 def test_a_virtual_run_moves_into_the_kernel_with_the_backend_chosen_here(monkeypatch, tmp_path):
     """The host chooses the backend (ns3 here, where netem is missing) and the guest keeps it:
     inside, netem is built in and would make netns the default. The results folder is shared
@@ -198,9 +244,23 @@ def test_a_virtual_run_moves_into_the_kernel_with_the_backend_chosen_here(monkey
     monkeypatch.setattr(boot, "run_in_uml", fake_run_in_uml)
     monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path))
     out = tmp_path / "out"
-    assert main(["run", str(REPO / "experiments" / "quickstart.yaml"), "--clock", "virtual", "--no-report",
-                 "--out", str(out), "--repetitions", "1"]) == 0
-    (argv, options), = calls
+    assert (
+        main(
+            [
+                "run",
+                str(REPO / "experiments" / "quickstart.yaml"),
+                "--clock",
+                "virtual",
+                "--no-report",
+                "--out",
+                str(out),
+                "--repetitions",
+                "1",
+            ]
+        )
+        == 0
+    )
+    ((argv, options),) = calls
     assert argv[1:4] == ["-m", "quicbed", "run"] and "--no-vm" in argv
     assert argv[argv.index("--clock") + 1] == "virtual" and argv[argv.index("--repetitions") + 1] == "1"
     assert argv[argv.index("--backend") + 1] == "ns3"
@@ -213,13 +273,19 @@ def test_the_report_says_what_the_clock_means_and_warns_of_mixed_clocks():
     from quicbed.report.tables import clock_headline
 
     def runs(clocks):
-        return pd.DataFrame({"warmup": [False] * len(clocks), "clock": clocks,
-                             "kernel": ["6.12.117-quicbed" if c == "virtual" else "6.18" for c in clocks]})
+        return pd.DataFrame(
+            {
+                "warmup": [False] * len(clocks),
+                "clock": clocks,
+                "kernel": ["6.12.117-quicbed" if c == "virtual" else "6.18" for c in clocks],
+            }
+        )
 
     assert clock_headline(runs(["real", "real"])) is None
     virtual = clock_headline(runs(["virtual", "virtual"]))
-    assert virtual is not None and virtual.startswith("Virtual time: every run ran in quicbed's User-Mode Linux "
-                                                      "kernel (6.12.117-quicbed)")
+    assert virtual is not None and virtual.startswith(
+        "Virtual time: every run ran in quicbed's User-Mode Linux kernel (6.12.117-quicbed)"
+    )
     assert "No run can be CPU-bound" in virtual
     mixed = clock_headline(runs(["virtual", "real", "real"]))
     assert mixed is not None and mixed.startswith("Mixed clocks: 1 run(s) in virtual time, 2 in real time")
@@ -231,8 +297,12 @@ def test_an_experiment_s_runs_draw_their_own_repeatable_random_streams():
 
     first = random_stream(1, "c000-r001")
     assert first == random_stream(1, "c000-r001", 1) and 1 <= first < 2**31
-    others = {random_stream(1, "c000-r002"), random_stream(1, "c001-r001"), random_stream(1, "c000-r001", 2),
-              random_stream(2, "c000-r001")}
+    others = {
+        random_stream(1, "c000-r002"),
+        random_stream(1, "c001-r001"),
+        random_stream(1, "c000-r001", 2),
+        random_stream(2, "c000-r001"),
+    }
     assert first not in others and len(others) == 4  # repetitions, cells, attempts and seeds differ
     assert seeded_options("ns3", {"skim_receivers": True}, first) == {"skim_receivers": True, "run": first}
     assert seeded_options("ns3", {"run": 7}, first) == {"run": 7}  # the experiment's own stream wins
@@ -246,8 +316,9 @@ def test_guest_memory_sizes_and_the_map_count_they_need(tmp_path):
             boot.memory_bytes(bad)
     limit = tmp_path / "max_map_count"
     limit.write_text("65530\n")
-    assert boot.ensure_map_count("4G", limit) == ("raised vm.max_map_count from 65530 to 1048576 (a guest of 4G "
-                                                   "may map each page apart)")
+    assert boot.ensure_map_count("4G", limit) == (
+        "raised vm.max_map_count from 65530 to 1048576 (a guest of 4G may map each page apart)"
+    )
     assert limit.read_text() == "1048576\n"
     assert boot.ensure_map_count("2G", limit) is None and limit.read_text() == "1048576\n"  # never lowered
 
@@ -256,8 +327,10 @@ def test_a_guest_command_killed_for_host_memory_is_explained(tmp_path):
     from quicbed.host.vm import VmResult
 
     log = tmp_path / "console.log"
-    log.write_text("UML ran out of memory on the host side! This can happen due to a memory limitation or "
-                   "vm.max_map_count has been reached.\nquicbed-vm: command exited with code 139\n")
+    log.write_text(
+        "UML ran out of memory on the host side! This can happen due to a memory limitation or "
+        "vm.max_map_count has been reached.\nquicbed-vm: command exited with code 139\n"
+    )
     assert "could not map memory on the host" in boot.why_the_command_died(VmResult(139, "", log, tmp_path))
     log.write_text("reboot: Power down\n")
     assert boot.why_the_command_died(VmResult(137, "", log, tmp_path)) == "no explanation in the console"
@@ -265,18 +338,22 @@ def test_a_guest_command_killed_for_host_memory_is_explained(tmp_path):
 
 @pytest.mark.parametrize("experiment, kernel", [("e1-wifi-bquic", "virtual-time"), ("e2-cpu-stress", "microVM")])
 def test_mininet_wifi_without_hwsim_goes_to_the_virtual_time_kernel_unless_the_cpu_is_the_subject(
-        monkeypatch, tmp_path, capsys, experiment, kernel):
+    monkeypatch, tmp_path, capsys, experiment, kernel
+):
     monkeypatch.setattr(capabilities, "has_hwsim", lambda: False)
     monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: build.UmlKernel(tmp_path))
-    assert main(["run", str(REPO / "experiments" / f"{experiment}.yaml"), "--backend", "mininet-wifi",
-                 "--dry-run"]) == 0
+    assert (
+        main(["run", str(REPO / "experiments" / f"{experiment}.yaml"), "--backend", "mininet-wifi", "--dry-run"]) == 0
+    )
     out = capsys.readouterr().out
     if kernel == "virtual-time":
         assert "note: this kernel has no mac80211_hwsim: the runs go to quicbed's virtual-time kernel" in out
         assert "backend: mininet-wifi, in virtual time" in out
     else:  # in virtual time the stress would cost nothing
-        assert "virtual" not in out and "backend: mininet-wifi, in the microVM because this kernel has no " \
-                                          "mac80211_hwsim" in out
+        assert (
+            "virtual" not in out
+            and "backend: mininet-wifi, in the microVM because this kernel has no mac80211_hwsim" in out
+        )
 
 
 def test_a_file_whose_defaults_need_virtual_time_says_so_and_runs_there(monkeypatch, tmp_path, capsys):
@@ -290,8 +367,11 @@ def test_a_file_whose_defaults_need_virtual_time_says_so_and_runs_there(monkeypa
     assert "backend: ns3, in virtual time" in out and "warning:" not in out
     assert main(["run", e5, "--dry-run", "--clock", "real"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("warning: ") and "cells of 10, 20, 30, 40 stations are beyond what the ns-3 channel " \
-                                           "keeps in real time" in out and "fix: --clock virtual" in out
+    assert (
+        out.startswith("warning: ")
+        and "cells of 10, 20, 30, 40 stations are beyond what the ns-3 channel keeps in real time" in out
+        and "fix: --clock virtual" in out
+    )
     assert "backend: ns3, on this host" in out
     monkeypatch.setattr(build, "cached_uml_kernel", lambda directory=None: None)
     assert main(["run", e5, "--out", str(tmp_path / "out")]) != 0

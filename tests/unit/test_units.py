@@ -4,14 +4,18 @@ from quicbed.errors import SpecError
 from quicbed.spec.units import format_rate, format_time, parse_percent, parse_rate, parse_size, parse_time
 
 
-@pytest.mark.parametrize("text, bits", [("20mbit", 20e6), ("1.5 Mbit/s", 1.5e6), ("500kbit", 5e5),
-                                        ("1gbit", 1e9), (64000, 64000.0), ("100bit", 100.0)])
+@pytest.mark.parametrize(
+    "text, bits",
+    [("20mbit", 20e6), ("1.5 Mbit/s", 1.5e6), ("500kbit", 5e5), ("1gbit", 1e9), (64000, 64000.0), ("100bit", 100.0)],
+)
 def test_rates(text, bits):
     assert parse_rate(text) == bits
 
 
-@pytest.mark.parametrize("text, fragment", [("20mbps", "ambiguous"), ("fast", "cannot read rate"),
-                                            ("0mbit", "must be positive"), (True, "rate must be")])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("20mbps", "ambiguous"), ("fast", "cannot read rate"), ("0mbit", "must be positive"), (True, "rate must be")],
+)
 def test_bad_rates(text, fragment):
     with pytest.raises(SpecError, match=fragment):
         parse_rate(text, "links[x].rate")

@@ -41,12 +41,19 @@ linux-image-virtual
 
 # --- kernel package names ---------------------------------------------------------------
 
+
 def test_parse_apt_depends_lists_dependencies_only():
     assert kernel.parse_apt_depends(UBUNTU_GENERIC_DEPENDS) == [
-        "linux-image-6.8.0-45-generic", "linux-modules-extra-6.8.0-45-generic", "linux-firmware",
-        "intel-microcode", "amd64-microcode"]
+        "linux-image-6.8.0-45-generic",
+        "linux-modules-extra-6.8.0-45-generic",
+        "linux-firmware",
+        "intel-microcode",
+        "amd64-microcode",
+    ]
     assert kernel.parse_apt_depends(UBUNTU_ALTERNATIVES_DEPENDS)[:2] == [
-        "linux-image-unsigned-6.8.0-45-generic", "linux-image-6.8.0-45-generic"]
+        "linux-image-unsigned-6.8.0-45-generic",
+        "linux-image-6.8.0-45-generic",
+    ]
 
 
 def test_debian_kernel_package():
@@ -58,8 +65,11 @@ def test_debian_kernel_package():
 def test_ubuntu_kernel_packages_include_modules_and_extra():
     version, packages = kernel.resolve_kernel_packages(UBUNTU_GENERIC_DEPENDS, "ubuntu")
     assert version == "6.8.0-45-generic"
-    assert packages == ["linux-image-6.8.0-45-generic", "linux-modules-6.8.0-45-generic",
-                        "linux-modules-extra-6.8.0-45-generic"]
+    assert packages == [
+        "linux-image-6.8.0-45-generic",
+        "linux-modules-6.8.0-45-generic",
+        "linux-modules-extra-6.8.0-45-generic",
+    ]
 
 
 def test_ubuntu_unsigned_alternative_and_virtual_packages_are_skipped():
@@ -73,13 +83,16 @@ def test_no_kernel_package_is_a_clear_error():
         kernel.resolve_kernel_packages("linux-image-amd64\n  Depends: linux-firmware\n", "debian")
 
 
-@pytest.mark.parametrize("release, family", [
-    ({"ID": "debian"}, "debian"),
-    ({"ID": "ubuntu", "ID_LIKE": "debian"}, "ubuntu"),
-    ({"ID": "linuxmint", "ID_LIKE": "ubuntu debian"}, "ubuntu"),
-    ({"ID": "raspbian", "ID_LIKE": "debian"}, "debian"),
-    ({"ID": "fedora"}, ""),
-])
+@pytest.mark.parametrize(
+    "release, family",
+    [
+        ({"ID": "debian"}, "debian"),
+        ({"ID": "ubuntu", "ID_LIKE": "debian"}, "ubuntu"),
+        ({"ID": "linuxmint", "ID_LIKE": "ubuntu debian"}, "ubuntu"),
+        ({"ID": "raspbian", "ID_LIKE": "debian"}, "debian"),
+        ({"ID": "fedora"}, ""),
+    ],
+)
 def test_distribution_family(release, family):
     assert kernel.distribution_family(release) == family
 
@@ -93,11 +106,15 @@ def test_meta_packages():
 def test_read_os_release(tmp_path):
     path = tmp_path / "os-release"
     path.write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n# comment\nVERSION_ID="12"\n')
-    assert kernel.read_os_release(path) == {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)", "ID": "debian",
-                                            "VERSION_ID": "12"}
+    assert kernel.read_os_release(path) == {
+        "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)",
+        "ID": "debian",
+        "VERSION_ID": "12",
+    }
 
 
 # --- kernel cache -------------------------------------------------------------------------
+
 
 def _fake_kernel(cache: Path, version: str, modules: str = "kernel/net/sched/sch_netem.ko:\n") -> Path:
     root = cache / version
@@ -138,8 +155,12 @@ def test_ensure_kernel_with_a_cached_kernel_runs_nothing(tmp_path, monkeypatch):
 
 
 def test_has_module(tmp_path):
-    root = _fake_kernel(tmp_path, "6.1.0-9-amd64", "kernel/net/sched/sch_netem.ko:\n"
-                        "kernel/drivers/net/wireless/virtual/mac80211_hwsim.ko.xz: kernel/net/mac80211/mac80211.ko\n")
+    root = _fake_kernel(
+        tmp_path,
+        "6.1.0-9-amd64",
+        "kernel/net/sched/sch_netem.ko:\n"
+        "kernel/drivers/net/wireless/virtual/mac80211_hwsim.ko.xz: kernel/net/mac80211/mac80211.ko\n",
+    )
     image = kernel.kernel_in(root)
     assert image.has_module("sch_netem") and image.has_module("mac80211_hwsim")
     assert not image.has_module("openvswitch")
@@ -156,6 +177,7 @@ def test_unwritable_cache_says_how_to_fix(tmp_path, monkeypatch):
 
 # --- job script -----------------------------------------------------------------------------
 
+
 def test_module_specs():
     assert vm_job.parse_module_spec("netem") == ("sch_netem", [])
     assert vm_job.parse_module_spec("mac80211_hwsim radios=0") == ("mac80211_hwsim", ["radios=0"])
@@ -167,8 +189,13 @@ def test_module_specs():
 
 
 def test_guest_environment():
-    host = {"PATH": "/root/.pyenv/shims:/usr/local/bin:relative", "PYTHONPATH": "/opt/lib",
-            "QUICBED_RESULTS": "/data", "HOME": "/home/x", "SECRET": "no"}
+    host = {
+        "PATH": "/root/.pyenv/shims:/usr/local/bin:relative",
+        "PYTHONPATH": "/opt/lib",
+        "QUICBED_RESULTS": "/data",
+        "HOME": "/home/x",
+        "SECRET": "no",
+    }
     env = vm.guest_environment({"EXTRA": "1"}, host_env=host, python="/opt/py/bin/python3")
     path = env["PATH"].split(":")
     assert path[0] == "/opt/py/bin"
@@ -198,8 +225,13 @@ def test_runs_name_the_machine_not_the_guest(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_job_script_content():
-    script = vm.render_job_script("/var/lib/quicbed/vm/job 1", ["python3", "-c", "print('a b')"], "/work/my dir",
-                                  {"PATH": "/usr/bin:/bin", "X": "it's"}, ["sch_netem", "mac80211_hwsim radios=2"])
+    script = vm.render_job_script(
+        "/var/lib/quicbed/vm/job 1",
+        ["python3", "-c", "print('a b')"],
+        "/work/my dir",
+        {"PATH": "/usr/bin:/bin", "X": "it's"},
+        ["sch_netem", "mac80211_hwsim radios=2"],
+    )
     assert script.startswith("#!/bin/sh\n")
     assert "JOB='/var/lib/quicbed/vm/job 1'" in script
     assert "export X='it'\"'\"'s'" in script
@@ -217,8 +249,10 @@ def _run_script(tmp_path: Path, argv: list[str], modules=(), fake_modprobe_fails
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     modprobe = bin_dir / "modprobe"
-    modprobe.write_text(f"#!/bin/sh\n[ \"$1\" = '{fake_modprobe_fails}' ] && {{ echo no such module >&2; exit 1; }}\n"
-                        f"echo \"loaded $*\" >> '{tmp_path}/loaded'\n")
+    modprobe.write_text(
+        f"#!/bin/sh\n[ \"$1\" = '{fake_modprobe_fails}' ] && {{ echo no such module >&2; exit 1; }}\n"
+        f"echo \"loaded $*\" >> '{tmp_path}/loaded'\n"
+    )
     modprobe.chmod(0o755)
     (tmp_path / "reaper.py").write_text(vm.REAPER)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GREETING": "hello there"}
@@ -229,9 +263,11 @@ def _run_script(tmp_path: Path, argv: list[str], modules=(), fake_modprobe_fails
 
 
 def test_job_script_runs_the_command_and_records_its_exit_code(tmp_path):
-    code = _run_script(tmp_path, [sys.executable, "-c",
-                                  "import os, sys; print(os.environ['GREETING'], os.getcwd()); sys.exit(3)"],
-                       modules=["sch_netem", "mac80211_hwsim radios=2"])
+    code = _run_script(
+        tmp_path,
+        [sys.executable, "-c", "import os, sys; print(os.environ['GREETING'], os.getcwd()); sys.exit(3)"],
+        modules=["sch_netem", "mac80211_hwsim radios=2"],
+    )
     assert code == 3
     assert (tmp_path / "output").read_text().strip() == f"hello there {tmp_path}"
     assert (tmp_path / "loaded").read_text() == "loaded sch_netem\nloaded mac80211_hwsim radios=2\n"
@@ -243,16 +279,22 @@ def test_job_script_missing_command_is_127(tmp_path):
 
 
 def test_job_script_stops_when_a_module_cannot_be_loaded(tmp_path):
-    code = _run_script(tmp_path, ["touch", str(tmp_path / "ran")], modules=["sch_netem", "mac80211_hwsim"],
-                       fake_modprobe_fails="mac80211_hwsim")
+    code = _run_script(
+        tmp_path,
+        ["touch", str(tmp_path / "ran")],
+        modules=["sch_netem", "mac80211_hwsim"],
+        fake_modprobe_fails="mac80211_hwsim",
+    )
     assert code == vm_job.EXIT_MODULE_FAILED
     assert (tmp_path / "module-failed").read_text().strip() == "mac80211_hwsim"
     assert not (tmp_path / "ran").exists()
 
 
 def test_job_script_reports_death_by_signal(tmp_path):
-    assert _run_script(tmp_path, [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]) \
+    assert (
+        _run_script(tmp_path, [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
         == 128 + 9
+    )
 
 
 @pytest.mark.parametrize("content, expected", [("0\n", 0), ("3", 3), ("137\n", 137), ("", None), ("x", None)])
@@ -295,7 +337,7 @@ def test_kvm_status_override(monkeypatch):
 
 # --- run_in_vm driven by a fake vng (runs the job script on this host) -----------------------
 
-FAKE_VNG = '''\
+FAKE_VNG = """\
 import os, subprocess, sys, time
 argv = sys.argv[1:]
 mode = os.environ.get("FAKE_VNG_MODE", "run")
@@ -307,7 +349,7 @@ script = argv[argv.index("--exec") + 1]
 subprocess.run(["/bin/sh", "-c", script])
 print("virtme-ng-init: script exited", flush=True)
 sys.exit(255)
-'''
+"""
 
 
 @pytest.fixture
@@ -335,8 +377,10 @@ def fake_vm(tmp_path, monkeypatch):
 
 def test_run_in_vm_returns_exit_code_and_output(fake_vm, tmp_path):
     stream = io.StringIO()
-    check = ("import glob, json, os, sys; records = [json.load(open(p)) for p in glob.glob(sys.argv[1] + '/*.json')];"
-             "print('pids', sum(len(r['pids']) for r in records), os.environ['QUICBED_IN_VM']); sys.exit(3)")
+    check = (
+        "import glob, json, os, sys; records = [json.load(open(p)) for p in glob.glob(sys.argv[1] + '/*.json')];"
+        "print('pids', sum(len(r['pids']) for r in records), os.environ['QUICBED_IN_VM']); sys.exit(3)"
+    )
     result = fake_vm([sys.executable, "-c", check, str(tmp_path / "state")], stream=stream)
     assert result.returncode == 3
     assert result.output.startswith("pids ") and result.output.split()[1] != "0"
@@ -374,14 +418,17 @@ def test_run_in_vm_rejects_guest_private_cwd(monkeypatch):
 
 def test_folders_under_guest_tmpfs_are_shared_explicitly(tmp_path):
     assert vm.guest_private_dirs([Path("/tmp/ci/repo"), Path("/tmp/ci/repo/.venv"), Path("/work/x")]) == [
-        "/tmp/ci/repo"]
+        "/tmp/ci/repo"
+    ]
     image = vm.KernelImage("6.1.0-1-amd64", tmp_path / "vmlinuz", tmp_path)
-    argv = vm.vng_command("vng", image, Path("/var/lib/quicbed/vm/j/job.sh"), memory="2G", cpus=2, kvm=False,
-                          shared=["/tmp/ci/repo"])
+    argv = vm.vng_command(
+        "vng", image, Path("/var/lib/quicbed/vm/j/job.sh"), memory="2G", cpus=2, kvm=False, shared=["/tmp/ci/repo"]
+    )
     assert "--rwdir=/tmp/ci/repo" in argv
 
 
 # --- the pytest plugin's junit mapping --------------------------------------------------------
+
 
 def test_junit_key():
     import vm_plugin
@@ -394,7 +441,8 @@ def test_parse_junit_from_a_real_pytest_run(tmp_path):
     import vm_plugin
 
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "test_sample.py").write_text(textwrap.dedent('''
+    (tmp_path / "sub" / "test_sample.py").write_text(
+        textwrap.dedent("""
         import pytest
 
         def test_pass():
@@ -421,20 +469,53 @@ def test_parse_junit_from_a_real_pytest_run(tmp_path):
             @pytest.mark.parametrize("n", [1, "a/b"])
             def test_param(self, n):
                 pass
-    '''))
+    """)
+    )
     junit = tmp_path / "junit.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                    "-o", "junit_family=xunit2", f"--junitxml={junit}", "-q", "sub"],
-                   cwd=tmp_path, capture_output=True, timeout=120, check=False,
-                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-o",
+            "junit_family=xunit2",
+            f"--junitxml={junit}",
+            "-q",
+            "sub",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     base = "sub/test_sample.py::"
-    nodeids = [base + name for name in ("test_pass", "test_fail", "test_skip", "test_xfail", "test_error",
-                                        "TestGroup::test_param[1]", "TestGroup::test_param[a/b]")]
+    nodeids = [
+        base + name
+        for name in (
+            "test_pass",
+            "test_fail",
+            "test_skip",
+            "test_xfail",
+            "test_error",
+            "TestGroup::test_param[1]",
+            "TestGroup::test_param[a/b]",
+        )
+    ]
     outcomes = vm_plugin.parse_junit(junit.read_text(), nodeids)
     assert {n: o.outcome for n, o in outcomes.items()} == {
-        base + "test_pass": "passed", base + "test_fail": "failed", base + "test_skip": "skipped",
-        base + "test_xfail": "xfailed", base + "test_error": "error",
-        base + "TestGroup::test_param[1]": "passed", base + "TestGroup::test_param[a/b]": "passed"}
+        base + "test_pass": "passed",
+        base + "test_fail": "failed",
+        base + "test_skip": "skipped",
+        base + "test_xfail": "xfailed",
+        base + "test_error": "error",
+        base + "TestGroup::test_param[1]": "passed",
+        base + "TestGroup::test_param[a/b]": "passed",
+    }
     assert "numbers differ" in outcomes[base + "test_fail"].text
     assert outcomes[base + "test_skip"].message == "no hwsim here"
     assert "fixture broke" in outcomes[base + "test_error"].text
@@ -444,9 +525,11 @@ def test_parse_junit_from_a_real_pytest_run(tmp_path):
 def test_a_skipped_test_of_a_required_feature_fails(tmp_path, required):
     """The test command requires the Mininet-WiFi tests: a skip of a test needing a required
     feature (on this kernel, or --no-vm) is a failure that keeps the skip's reason."""
-    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(Path(vm_plugin_dir()))!r})\n"
-                                          "pytest_plugins = ['vm_plugin']\n")
-    (tmp_path / "test_sample.py").write_text(textwrap.dedent('''
+    (tmp_path / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(Path(vm_plugin_dir()))!r})\npytest_plugins = ['vm_plugin']\n"
+    )
+    (tmp_path / "test_sample.py").write_text(
+        textwrap.dedent("""
         import pytest
 
         @pytest.mark.needs_kernel("netem")
@@ -455,11 +538,29 @@ def test_a_skipped_test_of_a_required_feature_fails(tmp_path, required):
 
         def test_plain():
             pytest.skip("not a kernel test")
-    '''))
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfEs",
-            "--no-vm", "test_sample.py"] + (["--require-feature", "netem"] if required else [])
-    result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    """)
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        "-rfEs",
+        "--no-vm",
+        "test_sample.py",
+    ] + (["--require-feature", "netem"] if required else [])
+    result = subprocess.run(
+        argv,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     summary = result.stdout.strip().splitlines()[-1]
     if not required:
         assert "2 skipped" in summary and result.returncode == 0, result.stdout
@@ -516,8 +617,8 @@ def _elf(program_header_types: list[int]) -> bytes:
 
 def test_static_elf_is_told_from_a_dynamic_one(tmp_path):
     static, dynamic, script = tmp_path / "static", tmp_path / "dynamic", tmp_path / "script"
-    static.write_bytes(_elf([1, 1, 4]))      # PT_LOAD, PT_LOAD, PT_NOTE: no interpreter
-    dynamic.write_bytes(_elf([6, 3, 1]))     # PT_PHDR, PT_INTERP, PT_LOAD
+    static.write_bytes(_elf([1, 1, 4]))  # PT_LOAD, PT_LOAD, PT_NOTE: no interpreter
+    dynamic.write_bytes(_elf([6, 3, 1]))  # PT_PHDR, PT_INTERP, PT_LOAD
     script.write_text("#!/bin/sh\n")
     assert vm.is_static_elf(static)
     assert not vm.is_static_elf(dynamic)

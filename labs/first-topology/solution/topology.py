@@ -1,7 +1,7 @@
 """Lab first-topology, reference solution.
 
-    h1 ---- s1 ====shaped==== h2
-               10 Mbit/s, 10 ms one way
+h1 ---- s1 ====shaped==== h2
+           10 Mbit/s, 10 ms one way
 """
 
 from quicbed import Topology

@@ -125,8 +125,7 @@ class DelayIncreaseMonitor:
         self._recent.append(rtt)
         if len(self._recent) > self.samples:
             del self._recent[0]
-        return (len(self._recent) == self.samples
-                and min(self._recent) > self.min_rtt * (1.0 + self.rtt_increase))
+        return len(self._recent) == self.samples and min(self._recent) > self.min_rtt * (1.0 + self.rtt_increase)
 
 
 def congestion_control_name(profile: TransportProfile) -> str:
@@ -150,11 +149,17 @@ def _register_variant(base_name: str, rtt_increase: float | None, initial_window
             if initial_window is not None:
                 self.congestion_window = initial_window
 
-    Variant.__name__ = base_class.__name__ + ("SlowStartExit" if rtt_increase is not None else "") \
+    Variant.__name__ = (
+        base_class.__name__
+        + ("SlowStartExit" if rtt_increase is not None else "")
         + (f"InitialWindow{initial_window}" if initial_window is not None else "")
+    )
     Variant.__qualname__ = Variant.__name__
-    name = base_name + (f"+ssexit={rtt_increase:g}" if rtt_increase is not None else "") \
+    name = (
+        base_name
+        + (f"+ssexit={rtt_increase:g}" if rtt_increase is not None else "")
         + (f"+iw={initial_window}" if initial_window is not None else "")
+    )
     register_congestion_control(name, Variant)
     return name
 
@@ -194,8 +199,9 @@ def detect_loss_function(time_threshold: float, packet_threshold: int) -> Callab
     namespace = dict(original.__globals__)
     namespace["K_TIME_THRESHOLD"] = time_threshold
     namespace["K_PACKET_THRESHOLD"] = packet_threshold
-    function = types.FunctionType(original.__code__, namespace, original.__name__,
-                                  original.__defaults__, original.__closure__)
+    function = types.FunctionType(
+        original.__code__, namespace, original.__name__, original.__defaults__, original.__closure__
+    )
     function.__kwdefaults__ = original.__kwdefaults__
     function.__qualname__ = original.__qualname__
     return function
@@ -234,8 +240,7 @@ class AckScheduler:
     pending: int = 0  # ... since the last ACK frame was written
     first_pending_at: float | None = None
 
-    def on_ack_eliciting(self, *, space: Any, count: int, now: float, largest_before: int,
-                         min_rtt: float) -> None:
+    def on_ack_eliciting(self, *, space: Any, count: int, now: float, largest_before: int, min_rtt: float) -> None:
         """After a datagram carried ``count`` ack-eliciting application packets."""
         self.received += count
         if self.pending == 0 or self.first_pending_at is None:
@@ -247,8 +252,7 @@ class AckScheduler:
         largest = space.largest_received_packet
         # The first application packet cannot be out of order: aioquic numbers packets
         # across all packet spaces, so it seldom is number 0.
-        disorder = largest_before >= 0 and (largest <= largest_before
-                                             or largest > largest_before + 1)
+        disorder = largest_before >= 0 and (largest <= largest_before or largest > largest_before + 1)
         if self.profile.immediate_ack_on_gap and disorder:
             self.counters.immediate_acks += 1
             due = now
@@ -256,8 +260,7 @@ class AckScheduler:
             self.counters.threshold_acks += 1
             due = now
         else:
-            due = self.first_pending_at + self.profile.ack_delay(
-                min_rtt if math.isfinite(min_rtt) else None)
+            due = self.first_pending_at + self.profile.ack_delay(min_rtt if math.isfinite(min_rtt) else None)
         space.ack_at = due - ACK_DUE_EPSILON
 
     def on_ack_sent(self) -> None:
@@ -281,16 +284,15 @@ class ConnectionHooks:
     def _install(self) -> None:
         connection = self.connection
         loss = connection._loss
-        if connection._configuration.congestion_control_algorithm != congestion_control_name(
-                self.profile):
-            raise ValueError("the configuration was not prepared with aioquic_hooks.configure() "
-                             "for this profile")
+        if connection._configuration.congestion_control_algorithm != congestion_control_name(self.profile):
+            raise ValueError("the configuration was not prepared with aioquic_hooks.configure() for this profile")
         if not self.profile.pacing:
             loss._pacer = NoPacer(max_datagram_size=connection._max_datagram_size)
-        if (self.profile.loss_time_threshold != aioquic_recovery.K_TIME_THRESHOLD
-                or self.profile.loss_packet_threshold != aioquic_recovery.K_PACKET_THRESHOLD):
-            detect = detect_loss_function(self.profile.loss_time_threshold,
-                                          self.profile.loss_packet_threshold)
+        if (
+            self.profile.loss_time_threshold != aioquic_recovery.K_TIME_THRESHOLD
+            or self.profile.loss_packet_threshold != aioquic_recovery.K_PACKET_THRESHOLD
+        ):
+            detect = detect_loss_function(self.profile.loss_time_threshold, self.profile.loss_packet_threshold)
             loss._detect_loss = types.MethodType(detect, loss)  # type: ignore[method-assign]  # patching aioquic
         self._wrap(connection, "receive_datagram", self._receive_datagram)
         self._wrap(connection, "datagrams_to_send", self._datagrams_to_send)
@@ -300,8 +302,11 @@ class ConnectionHooks:
         self._wrap(loss, "_on_packets_lost", self._on_packets_lost)
         advertised = self.advertised_max_ack_delay_ms()
         if advertised != AIOQUIC_ADVERTISED_MAX_ACK_DELAY_MS:
-            self._wrap(connection, "_serialize_transport_parameters",
-                       functools.partial(self._serialize_transport_parameters, advertised))
+            self._wrap(
+                connection,
+                "_serialize_transport_parameters",
+                functools.partial(self._serialize_transport_parameters, advertised),
+            )
 
     @staticmethod
     def _wrap(target: Any, name: str, wrapper: Callable[..., Any]) -> None:
@@ -315,8 +320,7 @@ class ConnectionHooks:
 
     # -- wrappers (first argument: the original bound method)
 
-    def _receive_datagram(self, original: Callable[..., None], data: bytes, addr: Any,
-                          now: float) -> None:
+    def _receive_datagram(self, original: Callable[..., None], data: bytes, addr: Any, now: float) -> None:
         self.counters.datagrams_received += 1
         self.counters.bytes_received += len(data)
         if self.scheduler is None:
@@ -329,18 +333,23 @@ class ConnectionHooks:
         if self._application_eliciting:
             self.scheduler.on_ack_eliciting(
                 space=self.connection._spaces[tls.Epoch.ONE_RTT],
-                count=self._application_eliciting, now=now, largest_before=largest_before,
-                min_rtt=self.connection._loss._rtt_min)
+                count=self._application_eliciting,
+                now=now,
+                largest_before=largest_before,
+                min_rtt=self.connection._loss._rtt_min,
+            )
 
-    def _datagrams_to_send(self, original: Callable[..., list[tuple[bytes, Any]]],
-                           now: float) -> list[tuple[bytes, Any]]:
+    def _datagrams_to_send(
+        self, original: Callable[..., list[tuple[bytes, Any]]], now: float
+    ) -> list[tuple[bytes, Any]]:
         datagrams = original(now=now)
         self.counters.datagrams_sent += len(datagrams)
         self.counters.bytes_sent += sum(len(data) for data, _ in datagrams)
         return datagrams
 
-    def _payload_received(self, original: Callable[..., tuple[bool, bool]], context: Any,
-                          *args: Any, **kwargs: Any) -> tuple[bool, bool]:
+    def _payload_received(
+        self, original: Callable[..., tuple[bool, bool]], context: Any, *args: Any, **kwargs: Any
+    ) -> tuple[bool, bool]:
         result = original(context, *args, **kwargs)
         self.counters.packets_received += 1
         if result[0]:
@@ -374,8 +383,7 @@ class ConnectionHooks:
             self.counters.packets_rescheduled += len(packets)
         original(**kwargs)
 
-    def _serialize_transport_parameters(self, advertised_ms: int,
-                                        original: Callable[[], bytes]) -> bytes:
+    def _serialize_transport_parameters(self, advertised_ms: int, original: Callable[[], bytes]) -> bytes:
         data = original()
         parameters = pull_quic_transport_parameters(Buffer(data=data))
         parameters.max_ack_delay = advertised_ms
@@ -396,8 +404,7 @@ class ConnectionHooks:
         received = counters["ack_eliciting_packets_received"]
         return {
             **counters,
-            "ack_only_per_ack_eliciting_received": (
-                counters["ack_only_packets_sent"] / received if received else None),
+            "ack_only_per_ack_eliciting_received": (counters["ack_only_packets_sent"] / received if received else None),
             "rtt_min": seconds(loss._rtt_min),
             "rtt_smoothed": seconds(loss._rtt_smoothed),
             "rtt_latest": seconds(loss._rtt_latest),
@@ -447,54 +454,65 @@ def check_internals() -> list[str]:
         if not condition:
             problems.append(what)
 
-    def expect_method(cls: type, name: str, parameters: list[str],
-                      uses: frozenset[str] | set[str] = frozenset()) -> None:
+    def expect_method(
+        cls: type, name: str, parameters: list[str], uses: frozenset[str] | set[str] = frozenset()
+    ) -> None:
         method = getattr(cls, name, None)
         if not callable(method):
             problems.append(f"{cls.__name__}.{name} is missing")
             return
         found = _parameters(method)
-        expect(found[:len(parameters)] == parameters,
-               f"{cls.__name__}.{name} takes {found}, expected {parameters} first")
+        expect(
+            found[: len(parameters)] == parameters, f"{cls.__name__}.{name} takes {found}, expected {parameters} first"
+        )
         missing = uses - _names(method)
         expect(not missing, f"{cls.__name__}.{name} no longer refers to {sorted(missing)}")
 
     # ACK scheduling happens inside receive_datagram and is read by _write_application
-    expect_method(QuicConnection, "receive_datagram", ["data", "addr", "now"],
-                  {"ack_at", "_ack_delay", "_payload_received", "largest_received_packet"})
+    expect_method(
+        QuicConnection,
+        "receive_datagram",
+        ["data", "addr", "now"],
+        {"ack_at", "_ack_delay", "_payload_received", "largest_received_packet"},
+    )
     expect_method(QuicConnection, "datagrams_to_send", ["now"])
     expect_method(QuicConnection, "_payload_received", ["context", "plain"])
     expect_method(QuicConnection, "_write_ack_frame", ["builder", "space", "now"], {"ack_at"})
-    expect_method(QuicConnection, "_write_application", ["builder", "network_path", "now"],
-                  {"ack_at", "_write_ack_frame", "_pacer", "next_send_time",
-                   "update_after_send"})
+    expect_method(
+        QuicConnection,
+        "_write_application",
+        ["builder", "network_path", "now"],
+        {"ack_at", "_write_ack_frame", "_pacer", "next_send_time", "update_after_send"},
+    )
     expect_method(QuicConnection, "_serialize_transport_parameters", [], {"max_ack_delay"})
     # loss detection and recovery
-    expect_method(QuicPacketRecovery, "_detect_loss", ["now", "space"],
-                  {"K_TIME_THRESHOLD", "K_PACKET_THRESHOLD"})
+    expect_method(QuicPacketRecovery, "_detect_loss", ["now", "space"], {"K_TIME_THRESHOLD", "K_PACKET_THRESHOLD"})
     detect = getattr(QuicPacketRecovery, "_detect_loss", None)
-    expect(detect is not None and not detect.__code__.co_freevars,
-           "QuicPacketRecovery._detect_loss became a closure")
-    expect(hasattr(aioquic_recovery, "K_TIME_THRESHOLD")
-           and hasattr(aioquic_recovery, "K_PACKET_THRESHOLD"),
-           "aioquic.quic.recovery no longer defines K_TIME_THRESHOLD/K_PACKET_THRESHOLD")
+    expect(detect is not None and not detect.__code__.co_freevars, "QuicPacketRecovery._detect_loss became a closure")
+    expect(
+        hasattr(aioquic_recovery, "K_TIME_THRESHOLD") and hasattr(aioquic_recovery, "K_PACKET_THRESHOLD"),
+        "aioquic.quic.recovery no longer defines K_TIME_THRESHOLD/K_PACKET_THRESHOLD",
+    )
     expect_method(QuicPacketRecovery, "on_packet_sent", ["packet", "space"])
     expect_method(QuicPacketRecovery, "_on_packets_lost", [])
     lost = getattr(QuicPacketRecovery, "_on_packets_lost", None)
     if lost is not None:
-        expect({"now", "packets", "space"} <= set(_parameters(lost)),
-               "QuicPacketRecovery._on_packets_lost lost its now/packets/space parameters")
+        expect(
+            {"now", "packets", "space"} <= set(_parameters(lost)),
+            "QuicPacketRecovery._on_packets_lost lost its now/packets/space parameters",
+        )
     expect_method(QuicPacketRecovery, "on_ack_received", [], {"on_rtt_measurement", "_rtt_min"})
     # pacer
     expect_method(QuicPacketPacer, "next_send_time", ["now"])
     expect_method(QuicPacketPacer, "update_after_send", ["now"])
     expect_method(QuicPacketPacer, "update_rate", ["congestion_window", "smoothed_rtt"])
     # slow start
-    expect(callable(getattr(congestion_base, "register_congestion_control", None)),
-           "aioquic.quic.congestion.base.register_congestion_control is missing")
+    expect(
+        callable(getattr(congestion_base, "register_congestion_control", None)),
+        "aioquic.quic.congestion.base.register_congestion_control is missing",
+    )
     for name, cc_class in _CC_BASES.items():
-        expect_method(cc_class, "on_rtt_measurement", ["now", "rtt"],
-                      {"_rtt_monitor", "is_rtt_increasing"})
+        expect_method(cc_class, "on_rtt_measurement", ["now", "rtt"], {"_rtt_monitor", "is_rtt_increasing"})
         try:
             instance = cc_class(max_datagram_size=1200)
             expect(hasattr(instance, "_rtt_monitor"), f"{name} has no _rtt_monitor")
@@ -507,23 +525,34 @@ def check_internals() -> list[str]:
         connection = QuicConnection(configuration=configuration)
         connection.connect(("127.0.0.1", 4433), now=0.0)
         loss = connection._loss
-        for attribute in ("_pacer", "_cc", "_rtt_min", "_rtt_smoothed", "_rtt_latest",
-                          "_rtt_variance", "congestion_window", "bytes_in_flight"):
+        for attribute in (
+            "_pacer",
+            "_cc",
+            "_rtt_min",
+            "_rtt_smoothed",
+            "_rtt_latest",
+            "_rtt_variance",
+            "congestion_window",
+            "bytes_in_flight",
+        ):
             expect(hasattr(loss, attribute), f"QuicPacketRecovery has no {attribute}")
-        expect(isinstance(getattr(loss, "_pacer", None), QuicPacketPacer),
-               "QuicPacketRecovery._pacer is not a QuicPacketPacer")
-        expect(hasattr(connection, "_max_datagram_size"),
-               "QuicConnection has no _max_datagram_size")
-        expect(getattr(connection, "_ack_delay", None) == K_GRANULARITY,
-               "QuicConnection._ack_delay is no longer 1 ms")
+        expect(
+            isinstance(getattr(loss, "_pacer", None), QuicPacketPacer),
+            "QuicPacketRecovery._pacer is not a QuicPacketPacer",
+        )
+        expect(hasattr(connection, "_max_datagram_size"), "QuicConnection has no _max_datagram_size")
+        expect(getattr(connection, "_ack_delay", None) == K_GRANULARITY, "QuicConnection._ack_delay is no longer 1 ms")
         space = getattr(connection, "_spaces", {}).get(tls.Epoch.ONE_RTT)
-        expect(space is not None and hasattr(space, "ack_at")
-               and hasattr(space, "largest_received_packet"),
-               "QuicConnection._spaces[ONE_RTT] lacks ack_at/largest_received_packet")
+        expect(
+            space is not None and hasattr(space, "ack_at") and hasattr(space, "largest_received_packet"),
+            "QuicConnection._spaces[ONE_RTT] lacks ack_at/largest_received_packet",
+        )
         data = connection._serialize_transport_parameters()
         parameters = pull_quic_transport_parameters(Buffer(data=data))
-        expect(parameters.max_ack_delay == AIOQUIC_ADVERTISED_MAX_ACK_DELAY_MS,
-               f"aioquic advertises max_ack_delay {parameters.max_ack_delay}, expected 25")
+        expect(
+            parameters.max_ack_delay == AIOQUIC_ADVERTISED_MAX_ACK_DELAY_MS,
+            f"aioquic advertises max_ack_delay {parameters.max_ack_delay}, expected 25",
+        )
         buf = Buffer(capacity=len(data) + 16)
         push_quic_transport_parameters(buf, parameters)
         expect(buf.data == data, "transport parameters do not survive a pull/push round trip")
@@ -543,13 +572,29 @@ def require_compatible() -> None:
     if problems:
         raise AioquicIncompatible(
             f"aioquic {aioquic_version()} is incompatible with quicbed's transport hooks "
-            f"(supported: aioquic{SUPPORTED_AIOQUIC}): " + "; ".join(problems)
-            + ". Fix: pip install 'aioquic" + SUPPORTED_AIOQUIC + "'")
+            f"(supported: aioquic{SUPPORTED_AIOQUIC}): "
+            + "; ".join(problems)
+            + ". Fix: pip install 'aioquic"
+            + SUPPORTED_AIOQUIC
+            + "'"
+        )
 
 
 __all__ = [
-    "ACK_DUE_EPSILON", "AckScheduler", "AioquicIncompatible", "ConnectionHooks",
-    "DelayIncreaseMonitor", "NoPacer", "SUPPORTED_AIOQUIC", "TransportCounters",
-    "aioquic_version", "check_internals", "configure", "congestion_control_name",
-    "detect_loss_function", "install", "is_supported_version", "require_compatible",
+    "ACK_DUE_EPSILON",
+    "AckScheduler",
+    "AioquicIncompatible",
+    "ConnectionHooks",
+    "DelayIncreaseMonitor",
+    "NoPacer",
+    "SUPPORTED_AIOQUIC",
+    "TransportCounters",
+    "aioquic_version",
+    "check_internals",
+    "configure",
+    "congestion_control_name",
+    "detect_loss_function",
+    "install",
+    "is_supported_version",
+    "require_compatible",
 ]

@@ -37,8 +37,9 @@ class SelfSigned:
         )
 
 
-def generate(names: Sequence[str] = ("localhost", "127.0.0.1", "::1"),
-             valid_days: int = 3650, key_type: str = "ec") -> SelfSigned:
+def generate(
+    names: Sequence[str] = ("localhost", "127.0.0.1", "::1"), valid_days: int = 3650, key_type: str = "ec"
+) -> SelfSigned:
     """A self-signed certificate for ``names`` (DNS names or IP addresses).
 
     ``key_type`` "ec" (ECDSA P-256, what every TLS stack accepts) or "ed25519", whose
@@ -48,8 +49,8 @@ def generate(names: Sequence[str] = ("localhost", "127.0.0.1", "::1"),
     if key_type not in KEY_TYPES:
         raise ValueError(f"key_type must be one of {', '.join(KEY_TYPES)}")
     key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey = (
-        ec.generate_private_key(ec.SECP256R1()) if key_type == "ec"
-        else ed25519.Ed25519PrivateKey.generate())
+        ec.generate_private_key(ec.SECP256R1()) if key_type == "ec" else ed25519.Ed25519PrivateKey.generate()
+    )
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     alternative: list[x509.GeneralName] = []
     for name in names:
@@ -73,8 +74,7 @@ def generate(names: Sequence[str] = ("localhost", "127.0.0.1", "::1"),
     return SelfSigned(certificate=certificate, private_key=key)
 
 
-def write(directory: str | Path, names: Sequence[str] = ("localhost", "127.0.0.1", "::1")
-          ) -> tuple[Path, Path]:
+def write(directory: str | Path, names: Sequence[str] = ("localhost", "127.0.0.1", "::1")) -> tuple[Path, Path]:
     """Write ``cert.pem`` and ``key.pem`` into ``directory``; return their paths."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
@@ -87,12 +87,16 @@ def write(directory: str | Path, names: Sequence[str] = ("localhost", "127.0.0.1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.certs",
-                                     description="Write a self-signed certificate and key.")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.apps.quic.certs", description="Write a self-signed certificate and key."
+    )
     parser.add_argument("--out", required=True, help="directory for cert.pem and key.pem")
-    parser.add_argument("--name", action="append", default=[],
-                        help="DNS name or IP address (repeatable; "
-                        "default localhost, 127.0.0.1, ::1)")
+    parser.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        help="DNS name or IP address (repeatable; default localhost, 127.0.0.1, ::1)",
+    )
     args = parser.parse_args(argv)
     cert_path, key_path = write(args.out, args.name or ("localhost", "127.0.0.1", "::1"))
     print(f"{cert_path}\n{key_path}")

@@ -75,8 +75,14 @@ class ClientSettings(RequestSettings):
 class Http3ClientProtocol(QuicConnectionProtocol):
     """Issues GET requests, at most ``parallel`` at a time, and times each object."""
 
-    def __init__(self, quic: QuicConnection, stream_handler: Any = None, *,
-                 settings: ClientSettings, hooks: aioquic_hooks.ConnectionHooks) -> None:
+    def __init__(
+        self,
+        quic: QuicConnection,
+        stream_handler: Any = None,
+        *,
+        settings: ClientSettings,
+        hooks: aioquic_hooks.ConnectionHooks,
+    ) -> None:
         super().__init__(quic, stream_handler)
         self.settings = settings
         self.hooks = hooks
@@ -101,11 +107,17 @@ class Http3ClientProtocol(QuicConnectionProtocol):
             path = self._queue.popleft()
             stream_id = self._quic.get_next_available_stream_id()
             authority = self.settings.server_name or self.settings.host
-            self._http.send_headers(stream_id, [
-                (b":method", b"GET"), (b":scheme", b"https"),
-                (b":authority", f"{authority}:{self.settings.port}".encode()),
-                (b":path", path.encode()), (b"user-agent", USER_AGENT),
-            ], end_stream=True)
+            self._http.send_headers(
+                stream_id,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"https"),
+                    (b":authority", f"{authority}:{self.settings.port}".encode()),
+                    (b":path", path.encode()),
+                    (b"user-agent", USER_AGENT),
+                ],
+                end_stream=True,
+            )
             self.active[stream_id] = ObjectTiming(path, self._loop.time())
         self.transmit()
 
@@ -116,9 +128,9 @@ class Http3ClientProtocol(QuicConnectionProtocol):
         elif isinstance(event, events.ConnectionTerminated):
             self.terminated = event
             if not self.done.done():
-                self.done.set_exception(ConnectionError(
-                    f"connection closed: error 0x{event.error_code:x} "
-                    f"{event.reason_phrase}".strip()))
+                self.done.set_exception(
+                    ConnectionError(f"connection closed: error 0x{event.error_code:x} {event.reason_phrase}".strip())
+                )
             return
         for http_event in self._http.handle_event(event):
             stream_id = getattr(http_event, "stream_id", -1)
@@ -145,9 +157,12 @@ class Http3ClientProtocol(QuicConnectionProtocol):
 
 
 def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> QuicConfiguration:
-    configuration = QuicConfiguration(is_client=True, alpn_protocols=list(H3_ALPN),
-                                      server_name=settings.server_name or settings.host,
-                                      quic_logger=qlog)
+    configuration = QuicConfiguration(
+        is_client=True,
+        alpn_protocols=list(H3_ALPN),
+        server_name=settings.server_name or settings.host,
+        quic_logger=qlog,
+    )
     if settings.insecure:
         configuration.verify_mode = ssl.CERT_NONE
     elif settings.ca_file is not None:
@@ -161,8 +176,7 @@ def client_configuration(settings: ClientSettings, qlog: QlogWriter | None) -> Q
 def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in."""
     record = base_record("quicbed-quic-client", settings)
-    record.update({"aioquic_version": aioquic_hooks.aioquic_version(), "protocol": "h3",
-                   **settings.profile.record()})
+    record.update({"aioquic_version": aioquic_hooks.aioquic_version(), "protocol": "h3", **settings.profile.record()})
     return record
 
 
@@ -182,13 +196,18 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         configuration = client_configuration(settings, qlog)
         if settings.resumption != "none":
             priming = _prime(settings, family, address, tickets)
-            record["resumption"] = {"asked": settings.resumption, "priming": await asyncio.wait_for(
-                priming, timeout=max(0.0, settings.timeout - (loop.time() - origin)))}
+            record["resumption"] = {
+                "asked": settings.resumption,
+                "priming": await asyncio.wait_for(priming, timeout=max(0.0, settings.timeout - (loop.time() - origin))),
+            }
             if not tickets:
                 raise QuicbedError("no session ticket to resume with: the priming connection received none")
             # with ticket, the same ticket without the early data it allows
-            configuration.session_ticket = tickets[-1] if settings.resumption == "0rtt" else \
-                dataclasses.replace(tickets[-1], max_early_data_size=None)
+            configuration.session_ticket = (
+                tickets[-1]
+                if settings.resumption == "0rtt"
+                else dataclasses.replace(tickets[-1], max_early_data_size=None)
+            )
             settings.barrier.wait()  # primed: the run's captures may start now
             record["started_at"], origin = time.time(), loop.time()  # the measured connection's times
         sock, buffers = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
@@ -196,7 +215,8 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         connection = QuicConnection(configuration=configuration)
         hooks = aioquic_hooks.install(connection, settings.profile)
         transport, created = await loop.create_datagram_endpoint(
-            lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
+            lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock
+        )
         protocol = created
         assert protocol is not None
         run = _run(protocol, address, settings.paths, early=settings.resumption == "0rtt")
@@ -208,9 +228,13 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         record["error"] = str(error) or type(error).__name__
     finally:
         if "resumption" in record:
-            record["resumption"].update(tickets_received=len(tickets), ticket_offered=bool(tickets),
-                                        early_data_accepted=protocol.early_data_accepted if protocol is not None
-                                        and settings.resumption == "0rtt" else None)
+            record["resumption"].update(
+                tickets_received=len(tickets),
+                ticket_offered=bool(tickets),
+                early_data_accepted=protocol.early_data_accepted
+                if protocol is not None and settings.resumption == "0rtt"
+                else None,
+            )
         if protocol is not None:
             if protocol.done.done() and not protocol.done.cancelled():
                 protocol.done.exception()  # retrieved: no "never retrieved" warning
@@ -251,11 +275,13 @@ async def _prime(settings: ClientSettings, family: int, address: Any, tickets: l
     loop = asyncio.get_running_loop()
     start = loop.time()
     sock, _ = bound_udp_socket(settings.bind, 0, settings.socket_buffer, family=family)
-    connection = QuicConnection(configuration=client_configuration(settings, None),
-                                session_ticket_handler=tickets.append)
+    connection = QuicConnection(
+        configuration=client_configuration(settings, None), session_ticket_handler=tickets.append
+    )
     hooks = aioquic_hooks.install(connection, settings.profile)
     transport, protocol = await loop.create_datagram_endpoint(
-        lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock)
+        lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock
+    )
     assert isinstance(protocol, Http3ClientProtocol)
     try:
         await _run(protocol, address, [PRIMING_PATH])
@@ -270,8 +296,12 @@ async def _prime(settings: ClientSettings, family: int, address: Any, tickets: l
             pass
         transport.close()
     (timing,) = protocol.finished
-    return {"handshake_time": None if protocol.handshake_at is None else protocol.handshake_at - start,
-            "total_time": loop.time() - start, "status": timing.status, "error": None}
+    return {
+        "handshake_time": None if protocol.handshake_at is None else protocol.handshake_at - start,
+        "total_time": loop.time() - start,
+        "status": timing.status,
+        "error": None,
+    }
 
 
 def _fill(record: dict[str, Any], protocol: Http3ClientProtocol, origin: float) -> None:
@@ -294,10 +324,12 @@ def _fill(record: dict[str, Any], protocol: Http3ClientProtocol, origin: float) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.client",
-                                     description="Fetch objects over HTTP/3 and record timings.")
-    add_request_arguments(parser, port=4433, parallel_help="concurrent request streams on the one "
-                          "connection (default 6)")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.apps.quic.client", description="Fetch objects over HTTP/3 and record timings."
+    )
+    add_request_arguments(
+        parser, port=4433, parallel_help="concurrent request streams on the one connection (default 6)"
+    )
     parser.add_argument("--bind", default="", help="local address to bind (default any)")
     parser.add_argument("--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE")
     parser.add_argument("--qlog-dir", type=Path, default=None)
@@ -307,9 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
-    settings = ClientSettings(**request_fields(args), profile=profile_from_arguments(args), bind=args.bind,
-                              socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
-                              qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode)
+    settings = ClientSettings(
+        **request_fields(args),
+        profile=profile_from_arguments(args),
+        bind=args.bind,
+        socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
+        qlog_dir=args.qlog_dir,
+        qlog_mode=args.qlog_mode,
+    )
     settings.check(RESUMPTION_MODES)
     return settings
 

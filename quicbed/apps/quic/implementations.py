@@ -59,9 +59,12 @@ class QuicImplementation(ABC):
         """Raise a QuicbedError naming every knob this implementation cannot honour."""
         refused = self.refusals(profile)
         if refused:
-            raise QuicbedError(f"{self.name} cannot run profile {profile.name!r}: " + "; ".join(refused)
-                               + ". Change these knobs (--knob NAME=VALUE, or knobs: in the transport) or use "
-                               "another implementation (docs/transport-profiles.md has a column per implementation)")
+            raise QuicbedError(
+                f"{self.name} cannot run profile {profile.name!r}: "
+                + "; ".join(refused)
+                + ". Change these knobs (--knob NAME=VALUE, or knobs: in the transport) or use "
+                "another implementation (docs/transport-profiles.md has a column per implementation)"
+            )
 
 
 class Aioquic(QuicImplementation):
@@ -70,11 +73,12 @@ class Aioquic(QuicImplementation):
         if profile.congestion_control == "bbr":
             refused.append("congestion_control=bbr: aioquic has NewReno and CUBIC only")
         if profile.mtu_discovery:
-            refused.append("mtu_discovery=true: aioquic has no path MTU discovery (its datagrams stay at 1200 "
-                           "bytes)")
+            refused.append("mtu_discovery=true: aioquic has no path MTU discovery (its datagrams stay at 1200 bytes)")
         if profile.pacing_burst is not None:
-            refused.append(f"pacing_burst={profile.pacing_burst}: aioquic's pacer runs on asyncio's timers, which "
-                           "wake at millisecond steps; fine pacing needs quinn")
+            refused.append(
+                f"pacing_burst={profile.pacing_burst}: aioquic's pacer runs on asyncio's timers, which "
+                "wake at millisecond steps; fine pacing needs quinn"
+            )
         return refused
 
 
@@ -82,14 +86,19 @@ class Quinn(QuicImplementation):
     def refusals(self, profile: TransportProfile) -> list[str]:
         refused: list[str] = []
         if profile.ack_decimation_after:
-            refused.append(f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "
-                           "one ACK frequency per connection, it cannot change it after N packets")
+            refused.append(
+                f"ack_decimation_after={profile.ack_decimation_after}: quinn asks the receiver for "
+                "one ACK frequency per connection, it cannot change it after N packets"
+            )
         if profile.ack_delay_rtt_fraction is not None:
-            refused.append(f"ack_delay_rtt_fraction={profile.ack_delay_rtt_fraction:g}: quinn caps the ACK "
-                           "delay it asks for at one RTT, not at a fraction of it")
+            refused.append(
+                f"ack_delay_rtt_fraction={profile.ack_delay_rtt_fraction:g}: quinn caps the ACK "
+                "delay it asks for at one RTT, not at a fraction of it"
+            )
         if profile.congestion_control == "bbr" and profile.slow_start_exit_rtt_increase is not None:
-            refused.append("slow_start_exit_rtt_increase with congestion_control=bbr: BBR leaves startup by "
-                           "its own bandwidth rule")
+            refused.append(
+                "slow_start_exit_rtt_increase with congestion_control=bbr: BBR leaves startup by its own bandwidth rule"
+            )
         if profile.congestion_control == "bbr" and profile.initial_window is not None:
             refused.append("initial_window with congestion_control=bbr: quicbed's BBR starts from 10 datagrams")
         return refused
@@ -97,8 +106,9 @@ class Quinn(QuicImplementation):
     def missing(self) -> Missing | None:
         if native_binary() is not None:
             return None
-        return Missing(f"the native QUIC endpoint ({NATIVE_BINARY}), which is not built",
-                       "./scripts/install.sh builds it")
+        return Missing(
+            f"the native QUIC endpoint ({NATIVE_BINARY}), which is not built", "./scripts/install.sh builds it"
+        )
 
 
 #: the registry, by name (register_quic_implementation adds to it)
@@ -114,19 +124,34 @@ def register_quic_implementation(implementation: QuicImplementation) -> None:
 def quic_implementation(name: object) -> QuicImplementation:
     """The registered implementation called ``name``; a SpecError on the ``impl`` field otherwise."""
     if not isinstance(name, str) or name not in IMPLEMENTATIONS:
-        raise SpecError(f"unknown QUIC implementation {name!r}", field="impl",
-                        fix=f"use one of {', '.join(IMPLEMENTATIONS)} (a new one registers with "
-                            "register_quic_implementation in quicbed/apps/quic/implementations.py)")
+        raise SpecError(
+            f"unknown QUIC implementation {name!r}",
+            field="impl",
+            fix=f"use one of {', '.join(IMPLEMENTATIONS)} (a new one registers with "
+            "register_quic_implementation in quicbed/apps/quic/implementations.py)",
+        )
     return IMPLEMENTATIONS[name]
 
 
-register_quic_implementation(Aioquic(
-    "aioquic", ("quicbed.apps.quic.server",), ("quicbed.apps.quic.client",), "aioquic (Python), every knob",
-    "Python (aioquic): one connection is CPU-bound at about 64-78 Mbit/s on a 2-core Debian 12 VM; above that it "
-    "measures the CPU, not the network."))
-register_quic_implementation(Quinn(
-    "quinn", ("quicbed.apps.quic.native", "server"), ("quicbed.apps.quic.native", "client"),
-    "quinn + h3 (Rust, native/quinn)", "Native (quinn): about 2.5 Gbit/s on one core, so the network sets its rate."))
+register_quic_implementation(
+    Aioquic(
+        "aioquic",
+        ("quicbed.apps.quic.server",),
+        ("quicbed.apps.quic.client",),
+        "aioquic (Python), every knob",
+        "Python (aioquic): one connection is CPU-bound at about 64-78 Mbit/s on a 2-core Debian 12 VM; above that it "
+        "measures the CPU, not the network.",
+    )
+)
+register_quic_implementation(
+    Quinn(
+        "quinn",
+        ("quicbed.apps.quic.native", "server"),
+        ("quicbed.apps.quic.native", "client"),
+        "quinn + h3 (Rust, native/quinn)",
+        "Native (quinn): about 2.5 Gbit/s on one core, so the network sets its rate.",
+    )
+)
 
 
 def native_binary() -> Path | None:
@@ -142,9 +167,11 @@ def native_binary() -> Path | None:
 def require_native_binary() -> Path:
     binary = native_binary()
     if binary is None:
-        raise QuicbedError(f"the native QUIC endpoint ({NATIVE_BINARY}) is not built: run ./scripts/install.sh "
-                           "(it installs cargo from Debian and builds it) or, with Rust >= 1.80, "
-                           "./prepare.sh && cargo build --release in native/quinn")
+        raise QuicbedError(
+            f"the native QUIC endpoint ({NATIVE_BINARY}) is not built: run ./scripts/install.sh "
+            "(it installs cargo from Debian and builds it) or, with Rust >= 1.80, "
+            "./prepare.sh && cargo build --release in native/quinn"
+        )
     return binary
 
 
@@ -175,5 +202,7 @@ def measured_ceiling(implementation: str, path: Path = CEILINGS_FILE) -> str | N
     entry = (bench_results.read_json(path) or {}).get(implementation)
     if not isinstance(entry, dict) or "mbit_per_s" not in entry:
         return None
-    return (f"ceiling {float(entry['mbit_per_s']):.0f} Mbit/s on one connection ({entry.get('profile')} profile, "
-            f"unshaped veth, bench/endpoints.py {entry.get('measured')})")
+    return (
+        f"ceiling {float(entry['mbit_per_s']):.0f} Mbit/s on one connection ({entry.get('profile')} profile, "
+        f"unshaped veth, bench/endpoints.py {entry.get('measured')})"
+    )

@@ -38,10 +38,26 @@ def server_argv(argv: Sequence[str]) -> list[str]:
     args = parser.parse_args(argv)
     profile = profile_from_arguments(args)
     quic_implementation("quinn").require_supported(profile)
-    command = [str(require_native_binary()), "server", "--root", str(args.root), "--cert", str(args.cert),
-               "--key", str(args.key), "--host", args.host, "--port", str(args.port),
-               "--socket-buffer", str(parse_size(args.socket_buffer, "--socket-buffer")),
-               "--idle-timeout", str(args.idle_timeout), "--profile-record", json.dumps(profile.record())]
+    command = [
+        str(require_native_binary()),
+        "server",
+        "--root",
+        str(args.root),
+        "--cert",
+        str(args.cert),
+        "--key",
+        str(args.key),
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+        "--socket-buffer",
+        str(parse_size(args.socket_buffer, "--socket-buffer")),
+        "--idle-timeout",
+        str(args.idle_timeout),
+        "--profile-record",
+        json.dumps(profile.record()),
+    ]
     for option, value in (("--ready-file", args.ready_file), ("--stats-file", args.stats_file)):
         if value is not None:
             command += [option, str(value)]
@@ -62,8 +78,16 @@ def client_argv(argv: Sequence[str]) -> list[str]:
     _, address = resolve(settings.host, settings.port)
     record = base_record("quicbed-quic-client", settings)
     record.update({"protocol": "h3", **settings.profile.record()})
-    command = [str(binary), "client", "--record-template", json.dumps(record), "--address", address[0],
-               "--socket-buffer", str(settings.socket_buffer)]
+    command = [
+        str(binary),
+        "client",
+        "--record-template",
+        json.dumps(record),
+        "--address",
+        address[0],
+        "--socket-buffer",
+        str(settings.socket_buffer),
+    ]
     if settings.server_name:
         command += ["--server-name", settings.server_name]
     if settings.insecure:

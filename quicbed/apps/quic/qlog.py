@@ -92,8 +92,11 @@ class FilteredQuicLoggerTrace(QuicLoggerTrace):
         if event == "metrics_updated":
             now = int(_wall_clock() * 1_000_000) / 1000
             self._events.append({"data": data, "name": "recovery:metrics_updated", "time": now})
-            if (data.get("cwnd") != self._last_cwnd or data.get("ssthresh") != self._last_ssthresh
-                    or self._congestion_state == "recovery"):
+            if (
+                data.get("cwnd") != self._last_cwnd
+                or data.get("ssthresh") != self._last_ssthresh
+                or self._congestion_state == "recovery"
+            ):
                 self._track_congestion_state(data, now)
         elif event == "packet_received":
             # aioquic fills this event's frame list after logging it: reduce it later.
@@ -104,8 +107,7 @@ class FilteredQuicLoggerTrace(QuicLoggerTrace):
             if self._pending_received is not None:
                 self._flush_received()
             self._append_ack_event("transport:packet_sent", _wall_clock(), data)
-        elif event in ("packet_lost", "parameters_set") and category in ("recovery",
-                                                                         "transport"):
+        elif event in ("packet_lost", "parameters_set") and category in ("recovery", "transport"):
             self._append(category, event, data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,8 +117,7 @@ class FilteredQuicLoggerTrace(QuicLoggerTrace):
     # -- helpers
 
     def _append(self, category: str, event: str, data: dict) -> None:
-        self._events.append({"data": data, "name": f"{category}:{event}",
-                             "time": self.encode_time(_wall_clock())})
+        self._events.append({"data": data, "name": f"{category}:{event}", "time": self.encode_time(_wall_clock())})
 
     def _flush_received(self) -> None:
         if self._pending_received is not None:
@@ -131,17 +132,24 @@ class FilteredQuicLoggerTrace(QuicLoggerTrace):
             return
         when = int(wall_clock * 1_000_000) / 1000
         header = data.get("header", {})
-        self._events.append({
-            "data": {
-                "header": {"packet_number": header.get("packet_number"),
-                           "packet_type": header.get("packet_type")},
-                "frames": [{"frame_type": "ack", "acked_ranges": ack.get("acked_ranges"),
-                            "ack_delay": ack.get("ack_delay")} for ack in acks],
-                "ack_only": all(frame.get("frame_type") in _ACK_ONLY_FRAMES for frame in frames),
-            },
-            "name": name,
-            "time": when,
-        })
+        self._events.append(
+            {
+                "data": {
+                    "header": {"packet_number": header.get("packet_number"), "packet_type": header.get("packet_type")},
+                    "frames": [
+                        {
+                            "frame_type": "ack",
+                            "acked_ranges": ack.get("acked_ranges"),
+                            "ack_delay": ack.get("ack_delay"),
+                        }
+                        for ack in acks
+                    ],
+                    "ack_only": all(frame.get("frame_type") in _ACK_ONLY_FRAMES for frame in frames),
+                },
+                "name": name,
+                "time": when,
+            }
+        )
 
     def _track_congestion_state(self, data: dict, when: float) -> None:
         cwnd = data.get("cwnd")
@@ -165,8 +173,7 @@ class FilteredQuicLoggerTrace(QuicLoggerTrace):
             event = {"new": state, "trigger": "quicbed_derived"}
             if self._congestion_state is not None:
                 event["old"] = self._congestion_state
-            self._events.append({"data": event, "name": "recovery:congestion_state_updated",
-                                 "time": when})
+            self._events.append({"data": event, "name": "recovery:congestion_state_updated", "time": when})
             self._congestion_state = state
 
 
@@ -212,8 +219,7 @@ class QlogWriter(QuicLogger):
         return self.written
 
 
-def make_qlog_writer(directory: str | os.PathLike[str] | None, mode: str = "filtered"
-                     ) -> QlogWriter | None:
+def make_qlog_writer(directory: str | os.PathLike[str] | None, mode: str = "filtered") -> QlogWriter | None:
     """The logger for ``--qlog-dir``/``--qlog-mode`` (None when off)."""
     if mode not in QLOG_MODES:
         raise ValueError(f"qlog mode must be one of {', '.join(QLOG_MODES)}")
@@ -223,8 +229,7 @@ def make_qlog_writer(directory: str | os.PathLike[str] | None, mode: str = "filt
     return QlogWriter(directory, filtered=(mode == "filtered"))
 
 
-def read_events(path: str | os.PathLike[str], names: Iterable[str] | None = None
-                ) -> list[dict[str, Any]]:
+def read_events(path: str | os.PathLike[str], names: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The events of a (single-trace) qlog file, optionally only those named."""
     with open(path, encoding="utf-8") as handle:
         document = json.load(handle)
@@ -237,5 +242,4 @@ def read_events(path: str | os.PathLike[str], names: Iterable[str] | None = None
     return events
 
 
-__all__ = ["FilteredQuicLoggerTrace", "QLOG_MODES", "QlogWriter", "make_qlog_writer",
-           "read_events"]
+__all__ = ["FilteredQuicLoggerTrace", "QLOG_MODES", "QlogWriter", "make_qlog_writer", "read_events"]

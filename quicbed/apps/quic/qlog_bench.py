@@ -66,33 +66,79 @@ def run_once(work: Path, mode: str, size: int, profile: str, index: int) -> dict
     ready = run_dir / "ready.json"
     env = _environment()
     server = subprocess.Popen(
-        [sys.executable, "-m", "quicbed.apps.quic.server", "--root", str(work / "www"),
-         "--cert", str(work / "tls/cert.pem"), "--key", str(work / "tls/key.pem"),
-         "--host", "127.0.0.1", "--port", "0", "--profile", profile, "--ready-file",
-         str(ready), *qlog], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "quicbed.apps.quic.server",
+            "--root",
+            str(work / "www"),
+            "--cert",
+            str(work / "tls/cert.pem"),
+            "--key",
+            str(work / "tls/key.pem"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--profile",
+            profile,
+            "--ready-file",
+            str(ready),
+            *qlog,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     port = json.loads(ready.read_text())["port"]
     output = run_dir / "client.json"
     client = subprocess.Popen(
-        [sys.executable, "-m", "quicbed.apps.quic.client", "--host", "127.0.0.1", "--port",
-         str(port), "--insecure", "--profile", profile, "--path",
-         f"/bulk/{objects.bulk_name(size)}.bin", "--timeout", "300", "--output", str(output),
-         *qlog], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "quicbed.apps.quic.client",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--insecure",
+            "--profile",
+            profile,
+            "--path",
+            f"/bulk/{objects.bulk_name(size)}.bin",
+            "--timeout",
+            "300",
+            "--output",
+            str(output),
+            *qlog,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client_rss, client_cpu = _wait(client, 330)
     time.sleep(0.3)  # the server's closing period ends, its trace is written
     server.send_signal(signal.SIGTERM)
     server_rss, server_cpu = _wait(server, 30)
     record = json.loads(output.read_text())
-    qlog_bytes = {side: sum(p.stat().st_size for p in qlog_dir.glob(f"*_{side}.qlog"))
-                  for side in ("client", "server")} if qlog_dir.exists() else {}
+    qlog_bytes = (
+        {side: sum(p.stat().st_size for p in qlog_dir.glob(f"*_{side}.qlog")) for side in ("client", "server")}
+        if qlog_dir.exists()
+        else {}
+    )
     completion = record["completion_time"]
     return {
-        "mode": mode, "ok": record["ok"], "completion_time": completion,
+        "mode": mode,
+        "ok": record["ok"],
+        "completion_time": completion,
         "mbit_per_s": size * 8 / completion / 1e6 if completion else None,
-        "client_max_rss_kb": client_rss, "server_max_rss_kb": server_rss,
-        "client_cpu_s": client_cpu, "server_cpu_s": server_cpu,
+        "client_max_rss_kb": client_rss,
+        "server_max_rss_kb": server_rss,
+        "client_cpu_s": client_cpu,
+        "server_cpu_s": server_cpu,
         "qlog_bytes": qlog_bytes,
     }
 
@@ -117,8 +163,13 @@ def run_virtual(mode: str, size: int, profile: str, work: Path) -> dict[str, Any
             return QuicFileLogger(str(directory))
         return QlogWriter(directory, filtered=(mode == "filtered"))
 
-    link = VirtualLink(get_profile(profile), delay=0.005, rate=100e6,
-                       client_logger=logger(directories[0]), server_logger=logger(directories[1]))
+    link = VirtualLink(
+        get_profile(profile),
+        delay=0.005,
+        rate=100e6,
+        client_logger=logger(directories[0]),
+        server_logger=logger(directories[1]),
+    )
     link.handshake()
     link.request(size)
     started = time.process_time()
@@ -134,11 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", default="20MB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", default="quic")
-    parser.add_argument("--modes", default=None,
-                        help=f"comma-separated (default {','.join(QLOG_MODES)}; with --virtual "
-                        f"{','.join(VIRTUAL_MODES)})")
-    parser.add_argument("--virtual", action="store_true",
-                        help="in-process virtual link, CPU time only")
+    parser.add_argument(
+        "--modes",
+        default=None,
+        help=f"comma-separated (default {','.join(QLOG_MODES)}; with --virtual {','.join(VIRTUAL_MODES)})",
+    )
+    parser.add_argument("--virtual", action="store_true", help="in-process virtual link, CPU time only")
     args = parser.parse_args(argv)
     size = parse_size(args.size, "--size")
     default_modes = VIRTUAL_MODES if args.virtual else QLOG_MODES
@@ -151,13 +203,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     runs.append(run_virtual(mode, size, args.profile, Path(directory)))
                     print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
         baseline = min(r["cpu_s"] for r in runs if r["mode"] == modes[0])
-        summary = {mode: {
-            "min_cpu_s": min(r["cpu_s"] for r in runs if r["mode"] == mode),
-            "cpu_vs_" + modes[0]: min(r["cpu_s"] for r in runs if r["mode"] == mode) / baseline,
-            "qlog_bytes": max(r["qlog_bytes"] for r in runs if r["mode"] == mode),
-        } for mode in modes}
-        print(json.dumps({"size": size, "profile": args.profile, "virtual": True,
-                          "summary": summary, "runs": runs}, indent=1))
+        summary = {
+            mode: {
+                "min_cpu_s": min(r["cpu_s"] for r in runs if r["mode"] == mode),
+                "cpu_vs_" + modes[0]: min(r["cpu_s"] for r in runs if r["mode"] == mode) / baseline,
+                "qlog_bytes": max(r["qlog_bytes"] for r in runs if r["mode"] == mode),
+            }
+            for mode in modes
+        }
+        print(
+            json.dumps(
+                {"size": size, "profile": args.profile, "virtual": True, "summary": summary, "runs": runs}, indent=1
+            )
+        )
         return 0
     with tempfile.TemporaryDirectory(prefix="quicbed-qlog-bench-") as directory:
         work = Path(directory)
@@ -183,8 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "qlog_bytes_client": statistics.median(r["qlog_bytes"].get("client", 0) for r in done),
             "qlog_bytes_server": statistics.median(r["qlog_bytes"].get("server", 0) for r in done),
         }
-    print(json.dumps({"size": size, "profile": args.profile, "summary": summary, "runs": runs},
-                     indent=1))
+    print(json.dumps({"size": size, "profile": args.profile, "summary": summary, "runs": runs}, indent=1))
     return 0
 
 

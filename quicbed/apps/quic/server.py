@@ -115,8 +115,7 @@ def resolve_object(root: Path, raw_path: str) -> Path | None:
 class Http3ServerProtocol(QuicConnectionProtocol):
     """One HTTP/3 connection: GET requests answered with files from the served root."""
 
-    def __init__(self, quic: QuicConnection, stream_handler: Any = None, *,
-                 state: ServerState) -> None:
+    def __init__(self, quic: QuicConnection, stream_handler: Any = None, *, state: ServerState) -> None:
         self.hooks = aioquic_hooks.install(quic, state.settings.profile)
         super().__init__(quic, stream_handler)
         self._state = state
@@ -153,17 +152,19 @@ class Http3ServerProtocol(QuicConnectionProtocol):
             self._respond(stream_id, 404, b"not found\n", "text/plain")
             return
         body = target.read_bytes()
-        self._respond(stream_id, 200, b"" if method == "HEAD" else body, content_type(path),
-                      length=len(body))
+        self._respond(stream_id, 200, b"" if method == "HEAD" else body, content_type(path), length=len(body))
 
-    def _respond(self, stream_id: int, status: int, body: bytes, kind: str,
-                 length: int | None = None) -> None:
-        self._http.send_headers(stream_id, [
-            (b":status", str(status).encode()),
-            (b"server", SERVER_HEADER),
-            (b"content-type", kind.encode()),
-            (b"content-length", str(len(body) if length is None else length).encode()),
-        ], end_stream=not body)
+    def _respond(self, stream_id: int, status: int, body: bytes, kind: str, length: int | None = None) -> None:
+        self._http.send_headers(
+            stream_id,
+            [
+                (b":status", str(status).encode()),
+                (b"server", SERVER_HEADER),
+                (b"content-type", kind.encode()),
+                (b"content-length", str(len(body) if length is None else length).encode()),
+            ],
+            end_stream=not body,
+        )
         if body:
             self._http.send_data(stream_id, body, end_stream=True)
             self.body_bytes += len(body)
@@ -171,8 +172,9 @@ class Http3ServerProtocol(QuicConnectionProtocol):
 
 
 def make_configuration(settings: ServerSettings, qlog: QlogWriter | None) -> QuicConfiguration:
-    configuration = QuicConfiguration(is_client=False, alpn_protocols=list(H3_ALPN),
-                                      idle_timeout=settings.idle_timeout, quic_logger=qlog)
+    configuration = QuicConfiguration(
+        is_client=False, alpn_protocols=list(H3_ALPN), idle_timeout=settings.idle_timeout, quic_logger=qlog
+    )
     configuration.load_cert_chain(str(settings.certificate), str(settings.private_key))
     return aioquic_hooks.configure(configuration, settings.profile)
 
@@ -242,12 +244,15 @@ async def start_server(settings: ServerSettings) -> RunningServer:
     loop = asyncio.get_running_loop()
     tickets = SessionTickets()
     transport, server = await loop.create_datagram_endpoint(
-        lambda: QuicServer(configuration=configuration,
-                           create_protocol=functools.partial(Http3ServerProtocol, state=state),
-                           session_ticket_fetcher=tickets.pop, session_ticket_handler=tickets.add),
-        sock=sock)
-    return RunningServer(transport=transport, server=server, state=state,
-                         address=sock.getsockname(), buffers=buffers)
+        lambda: QuicServer(
+            configuration=configuration,
+            create_protocol=functools.partial(Http3ServerProtocol, state=state),
+            session_ticket_fetcher=tickets.pop,
+            session_ticket_handler=tickets.add,
+        ),
+        sock=sock,
+    )
+    return RunningServer(transport=transport, server=server, state=state, address=sock.getsockname(), buffers=buffers)
 
 
 def _write_ready_file(path: Path, info: dict[str, Any]) -> None:
@@ -266,8 +271,11 @@ async def serve_forever(settings: ServerSettings) -> None:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     if settings.ready_file is not None:
         _write_ready_file(settings.ready_file, info)
-    print(f"{READY_PREFIX} host={info['host']} port={info['port']} profile={info['profile']} "
-          f"knobs={json.dumps(info['knobs'], separators=(',', ':'))}", flush=True)
+    print(
+        f"{READY_PREFIX} host={info['host']} port={info['port']} profile={info['profile']} "
+        f"knobs={json.dumps(info['knobs'], separators=(',', ':'))}",
+        flush=True,
+    )
     try:
         await stop.wait()
     finally:
@@ -277,23 +285,26 @@ async def serve_forever(settings: ServerSettings) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.quic.server",
-                                     description="Serve a directory over HTTP/3 (aioquic).")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.apps.quic.server", description="Serve a directory over HTTP/3 (aioquic)."
+    )
     parser.add_argument("--root", required=True, type=Path, help="directory to serve as /")
     parser.add_argument("--cert", required=True, type=Path, help="PEM certificate (chain)")
     parser.add_argument("--key", required=True, type=Path, help="PEM private key")
-    parser.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0; "
-                        "'::' for IPv6 and IPv4)")
+    parser.add_argument("--host", default="0.0.0.0", help="bind address (default 0.0.0.0; '::' for IPv6 and IPv4)")
     parser.add_argument("--port", type=int, default=4433, help="UDP port (0: any free port)")
     parser.add_argument("--qlog-dir", type=Path, default=None, help="write qlog files here")
-    parser.add_argument("--qlog-mode", choices=QLOG_MODES, default="filtered",
-                        help="filtered (default): what analysis needs; full: every event")
-    parser.add_argument("--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE",
-                        help="SO_RCVBUF/SO_SNDBUF size (default 4MiB)")
-    parser.add_argument("--ready-file", type=Path, default=None,
-                        help="create this file (JSON) once listening")
-    parser.add_argument("--stats-file", type=Path, default=None,
-                        help="append one JSON line per ended connection")
+    parser.add_argument(
+        "--qlog-mode",
+        choices=QLOG_MODES,
+        default="filtered",
+        help="filtered (default): what analysis needs; full: every event",
+    )
+    parser.add_argument(
+        "--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE", help="SO_RCVBUF/SO_SNDBUF size (default 4MiB)"
+    )
+    parser.add_argument("--ready-file", type=Path, default=None, help="create this file (JSON) once listening")
+    parser.add_argument("--stats-file", type=Path, default=None, help="append one JSON line per ended connection")
     parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS")
     add_profile_arguments(parser)
     return parser
@@ -303,12 +314,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = ServerSettings(
-            root=args.root, certificate=args.cert, private_key=args.key,
-            profile=profile_from_arguments(args), host=args.host, port=args.port,
-            qlog_dir=args.qlog_dir, qlog_mode=args.qlog_mode,
+            root=args.root,
+            certificate=args.cert,
+            private_key=args.key,
+            profile=profile_from_arguments(args),
+            host=args.host,
+            port=args.port,
+            qlog_dir=args.qlog_dir,
+            qlog_mode=args.qlog_mode,
             socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
-            ready_file=args.ready_file, stats_file=args.stats_file,
-            idle_timeout=args.idle_timeout)
+            ready_file=args.ready_file,
+            stats_file=args.stats_file,
+            idle_timeout=args.idle_timeout,
+        )
         asyncio.run(serve_forever(settings))
     except QuicbedError as error:
         print(f"error: {error}", file=sys.stderr)

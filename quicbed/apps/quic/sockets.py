@@ -38,10 +38,12 @@ class BufferReport:
     def warning(self) -> str | None:
         if not self.capped:
             return None
-        return (f"socket buffers capped at rcvbuf={self.rcvbuf} sndbuf={self.sndbuf} bytes "
-                f"(asked {self.requested}; net.core.rmem_max={self.rmem_max}, "
-                f"wmem_max={self.wmem_max}); run as root or raise "
-                f"sysctl net.core.rmem_max/wmem_max to avoid receive drops")
+        return (
+            f"socket buffers capped at rcvbuf={self.rcvbuf} sndbuf={self.sndbuf} bytes "
+            f"(asked {self.requested}; net.core.rmem_max={self.rmem_max}, "
+            f"wmem_max={self.wmem_max}); run as root or raise "
+            f"sysctl net.core.rmem_max/wmem_max to avoid receive drops"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "capped": self.capped}
@@ -57,8 +59,7 @@ def _read_sysctl(name: str) -> int | None:
 def set_buffers(sock: socket.socket, size: int = DEFAULT_BUFFER) -> BufferReport:
     """Raise a socket's receive and send buffers to ``size`` bytes (as far as allowed)."""
     forced = True
-    for force_option, option in ((SO_RCVBUFFORCE, socket.SO_RCVBUF),
-                                 (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+    for force_option, option in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
         try:
             sock.setsockopt(socket.SOL_SOCKET, force_option, size)
         except OSError:
@@ -87,8 +88,9 @@ def resolve(host: str, port: int, passive: bool = False) -> tuple[int, tuple[Any
     return family, address
 
 
-def bound_udp_socket(host: str, port: int, buffer_size: int = DEFAULT_BUFFER,
-                     family: int | None = None) -> tuple[socket.socket, BufferReport]:
+def bound_udp_socket(
+    host: str, port: int, buffer_size: int = DEFAULT_BUFFER, family: int | None = None
+) -> tuple[socket.socket, BufferReport]:
     """A non-blocking UDP socket bound to ``host``:``port`` with large buffers.
 
     ``host`` "" binds the wildcard of ``family`` (IPv4 unless given); "::" accepts IPv4 too.

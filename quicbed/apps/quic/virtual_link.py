@@ -83,13 +83,19 @@ def _shared_identity() -> certs.SelfSigned:
 
 
 class VirtualLink:
-    def __init__(self, profile: TransportProfile, server_profile: TransportProfile | None = None,
-                 *, delay: float = 0.010, rate: float | None = None,
-                 impair: Impairment = no_impairment,
-                 lose_on_arrival: Callable[[Datagram], bool] | None = None,
-                 identity: certs.SelfSigned | None = None,
-                 client_logger: QuicLogger | None = None,
-                 server_logger: QuicLogger | None = None) -> None:
+    def __init__(
+        self,
+        profile: TransportProfile,
+        server_profile: TransportProfile | None = None,
+        *,
+        delay: float = 0.010,
+        rate: float | None = None,
+        impair: Impairment = no_impairment,
+        lose_on_arrival: Callable[[Datagram], bool] | None = None,
+        identity: certs.SelfSigned | None = None,
+        client_logger: QuicLogger | None = None,
+        server_logger: QuicLogger | None = None,
+    ) -> None:
         """``delay``: one-way delay (s); ``rate``: bottleneck rate (bit/s) both ways.
 
         ``impair`` decides each datagram's fate when it is sent (extra delay or None to
@@ -114,19 +120,27 @@ class VirtualLink:
 
         identity = identity or _shared_identity()
         client_configuration = aioquic_hooks.configure(
-            QuicConfiguration(is_client=True, alpn_protocols=[ALPN], verify_mode=ssl.CERT_NONE,
-                              server_name="localhost", quic_logger=client_logger), profile)
+            QuicConfiguration(
+                is_client=True,
+                alpn_protocols=[ALPN],
+                verify_mode=ssl.CERT_NONE,
+                server_name="localhost",
+                quic_logger=client_logger,
+            ),
+            profile,
+        )
         server_profile = server_profile or profile
         server_configuration = aioquic_hooks.configure(
-            QuicConfiguration(is_client=False, alpn_protocols=[ALPN], quic_logger=server_logger),
-            server_profile)
+            QuicConfiguration(is_client=False, alpn_protocols=[ALPN], quic_logger=server_logger), server_profile
+        )
         server_configuration.certificate = identity.certificate
         server_configuration.private_key = identity.private_key
 
         client = QuicConnection(configuration=client_configuration)
         server = QuicConnection(
             configuration=server_configuration,
-            original_destination_connection_id=client.original_destination_connection_id)
+            original_destination_connection_id=client.original_destination_connection_id,
+        )
         self.client = Side(client, aioquic_hooks.install(client, profile))
         self.server = Side(server, aioquic_hooks.install(server, server_profile))
 
@@ -157,8 +171,7 @@ class VirtualLink:
         self._flush(self.client, UP)
         return stream_id
 
-    def run_until(self, condition: Callable[[], bool], timeout: float = 30.0,
-                  max_steps: int = 2_000_000) -> None:
+    def run_until(self, condition: Callable[[], bool], timeout: float = 30.0, max_steps: int = 2_000_000) -> None:
         """Step until ``condition()`` holds; raise TimeoutError after ``timeout`` virtual s."""
         deadline = self.now + timeout
         for _ in range(max_steps):
@@ -173,8 +186,7 @@ class VirtualLink:
         """Close the connection from the client and run until both sides ended."""
         self.client.connection.close()
         self._flush(self.client, UP)
-        self.run_until(lambda: self.client.terminated and self.server.terminated,
-                       timeout=timeout)
+        self.run_until(lambda: self.client.terminated and self.server.terminated, timeout=timeout)
 
     def run_for(self, duration: float) -> None:
         """Step until ``duration`` virtual seconds have passed."""
@@ -204,13 +216,11 @@ class VirtualLink:
             _, _, datagram, data = heapq.heappop(self._queue)
             direction = datagram.direction
             side = self.server if direction == UP else self.client
-            if side.terminated or (self.lose_on_arrival is not None
-                                   and self.lose_on_arrival(datagram)):
+            if side.terminated or (self.lose_on_arrival is not None and self.lose_on_arrival(datagram)):
                 self.dropped[direction].append(datagram.index)
                 return True
             self.delivered[direction] += 1
-            side.connection.receive_datagram(data, CLIENT_ADDR if direction == UP else SERVER_ADDR,
-                                             now=self.now)
+            side.connection.receive_datagram(data, CLIENT_ADDR if direction == UP else SERVER_ADDR, now=self.now)
         else:
             side = self.client if order == 1 else self.server
             side.connection.handle_timer(now=self.now)

@@ -82,15 +82,19 @@ def fetch(settings: ClientSettings) -> dict[str, Any]:
         except QuicbedError as error:
             record["error"] = str(error)
     elif settings.http == "2" and not h2_available():
-        record["error"] = ("HTTP/2 needs the Python package h2 (pip install 'h2>=4.1,<5'), "
-                           "or use --engine curl")
+        record["error"] = "HTTP/2 needs the Python package h2 (pip install 'h2>=4.1,<5'), or use --engine curl"
     else:
         before = resource.getrusage(resource.RUSAGE_SELF)
         asyncio.run(fetch_with_python(settings, record))
         after = resource.getrusage(resource.RUSAGE_SELF)
         user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-        record["cpu"] = {"process": "python", "user_s": user, "system_s": system,
-                         "cpu_s": user + system, "max_rss_kb": after.ru_maxrss}
+        record["cpu"] = {
+            "process": "python",
+            "user_s": user,
+            "system_s": system,
+            "cpu_s": user + system,
+            "max_rss_kb": after.ru_maxrss,
+        }
     judge(record, len(settings.paths), settings.http)
     return record
 
@@ -99,31 +103,50 @@ def fetch(settings: ClientSettings) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.tcp.client",
-                                     description="Fetch objects over HTTP/1.1 or HTTP/2 (TCP+TLS) "
-                                     "and record timings and TCP_INFO.")
-    add_request_arguments(parser, port=8443, parallel_help="requests in flight at once (HTTP/2: "
-                          "streams on one connection; HTTP/1.1: parallel connections; default 6)")
-    parser.add_argument("--http", choices=sorted(PROTOCOLS), default="2",
-                        help="HTTP version (default 2; 3 only with --engine curl and a curl "
-                        "that has HTTP3)")
-    parser.add_argument("--engine", choices=ENGINES, default="python",
-                        help="python (default, exact timings) or curl")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.apps.tcp.client",
+        description="Fetch objects over HTTP/1.1 or HTTP/2 (TCP+TLS) and record timings and TCP_INFO.",
+    )
+    add_request_arguments(
+        parser,
+        port=8443,
+        parallel_help="requests in flight at once (HTTP/2: "
+        "streams on one connection; HTTP/1.1: parallel connections; default 6)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=sorted(PROTOCOLS),
+        default="2",
+        help="HTTP version (default 2; 3 only with --engine curl and a curl that has HTTP3)",
+    )
+    parser.add_argument("--engine", choices=ENGINES, default="python", help="python (default, exact timings) or curl")
     parser.add_argument("--curl", default="curl", help="curl binary (--engine curl)")
-    parser.add_argument("--socket-buffer", type=int, default=None, metavar="BYTES",
-                        help="SO_RCVBUF (default: kernel autotuning)")
-    parser.add_argument("--tcpinfo-log", type=Path, help="sample TCP_INFO of the connections "
-                        "over time into this JSON lines file")
-    parser.add_argument("--tcpinfo-interval", type=float, default=DEFAULT_TCPINFO_INTERVAL,
-                        metavar="SECONDS", help="sampling period for --tcpinfo-log and the curl "
-                        "engine (default 0.05)")
+    parser.add_argument(
+        "--socket-buffer", type=int, default=None, metavar="BYTES", help="SO_RCVBUF (default: kernel autotuning)"
+    )
+    parser.add_argument(
+        "--tcpinfo-log", type=Path, help="sample TCP_INFO of the connections over time into this JSON lines file"
+    )
+    parser.add_argument(
+        "--tcpinfo-interval",
+        type=float,
+        default=DEFAULT_TCPINFO_INTERVAL,
+        metavar="SECONDS",
+        help="sampling period for --tcpinfo-log and the curl engine (default 0.05)",
+    )
     return parser
 
 
 def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
     settings = ClientSettings(
-        **request_fields(args), http=args.http, engine=args.engine, curl=args.curl,
-        socket_buffer=args.socket_buffer, tcpinfo_interval=args.tcpinfo_interval, tcpinfo_log=args.tcpinfo_log)
+        **request_fields(args),
+        http=args.http,
+        engine=args.engine,
+        curl=args.curl,
+        socket_buffer=args.socket_buffer,
+        tcpinfo_interval=args.tcpinfo_interval,
+        tcpinfo_log=args.tcpinfo_log,
+    )
     settings.check()
     return settings
 

@@ -37,9 +37,12 @@ async def open_connection(fetch: Fetch, index: int, context: ssl.SSLContext) -> 
         record.local_port = sock.getsockname()[1]
         kind = Http2Connection if settings.http == "2" else Http1Connection
         _, protocol = await loop.create_connection(
-            lambda: kind(fetch, record), sock=sock, ssl=context,
+            lambda: kind(fetch, record),
+            sock=sock,
+            ssl=context,
             server_hostname=settings.server_name or settings.host,
-            ssl_handshake_timeout=settings.timeout)
+            ssl_handshake_timeout=settings.timeout,
+        )
     except BaseException:
         sock.close()
         raise

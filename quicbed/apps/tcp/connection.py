@@ -51,10 +51,17 @@ class ConnectionRecord:
         def offset(value: float | None) -> float | None:
             return None if value is None else value - origin
 
-        return {"index": self.index, "local_port": self.local_port,
-                "connect_start": offset(self.connect_start), "connected": offset(self.connected),
-                "tls_done": offset(self.tls_done), "alpn": self.alpn,
-                "tls_version": self.tls_version, "resumed": self.resumed, "objects": self.objects}
+        return {
+            "index": self.index,
+            "local_port": self.local_port,
+            "connect_start": offset(self.connect_start),
+            "connected": offset(self.connected),
+            "tls_done": offset(self.tls_done),
+            "alpn": self.alpn,
+            "tls_version": self.tls_version,
+            "resumed": self.resumed,
+            "objects": self.objects,
+        }
 
 
 class FetchError(Exception):
@@ -97,8 +104,7 @@ def read_tcp_info(sock: Any) -> tcpinfo.TcpInfo | None:
         local, peer = sock.getsockname(), sock.getpeername()
     except OSError:
         return None
-    return tcpinfo.from_raw(raw, local=local, remote=peer,
-                            congestion_control=congestion.split(b"\0", 1)[0].decode())
+    return tcpinfo.from_raw(raw, local=local, remote=peer, congestion_control=congestion.split(b"\0", 1)[0].decode())
 
 
 class Connection(asyncio.Protocol):

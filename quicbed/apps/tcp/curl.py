@@ -45,8 +45,7 @@ CURL_FLAGS = {"1.1": "--http1.1", "2": "--http2", "3": "--http3-only"}
 CURL_FEATURES = {"2": "HTTP2", "3": "HTTP3"}
 HOLD_SPARE_S = 10.0  # the hold transfer outlives the others' --max-time by this much
 # curl's per-transfer times (seconds from the transfer's start) kept in each object
-CURL_TIMES = ("time_connect", "time_appconnect", "time_pretransfer", "time_starttransfer",
-              "time_total")
+CURL_TIMES = ("time_connect", "time_appconnect", "time_pretransfer", "time_starttransfer", "time_total")
 
 
 @dataclass(frozen=True)
@@ -63,9 +62,11 @@ def parse_curl_version(text: str) -> CurlBuild:
     """Version and features from ``curl -V`` output."""
     version = re.search(r"curl (\S+)", text)
     features = re.search(r"^Features:(.*)$", text, re.MULTILINE)
-    return CurlBuild(version=version.group(1) if version else "unknown",
-                     features=frozenset(features.group(1).split()) if features else frozenset(),
-                     text=text)
+    return CurlBuild(
+        version=version.group(1) if version else "unknown",
+        features=frozenset(features.group(1).split()) if features else frozenset(),
+        text=text,
+    )
 
 
 def curl_build(binary: str = "curl") -> CurlBuild:
@@ -74,8 +75,7 @@ def curl_build(binary: str = "curl") -> CurlBuild:
         path = shutil.which(binary)
         if path is None:
             raise MissingDependency(f"'{binary}' is not installed (fix: apt-get install curl)")
-        text = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=10,
-                              check=False).stdout
+        text = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=10, check=False).stdout
         _CURL_BUILDS[binary] = parse_curl_version(text)
     return _CURL_BUILDS[binary]
 
@@ -93,11 +93,21 @@ def _config_quote(text: str) -> str:
 def curl_command(settings: ClientSettings, hold_url: str | None = None) -> tuple[list[str], str]:
     """(argv, config text for stdin) of the curl run that fetches ``settings.paths``, then
     ``hold_url`` (see :class:`ExitHold`) as a separate operation: no report, HTTP/1.1."""
-    argv = [settings.curl, "--silent", "--show-error", "--no-progress-meter",
-            CURL_FLAGS[settings.http], "--user-agent", settings.user_agent,
-            "--max-time", f"{settings.timeout:g}",
-            "--connect-timeout", f"{min(settings.timeout, 30.0):g}",
-            "--write-out", "%{stderr}" + WRITE_OUT_MARK + "%{json}\\n"]
+    argv = [
+        settings.curl,
+        "--silent",
+        "--show-error",
+        "--no-progress-meter",
+        CURL_FLAGS[settings.http],
+        "--user-agent",
+        settings.user_agent,
+        "--max-time",
+        f"{settings.timeout:g}",
+        "--connect-timeout",
+        f"{min(settings.timeout, 30.0):g}",
+        "--write-out",
+        "%{stderr}" + WRITE_OUT_MARK + "%{json}\\n",
+    ]
     if len(settings.paths) > 1:
         argv += ["--parallel", "--parallel-max", str(min(settings.parallel, 300))]
     if settings.insecure:
@@ -108,11 +118,12 @@ def curl_command(settings: ClientSettings, hold_url: str | None = None) -> tuple
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         argv += ["--resolve", f"{settings.server_name}:{settings.port}:{host}"]
     argv += ["--config", "-"]  # last: its "next" ends the operation the options above set
-    config = "".join(f"url = {_config_quote(url(settings, path))}\noutput = \"/dev/null\"\n"
-                     for path in settings.paths)
+    config = "".join(f'url = {_config_quote(url(settings, path))}\noutput = "/dev/null"\n' for path in settings.paths)
     if hold_url is not None:
-        config += (f"next\nurl = {_config_quote(hold_url)}\noutput = \"/dev/null\"\n"
-                   f"noproxy = \"*\"\nmax-time = {settings.timeout + HOLD_SPARE_S:g}\n")
+        config += (
+            f'next\nurl = {_config_quote(hold_url)}\noutput = "/dev/null"\n'
+            f'noproxy = "*"\nmax-time = {settings.timeout + HOLD_SPARE_S:g}\n'
+        )
     return argv, config
 
 
@@ -125,8 +136,7 @@ class ExitHold:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))
         if self.listener.getsockname()[1] == avoid_port:  # the sampler matches that port
-            taken, self.listener = self.listener, socket.socket(socket.AF_INET,
-                                                                socket.SOCK_STREAM)
+            taken, self.listener = self.listener, socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.listener.bind(("127.0.0.1", 0))  # while ``taken`` holds the other one
             taken.close()
         self.listener.listen(1)
@@ -154,8 +164,7 @@ class ExitHold:
                             break
                         request += chunk
                     self.released.wait()  # close() releases too
-                    connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n"
-                                       b"Connection: close\r\n\r\n")
+                    connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 except OSError:
                     pass
             return
@@ -183,8 +192,9 @@ class Transfer:
         return None if value is None else self.start + float(value)
 
 
-def objects_from_transfers(settings: ClientSettings, transfers: Sequence[Transfer]
-                           ) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+def objects_from_transfers(
+    settings: ClientSettings, transfers: Sequence[Transfer]
+) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
     """(objects with absolute monotonic times, origin, connection facts) from curl reports.
 
     With one transfer every time is curl's own, exact; with several, ``end`` is the
@@ -199,12 +209,14 @@ def objects_from_transfers(settings: ClientSettings, transfers: Sequence[Transfe
         path = settings.paths[number] if 0 <= number < len(settings.paths) else report.get("url")
         failed = int(report.get("exitcode") or 0) != 0
         request = transfer.at("time_pretransfer")
-        first = (None if failed or not report.get("time_starttransfer")
-                 else transfer.at("time_starttransfer"))
+        first = None if failed or not report.get("time_starttransfer") else transfer.at("time_starttransfer")
         end = None if failed else transfer.arrived
         item = {
-            "path": path, "status": int(report.get("response_code") or 0) or None,
-            "start": request, "first_byte": first, "end": end,
+            "path": path,
+            "status": int(report.get("response_code") or 0) or None,
+            "start": request,
+            "first_byte": first,
+            "end": end,
             "size": int(report.get("size_download") or 0),
             "connection": report.get("local_port"),
             "new_connection": bool(report.get("num_connects")),
@@ -214,18 +226,15 @@ def objects_from_transfers(settings: ClientSettings, transfers: Sequence[Transfe
         if failed:
             item["error"] = report.get("errormsg") or f"curl exit {report.get('exitcode')}"
         objects.append(item)
-    first_connect = min((t for t in by_number if t.report.get("num_connects")),
-                        key=lambda t: t.start, default=None)
+    first_connect = min((t for t in by_number if t.report.get("num_connects")), key=lambda t: t.start, default=None)
     facts: dict[str, Any] = {
         "connections": sum(int(t.report.get("num_connects") or 0) for t in by_number),
-        "address": next((t.report.get("remote_ip") for t in by_number if t.report.get("remote_ip")),
-                        None),
+        "address": next((t.report.get("remote_ip") for t in by_number if t.report.get("remote_ip")), None),
         "handshake_time": None,
     }
     if first_connect is not None:
         report = first_connect.report
-        facts["handshake_time"] = float(report.get("time_appconnect")
-                                        or report.get("time_connect") or 0) or None
+        facts["handshake_time"] = float(report.get("time_appconnect") or report.get("time_connect") or 0) or None
     return objects, origin, facts
 
 
@@ -248,8 +257,9 @@ def run_curl(settings: ClientSettings) -> CurlRun:
     """Run curl for ``settings.paths`` and collect its reports (bounded by the timeout)."""
     hold = ExitHold(avoid_port=settings.port)
     argv, config = curl_command(settings, hold.url)
-    sampler = tcpinfo.Sampler(tcpinfo.Filter(remote_port=settings.port),
-                              settings.tcpinfo_interval, settings.tcpinfo_log)
+    sampler = tcpinfo.Sampler(
+        tcpinfo.Filter(remote_port=settings.port), settings.tcpinfo_interval, settings.tcpinfo_log
+    )
     transfers: list[Transfer] = []
     messages: list[str] = []
     state = {"complete": False}
@@ -261,8 +271,9 @@ def run_curl(settings: ClientSettings) -> CurlRun:
     sampler.start()
     spawned_wall, spawned_mono = time.time(), time.monotonic()
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
     except OSError:
         hold.close()
         sampler.stop()
@@ -323,10 +334,17 @@ def run_curl(settings: ClientSettings) -> CurlRun:
         diag.close()
     if any(m.startswith("curl: (28)") for m in messages):
         timed_out = True
-    return CurlRun(transfers=transfers, messages=messages, returncode=process.returncode,
-                   timed_out=timed_out, usage=usage, sampler=sampler,
-                   complete=state["complete"], spawned_wall=spawned_wall,
-                   spawned_mono=spawned_mono)
+    return CurlRun(
+        transfers=transfers,
+        messages=messages,
+        returncode=process.returncode,
+        timed_out=timed_out,
+        usage=usage,
+        sampler=sampler,
+        complete=state["complete"],
+        spawned_wall=spawned_wall,
+        spawned_mono=spawned_mono,
+    )
 
 
 def fetch_with_curl(settings: ClientSettings, record: dict[str, Any]) -> None:
@@ -336,15 +354,17 @@ def fetch_with_curl(settings: ClientSettings, record: dict[str, Any]) -> None:
     record["curl_version"] = build.version
     feature = CURL_FEATURES.get(settings.http)
     if feature and feature not in build.features:
-        record["error"] = (f"curl {build.version} has no {feature} (features: "
-                           f"{' '.join(sorted(build.features))})")
+        record["error"] = f"curl {build.version} has no {feature} (features: {' '.join(sorted(build.features))})"
         return
     run = run_curl(settings)
     if run.usage is not None:
-        record["cpu"] = {"process": "curl", "user_s": run.usage.ru_utime,
-                         "system_s": run.usage.ru_stime,
-                         "cpu_s": run.usage.ru_utime + run.usage.ru_stime,
-                         "max_rss_kb": run.usage.ru_maxrss}
+        record["cpu"] = {
+            "process": "curl",
+            "user_s": run.usage.ru_utime,
+            "system_s": run.usage.ru_stime,
+            "cpu_s": run.usage.ru_utime + run.usage.ru_stime,
+            "max_rss_kb": run.usage.ru_maxrss,
+        }
     if run.transfers:
         objects, origin, facts = objects_from_transfers(settings, run.transfers)
         record["started_at"] = run.spawned_wall + (origin - run.spawned_mono)
@@ -354,10 +374,8 @@ def fetch_with_curl(settings: ClientSettings, record: dict[str, Any]) -> None:
         fill_times(record, objects, origin, len(settings.paths))
         if len(settings.paths) > 1:
             record["timing"] = "approximate"
-    connections = sorted(run.sampler.last.values(),
-                         key=lambda c: run.sampler.first_seen.get(c.key, 0))
-    record["transport"] = transport_summary(connections, run.complete, run.sampler.samples,
-                                            settings.tcpinfo_interval)
+    connections = sorted(run.sampler.last.values(), key=lambda c: run.sampler.first_seen.get(c.key, 0))
+    record["transport"] = transport_summary(connections, run.complete, run.sampler.samples, settings.tcpinfo_interval)
     if run.messages:
         record["curl_messages"] = run.messages[-20:]
     if run.timed_out:

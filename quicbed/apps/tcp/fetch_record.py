@@ -19,18 +19,19 @@ def new_record(settings: ClientSettings) -> dict[str, Any]:
     """The result record, before the run fills it in: the HTTP/3 client's keys, plus
     ``engine``, ``curl_version``, ``connections``, ``cpu`` and ``timing``."""
     record = base_record("quicbed-tcp-client", settings)
-    record.update({
-        "aioquic_version": None,
-        "engine": settings.engine,
-        "curl_version": None,
-        "profile": settings.protocol,
-        "knobs": {"http_version": settings.http, "parallel": settings.parallel,
-                  "client_congestion_control": None},
-        "protocol": settings.protocol,
-        "connections": 0,  # TCP connections opened
-        "cpu": None,  # CPU seconds of the client process (or of curl)
-        "timing": "exact",  # "approximate": curl engine, several objects
-    })
+    record.update(
+        {
+            "aioquic_version": None,
+            "engine": settings.engine,
+            "curl_version": None,
+            "profile": settings.protocol,
+            "knobs": {"http_version": settings.http, "parallel": settings.parallel, "client_congestion_control": None},
+            "protocol": settings.protocol,
+            "connections": 0,  # TCP connections opened
+            "cpu": None,  # CPU seconds of the client process (or of curl)
+            "timing": "exact",  # "approximate": curl engine, several objects
+        }
+    )
     return record
 
 
@@ -42,14 +43,18 @@ def _read_sysctl(name: str) -> str | None:
 
 
 def socket_settings(buffer: int | None = None) -> dict[str, Any]:
-    return {"tcp_rmem": _read_sysctl("net.ipv4.tcp_rmem"),
-            "tcp_wmem": _read_sysctl("net.ipv4.tcp_wmem"),
-            "congestion_control": _read_sysctl("net.ipv4.tcp_congestion_control"),
-            "rcvbuf": buffer, "autotuning": buffer is None}
+    return {
+        "tcp_rmem": _read_sysctl("net.ipv4.tcp_rmem"),
+        "tcp_wmem": _read_sysctl("net.ipv4.tcp_wmem"),
+        "congestion_control": _read_sysctl("net.ipv4.tcp_congestion_control"),
+        "rcvbuf": buffer,
+        "autotuning": buffer is None,
+    }
 
 
-def transport_summary(connections: Sequence[tcpinfo.TcpInfo], complete: bool,
-                      samples: int | None = None, interval: float | None = None) -> dict[str, Any]:
+def transport_summary(
+    connections: Sequence[tcpinfo.TcpInfo], complete: bool, samples: int | None = None, interval: float | None = None
+) -> dict[str, Any]:
     """Sums and extremes over this side's connections (the HTTP/3 record's names where they
     mean the same)."""
 
@@ -68,8 +73,9 @@ def transport_summary(connections: Sequence[tcpinfo.TcpInfo], complete: bool,
         "data_packets_sent": data_sent,
         "data_packets_received": data_received,
         "ack_only_packets_sent": ack_only,
-        "ack_only_per_data_packet_received": (ack_only / data_received
-                                              if ack_only is not None and data_received else None),
+        "ack_only_per_data_packet_received": (
+            ack_only / data_received if ack_only is not None and data_received else None
+        ),
         "bytes_sent": total("bytes_sent"),
         "bytes_received": total("bytes_received"),
         "retransmits": total("total_retrans"),
@@ -86,8 +92,7 @@ def transport_summary(connections: Sequence[tcpinfo.TcpInfo], complete: bool,
     }
 
 
-def fill_times(record: dict[str, Any], objects: list[dict[str, Any]], origin: float,
-               expected: int) -> None:
+def fill_times(record: dict[str, Any], objects: list[dict[str, Any]], origin: float, expected: int) -> None:
     """Objects (absolute monotonic times) -> the record's offsets and summary times."""
     requests = [o["start"] for o in objects if o["start"] is not None]
     first_bytes = [o["first_byte"] for o in objects if o["first_byte"] is not None]
@@ -119,7 +124,6 @@ def judge(record: dict[str, Any], expected: int, wanted_version: str) -> None:
     elif record["objects_completed"] != expected:
         record["error"] = "not every object completed"
     elif wrong:
-        record["error"] = (f"asked for HTTP/{wanted_version}, got HTTP/{wrong[0]['http_version']} "
-                           f"for {wrong[0]['path']}")
+        record["error"] = f"asked for HTTP/{wanted_version}, got HTTP/{wrong[0]['http_version']} for {wrong[0]['path']}"
     else:
         record["ok"] = True

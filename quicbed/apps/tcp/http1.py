@@ -37,10 +37,13 @@ class Http1Connection(Connection):
             return
         settings = self.fetch.settings
         authority = settings.server_name or settings.host
-        request = (f"GET {path} HTTP/1.1\r\nHost: {authority}:{settings.port}\r\n"
-                   f"User-Agent: {settings.user_agent}\r\nAccept: */*\r\n\r\n").encode()
-        self.current = TcpObjectTiming(path, self.loop.time(), connection=self.record.local_port or 0,
-                                       http_version="1.1")
+        request = (
+            f"GET {path} HTTP/1.1\r\nHost: {authority}:{settings.port}\r\n"
+            f"User-Agent: {settings.user_agent}\r\nAccept: */*\r\n\r\n"
+        ).encode()
+        self.current = TcpObjectTiming(
+            path, self.loop.time(), connection=self.record.local_port or 0, http_version="1.1"
+        )
         self.fetch.timings.append(self.current)
         self.record.objects += 1
         self.header.clear()
@@ -65,7 +68,7 @@ class Http1Connection(Connection):
                     if len(self.header) > MAX_HEADER_BYTES:
                         self.fetch.fail("response header too large")
                     return
-                rest = bytes(self.header[end + 4:])
+                rest = bytes(self.header[end + 4 :])
                 try:
                     self._parse_header(bytes(self.header[:end]), current)
                 except FetchError as error:

@@ -39,9 +39,14 @@ class Http2Connection(Connection):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         # set before initiate_connection: sent in the first SETTINGS frame
-        self.h2.local_settings = Settings(client=True, initial_values={
-            SettingCodes.INITIAL_WINDOW_SIZE: H2_STREAM_WINDOW, SettingCodes.ENABLE_PUSH: 0,
-            SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_BYTES})
+        self.h2.local_settings = Settings(
+            client=True,
+            initial_values={
+                SettingCodes.INITIAL_WINDOW_SIZE: H2_STREAM_WINDOW,
+                SettingCodes.ENABLE_PUSH: 0,
+                SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_BYTES,
+            },
+        )
         self.h2.initiate_connection()
         self.h2.increment_flow_control_window(H2_CONNECTION_WINDOW - 65535)
         self.start_requests()
@@ -55,12 +60,19 @@ class Http2Connection(Connection):
             if path is None:
                 break
             stream_id = self.h2.get_next_available_stream_id()
-            self.h2.send_headers(stream_id, [
-                (b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority),
-                (b":path", path.encode()), (b"user-agent", settings.user_agent.encode()),
-                (b"accept", b"*/*")], end_stream=True)
-            timing = TcpObjectTiming(path, self.loop.time(), connection=self.record.local_port or 0,
-                                     http_version="2")
+            self.h2.send_headers(
+                stream_id,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"https"),
+                    (b":authority", authority),
+                    (b":path", path.encode()),
+                    (b"user-agent", settings.user_agent.encode()),
+                    (b"accept", b"*/*"),
+                ],
+                end_stream=True,
+            )
+            timing = TcpObjectTiming(path, self.loop.time(), connection=self.record.local_port or 0, http_version="2")
             self.streams[stream_id] = timing
             self.fetch.timings.append(timing)
             self.record.objects += 1

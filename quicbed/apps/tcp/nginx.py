@@ -60,18 +60,38 @@ ACCESS_LOG_NAME = "access.jsonl"
 
 # JSON per request; every value quoted (empty TCP_INFO on QUIC connections), typed on reading.
 _LOG_FIELDS = (
-    ("time", "$msec"), ("connection", "$connection"), ("requests", "$connection_requests"),
-    ("remote_addr", "$remote_addr"), ("remote_port", "$remote_port"),
-    ("protocol", "$server_protocol"), ("method", "$request_method"), ("path", "$request_uri"),
-    ("status", "$status"), ("bytes_sent", "$bytes_sent"), ("body_bytes", "$body_bytes_sent"),
-    ("request_time", "$request_time"), ("tls", "$ssl_protocol"),
-    ("tcpinfo_rtt_us", "$tcpinfo_rtt"), ("tcpinfo_rttvar_us", "$tcpinfo_rttvar"),
-    ("tcpinfo_snd_cwnd", "$tcpinfo_snd_cwnd"), ("tcpinfo_rcv_space", "$tcpinfo_rcv_space"),
+    ("time", "$msec"),
+    ("connection", "$connection"),
+    ("requests", "$connection_requests"),
+    ("remote_addr", "$remote_addr"),
+    ("remote_port", "$remote_port"),
+    ("protocol", "$server_protocol"),
+    ("method", "$request_method"),
+    ("path", "$request_uri"),
+    ("status", "$status"),
+    ("bytes_sent", "$bytes_sent"),
+    ("body_bytes", "$body_bytes_sent"),
+    ("request_time", "$request_time"),
+    ("tls", "$ssl_protocol"),
+    ("tcpinfo_rtt_us", "$tcpinfo_rtt"),
+    ("tcpinfo_rttvar_us", "$tcpinfo_rttvar"),
+    ("tcpinfo_snd_cwnd", "$tcpinfo_snd_cwnd"),
+    ("tcpinfo_rcv_space", "$tcpinfo_rcv_space"),
 )
-_LOG_NUMBERS = {"time": float, "connection": int, "requests": int, "remote_port": int,
-                "status": int, "bytes_sent": int, "body_bytes": int, "request_time": float,
-                "tcpinfo_rtt_us": int, "tcpinfo_rttvar_us": int, "tcpinfo_snd_cwnd": int,
-                "tcpinfo_rcv_space": int}
+_LOG_NUMBERS = {
+    "time": float,
+    "connection": int,
+    "requests": int,
+    "remote_port": int,
+    "status": int,
+    "bytes_sent": int,
+    "body_bytes": int,
+    "request_time": float,
+    "tcpinfo_rtt_us": int,
+    "tcpinfo_rttvar_us": int,
+    "tcpinfo_snd_cwnd": int,
+    "tcpinfo_rcv_space": int,
+}
 
 
 # --------------------------------------------------------------------------- the binary
@@ -92,8 +112,10 @@ class NginxBuild:
     def http3_unavailable(self) -> str | None:
         """Why this nginx cannot serve HTTP/3, or None when it can."""
         if self.version < HTTP3_MIN_VERSION:
-            return (f"nginx {self.version_text} has no HTTP/3 (needs >= 1.25 built with "
-                    "--with-http_v3_module, e.g. from nginx.org's packages)")
+            return (
+                f"nginx {self.version_text} has no HTTP/3 (needs >= 1.25 built with "
+                "--with-http_v3_module, e.g. from nginx.org's packages)"
+            )
         if not self.http_v3_module:
             return f"nginx {self.version_text} was built without --with-http_v3_module"
         if not self.ssl:
@@ -101,9 +123,13 @@ class NginxBuild:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version_text, "ssl": self.ssl, "http2": self.http_v2,
-                "http3": self.http3_unavailable is None,
-                "http3_unavailable": self.http3_unavailable}
+        return {
+            "version": self.version_text,
+            "ssl": self.ssl,
+            "http2": self.http_v2,
+            "http3": self.http3_unavailable is None,
+            "http3_unavailable": self.http3_unavailable,
+        }
 
 
 def parse_build(text: str) -> NginxBuild:
@@ -129,8 +155,7 @@ def detect(binary: str = NGINX) -> NginxBuild:
     """Run ``nginx -V`` and parse it."""
     path = shutil.which(binary)
     if path is None:
-        raise MissingDependency(f"'{binary}' is not installed (fix: apt-get install nginx-light "
-                                "or nginx)")
+        raise MissingDependency(f"'{binary}' is not installed (fix: apt-get install nginx-light or nginx)")
     result = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=10, check=False)
     return parse_build(result.stderr + result.stdout)
 
@@ -168,8 +193,10 @@ class NginxSettings:
 
     def check(self) -> None:
         if self.congestion_control is not None and self.congestion_control not in CONGESTION_CONTROLS:
-            raise QuicbedError(f"unknown TCP congestion control {self.congestion_control!r} "
-                               f"(fix: use one of {', '.join(CONGESTION_CONTROLS)})")
+            raise QuicbedError(
+                f"unknown TCP congestion control {self.congestion_control!r} "
+                f"(fix: use one of {', '.join(CONGESTION_CONTROLS)})"
+            )
         if not 0 < self.port < 65536:
             raise QuicbedError(f"port {self.port} is out of range")
         for name in ("keepalive_timeout", "send_timeout"):
@@ -200,8 +227,7 @@ def log_format() -> str:
     return "{" + body + "}"
 
 
-def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild,
-                  as_root: bool | None = None) -> str:
+def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild, as_root: bool | None = None) -> str:
     """The nginx.conf text for one instance whose files live under ``run_dir``."""
     settings.check()
     run_dir = Path(run_dir).resolve()
@@ -211,28 +237,48 @@ def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild,
     http2_in_listen = settings.http2 and build.version < HTTP2_DIRECTIVE_VERSION
     if settings.http2 and not build.http_v2:
         raise MissingDependency(f"nginx {build.version_text} was built without HTTP/2")
-    lines = ["# Written by quicbed.apps.tcp.nginx; one instance, everything under its run folder.",
-             "daemon off;", "master_process on;", "worker_processes 1;",
-             f"pid {_quote(run_dir / 'nginx.pid')};",
-             f"error_log {_quote(run_dir / 'logs' / 'error.log')} notice;"]
+    lines = [
+        "# Written by quicbed.apps.tcp.nginx; one instance, everything under its run folder.",
+        "daemon off;",
+        "master_process on;",
+        "worker_processes 1;",
+        f"pid {_quote(run_dir / 'nginx.pid')};",
+        f"error_log {_quote(run_dir / 'logs' / 'error.log')} notice;",
+    ]
     if as_root:
         user, group = (settings.user, settings.user) if settings.user else _run_user()
         lines.append(f"user {_quote(user)} {_quote(group)};")
-    lines += ["", "events {", f"    worker_connections {settings.worker_connections};",
-              "    multi_accept on;", "}", "", "http {"]
-    inner = [f"log_format quicbed escape=json '{log_format()}';",
-             f"access_log {_quote(run_dir / 'logs' / ACCESS_LOG_NAME)} quicbed;"]
+    lines += [
+        "",
+        "events {",
+        f"    worker_connections {settings.worker_connections};",
+        "    multi_accept on;",
+        "}",
+        "",
+        "http {",
+    ]
+    inner = [
+        f"log_format quicbed escape=json '{log_format()}';",
+        f"access_log {_quote(run_dir / 'logs' / ACCESS_LOG_NAME)} quicbed;",
+    ]
     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         inner.append(f"{kind}_temp_path {_quote(run_dir / 'tmp' / kind)};")
     inner.append("types {")
     for extension, kind in sorted(CONTENT_TYPES.items()):
         inner.append(f"    {kind} {extension};")
-    inner += ["}", "default_type application/octet-stream;",
-              f"sendfile {'on' if settings.sendfile else 'off'};", "tcp_nopush on;",
-              "tcp_nodelay on;", "gzip off;", "server_tokens off;", "etag off;",
-              f"keepalive_requests {settings.keepalive_requests};",
-              f"keepalive_timeout {settings.keepalive_timeout:g}s;",
-              f"send_timeout {settings.send_timeout:g}s;"]
+    inner += [
+        "}",
+        "default_type application/octet-stream;",
+        f"sendfile {'on' if settings.sendfile else 'off'};",
+        "tcp_nopush on;",
+        "tcp_nodelay on;",
+        "gzip off;",
+        "server_tokens off;",
+        "etag off;",
+        f"keepalive_requests {settings.keepalive_requests};",
+        f"keepalive_timeout {settings.keepalive_timeout:g}s;",
+        f"send_timeout {settings.send_timeout:g}s;",
+    ]
     if settings.http2:
         inner.append(f"http2_max_concurrent_streams {settings.http2_max_concurrent_streams};")
     address = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -249,14 +295,23 @@ def render_config(settings: NginxSettings, run_dir: Path, build: NginxBuild,
         server.append(f"add_header Alt-Svc 'h3=\":{settings.port}\"; ma=86400' always;")
     if settings.http2 and not http2_in_listen:
         server.append("http2 on;")
-    server += ["server_name _;",
-               f"ssl_certificate {_quote(Path(settings.certificate).resolve())};",
-               f"ssl_certificate_key {_quote(Path(settings.private_key).resolve())};",
-               "ssl_protocols TLSv1.2 TLSv1.3;", "ssl_session_cache off;",
-               *([f"ssl_session_ticket_key {_quote(Path(settings.session_ticket_key).resolve())};"]
-                 if settings.session_ticket_key else []),
-               f"root {_quote(root)};", "location / {", "    try_files $uri =404;", "}",
-               *settings.extra_server]
+    server += [
+        "server_name _;",
+        f"ssl_certificate {_quote(Path(settings.certificate).resolve())};",
+        f"ssl_certificate_key {_quote(Path(settings.private_key).resolve())};",
+        "ssl_protocols TLSv1.2 TLSv1.3;",
+        "ssl_session_cache off;",
+        *(
+            [f"ssl_session_ticket_key {_quote(Path(settings.session_ticket_key).resolve())};"]
+            if settings.session_ticket_key
+            else []
+        ),
+        f"root {_quote(root)};",
+        "location / {",
+        "    try_files $uri =404;",
+        "}",
+        *settings.extra_server,
+    ]
     inner += ["server {", *(f"    {line}" for line in server), "}"]
     lines += [f"    {line}" for line in inner]
     lines += ["}", ""]
@@ -304,8 +359,14 @@ def ensure_certificate(directory: Path, names: list[str]) -> tuple[Path, Path]:
 class NginxServer:
     """One nginx instance in a node. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, node: NodeHandle, settings: NginxSettings, run_dir: Path,
-                 build: NginxBuild | None = None, binary: str = NGINX) -> None:
+    def __init__(
+        self,
+        node: NodeHandle,
+        settings: NginxSettings,
+        run_dir: Path,
+        build: NginxBuild | None = None,
+        binary: str = NGINX,
+    ) -> None:
         self.node = node
         self.settings = settings
         self.run_dir = Path(run_dir).resolve()
@@ -339,8 +400,7 @@ class NginxServer:
         return self.config_path
 
     def _argv(self, *extra: str) -> list[str]:
-        return [self.binary, "-p", str(self.run_dir), "-c", str(self.config_path), "-e", "stderr",
-                *extra]
+        return [self.binary, "-p", str(self.run_dir), "-c", str(self.config_path), "-e", "stderr", *extra]
 
     def start(self, timeout: float = READY_TIMEOUT) -> NginxServer:
         """Write the config, test it, set the congestion control, start and wait for the port."""
@@ -350,14 +410,20 @@ class NginxServer:
             raise BackendError(f"nginx rejected {self.config_path}: {test.stderr.strip()}")
         if self.settings.congestion_control is not None:
             self.node.sysctl("net.ipv4.tcp_congestion_control", self.settings.congestion_control)
-        self.process = self.node.start(self._argv(), name=f"nginx-{self.settings.port}",
-                                       log_dir=self.run_dir / "logs")
+        self.process = self.node.start(self._argv(), name=f"nginx-{self.settings.port}", log_dir=self.run_dir / "logs")
         try:
-            self.ready_after = wait_for_listener(self.node, self.settings.port, timeout=timeout,
-                                                 process=self.process, what="nginx")
+            self.ready_after = wait_for_listener(
+                self.node, self.settings.port, timeout=timeout, process=self.process, what="nginx"
+            )
             if self.http3:
-                wait_for_listener(self.node, self.settings.port, protocol="udp", timeout=timeout,
-                                  process=self.process, what="nginx (HTTP/3)")
+                wait_for_listener(
+                    self.node,
+                    self.settings.port,
+                    protocol="udp",
+                    timeout=timeout,
+                    process=self.process,
+                    what="nginx (HTTP/3)",
+                )
         except BaseException:
             self.stop()
             raise
@@ -382,20 +448,28 @@ class NginxServer:
                     limits[name] = int(Path("/proc/sys/net/core", name).read_text().split()[0])
                 except (OSError, ValueError):
                     limits[name] = None
-            granted = {kind: min(self.settings.socket_buffer, limit) if limit else None
-                       for kind, limit in (("sndbuf", limits["wmem_max"]),
-                                           ("rcvbuf", limits["rmem_max"]))}
-            buffers = {"requested": self.settings.socket_buffer, **granted, **limits,
-                       "capped": any(v is not None and v < self.settings.socket_buffer
-                                     for v in granted.values())}
+            granted = {
+                kind: min(self.settings.socket_buffer, limit) if limit else None
+                for kind, limit in (("sndbuf", limits["wmem_max"]), ("rcvbuf", limits["rmem_max"]))
+            }
+            buffers = {
+                "requested": self.settings.socket_buffer,
+                **granted,
+                **limits,
+                "capped": any(v is not None and v < self.settings.socket_buffer for v in granted.values()),
+            }
         return {
-            "server": "nginx", "nginx": self.build.to_dict(), "node": self.node.name,
-            "address": self.node.address, "port": self.settings.port,
-            "protocols": self.protocols, "http3_skipped": self.http3_skipped,
+            "server": "nginx",
+            "nginx": self.build.to_dict(),
+            "node": self.node.name,
+            "address": self.node.address,
+            "port": self.settings.port,
+            "protocols": self.protocols,
+            "http3_skipped": self.http3_skipped,
             "congestion_control": self.settings.congestion_control,
-            "socket": buffers, "config": str(self.config_path),
-            "settings": {k: str(v) if isinstance(v, Path) else v
-                         for k, v in asdict(self.settings).items()},
+            "socket": buffers,
+            "config": str(self.config_path),
+            "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self.settings).items()},
         }
 
     def access_log(self) -> list[dict[str, Any]]:

@@ -48,20 +48,59 @@ class PortCongestionControl:
         via = ["via", route["gateway"]] if route.get("gateway") else []
         source = ["src", route["prefsrc"]] if route.get("prefsrc") else []
         return [
-            ["ip", self.family, "route", "replace", self.client + prefix, *via, "dev", route["dev"], *source,
-             "table", self.table, "congctl", self.algorithm],
-            ["ip", self.family, "rule", "add", "priority", str(RULE_PRIORITY), "sport", str(self.port),
-             "table", self.table],
+            [
+                "ip",
+                self.family,
+                "route",
+                "replace",
+                self.client + prefix,
+                *via,
+                "dev",
+                route["dev"],
+                *source,
+                "table",
+                self.table,
+                "congctl",
+                self.algorithm,
+            ],
+            [
+                "ip",
+                self.family,
+                "rule",
+                "add",
+                "priority",
+                str(RULE_PRIORITY),
+                "sport",
+                str(self.port),
+                "table",
+                self.table,
+            ],
         ]
 
     def undo_commands(self) -> list[list[str]]:
-        return [["ip", self.family, "rule", "del", "priority", str(RULE_PRIORITY), "sport", str(self.port),
-                 "table", self.table],
-                ["ip", self.family, "route", "flush", "table", self.table]]
+        return [
+            [
+                "ip",
+                self.family,
+                "rule",
+                "del",
+                "priority",
+                str(RULE_PRIORITY),
+                "sport",
+                str(self.port),
+                "table",
+                self.table,
+            ],
+            ["ip", self.family, "route", "flush", "table", self.table],
+        ]
 
     def describe(self) -> dict[str, Any]:
-        return {"port": self.port, "client": self.client, "congestion_control": self.algorithm,
-                "how": f"ip rule sport {self.port} -> table {self.table}, route congctl {self.algorithm}"}
+        return {
+            "port": self.port,
+            "client": self.client,
+            "congestion_control": self.algorithm,
+            "how": f"ip rule sport {self.port} -> table {self.table}, route congctl {self.algorithm}",
+        }
 
 
 def apply(node: NodeHandle, setting: PortCongestionControl) -> Callable[[], None]:

@@ -26,8 +26,7 @@ async def fetch_with_python(settings: ClientSettings, record: dict[str, Any]) ->
     if settings.primes:
         record["resumption"] = {"asked": settings.resumption, "priming": None, "early_data_accepted": None}
         try:
-            record["resumption"]["priming"] = await asyncio.wait_for(prime_session(settings, context),
-                                                                     settings.timeout)
+            record["resumption"]["priming"] = await asyncio.wait_for(prime_session(settings, context), settings.timeout)
             settings.barrier.wait()  # primed: the run's captures may start now
         except asyncio.TimeoutError:  # noqa: UP041 (distinct from TimeoutError on Python 3.10)
             record["error"] = f"priming connection: timeout after {settings.timeout:g}s"
@@ -41,12 +40,14 @@ async def fetch_with_python(settings: ClientSettings, record: dict[str, Any]) ->
     wall, origin = time.time(), loop.time()
     sampler = None
     if settings.tcpinfo_log is not None:
-        sampler = tcpinfo.Sampler(tcpinfo.Filter(remote_port=settings.port),
-                                  settings.tcpinfo_interval, settings.tcpinfo_log).start()
+        sampler = tcpinfo.Sampler(
+            tcpinfo.Filter(remote_port=settings.port), settings.tcpinfo_interval, settings.tcpinfo_log
+        ).start()
     count = 1 if settings.http == "2" else min(settings.parallel, len(settings.paths))
     opening = [asyncio.ensure_future(open_connection(fetch, index, context)) for index in range(count)]
     protocols: list[Connection] = []
     try:
+
         async def run() -> None:
             for future in asyncio.as_completed(opening):
                 protocols.append(await future)
@@ -63,8 +64,7 @@ async def fetch_with_python(settings: ClientSettings, record: dict[str, Any]) ->
         for future in opening:
             if not future.done():
                 future.cancel()
-            elif (not future.cancelled() and future.exception() is None
-                  and future.result() not in protocols):
+            elif not future.cancelled() and future.exception() is None and future.result() not in protocols:
                 protocols.append(future.result())
         for protocol in protocols:
             protocol.abort()  # no-op for connections that finished (TCP_INFO already read)
@@ -78,17 +78,19 @@ async def fetch_with_python(settings: ClientSettings, record: dict[str, Any]) ->
     first_connection = min(fetch.connections, key=lambda c: c.connect_start, default=None)
     if first_connection is not None and first_connection.tls_done is not None:
         record["handshake_time"] = first_connection.tls_done - first_connection.connect_start
-    fill_times(record, [t.to_dict() for t in sorted(fetch.timings, key=lambda t: t.start)],
-               first, len(settings.paths))
+    fill_times(record, [t.to_dict() for t in sorted(fetch.timings, key=lambda t: t.start)], first, len(settings.paths))
     infos = [c.tcp_info for c in fetch.connections if c.tcp_info is not None]
     record["transport"] = transport_summary(
-        infos, complete=all(c.tcp_info is not None for c in fetch.connections),
+        infos,
+        complete=all(c.tcp_info is not None for c in fetch.connections),
         samples=sampler.samples if sampler else None,
-        interval=settings.tcpinfo_interval if sampler else None)
+        interval=settings.tcpinfo_interval if sampler else None,
+    )
     record["transport"]["connection_times"] = [c.to_dict(first) for c in fetch.connections]
     if "resumption" in record:
         # Python's ssl keeps the newest ticket only: the one every connection offered
-        record["resumption"].update(tickets_received=1, ticket_offered=True,
-                                    resumed_connections=sum(bool(c.resumed) for c in fetch.connections))
+        record["resumption"].update(
+            tickets_received=1, ticket_offered=True, resumed_connections=sum(bool(c.resumed) for c in fetch.connections)
+        )
         if not record["error"] and not all(c.resumed for c in fetch.connections):
             record["error"] = "the server did not resume the TLS session (it sent its certificate again)"

@@ -38,8 +38,10 @@ class ClientSettings(RequestSettings):
         if self.engine not in ENGINES:
             raise QuicbedError(f"--engine must be one of {', '.join(ENGINES)}")
         if self.http == "3" and self.engine != "curl":
-            raise QuicbedError("HTTP/3 over this client needs --engine curl (and a curl built "
-                               "with HTTP3); quicbed's HTTP/3 client is quicbed.apps.quic.client")
+            raise QuicbedError(
+                "HTTP/3 over this client needs --engine curl (and a curl built "
+                "with HTTP3); quicbed's HTTP/3 client is quicbed.apps.quic.client"
+            )
         # Python's ssl resumes a TLS 1.3 session but cannot send early data; curl runs one
         # invocation per fetch, so a ticket would not outlive the priming connection
         if resumptions is None:

@@ -41,9 +41,19 @@ NLMSG_DONE = 3
 INET_DIAG_INFO = 2
 INET_DIAG_CONG = 4
 ALL_STATES = 0xFFFFFFFF
-TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
-              6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN",
-              11: "CLOSING"}
+TCP_STATES = {
+    1: "ESTABLISHED",
+    2: "SYN_SENT",
+    3: "SYN_RECV",
+    4: "FIN_WAIT1",
+    5: "FIN_WAIT2",
+    6: "TIME_WAIT",
+    7: "CLOSE",
+    8: "CLOSE_WAIT",
+    9: "LAST_ACK",
+    10: "LISTEN",
+    11: "CLOSING",
+}
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 
 _NLMSGHDR = struct.Struct("=IHHII")
@@ -56,19 +66,52 @@ _RTATTR = struct.Struct("=HH")
 
 # struct tcp_info (include/uapi/linux/tcp.h): (name, format) in order, after 8 bytes of u8s.
 _TCP_INFO_FIELDS: tuple[tuple[str, str], ...] = (
-    ("rto", "I"), ("ato", "I"), ("snd_mss", "I"), ("rcv_mss", "I"),
-    ("unacked", "I"), ("sacked", "I"), ("lost", "I"), ("retrans", "I"), ("fackets", "I"),
-    ("last_data_sent", "I"), ("last_ack_sent", "I"), ("last_data_recv", "I"),
+    ("rto", "I"),
+    ("ato", "I"),
+    ("snd_mss", "I"),
+    ("rcv_mss", "I"),
+    ("unacked", "I"),
+    ("sacked", "I"),
+    ("lost", "I"),
+    ("retrans", "I"),
+    ("fackets", "I"),
+    ("last_data_sent", "I"),
+    ("last_ack_sent", "I"),
+    ("last_data_recv", "I"),
     ("last_ack_recv", "I"),
-    ("pmtu", "I"), ("rcv_ssthresh", "I"), ("rtt", "I"), ("rttvar", "I"), ("snd_ssthresh", "I"),
-    ("snd_cwnd", "I"), ("advmss", "I"), ("reordering", "I"),
-    ("rcv_rtt", "I"), ("rcv_space", "I"), ("total_retrans", "I"),
-    ("pacing_rate", "Q"), ("max_pacing_rate", "Q"), ("bytes_acked", "Q"),
-    ("bytes_received", "Q"), ("segs_out", "I"), ("segs_in", "I"),
-    ("notsent_bytes", "I"), ("min_rtt", "I"), ("data_segs_in", "I"), ("data_segs_out", "I"),
-    ("delivery_rate", "Q"), ("busy_time", "Q"), ("rwnd_limited", "Q"), ("sndbuf_limited", "Q"),
-    ("delivered", "I"), ("delivered_ce", "I"), ("bytes_sent", "Q"), ("bytes_retrans", "Q"),
-    ("dsack_dups", "I"), ("reord_seen", "I"), ("rcv_ooopack", "I"), ("snd_wnd", "I"),
+    ("pmtu", "I"),
+    ("rcv_ssthresh", "I"),
+    ("rtt", "I"),
+    ("rttvar", "I"),
+    ("snd_ssthresh", "I"),
+    ("snd_cwnd", "I"),
+    ("advmss", "I"),
+    ("reordering", "I"),
+    ("rcv_rtt", "I"),
+    ("rcv_space", "I"),
+    ("total_retrans", "I"),
+    ("pacing_rate", "Q"),
+    ("max_pacing_rate", "Q"),
+    ("bytes_acked", "Q"),
+    ("bytes_received", "Q"),
+    ("segs_out", "I"),
+    ("segs_in", "I"),
+    ("notsent_bytes", "I"),
+    ("min_rtt", "I"),
+    ("data_segs_in", "I"),
+    ("data_segs_out", "I"),
+    ("delivery_rate", "Q"),
+    ("busy_time", "Q"),
+    ("rwnd_limited", "Q"),
+    ("sndbuf_limited", "Q"),
+    ("delivered", "I"),
+    ("delivered_ce", "I"),
+    ("bytes_sent", "Q"),
+    ("bytes_retrans", "Q"),
+    ("dsack_dups", "I"),
+    ("reord_seen", "I"),
+    ("rcv_ooopack", "I"),
+    ("snd_wnd", "I"),
 )
 _TCP_INFO_HEAD = struct.Struct("=BBBBBBBB")
 
@@ -164,8 +207,7 @@ def decode_tcp_info(data: bytes) -> dict[str, Any]:
     """The fields of a ``struct tcp_info`` (as many as ``data`` holds), raw kernel units."""
     values: dict[str, Any] = {}
     if len(data) >= _TCP_INFO_HEAD.size:
-        state, ca_state, retransmits, _probes, _backoff, _options, _wscale, _flags = \
-            _TCP_INFO_HEAD.unpack_from(data)
+        state, ca_state, retransmits, _probes, _backoff, _options, _wscale, _flags = _TCP_INFO_HEAD.unpack_from(data)
         values.update(state=state, ca_state=ca_state, retransmits=retransmits)
     for name, packer, offset in _LAYOUT:
         if offset + packer.size > len(data):
@@ -179,42 +221,86 @@ def _micro(value: int | None) -> float | None:
     return None if value is None else value / 1e6
 
 
-def build(info: dict[str, Any], *, local: str, local_port: int, remote: str, remote_port: int,
-          state: str | None = None, congestion_control: str | None = None, rqueue: int = 0,
-          wqueue: int = 0, inode: int = 0) -> TcpInfo:
+def build(
+    info: dict[str, Any],
+    *,
+    local: str,
+    local_port: int,
+    remote: str,
+    remote_port: int,
+    state: str | None = None,
+    congestion_control: str | None = None,
+    rqueue: int = 0,
+    wqueue: int = 0,
+    inode: int = 0,
+) -> TcpInfo:
     """A :class:`TcpInfo` from decoded ``struct tcp_info`` fields (:func:`decode_tcp_info`)."""
     get = info.get
     code, ca_code = get("state"), get("ca_state")  # None: not in ``info`` (data too short)
     if state is None:
         state = str(code) if code is None else TCP_STATES.get(code, str(code))
     return TcpInfo(
-        local=local, local_port=local_port, remote=remote, remote_port=remote_port, state=state,
+        local=local,
+        local_port=local_port,
+        remote=remote,
+        remote_port=remote_port,
+        state=state,
         congestion_control=congestion_control,
         ca_state=None if ca_code is None else CA_STATES.get(ca_code),
-        retransmits=get("retransmits"), rto=_micro(get("rto")), rtt=_micro(get("rtt")),
-        rttvar=_micro(get("rttvar")), min_rtt=_micro(get("min_rtt")),
-        rcv_rtt=_micro(get("rcv_rtt")), snd_mss=get("snd_mss"), rcv_mss=get("rcv_mss"),
-        snd_cwnd=get("snd_cwnd"), snd_ssthresh=get("snd_ssthresh"), unacked=get("unacked"),
-        sacked=get("sacked"), lost=get("lost"), retrans=get("retrans"),
-        total_retrans=get("total_retrans"), reordering=get("reordering"),
-        pacing_rate=get("pacing_rate"), delivery_rate=get("delivery_rate"),
-        bytes_acked=get("bytes_acked"), bytes_received=get("bytes_received"),
-        bytes_sent=get("bytes_sent"), bytes_retrans=get("bytes_retrans"),
-        segs_out=get("segs_out"), segs_in=get("segs_in"), data_segs_out=get("data_segs_out"),
-        data_segs_in=get("data_segs_in"), notsent_bytes=get("notsent_bytes"),
-        rcv_space=get("rcv_space"), snd_wnd=get("snd_wnd"),
-        busy_time=_micro(get("busy_time")), rwnd_limited=_micro(get("rwnd_limited")),
-        sndbuf_limited=_micro(get("sndbuf_limited")), delivered=get("delivered"),
-        dsack_dups=get("dsack_dups"), reord_seen=get("reord_seen"),
-        rcv_ooopack=get("rcv_ooopack"), rqueue=rqueue, wqueue=wqueue, inode=inode)
+        retransmits=get("retransmits"),
+        rto=_micro(get("rto")),
+        rtt=_micro(get("rtt")),
+        rttvar=_micro(get("rttvar")),
+        min_rtt=_micro(get("min_rtt")),
+        rcv_rtt=_micro(get("rcv_rtt")),
+        snd_mss=get("snd_mss"),
+        rcv_mss=get("rcv_mss"),
+        snd_cwnd=get("snd_cwnd"),
+        snd_ssthresh=get("snd_ssthresh"),
+        unacked=get("unacked"),
+        sacked=get("sacked"),
+        lost=get("lost"),
+        retrans=get("retrans"),
+        total_retrans=get("total_retrans"),
+        reordering=get("reordering"),
+        pacing_rate=get("pacing_rate"),
+        delivery_rate=get("delivery_rate"),
+        bytes_acked=get("bytes_acked"),
+        bytes_received=get("bytes_received"),
+        bytes_sent=get("bytes_sent"),
+        bytes_retrans=get("bytes_retrans"),
+        segs_out=get("segs_out"),
+        segs_in=get("segs_in"),
+        data_segs_out=get("data_segs_out"),
+        data_segs_in=get("data_segs_in"),
+        notsent_bytes=get("notsent_bytes"),
+        rcv_space=get("rcv_space"),
+        snd_wnd=get("snd_wnd"),
+        busy_time=_micro(get("busy_time")),
+        rwnd_limited=_micro(get("rwnd_limited")),
+        sndbuf_limited=_micro(get("sndbuf_limited")),
+        delivered=get("delivered"),
+        dsack_dups=get("dsack_dups"),
+        reord_seen=get("reord_seen"),
+        rcv_ooopack=get("rcv_ooopack"),
+        rqueue=rqueue,
+        wqueue=wqueue,
+        inode=inode,
+    )
 
 
-def from_raw(raw: bytes, *, local: tuple[Any, ...], remote: tuple[Any, ...],
-             congestion_control: str | None = None) -> TcpInfo:
+def from_raw(
+    raw: bytes, *, local: tuple[Any, ...], remote: tuple[Any, ...], congestion_control: str | None = None
+) -> TcpInfo:
     """A :class:`TcpInfo` from ``getsockopt(IPPROTO_TCP, TCP_INFO)`` on one's own socket."""
-    return build(decode_tcp_info(raw), local=str(local[0]), local_port=int(local[1]),
-                 remote=str(remote[0]), remote_port=int(remote[1]),
-                 congestion_control=congestion_control)
+    return build(
+        decode_tcp_info(raw),
+        local=str(local[0]),
+        local_port=int(local[1]),
+        remote=str(remote[0]),
+        remote_port=int(remote[1]),
+        congestion_control=congestion_control,
+    )
 
 
 def _parse_message(payload: bytes) -> TcpInfo | None:
@@ -230,16 +316,24 @@ def _parse_message(payload: bytes) -> TcpInfo | None:
         length, kind = _RTATTR.unpack_from(payload, offset)
         if length < _RTATTR.size:
             break
-        body = payload[offset + _RTATTR.size: offset + length]
+        body = payload[offset + _RTATTR.size : offset + length]
         if kind == INET_DIAG_INFO:
             info = decode_tcp_info(body)
         elif kind == INET_DIAG_CONG:
             congestion = body.split(b"\0", 1)[0].decode(errors="replace")
         offset += (length + 3) & ~3
-    return build(info, local=_address(family, src), local_port=sport,
-                 remote=_address(family, dst), remote_port=dport,
-                 state=TCP_STATES.get(state, str(state)), congestion_control=congestion,
-                 rqueue=rqueue, wqueue=wqueue, inode=inode)
+    return build(
+        info,
+        local=_address(family, src),
+        local_port=sport,
+        remote=_address(family, dst),
+        remote_port=dport,
+        state=TCP_STATES.get(state, str(state)),
+        congestion_control=congestion,
+        rqueue=rqueue,
+        wqueue=wqueue,
+        inode=inode,
+    )
 
 
 @dataclass(frozen=True)
@@ -250,8 +344,16 @@ class Filter:
     local_port: int | None = None
     remote_port: int | None = None
     remote: str | None = None
-    states: tuple[str, ...] | None = ("ESTABLISHED", "FIN_WAIT1", "FIN_WAIT2", "CLOSE_WAIT",
-                                      "LAST_ACK", "CLOSING", "SYN_SENT", "SYN_RECV")
+    states: tuple[str, ...] | None = (
+        "ESTABLISHED",
+        "FIN_WAIT1",
+        "FIN_WAIT2",
+        "CLOSE_WAIT",
+        "LAST_ACK",
+        "CLOSING",
+        "SYN_SENT",
+        "SYN_RECV",
+    )
 
     def matches(self, info: TcpInfo) -> bool:
         if self.port is not None and self.port not in (info.local_port, info.remote_port):
@@ -286,10 +388,14 @@ class DiagSocket:
         """Every TCP socket of ``family`` with its TCP_INFO and congestion control name."""
         self.sequence += 1
         extensions = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_CONG - 1))
-        body = (_REQUEST.pack(family, socket.IPPROTO_TCP, extensions, 0, ALL_STATES)
-                + _SOCKID.pack(0, 0, bytes(16), bytes(16)) + _SOCKID_TAIL.pack(0, bytes(8)))
-        header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY,
-                                NLM_F_REQUEST | NLM_F_DUMP, self.sequence, 0)
+        body = (
+            _REQUEST.pack(family, socket.IPPROTO_TCP, extensions, 0, ALL_STATES)
+            + _SOCKID.pack(0, 0, bytes(16), bytes(16))
+            + _SOCKID_TAIL.pack(0, bytes(8))
+        )
+        header = _NLMSGHDR.pack(
+            _NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, self.sequence, 0
+        )
         self.sock.send(header + body)
         found: list[TcpInfo] = []
         while True:
@@ -299,7 +405,7 @@ class DiagSocket:
                 length, kind, _flags, sequence, _pid = _NLMSGHDR.unpack_from(data, offset)
                 if length < _NLMSGHDR.size:
                     return found
-                payload = data[offset + _NLMSGHDR.size: offset + length]
+                payload = data[offset + _NLMSGHDR.size : offset + length]
                 offset += (length + 3) & ~3
                 if sequence != self.sequence:
                     continue
@@ -318,8 +424,7 @@ class DiagSocket:
                 return found
 
 
-def snapshot(match: Filter | None = None, families: Sequence[int] = (socket.AF_INET,)
-             ) -> list[TcpInfo]:
+def snapshot(match: Filter | None = None, families: Sequence[int] = (socket.AF_INET,)) -> list[TcpInfo]:
     """TCP_INFO of the sockets of this namespace that match ``match``."""
     match = match or Filter()
     with DiagSocket() as diag:
@@ -330,8 +435,9 @@ class Sampler:
     """Samples matching sockets every ``interval`` seconds in a thread; keeps the last sample
     of every connection (``last``) and, optionally, writes every sample as a JSON line."""
 
-    def __init__(self, match: Filter, interval: float = 0.02, output: Path | None = None,
-                 origin: float | None = None) -> None:
+    def __init__(
+        self, match: Filter, interval: float = 0.02, output: Path | None = None, origin: float | None = None
+    ) -> None:
         self.match = match
         self.interval = interval
         self.output = output
@@ -394,20 +500,22 @@ class Sampler:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m quicbed.apps.tcp.tcpinfo",
-                                     description="TCP_INFO of this namespace's TCP sockets.")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.apps.tcp.tcpinfo", description="TCP_INFO of this namespace's TCP sockets."
+    )
     parser.add_argument("--port", type=int, help="local or remote port")
     parser.add_argument("--remote", help="remote address")
-    parser.add_argument("--interval", type=float, default=None,
-                        help="sample every this many seconds (default: once)")
-    parser.add_argument("--duration", type=float, default=60.0,
-                        help="with --interval: stop after this many seconds (SIGINT/SIGTERM "
-                        "stop earlier)")
+    parser.add_argument("--interval", type=float, default=None, help="sample every this many seconds (default: once)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=60.0,
+        help="with --interval: stop after this many seconds (SIGINT/SIGTERM stop earlier)",
+    )
     parser.add_argument("--output", type=Path, help="JSON lines file (default stdout)")
     parser.add_argument("--all-states", action="store_true", help="include LISTEN, TIME_WAIT")
     args = parser.parse_args(argv)
-    match = Filter(port=args.port, remote=args.remote,
-                   states=None if args.all_states else Filter.states)
+    match = Filter(port=args.port, remote=args.remote, states=None if args.all_states else Filter.states)
     if args.interval is None:
         text = "".join(json.dumps(i.to_dict()) + "\n" for i in snapshot(match))
         if args.output:

@@ -24,9 +24,14 @@ class ResumingContext(ssl.SSLContext):
 
     session: ssl.SSLSession | None = None
 
-    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
-                 server_hostname: str | bytes | None = None,
-                 session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
         return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or self.session)
 
 
@@ -70,8 +75,11 @@ async def prime_session(settings: ClientSettings, context: ResumingContext) -> d
         ssl_object = protocol.transport.get_extra_info("ssl_object") if protocol.transport else None
         deadline = loop.time() + TICKET_WAIT
         # TLS 1.3 tickets come after the handshake; OpenSSL reads them with the data
-        while ssl_object is not None and not (ssl_object.session and ssl_object.session.has_ticket) \
-                and loop.time() < deadline:
+        while (
+            ssl_object is not None
+            and not (ssl_object.session and ssl_object.session.has_ticket)
+            and loop.time() < deadline
+        ):
             await asyncio.sleep(0.005)
         session = ssl_object.session if ssl_object is not None else None
     finally:
@@ -85,5 +93,9 @@ async def prime_session(settings: ClientSettings, context: ResumingContext) -> d
         raise FetchError("no session ticket to resume with: the priming connection received none")
     context.session = session
     end = timing.end or loop.time()
-    return {"handshake_time": None if connection.tls_done is None else connection.tls_done - connection.connect_start,
-            "total_time": end - connection.connect_start, "status": timing.status, "error": None}
+    return {
+        "handshake_time": None if connection.tls_done is None else connection.tls_done - connection.connect_start,
+        "total_time": end - connection.connect_start,
+        "status": timing.status,
+        "error": None,
+    }

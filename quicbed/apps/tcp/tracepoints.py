@@ -36,8 +36,13 @@ def unavailable() -> str | None:
     """Why the tracepoints cannot be used here (None: they can)."""
     if os.geteuid() != 0:
         return "tracefs needs root"
-    if not _mounted() and subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACING)],
-                                         capture_output=True, check=False).returncode != 0:
+    if (
+        not _mounted()
+        and subprocess.run(
+            ["mount", "-t", "tracefs", "nodev", str(TRACING)], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
         return "tracefs cannot be mounted"
     if not (TRACING / "events" / "tcp" / "tcp_probe").is_dir():
         return "this kernel has no tcp:tcp_probe tracepoint"
@@ -64,8 +69,7 @@ class TcpTracepoints:
                 if directory.is_dir():
                     (directory / "filter").write_text(f"sport == {self.port}")  # the sender's socket
                     (directory / "enable").write_text("1")
-            self.meta = {"trace_clock": "mono", "mono_to_epoch": time.time() - time.monotonic(),
-                         "port": self.port}
+            self.meta = {"trace_clock": "mono", "mono_to_epoch": time.time() - time.monotonic(), "port": self.port}
         except BaseException:
             self._remove()
             raise
@@ -75,8 +79,11 @@ class TcpTracepoints:
         try:
             (self.instance / "tracing_on").write_text("0")
             self.meta["overruns"] = sum(
-                int(line.split(":")[1]) for stats in self.instance.glob("per_cpu/cpu*/stats")
-                for line in stats.read_text().splitlines() if line.startswith(("overrun", "dropped events")))
+                int(line.split(":")[1])
+                for stats in self.instance.glob("per_cpu/cpu*/stats")
+                for line in stats.read_text().splitlines()
+                if line.startswith(("overrun", "dropped events"))
+            )
             lines = [line for line in (self.instance / "trace").read_text().splitlines() if not line.startswith("#")]
             self.output.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
         finally:

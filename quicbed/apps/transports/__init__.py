@@ -11,9 +11,23 @@ A new kind: a module here with a :class:`TransportKind` subclass that ends with
 ``register_transport_kind(MyKind())``, imported below.
 """
 
-from quicbed.apps.transports.base import (Assets, Download, RunContext, TransportKind, register_transport_kind,
-                                          transport_kind, transport_kinds)
+from quicbed.apps.transports.base import (
+    Assets,
+    Download,
+    RunContext,
+    TransportKind,
+    register_transport_kind,
+    transport_kind,
+    transport_kinds,
+)
 from quicbed.apps.transports import quic, tcp  # noqa: E402,F401  (the built-in kinds register themselves)
 
-__all__ = ["Assets", "Download", "RunContext", "TransportKind", "register_transport_kind", "transport_kind",
-           "transport_kinds"]
+__all__ = [
+    "Assets",
+    "Download",
+    "RunContext",
+    "TransportKind",
+    "register_transport_kind",
+    "transport_kind",
+    "transport_kinds",
+]

@@ -144,9 +144,12 @@ def transport_kind(name: object) -> TransportKind:
     """The registered kind called ``name``; a SpecError on the ``kind`` field otherwise."""
     if not isinstance(name, str) or name not in _KINDS:
         close = suggest(str(name), list(_KINDS)) if name is not None else ""
-        raise SpecError("a transport needs a kind" if name is None else f"unknown transport kind {name!r}",
-                        field="kind", fix=f"{close}write kind: {' or kind: '.join(_KINDS)}; a new kind registers with "
-                                          "register_transport_kind (docs/architecture.md)")
+        raise SpecError(
+            "a transport needs a kind" if name is None else f"unknown transport kind {name!r}",
+            field="kind",
+            fix=f"{close}write kind: {' or kind: '.join(_KINDS)}; a new kind registers with "
+            "register_transport_kind (docs/architecture.md)",
+        )
     return _KINDS[name]
 
 

@@ -11,8 +11,12 @@ from dataclasses import replace
 
 from quicbed.apps.launch import Started, module_argv
 from quicbed.apps.ports import wait_for_file
-from quicbed.apps.quic.implementations import (DEFAULT_IMPLEMENTATION, IMPLEMENTATIONS, QuicImplementation,
-                                               quic_implementation)
+from quicbed.apps.quic.implementations import (
+    DEFAULT_IMPLEMENTATION,
+    IMPLEMENTATIONS,
+    QuicImplementation,
+    quic_implementation,
+)
 from quicbed.apps.quic.profiles import TransportProfile, get_profile, load_profiles
 from quicbed.apps.record import RESUMPTION_MODES
 from quicbed.apps.transports.base import Download, RunContext, TransportKind, register_transport_kind
@@ -33,20 +37,26 @@ class QuicKind(TransportKind):
         profile = entry.get("profile") or "quic"
         known = load_profiles()
         if not among(profile, known):
-            raise entry.error(f"unknown transport profile {profile!r}", "profile",
-                              fix=f"{suggest(profile, list(known))}profiles are {', '.join(known)}")
+            raise entry.error(
+                f"unknown transport profile {profile!r}",
+                "profile",
+                fix=f"{suggest(profile, list(known))}profiles are {', '.join(known)}",
+            )
         knobs = entry.knobs()
         implementation = entry.choice("impl", entry.get("impl", DEFAULT_IMPLEMENTATION), tuple(IMPLEMENTATIONS))
         transport = Transport(entry.name, self.name, profile, http, cc, knobs, implementation)
         try:
             refused = self.refusals(transport)
         except SpecError as error:  # a knob's value
-            raise entry.error(error.message, f"knobs.{error.field}" if error.field else "knobs",
-                              fix=error.fix) from None
+            raise entry.error(
+                error.message, f"knobs.{error.field}" if error.field else "knobs", fix=error.fix
+            ) from None
         if refused:
-            raise entry.error(f"{implementation} cannot run profile {profile!r} as given: {'; '.join(refused)}",
-                              "knobs", fix="set these knobs under knobs: (values the implementation has), "
-                                           "or use impl: aioquic")
+            raise entry.error(
+                f"{implementation} cannot run profile {profile!r} as given: {'; '.join(refused)}",
+                "knobs",
+                fix="set these knobs under knobs: (values the implementation has), or use impl: aioquic",
+            )
         return replace(transport, resumption=entry.resumption(RESUMPTION_MODES))
 
     def refusals(self, transport: Transport) -> list[str]:
@@ -67,8 +77,13 @@ class QuicKind(TransportKind):
         if transport.knobs and profile is not None:
             # the description says what the profile does; a knob set apart from it undoes part of that
             shown = profile.knobs()
-            parts.append("Unlike the profile: " + "; ".join(f"{knob}={value} (the profile's {shown.get(knob)!r})"
-                                                            for knob, value in transport.knobs.items()) + ".")
+            parts.append(
+                "Unlike the profile: "
+                + "; ".join(
+                    f"{knob}={value} (the profile's {shown.get(knob)!r})" for knob, value in transport.knobs.items()
+                )
+                + "."
+            )
         parts.append(self.implementation(transport).ceiling)
         return " ".join(part for part in parts if part)
 
@@ -86,15 +101,29 @@ class QuicKind(TransportKind):
     def start_server(self, run: RunContext, download: Download) -> AbstractContextManager[object]:
         prefix = "" if download.role == "main" else f"{download.role}-"
         ready = run.folder / f"{prefix}server-ready.json"
-        argv = ["--root", str(run.assets.www), "--cert", str(run.assets.cert), "--key", str(run.assets.key),
-                "--host", run.server.address, "--port", str(download.port), "--ready-file", str(ready),
-                "--stats-file", str(run.folder / f"{prefix}server-stats.jsonl"),
-                *_profile_arguments(download.transport)]
+        argv = [
+            "--root",
+            str(run.assets.www),
+            "--cert",
+            str(run.assets.cert),
+            "--key",
+            str(run.assets.key),
+            "--host",
+            run.server.address,
+            "--port",
+            str(download.port),
+            "--ready-file",
+            str(ready),
+            "--stats-file",
+            str(run.folder / f"{prefix}server-stats.jsonl"),
+            *_profile_arguments(download.transport),
+        ]
         if run.qlog and download.role == "main":
             argv += ["--qlog-dir", str(run.folder / "qlog")]
         module, *leading = self.implementation(download.transport).server
-        process = run.server.start(module_argv(module, [*leading, *argv]), name=f"{prefix}quic-server",
-                                   log_dir=run.logs)
+        process = run.server.start(
+            module_argv(module, [*leading, *argv]), name=f"{prefix}quic-server", log_dir=run.logs
+        )
         try:
             wait_for_file(ready, process, "the HTTP/3 server", run.ready_timeout)
         except BaseException:
@@ -113,8 +142,14 @@ class QuicKind(TransportKind):
         """The server's qlog of the download as ``server.qlog``."""
         qlog_dir = run.folder / "qlog"
         # aioquic: ODCID_server.qlog; quinn: server-N-ADDRESS.sqlog (both JSON-SEQ or JSON)
-        qlogs = sorted([*qlog_dir.glob("*_server.qlog"), *qlog_dir.glob("server-*.sqlog")],
-                       key=lambda path: path.stat().st_mtime) if qlog_dir.is_dir() else []
+        qlogs = (
+            sorted(
+                [*qlog_dir.glob("*_server.qlog"), *qlog_dir.glob("server-*.sqlog")],
+                key=lambda path: path.stat().st_mtime,
+            )
+            if qlog_dir.is_dir()
+            else []
+        )
         if shared:  # many clients: the measured one's, which only quinn's names tell (its address)
             qlogs = [path for path in qlogs if f"-{download.client.address}_" in path.name]
         if qlogs:

@@ -17,7 +17,6 @@ from quicbed.spec.transport import Transport, TransportEntry
 HTTP_VERSIONS = ("1.1", "2", "3")
 
 
-
 def _nothing_to_undo() -> None:
     """What ending a server without a port's own congestion control undoes."""
 
@@ -37,8 +36,11 @@ class TcpKind(TransportKind):
         if "impl" in entry.options:
             raise entry.error("TCP transports have no QUIC implementation", "impl", fix="remove 'impl'")
         if entry.get("resumption") == "0rtt":
-            raise entry.error("TCP transports cannot send 0-RTT data (quicbed's TCP client, Python's ssl, has no "
-                              "TLS early data)", "resumption", fix="use resumption: ticket, or a QUIC transport")
+            raise entry.error(
+                "TCP transports cannot send 0-RTT data (quicbed's TCP client, Python's ssl, has no TLS early data)",
+                "resumption",
+                fix="use resumption: ticket, or a QUIC transport",
+            )
         resumption = entry.resumption(RESUMPTION_MODES[:2])
         return Transport(entry.name, self.name, None, http, cc, knobs, None, resumption)
 
@@ -58,11 +60,17 @@ class TcpKind(TransportKind):
 
         main = download.role == "main"
         # the namespace's default is the main server's; a competitor's own port gets its own
-        settings = NginxSettings(root=run.assets.www, certificate=run.assets.cert, private_key=run.assets.key,
-                                 port=download.port, host=run.server.address,
-                                 congestion_control=download.transport.cc if main else None,
-                                 keepalive_timeout=run.timeout, send_timeout=run.timeout,
-                                 session_ticket_key=run.assets.ticket_key)
+        settings = NginxSettings(
+            root=run.assets.www,
+            certificate=run.assets.cert,
+            private_key=run.assets.key,
+            port=download.port,
+            host=run.server.address,
+            congestion_control=download.transport.cc if main else None,
+            keepalive_timeout=run.timeout,
+            send_timeout=run.timeout,
+            session_ticket_key=run.assets.ticket_key,
+        )
         nginx = NginxServer(run.server, settings, run.folder / ("nginx" if main else f"nginx-{download.role}"))
         undo_port_cc: Callable[[], None] = _nothing_to_undo
         info: dict[str, Any] = {}
@@ -82,8 +90,10 @@ class TcpKind(TransportKind):
                 nginx.stop()
             finally:
                 undo_port_cc()
-        return Started(stop, lambda: run.details.setdefault("servers", {}).update(
-            {download.role: {**nginx.info(), **info}}))
+
+        return Started(
+            stop, lambda: run.details.setdefault("servers", {}).update({download.role: {**nginx.info(), **info}})
+        )
 
     def client_argv(self, transport: Transport, arguments: list[str]) -> list[str]:
         return module_argv("quicbed.apps.tcp.client", [*arguments, "--http", transport.http])

@@ -55,13 +55,13 @@ def record_tcp_state(run: RunContext, download: Download) -> AbstractContextMana
 
 
 def _ss_sampler(run: RunContext, download: Download) -> Started:
-    process = run.server.start(ss_sampler_command(download.port, SS_INTERVAL), name="ss-sampler",
-                               log_dir=run.logs)
+    process = run.server.start(ss_sampler_command(download.port, SS_INTERVAL), name="ss-sampler", log_dir=run.logs)
     run.watch("the TCP state sampler", process)
 
     def keep() -> None:
         if process.stdout_path and process.stdout_path.exists():
             shutil.copyfile(process.stdout_path, run.folder / "ss.txt")
+
     return Started(process.stop, keep)
 
 

@@ -49,7 +49,6 @@ unloads mac80211_hwsim: one Mininet-WiFi network at a time per machine, enforced
 lock file.
 """
 
-
 from quicbed.backends.mininet_wifi.host import (
     ExclusiveLock,
     PrivateOpenVSwitch,

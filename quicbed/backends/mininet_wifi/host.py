@@ -43,13 +43,17 @@ def import_problem() -> str | None:
         return f"Mininet-WiFi (mn_wifi) is not importable: Mininet (mininet) is missing (fix: {INSTALL_FIX})"
     if not hasattr(mininet_util, "fmtBps"):
         version = getattr(importlib.import_module("mininet.net"), "VERSION", "?")
-        return (f"Mininet {version} is too old for Mininet-WiFi: it needs mininet.util.fmtBps, added in 2.3.1b2; "
-                f"Debian and PyPI ship 2.3.0 (fix: {INSTALL_FIX})")
+        return (
+            f"Mininet {version} is too old for Mininet-WiFi: it needs mininet.util.fmtBps, added in 2.3.1b2; "
+            f"Debian and PyPI ship 2.3.0 (fix: {INSTALL_FIX})"
+        )
     try:
         importlib.import_module("FlightRadar24")
     except ImportError:
-        return ("FlightRadarAPI is missing or too new for Mininet-WiFi: 1.6 removed the FlightRadar24 module "
-                "mn_wifi imports (fix: pip install 'FlightRadarAPI<1.6')")
+        return (
+            "FlightRadarAPI is missing or too new for Mininet-WiFi: 1.6 removed the FlightRadar24 module "
+            "mn_wifi imports (fix: pip install 'FlightRadarAPI<1.6')"
+        )
     try:
         importlib.import_module("mn_wifi.net")
     except ImportError as error:
@@ -67,8 +71,10 @@ def kernel_problem(topology: Topology | None) -> str | None:
 def versions() -> dict[str, Any]:
     """Mininet and Mininet-WiFi versions (and the commits the Ansible role recorded)."""
     info: dict[str, Any] = {}
-    for label, module, distribution in (("mininet", "mininet.net", "mininet"),
-                                        ("mn_wifi", "mn_wifi.net", "mininet-wifi")):
+    for label, module, distribution in (
+        ("mininet", "mininet.net", "mininet"),
+        ("mn_wifi", "mn_wifi.net", "mininet-wifi"),
+    ):
         try:
             info[label] = {"version": getattr(importlib.import_module(module), "VERSION", None)}
         except ImportError:
@@ -108,10 +114,12 @@ def networkmanager_problem() -> str | None:
         return None  # not running
     if networkmanager_leaves_hwsim_alone():
         return None
-    return ("NetworkManager is running and would manage mac80211_hwsim radios (fix: list them in "
-            "unmanaged-devices, e.g. 'unmanaged-devices=driver:mac80211_hwsim' in "
-            "/etc/NetworkManager/conf.d/90-quicbed-unmanaged.conf, then 'nmcli general reload'; "
-            "the Ansible role roles/common writes that file)")
+    return (
+        "NetworkManager is running and would manage mac80211_hwsim radios (fix: list them in "
+        "unmanaged-devices, e.g. 'unmanaged-devices=driver:mac80211_hwsim' in "
+        "/etc/NetworkManager/conf.d/90-quicbed-unmanaged.conf, then 'nmcli general reload'; "
+        "the Ansible role roles/common writes that file)"
+    )
 
 
 def networkmanager_leaves_hwsim_alone(root: Path = Path("/etc/NetworkManager")) -> bool:
@@ -134,7 +142,10 @@ def unrealisable(topology: Topology) -> list[str]:
     at an AP (hostapd has none)."""
     return kernel_unrealisable(topology.links) + [
         f"nodes[{node.name}].fastack: ACK acceleration is a model of the ns3 backend's access point; hostapd has "
-        "none (fix: backend: ns3)" for node in topology.nodes.values() if isinstance(node, AccessPoint) and node.fastack]
+        "none (fix: backend: ns3)"
+        for node in topology.nodes.values()
+        if isinstance(node, AccessPoint) and node.fastack
+    ]
 
 
 def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
@@ -145,29 +156,41 @@ def check_requirements(topology: Topology, options: MininetWifiOptions) -> None:
     problem = import_problem()
     if problem:
         raise MissingDependency(problem)
-    require_root_and_tools("the mininet-wifi backend needs root", (
-        ("mnexec", f"Mininet's mnexec ({INSTALL_FIX})"),
-        ("ifconfig", "apt-get install net-tools (Mininet calls it)"),
-        ("hostapd", "apt-get install hostapd"), ("wpa_supplicant", "apt-get install wpasupplicant"),
-        ("iw", "apt-get install iw"), ("tc", "apt-get install iproute2"),
-        ("nsenter", "apt-get install util-linux"), ("ethtool", "apt-get install ethtool")))
-    if topology.has_wireless() and subprocess.run(["modprobe", "mac80211_hwsim", "radios=0"], capture_output=True,
-                                                  check=False).returncode != 0 \
-            and not Path("/sys/module/mac80211_hwsim").exists():
-        raise MissingDependency("this kernel has no mac80211_hwsim (fix: run with --vm, or install "
-                                "linux-modules-extra-$(uname -r) on Ubuntu)")
+    require_root_and_tools(
+        "the mininet-wifi backend needs root",
+        (
+            ("mnexec", f"Mininet's mnexec ({INSTALL_FIX})"),
+            ("ifconfig", "apt-get install net-tools (Mininet calls it)"),
+            ("hostapd", "apt-get install hostapd"),
+            ("wpa_supplicant", "apt-get install wpasupplicant"),
+            ("iw", "apt-get install iw"),
+            ("tc", "apt-get install iproute2"),
+            ("nsenter", "apt-get install util-linux"),
+            ("ethtool", "apt-get install ethtool"),
+        ),
+    )
+    if (
+        topology.has_wireless()
+        and subprocess.run(["modprobe", "mac80211_hwsim", "radios=0"], capture_output=True, check=False).returncode != 0
+        and not Path("/sys/module/mac80211_hwsim").exists()
+    ):
+        raise MissingDependency(
+            "this kernel has no mac80211_hwsim (fix: run with --vm, or install "
+            "linux-modules-extra-$(uname -r) on Ubuntu)"
+        )
     if Path("/sys/module/mac80211_hwsim").exists() and shutil.which("hwsim_mgmt") is None:
-        raise MissingDependency("'hwsim_mgmt' is not installed; Mininet-WiFi creates radios with it "
-                                f"(fix: {INSTALL_FIX})")
+        raise MissingDependency(
+            f"'hwsim_mgmt' is not installed; Mininet-WiFi creates radios with it (fix: {INSTALL_FIX})"
+        )
     if options.wmediumd and shutil.which("wmediumd") is None:
-        raise MissingDependency("wmediumd is not installed (fix: build ramonfontes/wmediumd, or run without "
-                                "wmediumd)")
+        raise MissingDependency("wmediumd is not installed (fix: build ramonfontes/wmediumd, or run without wmediumd)")
     problem = networkmanager_problem()
     if problem:
         raise MissingDependency(problem)
 
 
 # -- host-wide helpers -------------------------------------------------------------------------
+
 
 class PrivateOpenVSwitch:
     """An ovsdb-server + ovs-vswitchd of our own, for hosts (the guest kernels) where none runs.
@@ -208,12 +231,28 @@ class PrivateOpenVSwitch:
         database = self.folder / "conf.db"
         run_checked(["ovsdb-tool", "create", str(database), str(schema)], "creating an Open vSwitch database")
         self.started = True
-        run_checked(["ovsdb-server", str(database), f"--remote=punix:{self.RUN_DIR}/db.sock",
-                f"--pidfile={self.folder}/ovsdb-server.pid", "--detach", f"--log-file={self.folder}/ovsdb-server.log"],
-               "starting ovsdb-server")
+        run_checked(
+            [
+                "ovsdb-server",
+                str(database),
+                f"--remote=punix:{self.RUN_DIR}/db.sock",
+                f"--pidfile={self.folder}/ovsdb-server.pid",
+                "--detach",
+                f"--log-file={self.folder}/ovsdb-server.log",
+            ],
+            "starting ovsdb-server",
+        )
         run_checked(["ovs-vsctl", "--no-wait", "init"], "initialising Open vSwitch")
-        run_checked(["ovs-vswitchd", f"unix:{self.RUN_DIR}/db.sock", f"--pidfile={self.folder}/ovs-vswitchd.pid",
-                "--detach", f"--log-file={self.folder}/ovs-vswitchd.log"], "starting ovs-vswitchd")
+        run_checked(
+            [
+                "ovs-vswitchd",
+                f"unix:{self.RUN_DIR}/db.sock",
+                f"--pidfile={self.folder}/ovs-vswitchd.pid",
+                "--detach",
+                f"--log-file={self.folder}/ovs-vswitchd.log",
+            ],
+            "starting ovs-vswitchd",
+        )
         if not ovs_running():
             raise BackendError(f"the private Open vSwitch did not come up (logs in {self.folder})")
         if current_clock() == VIRTUAL:
@@ -223,8 +262,10 @@ class PrivateOpenVSwitch:
         """What stops the daemons if this process dies without stop() (for ``quicbed clean``)."""
         if not self.started or self.folder is None:
             return []
-        return [*(["pkill", "-F", str(self.folder / f"{daemon}.pid")] for daemon in ("ovs-vswitchd", "ovsdb-server")),
-                ["rm", "-rf", str(self.folder)]]
+        return [
+            *(["pkill", "-F", str(self.folder / f"{daemon}.pid")] for daemon in ("ovs-vswitchd", "ovsdb-server")),
+            ["rm", "-rf", str(self.folder)],
+        ]
 
     def stop(self) -> None:
         if not self.started or self.folder is None:
@@ -244,7 +285,9 @@ def hwsim_radios_of(pid: int) -> list[str]:
     """The mac80211_hwsim radios Mininet-WiFi created for process ``pid`` (it puts the pid in their names)."""
     debugfs = Path("/sys/kernel/debug/ieee80211")
     prefix = "mn%05dp" % pid
-    return sorted(entry.name for entry in debugfs.iterdir() if entry.name.startswith(prefix)) if debugfs.is_dir() else []
+    return (
+        sorted(entry.name for entry in debugfs.iterdir() if entry.name.startswith(prefix)) if debugfs.is_dir() else []
+    )
 
 
 def kill_and_wait(pid: int, timeout: float = 5.0) -> None:
@@ -293,9 +336,11 @@ class ExclusiveLock:
             holder = self.handle.read().strip() or "another process"
             self.handle.close()
             self.handle = None
-            raise BackendError(f"another Mininet-WiFi network is running on this machine ({holder}); Mininet-WiFi's "
-                               "cleanup kills hostapd and wpa_supplicant machine-wide, so run one Mininet-WiFi "
-                               "experiment at a time (fix: wait for it, or 'quicbed clean' if it crashed)") from None
+            raise BackendError(
+                f"another Mininet-WiFi network is running on this machine ({holder}); Mininet-WiFi's "
+                "cleanup kills hostapd and wpa_supplicant machine-wide, so run one Mininet-WiFi "
+                "experiment at a time (fix: wait for it, or 'quicbed clean' if it crashed)"
+            ) from None
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"pid {os.getpid()}\n")
@@ -345,7 +390,7 @@ class DaemonReaper:
                 stat = Path(f"/proc/{pid}/stat").read_text()
             except OSError:
                 continue
-            name = stat[stat.find("(") + 1:stat.rfind(")")]
+            name = stat[stat.find("(") + 1 : stat.rfind(")")]
             state = stat.rsplit(")", 1)[1].split()[0]
             if state == "Z" and name in DAEMONS:
                 _reap(pid)
@@ -382,8 +427,10 @@ def wait_for_wmediumd_socket(timeout: float = 30.0, path: str = WMEDIUMD_SOCKET)
             except OSError:
                 pass
         time.sleep(0.2)
-    raise BackendError(f"wmediumd's control socket {path} did not accept connections within {timeout:g} s "
-                       "(fix: check that wmediumd starts: run it by hand with the config Mininet-WiFi wrote)")
+    raise BackendError(
+        f"wmediumd's control socket {path} did not accept connections within {timeout:g} s "
+        "(fix: check that wmediumd starts: run it by hand with the config Mininet-WiFi wrote)"
+    )
 
 
 # -- nodes ---------------------------------------------------------------------------------

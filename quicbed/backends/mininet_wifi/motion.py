@@ -27,8 +27,9 @@ class Mover:
     """Sets each moving station's position along its trajectory every ``step_s`` seconds,
     from :meth:`start` (a trajectory's time 0) until the last waypoint of the longest one."""
 
-    def __init__(self, trajectories: Mapping[str, Trajectory], set_position: Callable[[str, Position], None],
-                 step_s: float) -> None:
+    def __init__(
+        self, trajectories: Mapping[str, Trajectory], set_position: Callable[[str, Position], None], step_s: float
+    ) -> None:
         self.trajectories = dict(trajectories)
         self.set_position = set_position
         self.step_s = step_s
@@ -68,8 +69,9 @@ class Mover:
                 return
 
 
-def association_events(logs: Mapping[str, str], stations: Mapping[str, str],
-                       since: float | None = None) -> list[dict[str, Any]]:
+def association_events(
+    logs: Mapping[str, str], stations: Mapping[str, str], since: float | None = None
+) -> list[dict[str, Any]]:
     """(Dis)associations of ``stations`` (MAC -> station) in the access points' hostapd logs
     (AP -> log text), in time order: ``t`` (s since the epoch, or since ``since``), ``ap``,
     ``station``, ``event`` (``associated`` when hostapd let it in, with its keys where the
@@ -80,8 +82,14 @@ def association_events(logs: Mapping[str, str], stations: Mapping[str, str],
             if mac in stations:
                 t = float(stamp) - (since or 0.0)
                 if since is None or t >= 0:
-                    events.append({"t": round(t, 6), "ap": ap, "station": stations[mac],
-                                   "event": "associated" if kind == "CONNECTED" else "disassociated"})
+                    events.append(
+                        {
+                            "t": round(t, 6),
+                            "ap": ap,
+                            "station": stations[mac],
+                            "event": "associated" if kind == "CONNECTED" else "disassociated",
+                        }
+                    )
     return sorted(events, key=lambda e: e["t"])
 
 

@@ -64,8 +64,12 @@ class MininetNode(NodeHandle):
 
 #: ``ethtool -k`` names of the offloads that merge or split packets: one left on makes the
 #: captures show super-packets larger than the MTU, which no link carried
-PACKET_SIZE_OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
-                        "large-receive-offload")
+PACKET_SIZE_OFFLOADS = (
+    "tcp-segmentation-offload",
+    "generic-segmentation-offload",
+    "generic-receive-offload",
+    "large-receive-offload",
+)
 
 
 def offloads_left_on(features: str) -> list[str]:
@@ -76,17 +80,25 @@ def offloads_left_on(features: str) -> list[str]:
 
 # -- the network -----------------------------------------------------------------------------
 
+
 class MininetWifiNetwork(Network):
     backend_name = "mininet-wifi"
 
-    def __init__(self, topology: Topology, run_id: str | None = None, log_dir: str | Path | None = None,
-                 options: MininetWifiOptions | None = None, **option_overrides: Any) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        run_id: str | None = None,
+        log_dir: str | Path | None = None,
+        options: MininetWifiOptions | None = None,
+        **option_overrides: Any,
+    ) -> None:
         super().__init__(topology)
         known = {f.name for f in dataclasses.fields(MininetWifiOptions)}
         unknown = set(option_overrides) - known
         if unknown:
-            raise BackendError(f"unknown mininet-wifi backend option(s) {sorted(unknown)} "
-                               f"(known: {', '.join(sorted(known))})")
+            raise BackendError(
+                f"unknown mininet-wifi backend option(s) {sorted(unknown)} (known: {', '.join(sorted(known))})"
+            )
         self.options = dataclasses.replace(options or MininetWifiOptions(), **option_overrides)
         self.plan = plan(self.resolved, self.options)
         self.warnings: list[str] = list(self.plan.warnings)
@@ -112,9 +124,11 @@ class MininetWifiNetwork(Network):
             return self._nodes[name]
         except KeyError:
             if name in self.topology.nodes:
-                raise BackendError(f"{name} is a {self.topology.nodes[name].kind}: an Open vSwitch bridge in the "
-                                   "root namespace that runs no processes (fix: run them on a host, station or "
-                                   "mesh point)") from None
+                raise BackendError(
+                    f"{name} is a {self.topology.nodes[name].kind}: an Open vSwitch bridge in the "
+                    "root namespace that runs no processes (fix: run them on a host, station or "
+                    "mesh point)"
+                ) from None
             raise BackendError(f"no node {name!r} in this network (nodes: {', '.join(self._nodes)})") from None
 
     def mn_node(self, name: str) -> Any:
@@ -144,19 +158,25 @@ class MininetWifiNetwork(Network):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "backend": self.backend_name, "run_id": self.run_id,
+            "backend": self.backend_name,
+            "run_id": self.run_id,
             "emulator": {"name": "Mininet-WiFi", **versions()},
-            "wmediumd": {"enabled": self.options.wmediumd,
-                         "mode": self.options.wmediumd_mode if self.options.wmediumd else None},
+            "wmediumd": {
+                "enabled": self.options.wmediumd,
+                "mode": self.options.wmediumd_mode if self.options.wmediumd else None,
+            },
             "propagation": {"model": self.options.propagation_model, "exp": self.options.propagation_exp},
             "open_vswitch": "private" if self._ovs and self._ovs.started else "system",
             "devices": {f"{node}:{name}": real for (node, name), real in self._names.items()},
             "node_pids": ({name: n.pid for name, n in self._nodes.items()} if self.net is not None else {}),
             "association_retries": dict(self.association_retries),
-            "roaming": {station: {"aps": aps, "bgscan": self.options.bgscan, "security": "WPA2-PSK"}
-                        for station, aps in self.plan.roaming.items()},
-            "hostapd_logs": ({ap: str(self.hostapd_log(ap)) for ap in self.plan.access_points}
-                             if self.work_dir is not None else {}),
+            "roaming": {
+                station: {"aps": aps, "bgscan": self.options.bgscan, "security": "WPA2-PSK"}
+                for station, aps in self.plan.roaming.items()
+            },
+            "hostapd_logs": (
+                {ap: str(self.hostapd_log(ap)) for ap in self.plan.access_points} if self.work_dir is not None else {}
+            ),
             "options": dataclasses.asdict(self.options),
             "warnings": self.warnings,
             # the kernel queues every radio's frames itself (a radio's queue setting is an ns3 model)
@@ -185,10 +205,15 @@ class MininetWifiNetwork(Network):
     def association_events(self, since: float | None = None) -> list[dict[str, Any]]:
         """The stations' (dis)associations in the APs' hostapd logs, in time order (s since the
         epoch, or since ``since``; see motion.association_events)."""
-        logs = {ap: self.hostapd_log(ap).read_text(errors="replace") if self.hostapd_log(ap).exists() else ""
-                for ap in self.plan.access_points}
-        macs = {self.mn_node(name).wintfs[0].mac: name for name in self.plan.stations
-                if getattr(self.mn_node(name), "wintfs", None)}
+        logs = {
+            ap: self.hostapd_log(ap).read_text(errors="replace") if self.hostapd_log(ap).exists() else ""
+            for ap in self.plan.access_points
+        }
+        macs = {
+            self.mn_node(name).wintfs[0].mac: name
+            for name in self.plan.stations
+            if getattr(self.mn_node(name), "wintfs", None)
+        }
         return association_events(logs, macs, since)
 
     # -- building ----------------------------------------------------------------------------
@@ -200,8 +225,11 @@ class MininetWifiNetwork(Network):
         ensure_debugfs()
         allow_congestion_controls(self.record)
         self._reaper.start()
-        self.work_dir = (self.log_dir / "mininet-wifi") if self.log_dir else \
-            Path(tempfile.mkdtemp(prefix=f"quicbed-mnwifi-{self.run_id}-"))
+        self.work_dir = (
+            (self.log_dir / "mininet-wifi")
+            if self.log_dir
+            else Path(tempfile.mkdtemp(prefix=f"quicbed-mnwifi-{self.run_id}-"))
+        )
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if self.plan.radios and self.options.country:
             subprocess.run(["iw", "reg", "set", self.options.country], capture_output=True, check=False)
@@ -231,9 +259,11 @@ class MininetWifiNetwork(Network):
         if private is None:
             private = os.environ.get("QUICBED_IN_VM") == "1"
         if not private:
-            raise MissingDependency("Open vSwitch is not running; Mininet-WiFi's access points need it before they "
-                                    "are created (fix: systemctl start openvswitch-switch, or pass "
-                                    "private_ovs=True to start a private one)")
+            raise MissingDependency(
+                "Open vSwitch is not running; Mininet-WiFi's access points need it before they "
+                "are created (fix: systemctl start openvswitch-switch, or pass "
+                "private_ovs=True to start a private one)"
+            )
         self._ovs = PrivateOpenVSwitch()
         self._ovs.start()
 
@@ -245,8 +275,12 @@ class MininetWifiNetwork(Network):
         from mn_wifi.net import Mininet_wifi
         from mn_wifi.node import OVSKernelAP
 
-        kwargs: dict[str, Any] = {"accessPoint": OVSKernelAP, "controller": None, "autoSetMacs": False,
-                                  "allAutoAssociation": True}
+        kwargs: dict[str, Any] = {
+            "accessPoint": OVSKernelAP,
+            "controller": None,
+            "autoSetMacs": False,
+            "allAutoAssociation": True,
+        }
         if self.options.wmediumd:
             _patch_wmediumd_connect(wmediumdConnector)
             kwargs["link"] = wmediumd
@@ -271,8 +305,12 @@ class MininetWifiNetwork(Network):
         for station, ap in self.plan.associations:
             net.addLink(station, ap)
         for radio in self.plan.mesh_radios:
-            params = {"intf": f"{radio.node}-wlan{radio.index}", "ssid": radio.mesh_id,
-                      "channel": radio.radio.channel, "mode": mode_of(radio.radio)}
+            params = {
+                "intf": f"{radio.node}-wlan{radio.index}",
+                "ssid": radio.mesh_id,
+                "channel": radio.radio.channel,
+                "mode": mode_of(radio.radio),
+            }
             if mesh_ht_cap(radio.radio):
                 params["ht_cap"] = mesh_ht_cap(radio.radio)
             net.addLink(net.nameToNode[radio.node], cls=mesh, **params)
@@ -306,8 +344,16 @@ class MininetWifiNetwork(Network):
         for name, handle in self._nodes.items():
             spec = self.topology.nodes[name]
             batch = []
-            handle.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                        "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.ip_forward=1"])
+            handle.run(
+                [
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                    "net.ipv4.ip_forward=1",
+                ]
+            )
             for iface in self.resolved.interfaces_of(name):
                 device = self._device_for(spec, iface.name, iface.link)
                 self._names[(name, iface.name)] = device
@@ -318,9 +364,11 @@ class MininetWifiNetwork(Network):
                 handle.run(["ethtool", "-K", device, *(w for o in OFFLOADS for w in (o, "off"))], check=False)
                 left = offloads_left_on(handle.run(["ethtool", "-k", device]).stdout)
                 if left:
-                    raise BackendError(f"{name}:{device} keeps {', '.join(left)} on after ethtool -K ... off: its "
-                                       "captures would hold super-packets larger than the MTU (fix: a driver whose "
-                                       "offloads can be turned off, or report the device)")
+                    raise BackendError(
+                        f"{name}:{device} keeps {', '.join(left)} on after ethtool -K ... off: its "
+                        "captures would hold super-packets larger than the MTU (fix: a driver whose "
+                        "offloads can be turned off, or report the device)"
+                    )
                 batch += [f"addr flush dev {device}", f"link set {device} up"]
                 if iface.address:
                     batch.append(f"addr add {iface.address} dev {device}")
@@ -335,14 +383,23 @@ class MininetWifiNetwork(Network):
         radios created when mac80211_hwsim loaded). stop() drops the names first; after a kill -9
         the radio stays stranded and neither quicbed clean nor mn -c can remove it."""
         wireless = {link.name for link in self.topology.links if isinstance(link, WirelessLink)}
-        taken = sorted({iface.name for node in self._nodes for iface in self.resolved.interfaces_of(node)
-                        if iface.link in wireless and self._names.get((node, iface.name), iface.name) != iface.name
-                        and Path("/sys/class/net", iface.name).exists()})
+        taken = sorted(
+            {
+                iface.name
+                for node in self._nodes
+                for iface in self.resolved.interfaces_of(node)
+                if iface.link in wireless
+                and self._names.get((node, iface.name), iface.name) != iface.name
+                and Path("/sys/class/net", iface.name).exists()
+            }
+        )
         if taken:
-            self.warnings.append(f"the root namespace has interfaces named {', '.join(taken)}, as some radios' "
-                                 "alternative names: if quicbed is killed (SIGKILL) those radios cannot return to "
-                                 "the root namespace and stay until mac80211_hwsim is reloaded (fix: load "
-                                 "mac80211_hwsim with radios=0, as Mininet-WiFi does)")
+            self.warnings.append(
+                f"the root namespace has interfaces named {', '.join(taken)}, as some radios' "
+                "alternative names: if quicbed is killed (SIGKILL) those radios cannot return to "
+                "the root namespace and stay until mac80211_hwsim is reloaded (fix: load "
+                "mac80211_hwsim with radios=0, as Mininet-WiFi does)"
+            )
 
     def _device_for(self, spec: Any, resolved_name: str, link_name: str) -> str:
         link = self.topology.link(link_name)
@@ -410,9 +467,11 @@ class MininetWifiNetwork(Network):
             elif pending:
                 time.sleep(0.5)
         if pending:
-            raise BackendError(f"station(s) {', '.join(s for s, _ in pending)} did not associate within "
-                               f"{self.options.association_timeout_s:g} s (fix: check positions/distance and the "
-                               f"AP's range; see {self.work_dir})")
+            raise BackendError(
+                f"station(s) {', '.join(s for s, _ in pending)} did not associate within "
+                f"{self.options.association_timeout_s:g} s (fix: check positions/distance and the "
+                f"AP's range; see {self.work_dir})"
+            )
 
     def _associated(self, station: str) -> bool:
         link = self._nodes[station].run(["iw", "dev", f"{station}-wlan0", "link"], check=False).stdout
@@ -421,8 +480,9 @@ class MininetWifiNetwork(Network):
     def _reconnect(self, station: str, ap: str) -> None:
         """Re-issue a station's connect to its AP (scan on the AP's channel, then connect)."""
         bssid = self.mn_node(ap).wintfs[0].mac
-        commands = reconnect_commands(f"{station}-wlan0", self.plan.access_points[ap]["ssid"],
-                                      self.plan.ap_frequencies[ap], bssid)
+        commands = reconnect_commands(
+            f"{station}-wlan0", self.plan.access_points[ap]["ssid"], self.plan.ap_frequencies[ap], bssid
+        )
         for argv in commands:
             try:
                 self._nodes[station].run(argv, timeout=120, check=False)
@@ -456,8 +516,9 @@ class MininetWifiNetwork(Network):
 
     def _macs_of(self, nodes: Sequence[str], radio: MeshRadio) -> dict[str, str]:
         macs = self._mesh_macs()
-        return {macs[(m.node, m.index)]: m.node for m in self.plan.mesh_radios
-                if m.node in nodes and m.mbss == radio.mbss}
+        return {
+            macs[(m.node, m.index)]: m.node for m in self.plan.mesh_radios if m.node in nodes and m.mbss == radio.mbss
+        }
 
     def _restrict_mesh_peerings(self) -> None:
         """Block peerings that are not declared links, as soon as each peer has been heard."""
@@ -491,8 +552,10 @@ class MininetWifiNetwork(Network):
             if not pending:
                 return
             time.sleep(0.5)
-        raise BackendError(f"mesh peerings not established within {self.options.mesh_timeout_s:g} s: "
-                           f"{', '.join(pending)} (fix: check channels and distances of these links)")
+        raise BackendError(
+            f"mesh peerings not established within {self.options.mesh_timeout_s:g} s: "
+            f"{', '.join(pending)} (fix: check channels and distances of these links)"
+        )
 
     # -- tearing down ------------------------------------------------------------------------
     def _teardown(self) -> None:
@@ -532,8 +595,11 @@ class MininetWifiNetwork(Network):
                 handle.run(["ip", "link", "property", "del", "dev", device, "altname", name], check=False)
 
     def _is_mesh_bridge(self, node: str, name: str) -> bool:
-        return isinstance(self.topology.nodes[node], MeshPoint) and len(self.plan.mesh_radios_of(node)) > 1 \
+        return (
+            isinstance(self.topology.nodes[node], MeshPoint)
+            and len(self.plan.mesh_radios_of(node)) > 1
             and name.startswith("mesh")
+        )
 
     def _stop_mininet(self) -> None:
         """net.stop() under a watchdog: a hang leaves the kill of recorded processes to us."""
@@ -550,8 +616,10 @@ class MininetWifiNetwork(Network):
         worker.start()
         worker.join(self.options.stop_timeout_s)
         if worker.is_alive():
-            self.warnings.append(f"Mininet-WiFi's stop() did not return within {self.options.stop_timeout_s:g} s; "
-                                 "its processes were killed")
+            self.warnings.append(
+                f"Mininet-WiFi's stop() did not return within {self.options.stop_timeout_s:g} s; "
+                "its processes were killed"
+            )
         elif failure:
             self.warnings.append(f"Mininet-WiFi's stop() failed: {failure[0]}")
 
@@ -564,6 +632,7 @@ def _daemon_pids(folder: Path | None, node_pids: list[int]) -> list[int]:
     """Processes this network started: working folder ``folder``, a Mininet-WiFi config file of
     this process in their command line (hostapd -B mnPID_ap1-wlan1.apconf chdirs to /), or
     living in a node's own namespace (wpa_supplicant in a station's)."""
+
     def namespace(pid: int | str) -> str | None:
         try:
             return os.readlink(f"/proc/{pid}/ns/net")
@@ -578,9 +647,11 @@ def _daemon_pids(folder: Path | None, node_pids: list[int]) -> list[int]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if ((folder is not None and os.readlink(entry / "cwd") == str(folder))
-                    or marker in (entry / "cmdline").read_bytes()
-                    or namespace(entry.name) in node_namespaces):
+            if (
+                (folder is not None and os.readlink(entry / "cwd") == str(folder))
+                or marker in (entry / "cmdline").read_bytes()
+                or namespace(entry.name) in node_namespaces
+            ):
                 found.append(int(entry.name))
         except OSError:
             continue

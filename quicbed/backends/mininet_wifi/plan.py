@@ -49,6 +49,7 @@ class MininetWifiOptions:
 
 # -- translation (pure) ------------------------------------------------------------------
 
+
 def mode_of(radio: Radio) -> str:
     """Mininet-WiFi's ``mode`` for a radio (802.11n: ``n2`` in 2.4 GHz, ``n`` in 5 GHz;
     802.11ax: ``ax2`` and ``ax5``, hostapd's ``ieee80211ax=1``)."""
@@ -104,14 +105,20 @@ class Bgscan:
         except ValueError:
             short = threshold = long = 0
         if module != "simple" or len(fields) != 3 or not 0 < short <= long or not -100 <= threshold < 0:
-            raise BackendError(f"bgscan {text!r}: expected simple:SHORT_S:THRESHOLD_DBM:LONG_S with 0 < SHORT_S <= "
-                               "LONG_S and a threshold between -100 and -1 dBm (fix: e.g. bgscan='simple:2:-65:10')")
+            raise BackendError(
+                f"bgscan {text!r}: expected simple:SHORT_S:THRESHOLD_DBM:LONG_S with 0 < SHORT_S <= "
+                "LONG_S and a threshold between -100 and -1 dBm (fix: e.g. bgscan='simple:2:-65:10')"
+            )
         return cls(short, threshold, long)
 
     def station_params(self) -> dict[str, Any]:
         # (Mininet-WiFi spells the short interval "s_inverval")
-        return {"bgscan_module": "simple", "s_inverval": self.short_s, "bgscan_threshold": self.threshold_dbm,
-                "l_interval": self.long_s}
+        return {
+            "bgscan_module": "simple",
+            "s_inverval": self.short_s,
+            "bgscan_threshold": self.threshold_dbm,
+            "l_interval": self.long_s,
+        }
 
 
 def secondary_above(radio: Radio) -> bool:
@@ -149,8 +156,10 @@ def wmediumd_warnings(radios: Sequence[Radio], wmediumd: bool) -> list[str]:
     high = sorted({r.standard for r in radios if r.standard in HT_STANDARDS})
     if not high:
         return []
-    return [f"wmediumd treats {'/'.join(high)} MCS indexes as legacy rates, so HT links lose most packets "
-            "under it (fix: run HT radios without wmediumd, or use standard='802.11g'/'802.11a' with wmediumd)"]
+    return [
+        f"wmediumd treats {'/'.join(high)} MCS indexes as legacy rates, so HT links lose most packets "
+        "under it (fix: run HT radios without wmediumd, or use standard='802.11g'/'802.11a' with wmediumd)"
+    ]
 
 
 def ignored_settings_warnings(topo: Topology) -> list[str]:
@@ -158,24 +167,29 @@ def ignored_settings_warnings(topo: Topology) -> list[str]:
     defaults (they matter on the ns3 backend; docs/mininet-wifi.md)."""
     default = Radio()
     aggregation = "mac80211_hwsim has no aggregation timing to model"
-    reasons = {"mcs": "the kernel's rate control (minstrel_ht) picks rates",
-               "ampdu": aggregation, "ampdu_max_size": aggregation, "amsdu": aggregation,
-               "spatial_streams": "mac80211_hwsim radios have one antenna",
-               "queue": "the kernel queues a radio's frames itself (its qdiscs are in the run's metadata, "
-                        "radio_queues)",
-               "distance": "only node positions place radios (fix: give the nodes position=)",
-               "loss": "a fixed frame error rate exists only in the ns3 channel",
-               "ofdma": "mac80211_hwsim sends no multi-user (OFDMA) PPDUs",
-               "bss_color": "quicbed does not pass hostapd a colour (he_bss_color) yet",
-               "obss_pd": "mac80211_hwsim has no preamble detection to adjust",
-               "guard_interval": "hostapd has no setting for HE guard intervals: the kernel picks them"}
+    reasons = {
+        "mcs": "the kernel's rate control (minstrel_ht) picks rates",
+        "ampdu": aggregation,
+        "ampdu_max_size": aggregation,
+        "amsdu": aggregation,
+        "spatial_streams": "mac80211_hwsim radios have one antenna",
+        "queue": "the kernel queues a radio's frames itself (its qdiscs are in the run's metadata, radio_queues)",
+        "distance": "only node positions place radios (fix: give the nodes position=)",
+        "loss": "a fixed frame error rate exists only in the ns3 channel",
+        "ofdma": "mac80211_hwsim sends no multi-user (OFDMA) PPDUs",
+        "bss_color": "quicbed does not pass hostapd a colour (he_bss_color) yet",
+        "obss_pd": "mac80211_hwsim has no preamble detection to adjust",
+        "guard_interval": "hostapd has no setting for HE guard intervals: the kernel picks them",
+    }
     ignored: dict[str, dict[str, Any]] = {}  # setting -> link name -> value
     for link in topo.links:
         if not isinstance(link, WirelessLink):
             continue
-        values: dict[str, Any] = {name: getattr(link.radio, name) for name in reasons
-                                  if hasattr(default, name)
-                                  and getattr(link.radio, name) != getattr(default, name)}
+        values: dict[str, Any] = {
+            name: getattr(link.radio, name)
+            for name in reasons
+            if hasattr(default, name) and getattr(link.radio, name) != getattr(default, name)
+        }
         if link.radio.rate_control != "constant" or link.radio.mcs is None:
             values.pop("mcs", None)  # a rate control or legacy rates: the kernel's is used
         if link.distance is not None and any(topo.nodes[end].position is None for end in link.ends()):
@@ -250,23 +264,32 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     roaming = topo.roaming_stations()
     if roaming and not (options.wmediumd and options.wmediumd_mode == "interference"):
         station, aps = next(iter(roaming.items()))
-        raise BackendError(f"nodes[{station}]: station {station} roams between {', '.join(aps)}: on mininet-wifi "
-                           "wpa_supplicant decides when to roam, by the signal it hears, and only wmediumd makes "
-                           "the signal follow positions (fix: wmediumd=True with wmediumd_mode='interference', or "
-                           "the ns3 backend)")
+        raise BackendError(
+            f"nodes[{station}]: station {station} roams between {', '.join(aps)}: on mininet-wifi "
+            "wpa_supplicant decides when to roam, by the signal it hears, and only wmediumd makes "
+            "the signal follow positions (fix: wmediumd=True with wmediumd_mode='interference', or "
+            "the ns3 backend)"
+        )
     bgscan = Bgscan.parse(options.bgscan)
     six = next((link for link in topo.links if isinstance(link, WirelessLink) and link.radio.band == "6GHz"), None)
     if six is not None:
-        raise BackendError(f"links[{six.name}].band: the mininet-wifi backend does not set up 6 GHz radios (hostapd "
-                           "there needs an operating class and WPA3-SAE, which it does not configure) (fix: use the "
-                           "ns3 backend, or band='5GHz')")
+        raise BackendError(
+            f"links[{six.name}].band: the mininet-wifi backend does not set up 6 GHz radios (hostapd "
+            "there needs an operating class and WPA3-SAE, which it does not configure) (fix: use the "
+            "ns3 backend, or band='5GHz')"
+        )
     result = WifiPlan()
     for node in topo.nodes.values():
         if isinstance(node, AccessPoint):
             radio = _ap_radio(topo, node.name)
             result.access_points[node.name] = {
-                "ssid": node.ssid, "mode": mode_of(radio), "channel": radio.channel,
-                "ht_capab": ht_capab(radio), "failMode": "standalone", "position": position_text(node.position)}
+                "ssid": node.ssid,
+                "mode": mode_of(radio),
+                "channel": radio.channel,
+                "ht_capab": ht_capab(radio),
+                "failMode": "standalone",
+                "position": position_text(node.position),
+            }
             result.ap_frequencies[node.name] = frequency_mhz(radio.band, radio.channel)
         elif isinstance(node, (Station, MeshPoint)):
             result.stations[node.name] = {"position": position_text(node.position), "wlans": 1}
@@ -280,8 +303,9 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
         if isinstance(link, WirelessLink):
             result.radios.append(link.radio)
             if {topo.nodes[link.node1].kind, topo.nodes[link.node2].kind} == {"station", "ap"}:
-                station, ap = ((link.node1, link.node2) if topo.nodes[link.node1].kind == "station"
-                               else (link.node2, link.node1))
+                station, ap = (
+                    (link.node1, link.node2) if topo.nodes[link.node1].kind == "station" else (link.node2, link.node1)
+                )
                 if station not in roaming or ap == roaming[station][0]:
                     # a roaming station is linked once: its wpa_supplicant picks the AP, then others
                     result.associations.append((station, ap))
@@ -296,12 +320,16 @@ def plan(resolved: ResolvedTopology, options: MininetWifiOptions | None = None) 
     result.warnings = ignored_settings_warnings(topo) + wmediumd_warnings(result.radios, options.wmediumd)
     moving = [station.name for station in topo.moving_stations()]
     if moving and not options.wmediumd:
-        result.warnings.append(f"{', '.join(moving)} move, but without wmediumd only Mininet-WiFi's range check "
-                               "follows their positions, not the signal they hear (fix: wmediumd=True)")
+        result.warnings.append(
+            f"{', '.join(moving)} move, but without wmediumd only Mininet-WiFi's range check "
+            "follows their positions, not the signal they hear (fix: wmediumd=True)"
+        )
     if not options.motion_step_s > 0:
         raise BackendError(f"motion_step_s {options.motion_step_s!r}: must be positive (fix: e.g. 0.2)")
     if options.wmediumd_mode not in WMEDIUMD_MODES:
-        raise BackendError(f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})")
+        raise BackendError(
+            f"unknown wmediumd mode {options.wmediumd_mode!r} (fix: use one of {', '.join(WMEDIUMD_MODES)})"
+        )
     return result
 
 
@@ -322,8 +350,9 @@ def _wired_name(resolved: ResolvedTopology, link: WiredLink, node: str) -> str:
 
 def _mesh_radios(topo: Topology) -> list[MeshRadio]:
     """One radio per mesh point and MBSS (mesh id + channel); peerings limited to declared links."""
-    mesh_links = [link for link in topo.links if isinstance(link, WirelessLink)
-                  and isinstance(topo.nodes[link.node1], MeshPoint)]
+    mesh_links = [
+        link for link in topo.links if isinstance(link, WirelessLink) and isinstance(topo.nodes[link.node1], MeshPoint)
+    ]
     neighbours: dict[tuple[str, tuple], set[str]] = {}
     members: dict[tuple, list[str]] = {}
     radios: dict[tuple, Radio] = {}
@@ -346,8 +375,16 @@ def _mesh_radios(topo: Topology) -> list[MeshRadio]:
         number = index.get(me, 0)
         index[me] = number + 1
         mine = neighbours[(me, key)]
-        result.append(MeshRadio(me, number, key[0], radios[key], tuple(sorted(mine)),
-                                tuple(sorted(m for m in members[key] if m != me and m not in mine))))
+        result.append(
+            MeshRadio(
+                me,
+                number,
+                key[0],
+                radios[key],
+                tuple(sorted(mine)),
+                tuple(sorted(m for m in members[key] if m != me and m not in mine)),
+            )
+        )
     return result
 
 

@@ -52,8 +52,20 @@ IP_TCP_HEADERS = 52  # with the timestamp option
 #: rate) per MCS: 0-9 for all, 10-11 (1024-QAM) for HE
 DATA_SUBCARRIERS = {20: 52, 40: 108, 80: 234, 160: 468}
 HE_DATA_SUBCARRIERS = {20: 234, 40: 468, 80: 980, 160: 1960}
-MCS_TABLE = ((1, 1 / 2), (2, 1 / 2), (2, 3 / 4), (4, 1 / 2), (4, 3 / 4), (6, 2 / 3), (6, 3 / 4), (6, 5 / 6),
-             (8, 3 / 4), (8, 5 / 6), (10, 3 / 4), (10, 5 / 6))
+MCS_TABLE = (
+    (1, 1 / 2),
+    (2, 1 / 2),
+    (2, 3 / 4),
+    (4, 1 / 2),
+    (4, 3 / 4),
+    (6, 2 / 3),
+    (6, 3 / 4),
+    (6, 5 / 6),
+    (8, 3 / 4),
+    (8, 5 / 6),
+    (10, 3 / 4),
+    (10, 5 / 6),
+)
 HE_SYMBOL = 12.8  # without its guard interval
 HE_LTF = 8.0  # one HE-LTF symbol as ns-3 3.37 times it, whatever the guard interval (2x LTF + 1.6 us)
 
@@ -176,14 +188,22 @@ def ampdu_bytes(mpdus: int, mpdu: int) -> int:
     return (mpdus - 1) * padded + subframe
 
 
-def max_mpdus_per_ampdu(mpdu: int, phy: Phy, max_bytes: int | None = None, max_mpdus: int | None = None,
-                        max_ppdu_time: float = PPDU_MAX_TIME) -> int:
+def max_mpdus_per_ampdu(
+    mpdu: int,
+    phy: Phy,
+    max_bytes: int | None = None,
+    max_mpdus: int | None = None,
+    max_ppdu_time: float = PPDU_MAX_TIME,
+) -> int:
     """Largest A-MPDU the sender may build: byte, block-ack window and PPDU time limits."""
     limit = min(max_bytes or MAX_AMPDU_BYTES[phy.standard], MAX_AMPDU_BYTES[phy.standard])
     max_mpdus = max_mpdus or (HE_BA_WINDOW if phy.he else BA_WINDOW)
     count = 1
-    while (count < max_mpdus and ampdu_bytes(count + 1, mpdu) <= limit
-           and ppdu_duration(ampdu_bytes(count + 1, mpdu), phy) <= max_ppdu_time):
+    while (
+        count < max_mpdus
+        and ampdu_bytes(count + 1, mpdu) <= limit
+        and ppdu_duration(ampdu_bytes(count + 1, mpdu), phy) <= max_ppdu_time
+    ):
         count += 1
     return count
 
@@ -210,8 +230,14 @@ class Exchange:
         return self.mpdus * self.payload_bytes * 8 / (self.duration * 1e-6)
 
 
-def saturated_throughput(payload_bytes: int, phy: Phy, ampdu: bool = True, headers: int = IP_UDP_HEADERS,
-                         max_ampdu_bytes: int | None = None, mpdus: int | None = None) -> Exchange:
+def saturated_throughput(
+    payload_bytes: int,
+    phy: Phy,
+    ampdu: bool = True,
+    headers: int = IP_UDP_HEADERS,
+    max_ampdu_bytes: int | None = None,
+    mpdus: int | None = None,
+) -> Exchange:
     """A saturated sender's exchange: ``payload_bytes`` of application data per packet
     (1472 for full-size UDP, 1448 for TCP with headers=IP_TCP_HEADERS). ``mpdus`` forces an
     A-MPDU size (e.g. a measured mean) instead of the largest one allowed."""
@@ -227,8 +253,14 @@ def saturated_throughput(payload_bytes: int, phy: Phy, ampdu: bool = True, heade
     return Exchange(count, payload_bytes, aifs(phy.band), mean_backoff(), ppdu, SIFS[phy.band], answer)
 
 
-def airtime_of(packets: int, payload_bytes: int, phy: Phy, mpdus_per_ampdu: float,
-               headers: int = IP_UDP_HEADERS, include_access: bool = False) -> float:
+def airtime_of(
+    packets: int,
+    payload_bytes: int,
+    phy: Phy,
+    mpdus_per_ampdu: float,
+    headers: int = IP_UDP_HEADERS,
+    include_access: bool = False,
+) -> float:
     """Seconds of channel time ``packets`` occupy when sent in A-MPDUs of ``mpdus_per_ampdu``
     (mean) MPDUs: the data PPDUs and their (block) ACKs, which is what the ns3 backend's
     ``airtime_s`` counts; ``include_access`` adds AIFS, mean backoff and SIFS (a lower bound

@@ -26,8 +26,12 @@ from quicbed.errors import BackendError, MissingDependency
 SOURCE_DIR = Path(__file__).resolve().parent / "channel"
 BINARY_NAME = "quicbed-ns3-channel"
 NS3_INCLUDE = Path(os.environ.get("QUICBED_NS3_INCLUDE", "/usr/include"))
-LIBRARY_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-gnu"), Path("/usr/lib"),
-                Path("/usr/local/lib"))
+LIBRARY_DIRS = (
+    Path("/usr/lib/x86_64-linux-gnu"),
+    Path("/usr/lib/aarch64-linux-gnu"),
+    Path("/usr/lib"),
+    Path("/usr/local/lib"),
+)
 REQUIRED_HEADERS = ("ns3/wifi-module.h", "ns3/fd-net-device-module.h", "ns3/core-module.h")
 REQUIRED_LIBRARIES = ("wifi", "fd-net-device", "mobility", "propagation", "network", "core")
 #: the channel is linked with jemalloc: ns-3 allocates and frees a few objects per frame
@@ -56,7 +60,10 @@ def installed_version(include: Path | None = None) -> tuple[int, int] | None:
     """ns-3's (major, minor) from the first version-defines.h of its headers (Debian's under
     /usr/include/ns3, Ubuntu 22.04's under /usr/include/ns3.35/ns3), or None."""
     root = include or NS3_INCLUDE
-    for header in [root / "ns3" / "version-defines.h", *map(Path, sorted(glob.glob(f"{root}/ns3*/ns3/version-defines.h")))]:
+    for header in [
+        root / "ns3" / "version-defines.h",
+        *map(Path, sorted(glob.glob(f"{root}/ns3*/ns3/version-defines.h"))),
+    ]:
         try:
             text = header.read_text()
         except OSError:
@@ -72,9 +79,11 @@ def missing() -> str | None:
     """Why the channel program cannot be built here, or None when it can."""
     version = installed_version()
     if version is not None and version < MINIMUM_VERSION:
-        return (f"ns-3 {version[0]}.{version[1]} is installed; the channel program needs ns-3 "
-                f"{MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]} or later (Debian 12's libns3-dev; the ns3 backend is not "
-                "available on this distribution, docs/provisioning.md)")
+        return (
+            f"ns-3 {version[0]}.{version[1]} is installed; the channel program needs ns-3 "
+            f"{MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]} or later (Debian 12's libns3-dev; the ns3 backend is not "
+            "available on this distribution, docs/provisioning.md)"
+        )
     headers = [h for h in REQUIRED_HEADERS if not (NS3_INCLUDE / h).exists()]
     libraries = [f"libns3-{lib}.so" for lib in REQUIRED_LIBRARIES if _library(f"libns3-{lib}.so") is None]
     if headers or libraries:
@@ -89,8 +98,9 @@ def missing() -> str | None:
 
 
 def sources() -> list[Path]:
-    return sorted(p for p in SOURCE_DIR.iterdir()
-                  if p.is_file() and (p.suffix in (".cc", ".h") or p.name == "Makefile"))
+    return sorted(
+        p for p in SOURCE_DIR.iterdir() if p.is_file() and (p.suffix in (".cc", ".h") or p.name == "Makefile")
+    )
 
 
 def source_hash() -> str:
@@ -125,8 +135,15 @@ def ensure_built(force: bool = False, quiet: bool = True) -> Path:
         if target.exists() and os.access(target, os.X_OK) and not force:
             return target
         # one compiler per CPU; the objects go beside the binary (the sources may be read-only)
-        command = ["make", "-B" if force else "-s", f"-j{os.cpu_count() or 1}", "-C", str(SOURCE_DIR),
-                   f"OUT={target}", f"NS3_INCLUDE={NS3_INCLUDE}"]
+        command = [
+            "make",
+            "-B" if force else "-s",
+            f"-j{os.cpu_count() or 1}",
+            "-C",
+            str(SOURCE_DIR),
+            f"OUT={target}",
+            f"NS3_INCLUDE={NS3_INCLUDE}",
+        ]
         if not quiet:
             print(f"building {target} (about 10 s)", file=sys.stderr)
         result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -142,8 +159,11 @@ KEEP_BUILDS = 3
 
 def prune(keep: int = KEEP_BUILDS) -> list[Path]:
     """Remove all but the ``keep`` most recent builds (other checkouts rebuild if they need one)."""
-    builds = sorted((p for p in cache_root().iterdir() if p.is_dir() and (p / BINARY_NAME).exists()),
-                    key=lambda p: (p / BINARY_NAME).stat().st_mtime, reverse=True)
+    builds = sorted(
+        (p for p in cache_root().iterdir() if p.is_dir() and (p / BINARY_NAME).exists()),
+        key=lambda p: (p / BINARY_NAME).stat().st_mtime,
+        reverse=True,
+    )
     removed = []
     for old in builds[keep:]:
         shutil.rmtree(old, ignore_errors=True)
@@ -154,8 +174,9 @@ def prune(keep: int = KEEP_BUILDS) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m quicbed.backends.ns3.build",
-                                     description="Build the quicbed ns-3 channel program if needed.")
+    parser = argparse.ArgumentParser(
+        prog="python -m quicbed.backends.ns3.build", description="Build the quicbed ns-3 channel program if needed."
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--check", action="store_true", help="only say whether it can be built")
     args = parser.parse_args(argv)

@@ -17,15 +17,25 @@ def _ns3() -> Capability:
     installed = build.installed_version()
     too_old = build.missing() if installed is not None and installed < build.MINIMUM_VERSION else None
     ok = bool(libraries) and headers and allocator and not too_old
-    detail = (f"libns3-dev {version}" if ok else too_old if too_old
-              else "libraries without headers" if libraries and not headers
-              else "jemalloc (libjemalloc-dev), which the channel program is linked with, missing" if libraries
-              else "not installed")
-    return Capability("ns3", ok, detail, "the ns3 WiFi backend (airtime, A-MPDU, CSMA/CA)",
-                      "apt-get install libns3-dev libjemalloc-dev")
+    detail = (
+        f"libns3-dev {version}"
+        if ok
+        else too_old
+        if too_old
+        else "libraries without headers"
+        if libraries and not headers
+        else "jemalloc (libjemalloc-dev), which the channel program is linked with, missing"
+        if libraries
+        else "not installed"
+    )
+    return Capability(
+        "ns3",
+        ok,
+        detail,
+        "the ns3 WiFi backend (airtime, A-MPDU, CSMA/CA)",
+        "apt-get install libns3-dev libjemalloc-dev",
+    )
 
 
 #: the ns3 backend's doctor checks: (name if it fails, what it disables, check)
-CHECKS: tuple[Check, ...] = (
-    ("ns3", "the ns3 WiFi backend", _ns3),
-)
+CHECKS: tuple[Check, ...] = (("ns3", "the ns3 WiFi backend", _ns3),)

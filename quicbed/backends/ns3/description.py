@@ -4,8 +4,8 @@ The description lists ns-3 *nodes*, each with *ports*, and the *wires* between t
 
 * ``tap``  - a TAP device the channel program creates inside a namespace (one per
   interface of a host, station or mesh point; same name as the interface quicbed resolved);
-* ``wifi`` - an 802.11 radio (role ``ap``, ``sta`` or ``adhoc``) with its PHY/MAC settings,
-  its peers (radio ids) and per-peer frame error rates;
+* ``wifi`` - an 802.11 radio (role ``ap``, ``sta`` or ``adhoc``) with its PHY/MAC settings
+  (quicbed.backends.ns3.radios), its peers (radio ids) and per-peer frame error rates;
 * ``wire`` - one end of a wired link (``end`` 0 is the link's node1).
 
 Node kinds say how a node forwards frames between its ports:
@@ -42,8 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from quicbed.backends.ns3.radios import common_radio, mac_queue_packets, radio_settings, reference_loss_db
 from quicbed.errors import BackendError
-from quicbed.spec.link import HT_STANDARDS, Radio, Shape, WiredLink, WirelessLink
+from quicbed.spec.link import Radio, Shape, WiredLink, WirelessLink
 from quicbed.spec.loss import Bernoulli, GilbertElliott
 from quicbed.spec.node import AccessPoint, MeshPoint, Station, Switch
 from quicbed.spec.resolve import Interface, ResolvedTopology
@@ -53,14 +54,6 @@ SCHEMA_VERSION = 1
 DEFAULT_DISTANCE = 5.0  # metres between a station and its AP when nothing says otherwise
 DEFAULT_MESH_SPACING = 10.0  # metres between mesh peers without positions or distance
 DEFAULT_WIRE_QUEUE = 1000  # packets, like the kernel's txqueuelen (netns backend default)
-#: Largest A-MSDU per standard (ns-3 caps: 7935 for HT, 11398 for VHT and HE PPDUs)
-MAX_AMSDU = {"802.11n": 7935, "802.11ac": 11398, "802.11ax": 11398}
-#: Default largest A-MPDU per standard when the link does not set ampdu_max_size
-DEFAULT_AMPDU = {"802.11n": 65535, "802.11ac": 1048575, "802.11ax": 6500631}
-#: Centre channel numbers of the 40/80/160 MHz 5 GHz channels (ns-3's channel table)
-WIDE_5GHZ = {40: (38, 46, 54, 62, 102, 110, 118, 126, 134, 142, 151, 159, 167, 175),
-             80: (42, 58, 106, 122, 138, 155, 171), 160: (50, 114, 163)}
-SPEED_OF_LIGHT = 299_792_458.0
 
 
 REALTIME_SIMULATORS = ("paced", "ns3")
@@ -135,124 +128,10 @@ class Ns3Options:
         if self.realtime_spin_us < 0:
             raise ValueError(f"ns3 option realtime_spin_us={self.realtime_spin_us}: must be 0 or more")
         if self.frame_ledger_settle_s <= 0:
-            raise ValueError(f"ns3 option frame_ledger_settle_s={self.frame_ledger_settle_s}: must be more than 0 "
-                             "(seconds a frame may stay in the channel before it counts as vanished)")
-
-
-# -- radio helpers (pure) ----------------------------------------------------------------
-
-def channel_frequency_mhz(band: str, channel: int) -> float:
-    """Centre frequency of a 20 MHz channel."""
-    if band == "2.4GHz":
-        return 2484.0 if channel == 14 else 2407.0 + 5 * channel
-    if band == "6GHz":
-        return 5950.0 + 5 * channel
-    return 5000.0 + 5 * channel
-
-
-def ns3_channel(band: str, channel: int, width: int) -> tuple[int, int]:
-    """(ns-3 channel number, primary20 index) for a primary 20 MHz channel and a width.
-
-    ns-3 names wide channels by their centre (36 at 40 MHz is channel 38, primary index 0).
-    """
-    if width == 20:
-        return channel, 0
-    if band == "2.4GHz":
-        if width != 40:
-            raise BackendError(f"2.4 GHz channels are 20 or 40 MHz wide, not {width}")
-        # HT40+ (secondary above) where possible, otherwise HT40-
-        if channel + 4 <= 13:
-            return channel + 2, 0
-        return channel - 2, 1
-    if band == "6GHz":
-        # wide channels tile the band from channel 1: width/20 channels each, named by their centre
-        size = width // 20
-        start = channel - (channel - 1) % (4 * size)
-        members = [start + 4 * k for k in range(size)]
-        if members[-1] > 233:
-            raise BackendError(f"6 GHz channel {channel} is not part of a {width} MHz channel "
-                               "(fix: a lower primary channel, e.g. 1, 5, 9, 13)")
-        return start + 2 * (size - 1), members.index(channel)
-    for centre in WIDE_5GHZ.get(width, ()):
-        lowest = centre - width // 10 + 2
-        members = [lowest + 4 * k for k in range(width // 20)]
-        if channel in members:
-            return centre, members.index(channel)
-    raise BackendError(f"5 GHz channel {channel} is not part of a {width} MHz channel "
-                       "(fix: pick a primary channel inside a wide channel, e.g. 36, 40, 44, 48)")
-
-
-def reference_loss_db(band: str) -> float:
-    """Free-space loss at 1 m at the band's lowest common channel (ns-3 log-distance reference)."""
-    frequency = {"2.4GHz": 2412e6, "6GHz": 5955e6}.get(band, 5180e6)
-    return 20 * math.log10(4 * math.pi * frequency / SPEED_OF_LIGHT)
-
-
-def radio_settings(radio: Radio) -> dict[str, Any]:
-    """The PHY/MAC part of a radio port."""
-    number, primary = ns3_channel(radio.band, radio.channel, radio.width)
-    if radio.standard == "802.11ax" and radio.guard_interval_ns == 1600:
-        # a station's HE capabilities say only whether it takes 0.8 us: ns-3 3.37 then sends
-        # with 3.2 us to a station set to 1.6 us (measured: 73.1 Mbit/s at MCS 7, not 81.3)
-        raise BackendError("the ns3 backend cannot send HE PPDUs with a 1.6 us guard interval: ns-3 3.37 "
-                           "sends 3.2 us instead (fix: guard_interval='0.8us' or '3.2us')")
-    ht = radio.standard in HT_STANDARDS
-    settings: dict[str, Any] = {
-        "standard": radio.standard, "band": radio.band, "channel": radio.channel,
-        "ns3_channel": number, "primary20": primary, "width": radio.width,
-        "guard_interval_ns": radio.guard_interval_ns, "rate_control": radio.rate_control,
-        "ampdu_max_bytes": (radio.ampdu_max_size or DEFAULT_AMPDU[radio.standard]) if ht and radio.ampdu else 0,
-        "amsdu_max_bytes": MAX_AMSDU[radio.standard] if ht and radio.amsdu else 0,
-        "spatial_streams": radio.streams,
-    }
-    if radio.mcs is not None:
-        settings["mcs"] = radio.mcs
-    if radio.ofdma:
-        settings["ofdma"] = True
-    if radio.ofdma == "both":
-        settings["ofdma_uplink"] = True
-    if radio.bss_color is not None:
-        settings["bss_color"] = radio.bss_color
-    if radio.obss_pd is not None:
-        settings["obss_pd_dbm"] = float(radio.obss_pd)
-    queue = radio.queue
-    if queue is not None and queue.kind != "fifo":
-        settings["queue"] = {"kind": queue.kind, "packets": queue.packets or DISCIPLINE_PACKETS[queue.kind],
-                             "target_ms": queue.target * 1e3, "interval_ms": queue.interval * 1e3}
-        if queue.kind == "fq_codel":
-            settings["queue"].update(flows=queue.flows, quantum=queue.quantum or 0)
-        if queue.kind == "mac80211":
-            settings["queue"].update(flows=queue.flows, quantum=queue.quantum or MAC80211_QUANTUM,
-                                     mac_packets=queue.mac_packets, weight_us=queue.weight * 1e6)
-    return settings
-
-
-#: a queue discipline's limit when the radio's queue gives none (Linux's codel and fq_codel;
-#: mac80211's per station)
-DISCIPLINE_PACKETS = {"codel": 1000, "fq_codel": 10240, "mac80211": 8192}
-#: bytes a flow of a mac80211 station queue sends per round (mac80211's fq quantum)
-MAC80211_QUANTUM = 300
-
-
-def mac_queue_packets(radio: Radio, default: int) -> int:
-    """The MAC queue's length: a FIFO's own, the driver's under a discipline, else ``default``."""
-    queue = radio.queue
-    if queue is None:
-        return default
-    if queue.kind == "fifo":
-        return default if queue.packets is None else queue.packets
-    return queue.mac_packets
-
-
-#: radio fields one radio must use for all its peers (the radio has one setting for them)
-PER_RADIO_FIELDS = ("mcs", "rate_control", "ampdu", "ampdu_max_size", "amsdu", "spatial_streams", "queue", "ofdma",
-                    "bss_color", "obss_pd")
-
-
-def _number_first(value: Any) -> tuple[int, Any]:
-    """A sort key for a setting's values: numbers in order, then anything else by its text."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return (0, value) if number else (1, str(value))
+            raise ValueError(
+                f"ns3 option frame_ledger_settle_s={self.frame_ledger_settle_s}: must be more than 0 "
+                "(seconds a frame may stay in the channel before it counts as vanished)"
+            )
 
 
 #: the MAC queue lifetime of an access point with FastACK (ms): an hour, longer than any run, so
@@ -265,29 +144,16 @@ def links_stations(links: list[WirelessLink], ap: str) -> list[str]:
     return [link.node1 if link.node2 == ap else link.node2 for link in links]
 
 
-def _common_radio(name: str, links: list[WirelessLink]) -> Radio:
-    """The settings a radio serving ``links`` transmits with; refuses conflicting ones."""
-    first = links[0].radio
-    # (an HE radio has one guard interval; HT/VHT radios support a short one per peer)
-    for fld in PER_RADIO_FIELDS + (("guard_interval_ns",) if first.standard == "802.11ax" else ()):
-        values = {link.radio.streams if fld == "spatial_streams" else getattr(link.radio, fld) for link in links}
-        if len(values) > 1:
-            raise BackendError(
-                f"{name} serves links {', '.join(each.name for each in links)} with different "
-                f"{fld.removesuffix('_ns')} "
-                f"({', '.join(map(str, sorted(values, key=_number_first)))}); one ns-3 radio transmits with one "
-                f"setting (fix: give these links the same {fld.removesuffix('_ns')}, or use rate_control='minstrel' "
-                "instead of per-link MCS)")
-    return first
-
-
 # -- the description ---------------------------------------------------------------------
+
 
 def _shape(shape: Shape, where: str) -> dict[str, Any]:
     unsupported = [name for name in ("reorder", "duplicate", "slot") if getattr(shape, name)]
     if unsupported:
-        raise BackendError(f"{where}: the ns3 backend does not model {', '.join(unsupported)} on wired "
-                           "links (fix: remove them, or use the netns backend for this link)")
+        raise BackendError(
+            f"{where}: the ns3 backend does not model {', '.join(unsupported)} on wired "
+            "links (fix: remove them, or use the netns backend for this link)"
+        )
     out: dict[str, Any] = {"queue_packets": shape.queue_limit or DEFAULT_WIRE_QUEUE}
     if shape.rate:
         out["rate_bps"] = shape.rate
@@ -296,15 +162,22 @@ def _shape(shape: Shape, where: str) -> dict[str, Any]:
     if shape.jitter:
         out["jitter_s"] = shape.jitter
         if shape.jitter_distribution not in ("uniform", "normal"):
-            raise BackendError(f"{where}: the ns3 backend draws jitter from uniform or normal "
-                               f"distributions, not {shape.jitter_distribution}")
+            raise BackendError(
+                f"{where}: the ns3 backend draws jitter from uniform or normal "
+                f"distributions, not {shape.jitter_distribution}"
+            )
         out["jitter_distribution"] = shape.jitter_distribution
     if isinstance(shape.loss, Bernoulli):
         out["loss"] = {"model": "bernoulli", "probability": shape.loss.probability}
     elif isinstance(shape.loss, GilbertElliott):
         ge = shape.loss
-        out["loss"] = {"model": "gilbert_elliott", "p": ge.p, "r": ge.r, "loss_bad": ge.loss_bad,
-                       "loss_good": ge.loss_good}
+        out["loss"] = {
+            "model": "gilbert_elliott",
+            "p": ge.p,
+            "r": ge.r,
+            "loss_bad": ge.loss_bad,
+            "loss_good": ge.loss_good,
+        }
     if shape.corrupt:
         out["corrupt"] = shape.corrupt
     if shape.trace:
@@ -335,7 +208,7 @@ def link_segments(resolved: ResolvedTopology) -> dict[str, int]:
 
 def tap_mac(index: int) -> str:
     """A locally administered MAC for the TAP of a wired or mesh interface ('QB' prefix)."""
-    return f"02:51:42:{(index >> 16) & 0xff:02x}:{(index >> 8) & 0xff:02x}:{index & 0xff:02x}"
+    return f"02:51:42:{(index >> 16) & 0xFF:02x}:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}"
 
 
 def _unit(vector: Sequence[float]) -> tuple[float, ...] | None:
@@ -347,8 +220,12 @@ def _place(anchor: Sequence[float], distance: float, direction: Sequence[float])
     return [round(anchor[i] + distance * direction[i], 6) for i in range(3)]
 
 
-def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns3Options | None = None,
-             files: dict[str, str] | None = None) -> dict[str, Any]:
+def describe(
+    resolved: ResolvedTopology,
+    namespaces: dict[str, str],
+    options: Ns3Options | None = None,
+    files: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The channel program's description of ``resolved``.
 
     ``namespaces`` maps each routed node to its namespace; ``files`` gives stats_file,
@@ -361,20 +238,31 @@ def describe(resolved: ResolvedTopology, namespaces: dict[str, str], options: Ns
     built.add_mesh_segments()
     built.add_switches()
     return {
-        "version": SCHEMA_VERSION, "topology": resolved.topology.name, "seed": options.seed, "run": options.run or 1,
+        "version": SCHEMA_VERSION,
+        "topology": resolved.topology.name,
+        "seed": options.seed,
+        "run": options.run or 1,
         **(files or {}),
-        "lag_interval_us": options.lag_interval_us, "live_interval_ms": 1000,
-        "realtime": options.realtime, "realtime_spin_us": options.realtime_spin_us,
+        "lag_interval_us": options.lag_interval_us,
+        "live_interval_ms": 1000,
+        "realtime": options.realtime,
+        "realtime_spin_us": options.realtime_spin_us,
         "tap_readers_above_simulator": options.tap_readers_above_simulator,
         "tap_writer_above_simulator": options.tap_writer_above_simulator,
-        "tap_pending_limit": options.tap_pending_limit, "tap_writer_queue_limit": options.tap_writer_queue_limit,
-        "frame_ledger": options.frame_ledger, "frame_ledger_settle_ms": round(options.frame_ledger_settle_s * 1000),
+        "tap_pending_limit": options.tap_pending_limit,
+        "tap_writer_queue_limit": options.tap_writer_queue_limit,
+        "frame_ledger": options.frame_ledger,
+        "frame_ledger_settle_ms": round(options.frame_ledger_settle_s * 1000),
         "warmup": {"packets": options.warmup_packets, "bytes": 200, "timeout_s": options.warmup_timeout_s},
-        "propagation": {"model": options.propagation, "exponent": options.path_loss_exponent,
-                        "rss_dbm": options.rss_dbm,
-                        "reference_loss_db": {band: round(reference_loss_db(band), 3)
-                                              for band in ("2.4GHz", "5GHz", "6GHz")}},
-        "wires": built.wires, "nodes": built.nodes, "spectrum_bands": spectrum_bands(resolved.topology),
+        "propagation": {
+            "model": options.propagation,
+            "exponent": options.path_loss_exponent,
+            "rss_dbm": options.rss_dbm,
+            "reference_loss_db": {band: round(reference_loss_db(band), 3) for band in ("2.4GHz", "5GHz", "6GHz")},
+        },
+        "wires": built.wires,
+        "nodes": built.nodes,
+        "spectrum_bands": spectrum_bands(resolved.topology),
         **options.extra,
     }
 
@@ -399,7 +287,8 @@ class _Description:
         self.options = options
         self.segment_of = link_segments(resolved)
         self.interface_of: dict[tuple[str, int], Interface] = {
-            (i.node, i.segment): i for i in resolved.interfaces if i.address}
+            (i.node, i.segment): i for i in resolved.interfaces if i.address
+        }
         self.nodes: list[dict[str, Any]] = []
         self.wires: list[dict[str, Any]] = []
         self.taps = 0
@@ -415,22 +304,28 @@ class _Description:
 
     def tap_port(self, node: str, iface: Interface, mac: bool = True) -> dict[str, Any]:
         self.taps += 1
-        port = {"kind": "tap", "id": f"{node}:{iface.name}", "namespace": self.namespaces[node],
-                "ifname": iface.name}
+        port = {"kind": "tap", "id": f"{node}:{iface.name}", "namespace": self.namespaces[node], "ifname": iface.name}
         if mac:
             port["mac"] = tap_mac(self.taps)
         return port
 
-    def radio_port(self, radio_id: str, node: str, role: str, radio: Radio, peers: list[str],
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def radio_port(
+        self, radio_id: str, node: str, role: str, radio: Radio, peers: list[str], extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         options = self.options
-        return {"kind": "wifi", "id": radio_id, "role": role, **radio_settings(radio),
-                "peers": peers,
-                "queue_packets": mac_queue_packets(radio, int(self.node_option(node, "ns3_queue",
-                                                                               options.mac_queue_packets))),
-                "tx_power_dbm": float(self.node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
-                "skim_receivers": bool(self.node_option(node, "ns3_skim_receivers", options.skim_receivers)),
-                **(extra or {})}
+        return {
+            "kind": "wifi",
+            "id": radio_id,
+            "role": role,
+            **radio_settings(radio),
+            "peers": peers,
+            "queue_packets": mac_queue_packets(
+                radio, int(self.node_option(node, "ns3_queue", options.mac_queue_packets))
+            ),
+            "tx_power_dbm": float(self.node_option(node, "ns3_tx_power_dbm", options.tx_power_dbm)),
+            "skim_receivers": bool(self.node_option(node, "ns3_skim_receivers", options.skim_receivers)),
+            **(extra or {}),
+        }
 
     # -- sections -----------------------------------------------------------------------------
 
@@ -440,13 +335,20 @@ class _Description:
             if not isinstance(link, WiredLink):
                 continue
             where = f"links[{link.name}]"
-            self.wires.append({"name": link.name, "forward": _shape(link.forward, f"{where}.forward"),
-                               "backward": _shape(link.backward, f"{where}.backward")})
+            self.wires.append(
+                {
+                    "name": link.name,
+                    "forward": _shape(link.forward, f"{where}.forward"),
+                    "backward": _shape(link.backward, f"{where}.backward"),
+                }
+            )
             for end, node in enumerate(link.ends()):
-                owner = f"{node}:{self.routed_interface(node, link.name).name}" if self.topo.nodes[node].routed \
-                    else node
+                owner = (
+                    f"{node}:{self.routed_interface(node, link.name).name}" if self.topo.nodes[node].routed else node
+                )
                 self.wire_ends.setdefault(owner, []).append(
-                    (link.name, {"kind": "wire", "wire": link.name, "end": end}))
+                    (link.name, {"kind": "wire", "wire": link.name, "end": end})
+                )
 
     def add_access_points(self) -> None:
         roaming = self.topo.roaming_stations()
@@ -455,18 +357,33 @@ class _Description:
         for station, aps in roaming.items():
             self.add_roaming_station(station, aps)
 
-    def station_node(self, station: str, link: WirelessLink, aps: list[AccessPoint],
-                     position: list[float]) -> dict[str, Any]:
+    def station_node(
+        self, station: str, link: WirelessLink, aps: list[AccessPoint], position: list[float]
+    ) -> dict[str, Any]:
         """A station's node: its TAP and its STA radio, which may associate with ``aps``
         (one SSID); a moving station carries its trajectory."""
         iface = self.routed_interface(station, link.name)
         radio_id = f"{station}:{iface.name}"
-        losses = {f"{ap.name}:wifi": each.loss for ap in aps for each in self.topo.links
-                  if isinstance(each, WirelessLink) and set(each.ends()) == {station, ap.name} and each.loss}
-        sta_port = self.radio_port(radio_id, station, "sta", link.radio, [f"{ap.name}:wifi" for ap in aps],
-                                   {"ssid": aps[0].ssid, **({"frame_error": losses} if losses else {})})
-        node = {"name": radio_id, "kind": "station", "position": position,
-                "ports": [self.tap_port(station, iface, mac=False), sta_port]}
+        losses = {
+            f"{ap.name}:wifi": each.loss
+            for ap in aps
+            for each in self.topo.links
+            if isinstance(each, WirelessLink) and set(each.ends()) == {station, ap.name} and each.loss
+        }
+        sta_port = self.radio_port(
+            radio_id,
+            station,
+            "sta",
+            link.radio,
+            [f"{ap.name}:wifi" for ap in aps],
+            {"ssid": aps[0].ssid, **({"frame_error": losses} if losses else {})},
+        )
+        node = {
+            "name": radio_id,
+            "kind": "station",
+            "position": position,
+            "ports": [self.tap_port(station, iface, mac=False), sta_port],
+        }
         spec = self.topo.nodes[station]
         assert isinstance(spec, Station)  # resolve(): an access point's wireless peers are stations
         trajectory = spec.trajectory
@@ -481,7 +398,8 @@ class _Description:
             raise BackendError(
                 f"nodes[{station}]: station {station} roams between {', '.join(aps)} on different channels; ns-3 "
                 "3.37's station scans only the channel it is on (fix: put these access points on one channel, "
-                "or use the mininet-wifi backend)")
+                "or use the mininet-wifi backend)"
+            )
         position = list(self.topo.nodes[station].position or (0.0, 0.0, 0.0))
         # roaming_stations() names access points only
         access_points = [node for node in (self.topo.nodes[ap] for ap in aps) if isinstance(node, AccessPoint)]
@@ -495,27 +413,31 @@ class _Description:
         ap_position = tuple(ap.position or (0.0, 0.0, 0.0))
         ports: list[dict[str, Any]] = []
         if links:
-            common = _common_radio(f"access point {ap.name}", links)
+            common = common_radio(f"access point {ap.name}", links)
             if ap.fastack and common.queue is not None and common.queue.kind != "fifo":
                 raise BackendError(
                     f"nodes[{ap.name}].fastack: ACK acceleration needs the AP's MAC queue alone, not a "
                     f"{common.queue.kind} discipline in front of it (the discipline drops data the AP has "
-                    "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')")
+                    "already acknowledged) (fix: drop fastack, or give the AP queue='fifo')"
+                )
             roamers = sorted(s for s, aps in roaming.items() if ap.name in aps)
-            movers = sorted(name for name in links_stations(links, ap.name)
-                            if getattr(self.topo.nodes[name], "trajectory", None))
+            movers = sorted(
+                name for name in links_stations(links, ap.name) if getattr(self.topo.nodes[name], "trajectory", None)
+            )
             if ap.fastack and movers:
                 raise BackendError(
                     f"nodes[{ap.name}].fastack: {', '.join(movers)} move(s), and a station that moves out of "
                     f"{ap.name}'s range still acknowledges frames at the MAC and drops them, so the AP would "
-                    "acknowledge bytes the station never got (fix: drop fastack, or the trajectory)")
+                    "acknowledge bytes the station never got (fix: drop fastack, or the trajectory)"
+                )
             if ap.fastack and roamers:
                 raise BackendError(
                     f"nodes[{ap.name}].fastack: {', '.join(roamers)} roam(s) to and from {ap.name}, and the "
                     "acknowledgements it gave for a station that left would be lies the sender never learns "
-                    "of (fix: drop fastack on access points whose stations roam)")
+                    "of (fix: drop fastack on access points whose stations roam)"
+                )
             # HT/VHT: a short guard interval where both ends support one (ns-3's rule), so the AP
-            # supports it if a station does; HE: one guard interval per radio (_common_radio)
+            # supports it if a station does; HE: one guard interval per radio (common_radio)
             short = common.standard != "802.11ax" and any(each.radio.guard_interval == "short" for each in links)
             sgi = "short" if short else common.guard_interval
             station_ids = []
@@ -530,22 +452,44 @@ class _Description:
                     position = self.station_position(station, link, ap_position, index, len(links))
                     self.nodes.append(self.station_node(station, link, [ap], position))
             ap_radio = replace(common, guard_interval=sgi)
-            ports.append(self.radio_port(ap_radio_id, ap.name, "ap", ap_radio, station_ids,
-                                         {"ssid": ap.ssid, **({"frame_error": frame_errors} if frame_errors else {}),
-                                          # an accelerating AP keeps what it acknowledged until the station
-                                          # has it: no 500 ms queue lifetime (ns-3's) in a slow cell
-                                          **({"queue_max_delay_ms": FASTACK_QUEUE_LIFETIME_MS} if ap.fastack else {})}))
+            ports.append(
+                self.radio_port(
+                    ap_radio_id,
+                    ap.name,
+                    "ap",
+                    ap_radio,
+                    station_ids,
+                    {
+                        "ssid": ap.ssid,
+                        **({"frame_error": frame_errors} if frame_errors else {}),
+                        # an accelerating AP keeps what it acknowledged until the station
+                        # has it: no 500 ms queue lifetime (ns-3's) in a slow cell
+                        **({"queue_max_delay_ms": FASTACK_QUEUE_LIFETIME_MS} if ap.fastack else {}),
+                    },
+                )
+            )
         elif ap.fastack:
-            raise BackendError(f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
-                               "(fix: link stations to it, or drop fastack)")
+            raise BackendError(
+                f"nodes[{ap.name}].fastack: access point {ap.name} has no stations to accelerate "
+                "(fix: link stations to it, or drop fastack)"
+            )
         ports += [port for _, port in self.wire_ends.pop(ap.name, [])]
         announce = any(ap.name in aps for aps in roaming.values())
-        self.nodes.insert(0, {"name": ap.name, "kind": "switch", "position": list(ap_position), "ports": ports,
-                              **({"fastack": True} if ap.fastack else {}),
-                              **({"announce_associations": True} if announce else {})})
+        self.nodes.insert(
+            0,
+            {
+                "name": ap.name,
+                "kind": "switch",
+                "position": list(ap_position),
+                "ports": ports,
+                **({"fastack": True} if ap.fastack else {}),
+                **({"announce_associations": True} if announce else {}),
+            },
+        )
 
-    def station_position(self, station: str, link: WirelessLink, ap_position: tuple[float, ...], index: int,
-                         count: int) -> list[float]:
+    def station_position(
+        self, station: str, link: WirelessLink, ap_position: tuple[float, ...], index: int, count: int
+    ) -> list[float]:
         """At the link's distance from its AP (towards the station's own position, else spread
         round the AP), else its own position, else DEFAULT_DISTANCE round the AP."""
         own = self.topo.nodes[station].position
@@ -559,8 +503,11 @@ class _Description:
         return _place(ap_position, DEFAULT_DISTANCE, around)
 
     def add_mesh_segments(self) -> None:
-        mesh_links = [each for each in self.topo.links if isinstance(each, WirelessLink)
-                      and isinstance(self.topo.nodes[each.node1], MeshPoint)]
+        mesh_links = [
+            each
+            for each in self.topo.links
+            if isinstance(each, WirelessLink) and isinstance(self.topo.nodes[each.node1], MeshPoint)
+        ]
         by_segment: dict[int, list[WirelessLink]] = {}
         for link in mesh_links:
             by_segment.setdefault(self.segment_of[link.name], []).append(link)
@@ -588,23 +535,41 @@ class _Description:
             for (node, channel), radio_links in sorted(radios.items()):
                 if node != member:
                     continue
-                radio = _common_radio(f"mesh point {member} (channel {channel})", radio_links)
+                radio = common_radio(f"mesh point {member} (channel {channel})", radio_links)
                 if radio.bss_color is not None or radio.obss_pd is not None:
-                    raise BackendError(f"links[{radio_links[0].name}]: BSS colour and OBSS-PD belong to an access "
-                                       "point's BSS, not to mesh peerings (fix: leave bss_color and obss_pd out)")
+                    raise BackendError(
+                        f"links[{radio_links[0].name}]: BSS colour and OBSS-PD belong to an access "
+                        "point's BSS, not to mesh peerings (fix: leave bss_color and obss_pd out)"
+                    )
                 peers, frame_errors = [], {}
                 for link in radio_links:
                     other = link.node2 if link.node1 == member else link.node1
                     peers.append(radio_id[(other, channel)])
                     if link.loss:
                         frame_errors[radio_id[(other, channel)]] = link.loss
-                ports.append(self.radio_port(radio_id[(member, channel)], member, "adhoc", radio, peers,
-                                             {"frame_error": frame_errors} if frame_errors else {}))
-            self.nodes.append({"name": tap_id[member], "kind": "mesh", "position": positions[member],
-                               "ports": ports, "routes": routes[member]})
+                ports.append(
+                    self.radio_port(
+                        radio_id[(member, channel)],
+                        member,
+                        "adhoc",
+                        radio,
+                        peers,
+                        {"frame_error": frame_errors} if frame_errors else {},
+                    )
+                )
+            self.nodes.append(
+                {
+                    "name": tap_id[member],
+                    "kind": "mesh",
+                    "position": positions[member],
+                    "ports": ports,
+                    "routes": routes[member],
+                }
+            )
 
-    def mesh_positions(self, members: list[str],
-                       neighbours: dict[str, list[tuple[str, WirelessLink]]]) -> dict[str, list[float]]:
+    def mesh_positions(
+        self, members: list[str], neighbours: dict[str, list[tuple[str, WirelessLink]]]
+    ) -> dict[str, list[float]]:
         """Given positions, then breadth first along +x at the link distance."""
         placed = {m: list(position) for m in members if (position := self.topo.nodes[m].position)}
         for start in members:
@@ -627,21 +592,34 @@ class _Description:
         """Switches first in the list; then each routed node's wired interface, a switch of its
         TAP and its one cable."""
         for switch in (n for n in self.topo.nodes.values() if isinstance(n, Switch)):
-            self.nodes.insert(0, {"name": switch.name, "kind": "switch",
-                                  "ports": [port for _, port in self.wire_ends.pop(switch.name, [])]})
+            self.nodes.insert(
+                0,
+                {
+                    "name": switch.name,
+                    "kind": "switch",
+                    "ports": [port for _, port in self.wire_ends.pop(switch.name, [])],
+                },
+            )
         for owner, ends in sorted(self.wire_ends.items()):
             node, _, ifname = owner.partition(":")
             if len(ends) > 1:
-                raise BackendError(f"{node} has {len(ends)} cables into one segment "
-                                   f"({', '.join(n for n, _ in ends)}); that would be a bridging loop "
-                                   "(fix: connect it once per switch/AP segment)")
+                raise BackendError(
+                    f"{node} has {len(ends)} cables into one segment "
+                    f"({', '.join(n for n, _ in ends)}); that would be a bridging loop "
+                    "(fix: connect it once per switch/AP segment)"
+                )
             iface = next(i for i in self.resolved.interfaces_of(node) if i.name == ifname)
-            self.nodes.append({"name": owner, "kind": "switch",
-                               "ports": [self.tap_port(node, iface), *(port for _, port in ends)]})
+            self.nodes.append(
+                {"name": owner, "kind": "switch", "ports": [self.tap_port(node, iface), *(port for _, port in ends)]}
+            )
 
 
-def _mesh_routes(members: list[str], neighbours: dict[str, list[tuple[str, WirelessLink]]],
-                 tap_id: dict[str, str], radio_id: dict[tuple[str, int], str]) -> dict[str, dict[str, dict[str, str]]]:
+def _mesh_routes(
+    members: list[str],
+    neighbours: dict[str, list[tuple[str, WirelessLink]]],
+    tap_id: dict[str, str],
+    radio_id: dict[tuple[str, int], str],
+) -> dict[str, dict[str, dict[str, str]]]:
     """Static shortest paths over the peerings (what HWMP converges to on a static mesh):
     per mesh point, destination TAP -> its radio and the next hop's."""
     routes: dict[str, dict[str, dict[str, str]]] = {m: {} for m in members}
@@ -660,14 +638,19 @@ def _mesh_routes(members: list[str], neighbours: dict[str, list[tuple[str, Wirel
         for destination, (hop, link) in first_hop.items():
             routes[source][tap_id[destination]] = {
                 "radio": radio_id[(source, link.radio.channel)],
-                "next_hop": radio_id[(hop, link.radio.channel)]}
+                "next_hop": radio_id[(hop, link.radio.channel)],
+            }
     return routes
 
 
 def interface_names(description: dict[str, Any]) -> dict[str, str]:
     """TAP id ('node:ifname') -> namespace, for every TAP in a description."""
-    return {port["id"]: port["namespace"] for node in description["nodes"] for port in node["ports"]
-            if port["kind"] == "tap"}
+    return {
+        port["id"]: port["namespace"]
+        for node in description["nodes"]
+        for port in node["ports"]
+        if port["kind"] == "tap"
+    }
 
 
 def radio_owner(description: dict[str, Any]) -> dict[str, str]:
@@ -679,4 +662,3 @@ def radio_owner(description: dict[str, Any]) -> dict[str, str]:
             if port["kind"] == "wifi":
                 owners[port["id"]] = base
     return owners
-

@@ -106,8 +106,14 @@ class Ns3Node(NamespaceNode):
 class Ns3Network(Network):
     backend_name = "ns3"
 
-    def __init__(self, topology: Topology, run_id: str | None = None, log_dir: str | Path | None = None,
-                 options: Ns3Options | None = None, **option_overrides: Any) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        run_id: str | None = None,
+        log_dir: str | Path | None = None,
+        options: Ns3Options | None = None,
+        **option_overrides: Any,
+    ) -> None:
         super().__init__(topology)
         known = {f.name for f in dataclasses.fields(Ns3Options)}
         unknown = set(option_overrides) - known
@@ -124,12 +130,15 @@ class Ns3Network(Network):
         self.record = ownership.Ownership.create(self.run_id)
         self.log_dir = Path(log_dir) if log_dir else None
         self.work_dir = self.log_dir or Path(tempfile.gettempdir()) / f"quicbed-ns3-{self.run_id}"
-        self.files = {"stats_file": str(self.work_dir / "ns3-stats.json"),
-                      "snapshot_file": str(self.work_dir / "ns3-snapshot.json"),
-                      "live_file": str(self.work_dir / "ns3-live.json")}
+        self.files = {
+            "stats_file": str(self.work_dir / "ns3-stats.json"),
+            "snapshot_file": str(self.work_dir / "ns3-snapshot.json"),
+            "live_file": str(self.work_dir / "ns3-live.json"),
+        }
         # built now so that unsupported features are reported before anything is created
-        self.description = describe(self.resolved, {n: node.namespace for n, node in self._nodes.items()},
-                                    self.options, self.files)
+        self.description = describe(
+            self.resolved, {n: node.namespace for n, node in self._nodes.items()}, self.options, self.files
+        )
         self._owners = radio_owner(self.description)
         for tap_id in (p["id"] for n in self.description["nodes"] for p in n["ports"] if p["kind"] == "tap"):
             self._owners.setdefault(tap_id, tap_id.partition(":")[0])
@@ -149,8 +158,10 @@ class Ns3Network(Network):
             return self._nodes[name]
         except KeyError:
             if name in self.topology.nodes:
-                raise BackendError(f"{name} is a {self.topology.nodes[name].kind} simulated inside ns-3; it "
-                                   "runs no processes (fix: run them on a host, station or mesh point)") from None
+                raise BackendError(
+                    f"{name} is a {self.topology.nodes[name].kind} simulated inside ns-3; it "
+                    "runs no processes (fix: run them on a host, station or mesh point)"
+                ) from None
             raise BackendError(f"no node {name!r} in this network (nodes: {', '.join(self._nodes)})") from None
 
     @property
@@ -172,13 +183,16 @@ class Ns3Network(Network):
         except BackendError:
             stats = None
         return {
-            "backend": self.backend_name, "run_id": self.run_id,
+            "backend": self.backend_name,
+            "run_id": self.run_id,
             "namespaces": {name: n.namespace for name, n in self._nodes.items()},
-            "channel": {"binary": str(self.binary) if self.binary else None,
-                        "pid": self.channel.pid if self.channel else None,
-                        "realtime_priority": self.options.realtime_priority,
-                        "rng": {"seed": self.options.seed, "run": self.options.run},
-                        "config": str(self.work_dir / "channel.json")},
+            "channel": {
+                "binary": str(self.binary) if self.binary else None,
+                "pid": self.channel.pid if self.channel else None,
+                "realtime_priority": self.options.realtime_priority,
+                "rng": {"seed": self.options.seed, "run": self.options.run},
+                "config": str(self.work_dir / "channel.json"),
+            },
             "options": dataclasses.asdict(self.options),
             "ready": self.ready_info,
             "warnings": self.warnings,
@@ -195,8 +209,11 @@ class Ns3Network(Network):
         latter judged over ``window`` (CLOCK_MONOTONIC seconds: a transfer) when given."""
         raw = self._snapshot(reset=False, timeout=timeout) if self.running else self.final_stats
         if raw is None:
-            why = self.service_failure() or ("the network was never started" if self.channel is None else
-                                             "the ns-3 channel wrote no final statistics")
+            why = self.service_failure() or (
+                "the network was never started"
+                if self.channel is None
+                else "the ns-3 channel wrote no final statistics"
+            )
             raise BackendError(f"no ns-3 statistics: {why}")
         return summarize(raw, self.options.max_behind_share, self._owners, window)
 
@@ -219,14 +236,16 @@ class Ns3Network(Network):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             current = self._read_json(self.files["snapshot_file"])
-            if current and current["snapshot"] > before["snapshot"] and (
-                    not reset or current["resets"] > before["resets"]):
+            if (
+                current
+                and current["snapshot"] > before["snapshot"]
+                and (not reset or current["resets"] > before["resets"])
+            ):
                 return current
             if self.channel.poll() is not None:
                 break
             time.sleep(0.01)
-        raise BackendError(f"the ns-3 channel did not write statistics within {timeout:g} s"
-                           f"{self._channel_failure()}")
+        raise BackendError(f"the ns-3 channel did not write statistics within {timeout:g} s{self._channel_failure()}")
 
     # -- building ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -245,9 +264,21 @@ class Ns3Network(Network):
         for node in self._nodes.values():
             run_checked(["ip", "netns", "add", node.namespace], "creating a namespace")
             run_checked(["ip", "-n", node.namespace, "link", "set", "lo", "up"], f"configuring {node.name}")
-            run_checked(["ip", "netns", "exec", node.namespace, "sysctl", "-q", "-w",
-                  "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-                  "net.ipv4.ip_forward=1"], "setting namespace sysctls")
+            run_checked(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    node.namespace,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                    "net.ipv4.ip_forward=1",
+                ],
+                "setting namespace sysctls",
+            )
         config = self.work_dir / "channel.json"
         config.write_text(json.dumps(self.description, indent=1))
         argv = [str(self.binary), str(config)]
@@ -256,12 +287,20 @@ class Ns3Network(Network):
             if subprocess.run(["chrt", "-f", priority, "true"], capture_output=True, check=False).returncode == 0:
                 argv = ["chrt", "-f", priority, *argv]
             else:
-                self.warnings.append(f"SCHED_FIFO (chrt -f {priority}) is not permitted here: ns-3 runs at normal "
-                                     "priority and will lag on a busy host (check mac_stats()['valid'])")
+                self.warnings.append(
+                    f"SCHED_FIFO (chrt -f {priority}) is not permitted here: ns-3 runs at normal "
+                    "priority and will lag on a busy host (check mac_stats()['valid'])"
+                )
         with open(self.work_dir / "channel.out", "wb") as out, open(self.work_dir / "channel.err", "wb") as err:
             self._out_offset = 0
-            self.channel = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                            start_new_session=True, preexec_fn=die_with_parent)
+            self.channel = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         self.record.pids.append(self.channel.pid)
         self.record.save()
         taps = json.loads(self._wait_for("TAPS", timeout=30.0) or "{}")
@@ -291,7 +330,7 @@ class Ns3Network(Network):
                 line = raw.decode(errors="replace")
                 if not line.startswith(PREFIX):
                     continue
-                word, _, payload = line[len(PREFIX):].partition(" ")
+                word, _, payload = line[len(PREFIX) :].partition(" ")
                 if word == keyword:
                     return payload
                 if word == "ERROR":
@@ -315,9 +354,19 @@ class Ns3Network(Network):
             interfaces = self.resolved.interfaces_of(node.name)
             batch = []
             for iface in interfaces:
-                run_checked(["ip", "netns", "exec", node.namespace, "ethtool", "-K", iface.name,
-                      *(word for offload in OFFLOADS for word in (offload, "off"))],
-                     f"turning offloads off on {node.name}:{iface.name}")
+                run_checked(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        node.namespace,
+                        "ethtool",
+                        "-K",
+                        iface.name,
+                        *(word for offload in OFFLOADS for word in (offload, "off")),
+                    ],
+                    f"turning offloads off on {node.name}:{iface.name}",
+                )
                 if iface.address:
                     batch.append(f"addr add {iface.address} dev {iface.name}")
                 batch.append(f"link set {iface.name} up")
@@ -325,10 +374,18 @@ class Ns3Network(Network):
                 batch.append(f"route add {route.destination} via {route.via} dev {route.device}")
             for iface in interfaces:
                 own = iface.address.split("/")[0] if iface.address else None
-                batch += [f"neigh replace {address} lladdr {mac} dev {iface.name} nud permanent"
-                          for address, mac in members.get(iface.segment, []) if address != own]
-            result = subprocess.run(["ip", "-n", node.namespace, "-batch", "-"], input="\n".join(batch) + "\n",
-                                    capture_output=True, text=True, check=False)
+                batch += [
+                    f"neigh replace {address} lladdr {mac} dev {iface.name} nud permanent"
+                    for address, mac in members.get(iface.segment, [])
+                    if address != own
+                ]
+            result = subprocess.run(
+                ["ip", "-n", node.namespace, "-batch", "-"],
+                input="\n".join(batch) + "\n",
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if result.returncode != 0:
                 raise BackendError(f"configuring {node.name} failed: {result.stderr.strip()}")
 
@@ -359,19 +416,25 @@ def _hint(payload: str) -> str:
     except ValueError:
         return ""
     if reason == "association":
-        return (" (fix: the stations hear no beacon: bring them closer to their AP (distance=), raise "
-                "tx_power_dbm, or use propagation='fixed_rss'; ns-3 detects preambles above -82 dBm)")
+        return (
+            " (fix: the stations hear no beacon: bring them closer to their AP (distance=), raise "
+            "tx_power_dbm, or use propagation='fixed_rss'; ns-3 detects preambles above -82 dBm)"
+        )
     if reason == "block-ack agreements":
         return " (fix: check the frame error rate (loss=) and the distance of these links)"
     return ""
 
 
 def check_requirements(options: Ns3Options) -> None:
-    require_root_and_tools("the ns3 backend needs root to create namespaces and TAP devices",
-                           (("ip", "apt-get install iproute2"), ("ethtool", "apt-get install ethtool")))
+    require_root_and_tools(
+        "the ns3 backend needs root to create namespaces and TAP devices",
+        (("ip", "apt-get install iproute2"), ("ethtool", "apt-get install ethtool")),
+    )
     if options.realtime_priority > 0 and shutil.which("chrt") is None:
-        raise MissingDependency("'chrt' is not installed; ns-3 needs SCHED_FIFO to keep real time "
-                                "(fix: apt-get install util-linux)")
+        raise MissingDependency(
+            "'chrt' is not installed; ns-3 needs SCHED_FIFO to keep real time (fix: apt-get install util-linux)"
+        )
     if not Path("/dev/net/tun").exists():
-        raise MissingDependency("/dev/net/tun is missing: the kernel has no TUN/TAP support "
-                                "(fix: modprobe tun, or run with --vm)")
+        raise MissingDependency(
+            "/dev/net/tun is missing: the kernel has no TUN/TAP support (fix: modprobe tun, or run with --vm)"
+        )

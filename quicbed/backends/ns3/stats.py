@@ -63,10 +63,15 @@ def lag_in_window(raw: dict[str, Any], start_mono: float, end_mono: float) -> tu
     if last <= first:
         return None
     inside = [(t, us) for t, us in zip(lag["late_sim_us"], lag["late_us"]) if first <= t / 1e6 <= last]
-    window = {"probe_interval_ms": lag.get("probe_interval_ms", 1.0), "late_min_us": lag.get("late_min_us", 1000),
-              "late_us": [us for _, us in inside], "late_sim_us": [t for t, _ in inside],
-              "late_not_kept": lag.get("late_not_kept", 0), "samples": lag.get("samples", 0),
-              "max_ms": max((us for _, us in inside), default=0) / 1000.0}
+    window = {
+        "probe_interval_ms": lag.get("probe_interval_ms", 1.0),
+        "late_min_us": lag.get("late_min_us", 1000),
+        "late_us": [us for _, us in inside],
+        "late_sim_us": [t for t, _ in inside],
+        "late_not_kept": lag.get("late_not_kept", 0),
+        "samples": lag.get("samples", 0),
+        "max_ms": max((us for _, us in inside), default=0) / 1000.0,
+    }
     return window, last - first
 
 
@@ -80,8 +85,7 @@ def tap_summary(raw: dict[str, Any]) -> dict[str, Any]:
     return {
         "rx_drops": sum(t.get("rx_drops", 0) for t in taps),
         "rx_pending_max": max((t.get("rx_pending_max", 0) for t in taps), default=0),
-        "rx_delay": {**delay_summary(read),
-                     "max_s": max((t.get("delay_max_us", 0) for t in taps), default=0) / 1e6},
+        "rx_delay": {**delay_summary(read), "max_s": max((t.get("delay_max_us", 0) for t in taps), default=0) / 1e6},
         "tx_drops": writer.get("drops", 0),
         "tx_queue_max": writer.get("queue_max", 0),
         "tx_delay": {**delay_summary(writer.get("delay_100us", {})), "max_s": writer.get("delay_max_us", 0) / 1e6},
@@ -99,13 +103,29 @@ def frames_summary(raw: dict[str, Any]) -> dict[str, Any] | None:
     frames = raw.get("frames")
     if not frames or not frames.get("enabled"):
         return None
-    return {key: frames[key] for key in ("entered", "copies_made", "left", "left_unentered", "dropped",
-                                         "in_flight", "held", "vanished", "vanished_frames", "settle_s")}
+    return {
+        key: frames[key]
+        for key in (
+            "entered",
+            "copies_made",
+            "left",
+            "left_unentered",
+            "dropped",
+            "in_flight",
+            "held",
+            "vanished",
+            "vanished_frames",
+            "settle_s",
+        )
+    }
 
 
-def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
-             window: tuple[float, float] | None = None, max_slow_share: float = MAX_SLOW_SHARE
-             ) -> tuple[bool, list[str], dict[str, Any]]:
+def validity(
+    raw: dict[str, Any],
+    max_behind_share: float = MAX_BEHIND_SHARE,
+    window: tuple[float, float] | None = None,
+    max_slow_share: float = MAX_SLOW_SHARE,
+) -> tuple[bool, list[str], dict[str, Any]]:
     """Whether the simulator kept real time (and had started properly) while it mattered.
 
     Judged over ``window`` (the transfer, CLOCK_MONOTONIC seconds) when given and placeable,
@@ -128,59 +148,95 @@ def validity(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
     behind = time_behind_share(judged, sim)
     slow = time_behind_share(judged, sim, SLOW_MS)
     if behind > max_behind_share:
-        reasons.append(f"ns-3 ran more than {BEHIND_MS:g} ms behind the wall clock for {behind:.1%} of the {what} "
-                       f"(limit {max_behind_share:.1%}; largest lag {judged.get('max_ms', 0):.1f} ms)")
+        reasons.append(
+            f"ns-3 ran more than {BEHIND_MS:g} ms behind the wall clock for {behind:.1%} of the {what} "
+            f"(limit {max_behind_share:.1%}; largest lag {judged.get('max_ms', 0):.1f} ms)"
+        )
     if slow > max_slow_share:
-        reasons.append(f"ns-3 ran more than {SLOW_MS:g} ms behind the wall clock for {slow:.1%} of the {what} "
-                       f"(limit {max_slow_share:.0%}): every packet was delayed by it")
+        reasons.append(
+            f"ns-3 ran more than {SLOW_MS:g} ms behind the wall clock for {slow:.1%} of the {what} "
+            f"(limit {max_slow_share:.0%}): every packet was delayed by it"
+        )
     if not lag.get("samples"):
         reasons.append("no lag samples (the simulator did not run)")
     if not raw.get("ready", True):
         reasons.append("the medium never became ready (association or block-ack set-up failed)")
     taps = tap_summary(raw)
     if taps["rx_drops"]:
-        reasons.append(f"{taps['rx_drops']} frames from the namespaces were dropped before the simulator took them "
-                       "up (its TAP readers' queues were full)")
+        reasons.append(
+            f"{taps['rx_drops']} frames from the namespaces were dropped before the simulator took them "
+            "up (its TAP readers' queues were full)"
+        )
     if taps["tx_drops"]:
         reasons.append(f"{taps['tx_drops']} frames to the namespaces were dropped in the TAP writer's full queue")
     frames = frames_summary(raw)
     if frames and frames["vanished"]:
         stages = sorted({f["stage"] for f in frames["vanished_frames"]})
-        reasons.append(f"{frames['vanished']} frames vanished inside the channel: read from a TAP, neither written "
-                       f"to one nor dropped for a counted reason within {frames['settle_s']:g} s (last stage: "
-                       f"{', '.join(stages)}; mac-stats.json 'frames' lists them)")
-    for direction, words in (("rx_delay", "from the namespaces waited to enter the simulator"),
-                             ("tx_delay", "waited in the TAP writer's queue")):
+        reasons.append(
+            f"{frames['vanished']} frames vanished inside the channel: read from a TAP, neither written "
+            f"to one nor dropped for a counted reason within {frames['settle_s']:g} s (last stage: "
+            f"{', '.join(stages)}; mac-stats.json 'frames' lists them)"
+        )
+    for direction, words in (
+        ("rx_delay", "from the namespaces waited to enter the simulator"),
+        ("tx_delay", "waited in the TAP writer's queue"),
+    ):
         p95 = taps[direction]["p95_s"]
         if p95 is not None and p95 > MAX_TAP_DELAY_P95:
-            reasons.append(f"frames {words} {p95 * 1e3:.1f} ms at the 95th percentile "
-                           f"(limit {MAX_TAP_DELAY_P95 * 1e3:g} ms)")
-    figures = {"judged_over": what, "judged_sim_s": sim, "behind_share": behind, "slow_share": slow,
-               "judged_lag_max_ms": judged.get("max_ms", 0.0), "tap": taps, "frames": frames}
+            reasons.append(
+                f"frames {words} {p95 * 1e3:.1f} ms at the 95th percentile (limit {MAX_TAP_DELAY_P95 * 1e3:g} ms)"
+            )
+    figures = {
+        "judged_over": what,
+        "judged_sim_s": sim,
+        "behind_share": behind,
+        "slow_share": slow,
+        "judged_lag_max_ms": judged.get("max_ms", 0.0),
+        "tap": taps,
+        "frames": frames,
+    }
     return not reasons, reasons, figures
 
 
 def _queue(raw: dict[str, Any]) -> dict[str, Any]:
     """A queue discipline's counters (aqm.cc): frames enqueued, drops at both ends added up
     with ns-3's reasons, and the frames' time in it."""
-    return {"enqueued": raw["enqueued"], "drops": raw["drops"]["at_enqueue"] + raw["drops"]["at_dequeue"],
-            "drop_reasons": raw["drops"]["reasons"], "sojourn": delay_summary(raw["sojourn_100us"])}
+    return {
+        "enqueued": raw["enqueued"],
+        "drops": raw["drops"]["at_enqueue"] + raw["drops"]["at_dequeue"],
+        "drop_reasons": raw["drops"]["reasons"],
+        "sojourn": delay_summary(raw["sojourn_100us"]),
+    }
 
 
 def _receiver(raw: dict[str, Any]) -> dict[str, Any]:
     """One receiver's share of a radio's transmissions, and (mac80211 queues) its own queue."""
-    entry = {"psdus": raw["psdus"], "mpdus": raw["mpdus"], "retries": raw["retries"],
-             "airtime_s": raw.get("airtime_s", 0.0), "mean_mpdus_per_ampdu": raw["mean_mpdus_per_psdu"],
-             "histogram": raw["mpdus_per_psdu"], "mac_delay": delay_summary(raw.get("mac_delay_100us", {})),
-             "mac_delay_100us": raw.get("mac_delay_100us", {})}
+    entry = {
+        "psdus": raw["psdus"],
+        "mpdus": raw["mpdus"],
+        "retries": raw["retries"],
+        "airtime_s": raw.get("airtime_s", 0.0),
+        "mean_mpdus_per_ampdu": raw["mean_mpdus_per_psdu"],
+        "histogram": raw["mpdus_per_psdu"],
+        "mac_delay": delay_summary(raw.get("mac_delay_100us", {})),
+        "mac_delay_100us": raw.get("mac_delay_100us", {}),
+    }
     if queue := raw.get("queue"):
-        entry["queue"] = {**_queue(queue), "backlog_packets": queue["backlog_packets"],
-                          "airtime_s": queue["airtime_s"], "turns": queue["turns"]}
+        entry["queue"] = {
+            **_queue(queue),
+            "backlog_packets": queue["backlog_packets"],
+            "airtime_s": queue["airtime_s"],
+            "turns": queue["turns"],
+        }
     return entry
 
 
-def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
-              owners: dict[str, str] | None = None, window: tuple[float, float] | None = None) -> dict[str, Any]:
+def summarize(
+    raw: dict[str, Any],
+    max_behind_share: float = MAX_BEHIND_SHARE,
+    owners: dict[str, str] | None = None,
+    window: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """Per-run MAC statistics from a raw snapshot or final file of the channel program; validity
     over ``window`` (the transfer, CLOCK_MONOTONIC seconds) when given."""
     owners = owners or {}
@@ -195,28 +251,40 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         tx = radio["tx_data"]
         drops = radio["drops"]
         entry = {
-            "node": node, "role": radio["role"], "mac": radio["mac"], "channel": radio["channel"],
-            "airtime_s": radio["airtime_s"], "airtime_share": radio["airtime_share"],
-            "data_psdus": tx["psdus"], "data_mpdus": tx["mpdus"], "data_bytes": tx["bytes"],
+            "node": node,
+            "role": radio["role"],
+            "mac": radio["mac"],
+            "channel": radio["channel"],
+            "airtime_s": radio["airtime_s"],
+            "airtime_share": radio["airtime_share"],
+            "data_psdus": tx["psdus"],
+            "data_mpdus": tx["mpdus"],
+            "data_bytes": tx["bytes"],
             "retries": tx["retries"],
-            "mpdus_per_ampdu": {"mean": tx["mean_mpdus_per_psdu"],
-                                "mean_aggregated": aggregated_mean(tx["mpdus_per_psdu"]),
-                                "histogram": tx["mpdus_per_psdu"]},
+            "mpdus_per_ampdu": {
+                "mean": tx["mean_mpdus_per_psdu"],
+                "mean_aggregated": aggregated_mean(tx["mpdus_per_psdu"]),
+                "histogram": tx["mpdus_per_psdu"],
+            },
             "mac_drops": drops["retry_limit"] + drops["lifetime"] + drops["other"],
-            "queue_drops": drops["queue_full"], "drops": drops,
+            "queue_drops": drops["queue_full"],
+            "drops": drops,
             "mac_delay": delay_summary(tx.get("mac_delay_100us", {})),
             # the fastest data PPDU and its spatial streams (0 when it sent none)
             "data_phy_rate_max_bps": radio.get("data_phy_rate_max_bps", 0),
             "data_streams_max": radio.get("data_streams_max", 0),
             # downlink OFDMA (802.11ax, ofdma=True): multi-user PPDUs, and the PSDUs they carried
-            "mu_ppdus": radio.get("mu_ppdus", 0), "mu_psdus": radio.get("mu_psdus", 0),
+            "mu_ppdus": radio.get("mu_ppdus", 0),
+            "mu_psdus": radio.get("mu_psdus", 0),
             # 802.11ax spatial reuse: PPDUs of another BSS colour this radio ignored (obss_pd)
             "obss_pd_resets": radio.get("obss_pd_resets", 0),
-            "ul_mu_ppdus": radio.get("ul_mu_ppdus", 0), "ul_mu_data_psdus": radio.get("ul_mu_data_psdus", 0),
+            "ul_mu_ppdus": radio.get("ul_mu_ppdus", 0),
+            "ul_mu_data_psdus": radio.get("ul_mu_data_psdus", 0),
             "trigger_frames": radio.get("trigger_frames", 0),
             # PSDUs received on ns-3's own path, those addressed to others it skimmed, and of the
             # latter's MPDUs those judged and those that only drew their random number (skim.h)
-            "psdus_received": radio.get("psdus_received", 0), "psdus_skimmed": radio.get("psdus_skimmed", 0),
+            "psdus_received": radio.get("psdus_received", 0),
+            "psdus_skimmed": radio.get("psdus_skimmed", 0),
             "skimmed_mpdus_judged": radio.get("skimmed_mpdus_judged", 0),
             "skimmed_mpdus_drawn_only": radio.get("skimmed_mpdus_drawn_only", 0),
             "per_receiver": {owners.get(key, key): _receiver(v) for key, v in radio.get("per_receiver", {}).items()},
@@ -224,13 +292,29 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
         discipline = radio.get("queue_disc")
         if discipline:
             # a queue discipline in front of the MAC queue (aqm.h): its time in it and its drops
-            entry["queue_disc"] = {"kind": discipline["kind"], "limit_packets": discipline["limit_packets"],
-                                   "marks": discipline["marks"], **_queue(discipline)}
+            entry["queue_disc"] = {
+                "kind": discipline["kind"],
+                "limit_packets": discipline["limit_packets"],
+                "marks": discipline["marks"],
+                **_queue(discipline),
+            }
         radios[radio["id"]] = entry
-        summary = nodes.setdefault(node, {"airtime_s": 0.0, "airtime_share": 0.0, "data_psdus": 0,
-                                          "data_mpdus": 0, "retries": 0, "mac_drops": 0, "queue_drops": 0,
-                                          "histogram": {}, "mac_delay_100us": {}, "sojourn_100us": {},
-                                          "discipline_drops": 0})
+        summary = nodes.setdefault(
+            node,
+            {
+                "airtime_s": 0.0,
+                "airtime_share": 0.0,
+                "data_psdus": 0,
+                "data_mpdus": 0,
+                "retries": 0,
+                "mac_drops": 0,
+                "queue_drops": 0,
+                "histogram": {},
+                "mac_delay_100us": {},
+                "sojourn_100us": {},
+                "discipline_drops": 0,
+            },
+        )
         summary["airtime_s"] += radio["airtime_s"]["total"]
         summary["airtime_share"] += radio["airtime_share"]
         summary["data_psdus"] += tx["psdus"]
@@ -251,24 +335,34 @@ def summarize(raw: dict[str, Any], max_behind_share: float = MAX_BEHIND_SHARE,
     for channel in channels.values():
         channel["busy_share"] = channel["airtime_s"] / sim if sim else 0.0
         for radio_id in channel["radios"]:
-            radios[radio_id]["channel_airtime_share"] = (radios[radio_id]["airtime_s"]["total"] / channel["airtime_s"]
-                                                         if channel["airtime_s"] else 0.0)
+            radios[radio_id]["channel_airtime_share"] = (
+                radios[radio_id]["airtime_s"]["total"] / channel["airtime_s"] if channel["airtime_s"] else 0.0
+            )
     bridges = {b["node"]: {k: v for k, v in b.items() if k != "node"} for b in raw.get("bridges", [])}
     for name, bridge in bridges.items():
         abandoned = (bridge.get("fastack") or {}).get("flows_abandoned") or 0
         if abandoned:  # the sender freed data the AP acknowledged for it: that connection stalled for good
             valid = False
-            reasons = [*reasons, f"access point {name}'s FastACK gave up on {abandoned} flow(s): data it had "
-                       "acknowledged for the station may never have reached it, and the flow ran on unaccelerated "
-                       "(docs/ns3-backend.md, 'ACK acceleration')"]
+            reasons = [
+                *reasons,
+                f"access point {name}'s FastACK gave up on {abandoned} flow(s): data it had "
+                "acknowledged for the station may never have reached it, and the flow ran on unaccelerated "
+                "(docs/ns3-backend.md, 'ACK acceleration')",
+            ]
     return {
-        "valid": valid, "invalid_reasons": reasons, "max_behind_share": max_behind_share,
-        "max_slow_share": MAX_SLOW_SHARE, **judged,
-        "final": raw.get("final", False), "interval": interval,
+        "valid": valid,
+        "invalid_reasons": reasons,
+        "max_behind_share": max_behind_share,
+        "max_slow_share": MAX_SLOW_SHARE,
+        **judged,
+        "final": raw.get("final", False),
+        "interval": interval,
         # the probes kept one by one are for judging windows, not for the record
         "lag": {k: v for k, v in (raw.get("lag") or {}).items() if k not in ("late_sim_us", "late_us")},
         "cpu_share": interval.get("cpu_share"),
-        "nodes": nodes, "radios": radios, "channels": channels,
+        "nodes": nodes,
+        "radios": radios,
+        "channels": channels,
         "wires": {w["name"]: {"forward": w["forward"], "backward": w["backward"]} for w in raw.get("wires", [])},
         "taps": {t["id"]: {k: v for k, v in t.items() if k != "id"} for t in raw.get("taps", [])},
         "mesh": {m["node"]: {k: v for k, v in m.items() if k != "node"} for m in raw.get("mesh", [])},
@@ -282,14 +376,17 @@ def _motion(raw: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
     (position, AP, mean signal per AP in dBm, mean MCS received, bytes delivered in the
     interval) and association events, in seconds from the start of the motion (the run's
     statistics reset)."""
+
     def name(radio_id: str | None) -> str | None:
         return None if radio_id is None else owners.get(radio_id, radio_id.partition(":")[0])
 
     stations = {}
     for radio_id, timeline in raw["stations"].items():
         stations[name(radio_id)] = {
-            "samples": [{**s, "ap": name(s["ap"]), "signal_dbm": {name(k): v for k, v in s["signal_dbm"].items()}}
-                        for s in timeline["samples"]],
-            "events": [{**e, "ap": name(e["ap"])} for e in timeline["events"]]}
+            "samples": [
+                {**s, "ap": name(s["ap"]), "signal_dbm": {name(k): v for k, v in s["signal_dbm"].items()}}
+                for s in timeline["samples"]
+            ],
+            "events": [{**e, "ap": name(e["ap"])} for e in timeline["events"]],
+        }
     return {"interval_s": raw["interval_s"], "stations": stations}
-

@@ -32,8 +32,16 @@ from typing import BinaryIO, TextIO
 from quicbed.errors import VmError
 from quicbed.host.capabilities import config_has
 from quicbed.host.uml.build import UmlKernel, cached_uml_kernel
-from quicbed.host.vm import (GUEST_TMPFS, Progress, VmResult, guest_command, guest_private_dirs, job_result,
-                             new_job_dir, prepare_job)
+from quicbed.host.vm import (
+    GUEST_TMPFS,
+    Progress,
+    VmResult,
+    guest_command,
+    guest_private_dirs,
+    job_result,
+    new_job_dir,
+    prepare_job,
+)
 from quicbed.host.vm_job import guest_environment, source_root
 from quicbed.host.vm_processes import supervise
 
@@ -44,10 +52,19 @@ TIME_TRAVEL = "time-travel=inf-cpu"
 #: Linux's reboot(2) magic for "power off"; PID 1 calls it when the job is done
 POWER_OFF = 0x4321FEDC
 #: modules that quicbed, Mininet-WiFi or Open vSwitch's tools 'modprobe', and their config symbols
-MODPROBED = {"mac80211_hwsim": "CONFIG_MAC80211_HWSIM", "openvswitch": "CONFIG_OPENVSWITCH",
-             "sch_netem": "CONFIG_NET_SCH_NETEM", "sch_tbf": "CONFIG_NET_SCH_TBF", "sch_htb": "CONFIG_NET_SCH_HTB",
-             "ifb": "CONFIG_IFB", "veth": "CONFIG_VETH", "tun": "CONFIG_TUN", "bridge": "CONFIG_BRIDGE",
-             "dummy": "CONFIG_DUMMY", "tcp_bbr": "CONFIG_TCP_CONG_BBR"}
+MODPROBED = {
+    "mac80211_hwsim": "CONFIG_MAC80211_HWSIM",
+    "openvswitch": "CONFIG_OPENVSWITCH",
+    "sch_netem": "CONFIG_NET_SCH_NETEM",
+    "sch_tbf": "CONFIG_NET_SCH_TBF",
+    "sch_htb": "CONFIG_NET_SCH_HTB",
+    "ifb": "CONFIG_IFB",
+    "veth": "CONFIG_VETH",
+    "tun": "CONFIG_TUN",
+    "bridge": "CONFIG_BRIDGE",
+    "dummy": "CONFIG_DUMMY",
+    "tcp_bbr": "CONFIG_TCP_CONG_BBR",
+}
 
 
 def write_builtin_modules(kernel: UmlKernel, folder: Path) -> Path | None:
@@ -70,14 +87,17 @@ def write_builtin_modules(kernel: UmlKernel, folder: Path) -> Path | None:
     # clean-up runs it each time and would print kmod's errors; nothing is loaded, as it says
     lsmod = folder / "bin" / "lsmod"
     lsmod.parent.mkdir(exist_ok=True)
-    lsmod.write_text("#!/bin/sh\n# quicbed's virtual-time kernel: every module is built in, none is loaded\n"
-                     "echo 'Module                  Size  Used by'\n")
+    lsmod.write_text(
+        "#!/bin/sh\n# quicbed's virtual-time kernel: every module is built in, none is loaded\n"
+        "echo 'Module                  Size  Used by'\n"
+    )
     lsmod.chmod(0o755)
     return folder
 
 
-def render_init_script(job_dir: Path | str, shared: Sequence[str], python: str | None = None,
-                       modules: Path | None = None) -> str:
+def render_init_script(
+    job_dir: Path | str, shared: Sequence[str], python: str | None = None, modules: Path | None = None
+) -> str:
     """PID 1 of the guest (pure: no files touched)."""
     q = shlex.quote
     python = python or sys.executable
@@ -138,27 +158,52 @@ def ensure_map_count(memory: str, path: Path = MAP_COUNT) -> str | None:
     try:
         path.write_text(f"{needed}\n")
     except OSError as error:
-        raise VmError(f"vm.max_map_count is {current}, and a guest of {memory} needs {needed} ({error.strerror}; "
-                      f"fix: sysctl -w vm.max_map_count={needed} as root, or a smaller --memory)") from None
+        raise VmError(
+            f"vm.max_map_count is {current}, and a guest of {memory} needs {needed} ({error.strerror}; "
+            f"fix: sysctl -w vm.max_map_count={needed} as root, or a smaller --memory)"
+        ) from None
     return f"raised vm.max_map_count from {current} to {needed} (a guest of {memory} may map each page apart)"
 
 
-def boot_command(kernel: UmlKernel, init: Path, job_dir: Path, run_id: str, *, memory: str,
-                 time_travel: bool) -> list[str]:
+def boot_command(
+    kernel: UmlKernel, init: Path, job_dir: Path, run_id: str, *, memory: str, time_travel: bool
+) -> list[str]:
     """The host command line that boots ``kernel`` with ``init`` as PID 1."""
-    argv = [str(kernel.binary), f"mem={memory}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
-            f"init={init}", "con=null", "con0=null,fd:1", f"umid=quicbed-{run_id}", f"uml_dir={job_dir}",
-            "mac80211_hwsim.radios=0"]
+    argv = [
+        str(kernel.binary),
+        f"mem={memory}",
+        "root=/dev/root",
+        "rootfstype=hostfs",
+        "rootflags=/",
+        "rw",
+        f"init={init}",
+        "con=null",
+        "con0=null,fd:1",
+        f"umid=quicbed-{run_id}",
+        f"uml_dir={job_dir}",
+        "mac80211_hwsim.radios=0",
+    ]
     if time_travel:
         argv.append(TIME_TRAVEL)
     return argv
 
 
-def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None, *,
-               memory: str = DEFAULT_MEMORY, timeout: float | None = DEFAULT_TIMEOUT, time_travel: bool = True,
-               log_path: Path | str | None = None, verbose: bool = False, stream: TextIO | BinaryIO | None = None,
-               progress: Progress | None = None, kernel: UmlKernel | None = None,
-               job_dir: Path | str | None = None, share: Iterable[Path] = ()) -> VmResult:
+def run_in_uml(
+    argv: Sequence[str],
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    memory: str = DEFAULT_MEMORY,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    time_travel: bool = True,
+    log_path: Path | str | None = None,
+    verbose: bool = False,
+    stream: TextIO | BinaryIO | None = None,
+    progress: Progress | None = None,
+    kernel: UmlKernel | None = None,
+    job_dir: Path | str | None = None,
+    share: Iterable[Path] = (),
+) -> VmResult:
     """Boot the User-Mode Linux kernel, run ``argv`` in ``cwd`` as root, return its exit status
     and output (as :func:`quicbed.host.vm.run_in_vm` does for the microVM).
 
@@ -171,8 +216,10 @@ def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[
     argv, cwd = guest_command(argv, cwd, "the virtual-time kernel")
     kernel = kernel or cached_uml_kernel()
     if kernel is None:
-        raise VmError("the virtual-time kernel is not built (fix: 'quicbed uml setup' as root builds it once, "
-                      "in a few minutes; scripts/install.sh does it too)")
+        raise VmError(
+            "the virtual-time kernel is not built (fix: 'quicbed uml setup' as root builds it once, "
+            "in a few minutes; scripts/install.sh does it too)"
+        )
     for folder in share:
         Path(folder).mkdir(parents=True, exist_ok=True)
     shared = guest_private_dirs([cwd, Path(sys.prefix), Path(source_root() or cwd), *share])
@@ -191,19 +238,38 @@ def run_in_uml(argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[
     clock = "virtual time" if time_travel else "real time"
     if progress:
         progress(f"booting {kernel.describe()} in {clock} ({memory}); console log: {job.log}")
-    ended = supervise(command, cwd=cwd, env=dict(os.environ), run_id=job.run_id, job_dir=job.dir, log=job.log,
-                      stream=stream, verbose=verbose, timeout=timeout)
-    result = job_result(job, ended, guest=f"the User-Mode Linux kernel {kernel.release}", timeout=timeout,
-                        speed=clock, ended_how=how_uml_ended)
+    ended = supervise(
+        command,
+        cwd=cwd,
+        env=dict(os.environ),
+        run_id=job.run_id,
+        job_dir=job.dir,
+        log=job.log,
+        stream=stream,
+        verbose=verbose,
+        timeout=timeout,
+    )
+    result = job_result(
+        job,
+        ended,
+        guest=f"the User-Mode Linux kernel {kernel.release}",
+        timeout=timeout,
+        speed=clock,
+        ended_how=how_uml_ended,
+    )
     if progress:
         progress(f"the virtual-time kernel finished in {result.seconds:.0f} s (exit code {result.returncode})")
     return result
 
 
 #: console lines of the guest kernel that explain a command's death, and what to do
-CONSOLE_HINTS = (("UML ran out of memory on the host side",
-                  "the guest kernel could not map memory on the host (vm.max_map_count or the host's memory)"),
-                 ("Out of memory: Killed process", "the guest ran out of memory (fix: a larger --memory)"))
+CONSOLE_HINTS = (
+    (
+        "UML ran out of memory on the host side",
+        "the guest kernel could not map memory on the host (vm.max_map_count or the host's memory)",
+    ),
+    ("Out of memory: Killed process", "the guest ran out of memory (fix: a larger --memory)"),
+)
 
 
 def why_the_command_died(result: VmResult) -> str:

@@ -88,8 +88,7 @@ def uml_dir() -> Path:
     return Path(os.environ.get("QUICBED_UML_DIR") or DEFAULT_UML_DIR)
 
 
-def recipe_digest(fragment: str | None = None, patches: tuple[str, ...] | None = None,
-                  source_version: str = "") -> str:
+def recipe_digest(fragment: str | None = None, patches: tuple[str, ...] | None = None, source_version: str = "") -> str:
     """Eight hex digits naming a build: the source's version, the fragment and the patches."""
     fragment = CONFIG_FRAGMENT.read_text() if fragment is None else fragment
     patches = tuple(path.read_text() for path in PATCHES) if patches is None else patches
@@ -112,6 +111,7 @@ def cached_uml_kernel(directory: Path | None = None) -> UmlKernel | None:
 
 
 # --- the recipe ---------------------------------------------------------------------------
+
 
 def fragment_settings(text: str) -> dict[str, str]:
     """``CONFIG_X=value`` lines of a fragment (comments and blank lines skipped)."""
@@ -140,17 +140,26 @@ def config_values(text: str) -> dict[str, str]:
 
 def unmet_settings(wanted: dict[str, str], config: dict[str, str]) -> list[str]:
     """The fragment's lines the resolved .config did not keep (a dependency missing, a typo)."""
-    return [f"{name}={value} (got {config.get(name, 'nothing: unknown or its dependencies are off')})"
-            for name, value in wanted.items() if config.get(name, "n") != value]
+    return [
+        f"{name}={value} (got {config.get(name, 'nothing: unknown or its dependencies are off')})"
+        for name, value in wanted.items()
+        if config.get(name, "n") != value
+    ]
 
 
 # --- building -----------------------------------------------------------------------------
 
+
 def source_version() -> str | None:
     """The installed version of the source package, or None."""
     try:
-        result = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", SOURCE_PACKAGE], capture_output=True,
-                                text=True, timeout=30, check=False)
+        result = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", SOURCE_PACKAGE],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else None
@@ -159,8 +168,15 @@ def source_version() -> str | None:
 def missing_build_tools() -> list[str]:
     """Debian packages the build still needs (the source package included)."""
     missing = [] if SOURCE_TARBALL.is_file() else [SOURCE_PACKAGE]
-    tools = {"make": "make", "gcc": "gcc", "bc": "bc", "flex": "flex", "bison": "bison", "xz": "xz-utils",
-             "patch": "patch"}
+    tools = {
+        "make": "make",
+        "gcc": "gcc",
+        "bc": "bc",
+        "flex": "flex",
+        "bison": "bison",
+        "xz": "xz-utils",
+        "patch": "patch",
+    }
     missing += [package for tool, package in tools.items() if shutil.which(tool) is None]
     for header, package in (("stdio.h", "libc6-dev"), ("openssl/bio.h", "libssl-dev")):
         # libssl-dev: cfg80211 checks the regulatory database's signature; the build makes its certificate tool
@@ -176,8 +192,9 @@ def install_build_tools(progress: Progress | None) -> None:
         return
     command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=600", *missing]
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise MissingDependency(f"building the virtual-time kernel needs {', '.join(missing)} (fix: "
-                                f"{' '.join(command)}, as root)")
+        raise MissingDependency(
+            f"building the virtual-time kernel needs {', '.join(missing)} (fix: {' '.join(command)}, as root)"
+        )
     _say(progress, f"installing {', '.join(missing)} with apt-get")
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in (["apt-get", "update", "-q"], command):
@@ -186,8 +203,7 @@ def install_build_tools(progress: Progress | None) -> None:
             raise MissingDependency(f"'{' '.join(argv)}' failed: {_tail(result.stdout + result.stderr)}")
 
 
-def ensure_uml_kernel(progress: Progress | None = None, *, jobs: int | None = None,
-                      rebuild: bool = False) -> UmlKernel:
+def ensure_uml_kernel(progress: Progress | None = None, *, jobs: int | None = None, rebuild: bool = False) -> UmlKernel:
     """The kernel for this recipe, built first if it is not there yet (minutes, once)."""
     install_build_tools(progress)
     version = source_version() or "unknown"
@@ -226,12 +242,15 @@ def _build(directory: Path, digest: str, version: str, jobs: int, progress: Prog
         config = (work / "out" / ".config").read_text()
         unmet = unmet_settings(wanted, config_values(config))
         if unmet:
-            raise UmlBuildError(f"{CONFIG_FRAGMENT}: {len(unmet)} setting(s) did not take effect in "
-                                f"{SOURCE_PACKAGE} {version}: {'; '.join(unmet)} (fix: enable what they depend "
-                                "on, or drop them)")
+            raise UmlBuildError(
+                f"{CONFIG_FRAGMENT}: {len(unmet)} setting(s) did not take effect in "
+                f"{SOURCE_PACKAGE} {version}: {'; '.join(unmet)} (fix: enable what they depend "
+                "on, or drop them)"
+            )
         _say(progress, f"building the kernel with {jobs} job(s) (a few minutes, once)")
-        _run(["nice", "-n", "10", *make, f"-j{jobs}", "linux"], "building the kernel", cwd=source,
-             timeout=BUILD_TIMEOUT)
+        _run(
+            ["nice", "-n", "10", *make, f"-j{jobs}", "linux"], "building the kernel", cwd=source, timeout=BUILD_TIMEOUT
+        )
         release = _run([*make, "kernelrelease"], "reading the kernel release", cwd=source).stdout.strip()
         seconds = time.monotonic() - started
         final = directory / f"{release}-{digest}"
@@ -239,10 +258,22 @@ def _build(directory: Path, digest: str, version: str, jobs: int, progress: Prog
         staged.mkdir()
         shutil.copy2(work / "out" / "linux", staged / "linux")
         (staged / "config").write_text(config)
-        (staged / BUILD_INFO).write_text(json.dumps({
-            "release": release, "source_package": SOURCE_PACKAGE, "source_version": version, "digest": digest,
-            "patches": [patch.name for patch in PATCHES], "jobs": jobs, "build_seconds": round(seconds, 1),
-            "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2) + "\n")
+        (staged / BUILD_INFO).write_text(
+            json.dumps(
+                {
+                    "release": release,
+                    "source_package": SOURCE_PACKAGE,
+                    "source_version": version,
+                    "digest": digest,
+                    "patches": [patch.name for patch in PATCHES],
+                    "jobs": jobs,
+                    "build_seconds": round(seconds, 1),
+                    "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         if final.exists():
             shutil.rmtree(final)
         staged.rename(final)
@@ -250,8 +281,9 @@ def _build(directory: Path, digest: str, version: str, jobs: int, progress: Prog
     return UmlKernel(final)
 
 
-def _run(argv: list[str], what: str, *, cwd: Path | None = None,
-         timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str], what: str, *, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     try:
         result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
@@ -276,5 +308,7 @@ def _prepare(directory: Path) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UmlBuildError(f"cannot create {directory} ({error.strerror or error}): run as root or set "
-                            "QUICBED_UML_DIR to a writable folder") from None
+        raise UmlBuildError(
+            f"cannot create {directory} ({error.strerror or error}): run as root or set "
+            "QUICBED_UML_DIR to a writable folder"
+        ) from None
