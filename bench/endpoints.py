@@ -55,7 +55,8 @@ from quicbed.spec.experiment import BUILTIN_TRANSPORTS
 from quicbed.apps.tcp import nginx
 from quicbed.apps.launch import module_argv
 from quicbed.backends.base import NodeHandle, Process
-from quicbed.backends.netns import OFFLOADS, NamespaceNetwork
+from quicbed.backends.namespaces import OFFLOADS
+from quicbed.backends.netns import NamespaceNetwork
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 QUIC_PORT = 4433

@@ -47,6 +47,22 @@ class NamespaceNode(NodeHandle):
     def qdisc_show(self) -> str:
         return run_checked(["tc", "-n", self.namespace, "qdisc", "show"], "tc qdisc show").stdout
 
+    def offloads_off(self, interface: str) -> None:
+        """Turn OFFLOADS off on one of its interfaces: packets keep their wire size."""
+        run_checked(
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.namespace,
+                "ethtool",
+                "-K",
+                interface,
+                *(word for offload in OFFLOADS for word in (offload, "off")),
+            ],
+            f"turning offloads off on {self.name}:{interface}",
+        )
+
 
 def allow_congestion_controls(record: ownership.Ownership) -> None:
     """Namespaces may only pick algorithms listed in the host-wide allowed list: widen it

@@ -15,7 +15,6 @@ from typing import Any
 
 from quicbed.backends.base import Network
 from quicbed.backends.namespaces import (
-    OFFLOADS,
     NamespaceNode,
     allow_congestion_controls,
     remove_leftovers,
@@ -170,19 +169,7 @@ class NamespaceNetwork(Network):
         if spec.bridges:
             self._ip(node, "link add br0 type bridge forward_delay 0 stp_state 0")
         for iface in interfaces:
-            run_checked(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    node.namespace,
-                    "ethtool",
-                    "-K",
-                    iface.name,
-                    *(word for offload in OFFLOADS for word in (offload, "off")),
-                ],
-                f"turning offloads off on {node.name}:{iface.name}",
-            )
+            node.offloads_off(iface.name)
             if spec.bridges:
                 self._ip(node, f"link set {iface.name} master br0")
             elif iface.address:

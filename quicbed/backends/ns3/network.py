@@ -80,7 +80,6 @@ from quicbed.backends.base import Network
 from quicbed.host.prctl import die_with_parent
 from quicbed.host.signals import how_it_ended
 from quicbed.backends.namespaces import (
-    OFFLOADS,
     NamespaceNode,
     allow_congestion_controls,
     remove_leftovers,
@@ -354,19 +353,7 @@ class Ns3Network(Network):
             interfaces = self.resolved.interfaces_of(node.name)
             batch = []
             for iface in interfaces:
-                run_checked(
-                    [
-                        "ip",
-                        "netns",
-                        "exec",
-                        node.namespace,
-                        "ethtool",
-                        "-K",
-                        iface.name,
-                        *(word for offload in OFFLOADS for word in (offload, "off")),
-                    ],
-                    f"turning offloads off on {node.name}:{iface.name}",
-                )
+                node.offloads_off(iface.name)
                 if iface.address:
                     batch.append(f"addr add {iface.address} dev {iface.name}")
                 batch.append(f"link set {iface.name} up")
