@@ -45,11 +45,10 @@ from quicbed.apps import objects  # noqa: E402
 from quicbed.apps.quic.implementations import native_binary  # noqa: E402
 from quicbed.apps.tcp import nginx  # noqa: E402
 from quicbed.backends.netns import NamespaceNetwork  # noqa: E402
-from quicbed.host.device_cpu import (
-    DEVICE_CLASSES,
+from quicbed.devices import DEVICE_CLASSES, SOURCE  # noqa: E402
+from quicbed.host.device_cpu import (  # noqa: E402
     HOST_COMMAND,
-    SOURCE,
-    PacketCosts,  # noqa: E402
+    PacketCosts,
     fit_packet_costs,
     quota_for,
     relative_speed,

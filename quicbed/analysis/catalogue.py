@@ -231,6 +231,9 @@ _METRICS = [
            "CPU-bound processes running in the client's node during the run", bounds=NON_NEGATIVE),
     Metric("client_throttled", "client throttled", "%", 100.0, None, "stress",
            "share of the quota's 100 ms periods in which the kernel held the client back", bounds=FRACTION),
+    Metric("client_device_busy", "client device busy", "%", 100.0, None, "stress",
+           "share of the client's connection time its emulated device (stress.client_device) spent on datagrams; "
+           "near 100 % the device, not the network, set the pace", bounds=FRACTION),
     Metric("competitor_download_time", "competitor download time", "s", 1.0, None, "record",
            "download time of the competing transport's download (shared medium; several competitors: the "
            "longest)", bounds=NON_NEGATIVE),

@@ -217,6 +217,7 @@ OPTIONAL_FIELDS = (
     "connections",
     "cpu",
     "timing",
+    "device",
 )
 
 
@@ -270,6 +271,9 @@ class ClientRecord:
     connections: int | None = None  # TCP client: TCP connections opened
     cpu: dict[str, Any] | None = None  # TCP client: CPU seconds of the client process (or of curl)
     timing: str | None = None  # TCP client: "exact", or "approximate" (curl engine, several objects)
+    #: QUIC clients with --client-device: the device, its time per datagram received and sent,
+    #: and ``applied``: datagrams charged, what was added per datagram in this clock, slept in all
+    device: dict[str, Any] | None = None
     #: keys of a record read that this quicbed does not know (e.g. a native binary built from
     #: other sources): kept, and written again by :meth:`to_dict`
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

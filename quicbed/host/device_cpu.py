@@ -3,7 +3,7 @@ quota that makes a client on this host as slow as a named class of device.
 
 A device's speed relative to this host is the ratio of one benchmark run on both: sysbench's
 CPU test (``sysbench cpu --threads=1 run``, version 1.0.20, primes up to 10000, events per
-second on one core). The devices' figures are published ones (:data:`SOURCE`); this host's
+second on one core). The devices' figures are published ones (quicbed.devices); this host's
 comes from running the same command (``bench/client_cpu.py``). A client limited to
 ``speed`` cores (``stress.cpu_quota``) then has as much CPU time per second as the device's
 one core, for work that scales as that benchmark does; docs/metrics.md, "A weak client CPU",
@@ -16,27 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: where the devices' figures come from, with the command that made them
-SOURCE = (
-    "https://leoncode.co.uk/articles/raspberry-pi-benchmarks: sysbench 1.0.20, "
-    "'sysbench cpu --threads=1 --time=60 run' (primes up to 10000), events per second"
-)
+from quicbed.devices import DeviceClass
+
 #: the same benchmark on this host (seconds: 10 keep it to a short wait)
 HOST_COMMAND = ("sysbench", "cpu", "--threads=1", "--time=10", "run")
-
-
-@dataclass(frozen=True)
-class DeviceClass:
-    name: str
-    cpu: str
-    events_per_second: float  # the benchmark, one core
-
-
-DEVICE_CLASSES: tuple[DeviceClass, ...] = (
-    DeviceClass("raspberry-pi-3b+", "Cortex-A53", 687.45),
-    DeviceClass("raspberry-pi-4", "Cortex-A72", 1477.83),
-    DeviceClass("raspberry-pi-5", "Cortex-A76", 2737.49),
-)
 
 
 def sysbench_score(output: str) -> float:
@@ -73,6 +56,24 @@ class PacketCosts:
         """Datagrams one core of relative ``speed`` can receive, sending an ACK every
         ``ack_every`` of them."""
         return speed / (self.per_received + self.per_sent / ack_every)
+
+
+#: what bench/client_cpu.py measured each QUIC client's datagrams to cost (fit a, b; qlog off) on
+#: the reference host, whose sysbench score it printed beside them (2026-11-27, an idle 2-core
+#: Debian 12 VM, AMD EPYC; bench/README.md)
+REFERENCE_HOST_SCORE = 4336.0
+CLIENT_PACKET_COSTS: dict[str, PacketCosts] = {
+    "aioquic": PacketCosts(per_received=178.8e-6, per_sent=85.0e-6),
+    "quinn": PacketCosts(per_received=24.8e-6, per_sent=8.0e-6),
+}
+
+
+def device_packet_costs(device: DeviceClass, implementation: str) -> PacketCosts:
+    """What a datagram costs ``implementation``'s client on one core of ``device``: the
+    reference host's cost, scaled by how much slower the device's core is."""
+    host = CLIENT_PACKET_COSTS[implementation]
+    slower = REFERENCE_HOST_SCORE / device.events_per_second
+    return PacketCosts(per_received=host.per_received * slower, per_sent=host.per_sent * slower)
 
 
 def fit_packet_costs(samples: Sequence[tuple[float, float, float]]) -> PacketCosts:

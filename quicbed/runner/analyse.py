@@ -39,6 +39,7 @@ from quicbed.analysis.matching import tcp_retransmissions
 from quicbed.analysis.mobility import aps_used, capture_outages, handovers
 from quicbed.analysis.packets import ACK, SYN, Packet, read_pcap
 from quicbed.analysis.stats import jain_index, state_shares, time_weighted_mean_var
+from quicbed.apps.client_device import busy_share
 from quicbed.apps.transports.tcp_state import TRACE_META
 
 #: the interface MTU a captured packet must not exceed (bytes of IP packet): a larger one is
@@ -73,6 +74,9 @@ def record_metrics(record: dict[str, Any]) -> dict[str, float]:
     values["connect_time"] = connect_time(record)
     values["ttfb"] = first_byte_time(record)
     values["total_time"] = total_time(record)
+    busy = busy_share(record)
+    if busy is not None:
+        values["client_device_busy"] = busy
     return values
 
 

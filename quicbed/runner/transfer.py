@@ -320,7 +320,7 @@ class RunExecution:
                 if self.experiment.qlog:  # the sender's state over time, as its kind records it
                     stack.enter_context(self.main.kind.record_sender(self.context, self.main))
             stress = self.experiment.stress_of(self.run.cell)
-            if stress.cpu_quota is not None or stress.load:
+            if stress.cpu_quota is not None or stress.load or stress.client_device is not None:
                 stack.enter_context(self._stress(stress, accounting))
             rate = background_rate(self.experiment, self.run.cell)
             if rate:
@@ -496,7 +496,12 @@ class RunExecution:
         """The measured client under CPU stress: a cgroup CPU quota on its role, and/or
         busy-loop processes in its node on the cores it runs on. What was applied (and how
         often the quota throttled the client) goes to details.stress."""
-        applied: dict[str, Any] = {"cpu_quota": stress.cpu_quota, "load": stress.load, "node": self.main.client.name}
+        applied: dict[str, Any] = {
+            "cpu_quota": stress.cpu_quota,
+            "load": stress.load,
+            "client_device": stress.client_device,  # (the client applies it: its record's device)
+            "node": self.main.client.name,
+        }
         if stress.cpu_quota is not None:
             result = accounting.limit("client", stress.cpu_quota) if accounting is not None else None
             if not result:
@@ -549,6 +554,9 @@ class RunExecution:
             common += ["--keylog", str(self.folder / TLS_KEYLOG)]
         if download.transport.resumption != "none":
             common += ["--resumption", download.transport.resumption]
+        device = self.experiment.stress_of(self.run.cell).client_device
+        if device is not None and download.role == "main":  # (a stress is the measured client's)
+            common += ["--client-device", device]
         return download.kind.client_argv(download.transport, common)
 
     def _record(self, download: Download, process: Process) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from quicbed.devices import DEVICE_CLASSES
 from quicbed.spec.transport import Transport
 from quicbed.spec.units import parse_rate
 from quicbed.spec.values import among, choice, count, expect_mapping, suggest
@@ -50,6 +51,9 @@ class Stress:
     cpu_quota: float | None = None
     #: CPU-bound processes started in the client's node, on the cores the client runs on
     load: int = 0
+    #: a device class whose CPU time per datagram the (QUIC) client takes, in both clocks
+    #: (quicbed.apps.client_device); None: this host's own speed
+    client_device: str | None = None
 
 
 def parse_background(doc: LocatedData, value: Any, server: str, client: str, topo: Topology) -> Background | None:
@@ -176,20 +180,36 @@ def parse_clients(
 
 
 def parse_stress(doc: LocatedData, value: Any) -> Stress:
-    """``stress``: a CPU quota and a count of busy processes (no stress when absent)."""
+    """``stress``: a CPU quota, a count of busy processes and a client device (no stress when absent)."""
     stress = expect_mapping(doc, value, "stress")
-    unknown = set(stress) - {"cpu_quota", "load"}
+    unknown = set(stress) - {"cpu_quota", "load", "client_device"}
     if unknown:
         key = min(unknown)
         raise doc.error(
             f"unknown stress option {key!r}",
             f"stress.{key}",
-            fix="stress takes cpu_quota (cores, or null) and load (a count of busy processes)",
+            fix="stress takes cpu_quota (cores, or null), load (a count of busy processes) and "
+            "client_device (a device class, or null)",
         )
     return Stress(
         parse_cpu_quota(doc, stress.get("cpu_quota"), "stress.cpu_quota"),
         count(doc, stress.get("load", 0), "stress.load", 0),
+        parse_client_device(doc, stress.get("client_device"), "stress.client_device"),
     )
+
+
+def parse_client_device(doc: LocatedData, value: Any, field: str) -> str | None:
+    """A device class name (quicbed.host.device_cpu), or null for this host's own speed."""
+    if value is None:
+        return None
+    names = [device.name for device in DEVICE_CLASSES]
+    if value not in names:
+        raise doc.error(
+            f"unknown client device {value!r}",
+            field,
+            fix=f"one of {', '.join(names)} (or null); docs/metrics.md, 'A weak client CPU', says what each models",
+        )
+    return str(value)
 
 
 def parse_cpu_quota(doc: LocatedData, value: Any, field: str) -> float | None:

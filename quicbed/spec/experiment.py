@@ -38,6 +38,7 @@ from quicbed.spec.contention import (
     parse_background,
     parse_clients,
     parse_competitor,
+    parse_client_device,
     parse_cpu_quota,
     parse_stress,
 )
@@ -259,7 +260,11 @@ class Experiment:
         return [self.client, *(name for name in names if name != self.client)]
 
     def stress_of(self, cell: dict[str, Any]) -> Stress:
-        return Stress(cell.get("stress.cpu_quota", self.stress.cpu_quota), cell.get("stress.load", self.stress.load))
+        return Stress(
+            cell.get("stress.cpu_quota", self.stress.cpu_quota),
+            cell.get("stress.load", self.stress.load),
+            cell.get("stress.client_device", self.stress.client_device),
+        )
 
     def cpu_subject(self) -> str | None:
         """The field that makes the client's CPU this experiment's subject (a quota or busy
@@ -322,6 +327,25 @@ def _isolation(doc: LocatedData, value: Any) -> str:
             "own), simulator (its simulator thread alone there) or false",
         )
     return value
+
+
+def _check_client_device(doc: LocatedData, exp: Experiment) -> None:
+    """A client device (``stress.client_device``) only with transports whose client can take it."""
+    from quicbed.apps.transports import transport_kind
+
+    axis = "stress.client_device" in exp.matrix
+    if not any(exp.matrix.get("stress.client_device", [exp.stress.client_device])):
+        return
+    for name in exp.matrix.get("transport", [next(iter(exp.transports))]):  # the measured client's
+        transport = exp.transports[name]
+        why = transport_kind(transport.kind).client_device_refusal(transport)
+        if why:
+            raise doc.error(
+                f"stress.client_device cannot apply to transport {transport.name!r}: {why}",
+                "matrix.stress.client_device" if axis else "stress.client_device",
+                fix="take that transport out of the transport axis, or give it an experiment of its own "
+                "without the device (a CPU quota, stress.cpu_quota, applies to every client)",
+            )
 
 
 def _transport(doc: LocatedData, name: str, spec: Any, field: str) -> Transport:
@@ -457,13 +481,16 @@ def _check_axis(
     elif axis == "stress.load":
         for index, value in enumerate(values):
             _count(doc, value, f"{field}[{index}]", 0)
+    elif axis == "stress.client_device":
+        for index, value in enumerate(values):
+            parse_client_device(doc, value, f"{field}[{index}]")
     else:
         raise doc.error(
             f"unknown matrix axis {axis!r}",
             field,
             fix="axes are transport, workload, workload.object, workload.page, params.NAME, "
             "link.LINK.PARAMETER, background.rate, client, competitor.transport, "
-            "stress.cpu_quota, stress.load",
+            "stress.cpu_quota, stress.load, stress.client_device",
         )
     return values
 
@@ -575,6 +602,7 @@ def _build(doc: LocatedData, overrides: dict[str, Any]) -> Experiment:
             raise doc.error(
                 f"unknown node {node!r}", f"matrix.client[{index}]", fix=f"nodes are {', '.join(topo.nodes)}"
             )
+    _check_client_device(doc, exp)
     exp.repetitions = _count(doc, data.get("repetitions", 1), "repetitions", 1)
     exp.warmup = _count(doc, data.get("warmup", 0), "warmup", 0)
     exp.order = _choice(doc, data.get("order", "round-robin"), "order", ORDERS)

@@ -334,6 +334,7 @@ def test_catalogue_declares_the_range_of_every_metric() -> None:
         "competitor_ipt_server_short_share",
         "goodput_share",
         "client_throttled",
+        "client_device_busy",
         "ofdma_ppdu_share",
         "ofdma_uplink_share",
     }

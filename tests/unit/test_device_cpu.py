@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from quicbed.devices import DEVICE_CLASSES, DeviceClass
 from quicbed.host.device_cpu import (
-    DEVICE_CLASSES,
-    DeviceClass,
     PacketCosts,
     fit_packet_costs,
     quota_for,

@@ -266,10 +266,33 @@ def test_cpu_stress_defaults_and_axes(tmp_path):
     assert applied == {(None, 0), (None, 1), (0.5, 0), (0.5, 1)}
     with pytest.raises(SpecError, match=r"exp.yaml:8.*matrix.stress.cpu_quota\[1\].*number of cores from 0.01"):
         load_experiment(write(tmp_path, text.replace("[null, 0.5]", "[null, 0]")))
-    with pytest.raises(SpecError, match=r"stress.loud.*cpu_quota .* and load"):
+    with pytest.raises(SpecError, match=r"stress.loud.*cpu_quota .*, load .* and client_device"):
         load_experiment(write(tmp_path, text + "stress: {loud: 1}\n"))
     with pytest.raises(SpecError, match=r"stress.load.*whole number >= 0"):
         load_experiment(write(tmp_path, text + "stress: {load: -1}\n"))
+
+
+def test_a_client_device_is_a_stress_and_an_axis_for_quic_clients_only(tmp_path):
+    quic_only = GOOD.replace("[quic, bquic, tcp]", "[quic, bquic]")
+    text = quic_only.replace("  link.bottleneck.loss: [0, 2]", "  stress.client_device: [null, cortex-a53-1.2ghz]")
+    exp = load_experiment(write(tmp_path, text))
+    assert {exp.stress_of(cell).client_device for cell in exp.cells()} == {None, "cortex-a53-1.2ghz"}
+    assert exp.cpu_subject() is None  # a device's time is charged in virtual time too
+    fixed = load_experiment(write(tmp_path, quic_only + "stress: {client_device: raspberry-pi-4}\n"))
+    assert {fixed.stress_of(cell).client_device for cell in fixed.cells()} == {"raspberry-pi-4"}
+    with pytest.raises(
+        SpecError,
+        match=r"exp.yaml:8.*matrix.stress.client_device\[1\].*unknown client device 'pi'.*"
+        r"cortex-a53-1.2ghz, raspberry-pi-3b\+",
+    ):
+        load_experiment(write(tmp_path, text.replace("cortex-a53-1.2ghz]", "pi]")))
+    # TCP's ACKs are the kernel's: the client process cannot take the device's time for them
+    with pytest.raises(SpecError, match=r"matrix.stress.client_device.*transport 'tcp'.*kernel's.*fix: take"):
+        load_experiment(write(tmp_path, text.replace("[quic, bquic]", "[quic, tcp]")))
+    with pytest.raises(SpecError, match=r"stress.client_device.*transport 'tcp'"):
+        load_experiment(write(tmp_path, GOOD + "stress: {client_device: raspberry-pi-4}\n"))
+    # without a device, TCP is fine beside it
+    assert load_experiment(write(tmp_path, GOOD + "stress: {client_device: null}\n")).stress.client_device is None
 
 
 def test_the_study_headline_is_checked_against_the_matrix(tmp_path):

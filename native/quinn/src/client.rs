@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::args::Options;
 use crate::common::{self, Error};
+use crate::device::{self, Meter, PacketCost};
 use crate::knobs::Knobs;
 use crate::resumption::{CountingStore, CountingTokens, Mode};
 use crate::timer;
@@ -46,6 +47,8 @@ struct Settings {
     socket_buffer: usize,
     qlog_dir: Option<PathBuf>,
     knobs: Knobs,
+    /// a weak device's time per datagram (`--receive-cost`, `--send-cost`), or None
+    device: Option<Arc<Meter>>,
     resumption: Mode,
     /// the start barrier, passed after the priming connection (quicbed.apps.record.StartBarrier)
     ready_file: Option<PathBuf>,
@@ -64,7 +67,8 @@ struct ObjectTiming {
 
 const FLAGS: &[&str] = &["insecure"];
 const OPTIONS: &[&str] = &["record-template", "address", "server-name", "ca-cert", "keylog", "bind",
-                           "socket-buffer", "qlog-dir", "output", "ready-file", "start-file"];
+                           "socket-buffer", "qlog-dir", "output", "ready-file", "start-file",
+                           "receive-cost", "send-cost"];
 
 pub fn main(argv: &[String]) -> Result<bool, Error> {
     let options = Options::parse(argv, FLAGS, OPTIONS)?;
@@ -91,6 +95,8 @@ pub fn main(argv: &[String]) -> Result<bool, Error> {
         socket_buffer: options.parsed("socket-buffer", 4 << 20)?,
         qlog_dir: options.get("qlog-dir").map(PathBuf::from),
         knobs,
+        device: PacketCost::from_seconds(options.parsed("receive-cost", 0.0)?, options.parsed("send-cost", 0.0)?)?
+            .map(Meter::new),
         resumption: Mode::parse(request["resumption"].as_str())?,
         ready_file: options.get("ready-file").map(PathBuf::from),
         start_file: options.get("start-file").map(PathBuf::from),
@@ -132,7 +138,11 @@ async fn fetch(settings: &Settings, record: &mut Value) {
     let opened = async {
         let (socket, buffers) = common::bound_socket(local_address(settings)?, settings.socket_buffer)?;
         record["socket"] = buffers;
-        let opened = Endpoint::new(EndpointConfig::default(), None, socket, timer::runtime(&settings.knobs))?;
+        let mut runtime = timer::runtime(&settings.knobs);
+        if let Some(meter) = &settings.device {
+            runtime = Arc::new(device::Costly { inner: runtime, meter: meter.clone() });
+        }
+        let opened = Endpoint::new(EndpointConfig::default(), None, socket, runtime)?;
         let tls = Arc::new(QuicClientConfig::try_from(tls_config(settings, store.clone())?)?);
         endpoint = Some(opened.clone());
         if settings.resumption != Mode::None {
@@ -210,6 +220,9 @@ async fn fetch(settings: &Settings, record: &mut Value) {
         // the closing handshake ends the qlog stream (written when the connection is dropped)
         drop(connection);
         let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
+    }
+    if let Some(meter) = &settings.device {
+        record["device"]["applied"] = meter.summary();
     }
     record["qlog"] = qlog.map_or(Value::Null, |path| json!([path.display().to_string()]));
     let failed = timings.iter().find(|t| t.status.is_some_and(|s| s != 200));

@@ -10,6 +10,7 @@ mod bbr;
 mod cc;
 mod client;
 mod common;
+mod device;
 mod knobs;
 mod resumption;
 mod server;

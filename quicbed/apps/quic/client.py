@@ -36,6 +36,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.tls import SessionTicket
 
 from quicbed import __version__
+from quicbed.apps.client_device import CostMeter, device_cost, device_names
 from quicbed.apps.quic import aioquic_hooks
 from quicbed.apps.quic.profiles import (
     TransportProfile,
@@ -55,6 +56,7 @@ from quicbed.apps.record import (
     run_client,
 )
 from quicbed.errors import QuicbedError
+from quicbed.host.clock import current_clock
 from quicbed.spec.units import parse_size
 
 USER_AGENT = f"quicbed/{__version__}".encode()
@@ -70,6 +72,7 @@ class ClientSettings(RequestSettings):
     socket_buffer: int = DEFAULT_BUFFER
     qlog_dir: Path | None = None
     qlog_mode: str = "filtered"
+    device: str | None = None  # --client-device: a device class whose time per datagram the client takes
 
 
 class Http3ClientProtocol(QuicConnectionProtocol):
@@ -82,10 +85,12 @@ class Http3ClientProtocol(QuicConnectionProtocol):
         *,
         settings: ClientSettings,
         hooks: aioquic_hooks.ConnectionHooks,
+        meter: CostMeter | None = None,
     ) -> None:
         super().__init__(quic, stream_handler)
         self.settings = settings
         self.hooks = hooks
+        self.meter = meter
         self._http = H3Connection(quic)
         self._queue: deque[str] = deque()
         self.active: dict[int, ObjectTiming] = {}
@@ -94,6 +99,17 @@ class Http3ClientProtocol(QuicConnectionProtocol):
         self.terminated: events.ConnectionTerminated | None = None
         self.handshake_at: float | None = None
         self.early_data_accepted: bool | None = None
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        if self.meter is not None:  # the device works on the datagram before anything comes of it
+            self.meter.charge(received=1)
+        super().datagram_received(data, addr)
+
+    def transmit(self) -> None:
+        before = self.hooks.counters.datagrams_sent
+        super().transmit()
+        if self.meter is not None:
+            self.meter.charge(sent=self.hooks.counters.datagrams_sent - before)
 
     def fetch(self, paths: Sequence[str]) -> asyncio.Future[None]:
         self._queue.extend(paths)
@@ -187,6 +203,10 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
     record["started_at"] = time.time()
     origin = loop.time()
     qlog = make_qlog_writer(settings.qlog_dir, settings.qlog_mode)
+    meter = None
+    if settings.device is not None:
+        cost = device_cost(settings.device, "aioquic", current_clock())
+        record["device"], meter = cost.record(), CostMeter(cost)
     protocol: Http3ClientProtocol | None = None
     transport: asyncio.BaseTransport | None = None
     tickets: list[SessionTicket] = []
@@ -195,7 +215,7 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         record["server"]["address"] = address[0]
         configuration = client_configuration(settings, qlog)
         if settings.resumption != "none":
-            priming = _prime(settings, family, address, tickets)
+            priming = _prime(settings, family, address, tickets, meter)
             record["resumption"] = {
                 "asked": settings.resumption,
                 "priming": await asyncio.wait_for(priming, timeout=max(0.0, settings.timeout - (loop.time() - origin))),
@@ -215,7 +235,7 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         connection = QuicConnection(configuration=configuration)
         hooks = aioquic_hooks.install(connection, settings.profile)
         transport, created = await loop.create_datagram_endpoint(
-            lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock
+            lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks, meter=meter), sock=sock
         )
         protocol = created
         assert protocol is not None
@@ -250,6 +270,8 @@ async def fetch(settings: ClientSettings) -> dict[str, Any]:
         if qlog is not None:
             written = qlog.close()
             record["qlog"] = [str(path) for path in written]
+        if meter is not None:
+            record["device"]["applied"] = meter.summary()
     failed = [o for o in record["objects"] if o["status"] != 200]
     if record["ok"] and failed:
         record["ok"] = False
@@ -268,7 +290,9 @@ async def _run(protocol: Http3ClientProtocol, address: Any, paths: Sequence[str]
     await protocol.fetch(paths)
 
 
-async def _prime(settings: ClientSettings, family: int, address: Any, tickets: list[SessionTicket]) -> dict[str, Any]:
+async def _prime(
+    settings: ClientSettings, family: int, address: Any, tickets: list[SessionTicket], meter: CostMeter | None
+) -> dict[str, Any]:
     """The priming connection of a resumed one: a request for an object the server does not
     have, then up to TICKET_WAIT s for its session tickets (appended to ``tickets``); its own
     times, never the run's."""
@@ -280,7 +304,7 @@ async def _prime(settings: ClientSettings, family: int, address: Any, tickets: l
     )
     hooks = aioquic_hooks.install(connection, settings.profile)
     transport, protocol = await loop.create_datagram_endpoint(
-        lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks), sock=sock
+        lambda: Http3ClientProtocol(connection, settings=settings, hooks=hooks, meter=meter), sock=sock
     )
     assert isinstance(protocol, Http3ClientProtocol)
     try:
@@ -334,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--socket-buffer", default=str(DEFAULT_BUFFER), metavar="SIZE")
     parser.add_argument("--qlog-dir", type=Path, default=None)
     parser.add_argument("--qlog-mode", choices=QLOG_MODES, default="filtered")
+    parser.add_argument(
+        "--client-device",
+        choices=device_names(),
+        help="take this device's CPU time per datagram, in either clock (quicbed.apps.client_device)",
+    )
     add_profile_arguments(parser)
     return parser
 
@@ -346,6 +375,7 @@ def settings_from_arguments(args: argparse.Namespace) -> ClientSettings:
         socket_buffer=parse_size(args.socket_buffer, "--socket-buffer"),
         qlog_dir=args.qlog_dir,
         qlog_mode=args.qlog_mode,
+        device=args.client_device,
     )
     settings.check(RESUMPTION_MODES)
     return settings

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from quicbed.apps.client_device import device_cost
 from quicbed.apps.quic import client as aioquic_client
 from quicbed.apps.quic import server as aioquic_server
 from quicbed.apps.quic.implementations import quic_implementation, require_native_binary
@@ -25,6 +26,7 @@ from quicbed.apps.quic.profiles import profile_from_arguments
 from quicbed.apps.quic.sockets import resolve
 from quicbed.apps.record import base_record
 from quicbed.errors import QuicbedError
+from quicbed.host.clock import current_clock
 from quicbed.spec.units import parse_size
 
 USAGE = "usage: python -m quicbed.apps.quic.native server|client [options of quicbed.apps.quic.server/client]"
@@ -78,6 +80,11 @@ def client_argv(argv: Sequence[str]) -> list[str]:
     _, address = resolve(settings.host, settings.port)
     record = base_record("quicbed-quic-client", settings)
     record.update({"protocol": "h3", **settings.profile.record()})
+    device = []
+    if settings.device is not None:  # the binary sleeps what each datagram costs beyond this host's own time
+        cost = device_cost(settings.device, "quinn", current_clock())
+        record["device"] = cost.record()
+        device = ["--receive-cost", repr(cost.added_per_received), "--send-cost", repr(cost.added_per_sent)]
     command = [
         str(binary),
         "client",
@@ -102,6 +109,7 @@ def client_argv(argv: Sequence[str]) -> list[str]:
         command += ["--qlog-dir", str(settings.qlog_dir)]
     if args.output is not None:
         command += ["--output", str(args.output)]
+    command += device
     barrier = settings.barrier
     if not settings.primes:
         barrier.wait()

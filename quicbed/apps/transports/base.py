@@ -101,6 +101,11 @@ class TransportKind(ABC):
         """What this machine lacks to run ``transport`` and how to get it (None: nothing)."""
         return None
 
+    def client_device_refusal(self, transport: Transport) -> str | None:
+        """Why ``transport``'s client cannot take a device's time per datagram
+        (``stress.client_device``; quicbed.apps.client_device), or None when it can."""
+        return "its client's cost per datagram is not measured (bench/client_cpu.py measures the QUIC clients)"
+
     @abstractmethod
     def summary(self, transport: Transport) -> str:
         """What the transport is, in a few words ("TCP, HTTP/2, cubic")."""

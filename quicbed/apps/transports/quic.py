@@ -21,6 +21,7 @@ from quicbed.apps.quic.profiles import TransportProfile, get_profile, load_profi
 from quicbed.apps.record import RESUMPTION_MODES
 from quicbed.apps.transports.base import Download, RunContext, TransportKind, register_transport_kind
 from quicbed.errors import SpecError
+from quicbed.host.device_cpu import CLIENT_PACKET_COSTS
 from quicbed.spec.transport import Transport, TransportEntry
 from quicbed.spec.values import among, suggest
 
@@ -64,6 +65,10 @@ class QuicKind(TransportKind):
 
     def missing(self, transport: Transport) -> tuple[str, str] | None:
         return self.implementation(transport).missing()
+
+    def client_device_refusal(self, transport: Transport) -> str | None:
+        name = self.implementation(transport).name
+        return None if name in CLIENT_PACKET_COSTS else f"the {name} client's cost per datagram is not measured"
 
     def summary(self, transport: Transport) -> str:
         what = f"QUIC, HTTP/3, {self.implementation(transport).name}, profile {transport.profile}"

@@ -47,6 +47,12 @@ class TcpKind(TransportKind):
     def refusals(self, transport: Transport) -> list[str]:
         return []  # nginx and the client honour whatever parse lets through
 
+    def client_device_refusal(self, transport: Transport) -> str | None:
+        return (
+            "a TCP client's ACKs and reassembly are the kernel's, outside the client process "
+            "that would take the device's time (the QUIC clients do them themselves)"
+        )
+
     def summary(self, transport: Transport) -> str:
         return f"TCP, HTTP/{transport.http}, {transport.cc}"
 
