@@ -1,12 +1,15 @@
-"""Draw docs/figures/bquic-map.svg: BQUIC's goodput gain over QUIC paced 2 packets at a time,
-with its 95 % interval, in every cell of the e1-bquic-map study's results folders.
+"""Draw docs/figures/bquic-map.svg: BQUIC's goodput gain over a finely paced QUIC, with its
+95 % interval, in every cell of the E1 map's results folders.
 
     python docs/figures/bquic_map.py FOLDER... [--out docs/figures/bquic-map.svg]
+    python docs/figures/bquic_map.py FOLDER... --out docs/figures/bquic-weak-client.svg
 
-Each folder is a `quicbed run experiments/e1-bquic-map.yaml ...` results folder (its
-gains.csv against quic-fine-native); a cell is labelled by the settings that differ from
-the E1 cell (MCS 7, server 3 ms behind the AP, one station, a FIFO AP). The figure's caption
-in docs/studies.md names the folders, their commands and dates.
+Each folder is a `quicbed run experiments/e1-bquic-map.yaml ...` (against quic-fine-native,
+2 packets per release) or `e1-weak-client.yaml ...` (against quic-pace1, 1 packet) results
+folder, read from its gains.csv; a cell is labelled by the settings that differ from the E1
+cell (MCS 7, server 3 ms behind the AP, one station, a FIFO AP, A-MPDU on, a client as fast as
+this host), and by the QUIC it is measured against when the folders differ in that. The
+figure's caption in docs/studies.md names the folders, their commands and dates.
 """
 
 from __future__ import annotations
@@ -16,38 +19,52 @@ import csv
 import json
 from pathlib import Path
 
-BASELINE_CELL = {"params.mcs": "7", "params.wired_delay": "3ms", "params.queue": "fifo", "stress.cpu_quota": "none"}
+BASELINE_CELL = {
+    "params.mcs": "7",
+    "params.wired_delay": "3ms",
+    "params.queue": "fifo",
+    "params.ampdu": "True",
+    "stress.cpu_quota": "none",
+    "stress.client_device": "none",
+}
 SETTING_WORDS = {
     "params.mcs": "MCS {}",
     "params.wired_delay": "server {} away",
     "params.queue": "{} AP",
+    "params.ampdu": "A-MPDU {}",
     "competitor.transport": "beside a {} download",
     "stress.cpu_quota": "client CPU quota {}",
+    "stress.client_device": "client {}",
 }
-TARGET = "bquic-native"
+#: the QUIC BQUIC is measured against, in words
+PACERS = {"quic-fine-native": "2 packets per release", "quic-pace1": "1 packet per release"}
+TARGETS = ("bquic-native", "bquic")
 GAIN_LINE = 0.10  # the study's question: where does BQUIC gain more than 10 %?
 
 
-def cells(folder: Path) -> list[tuple[str, float, float, float]]:
-    """(label, gain, low, high) of TARGET against the baseline in each cell of a folder; the
-    label ends with the cell's runs per transport."""
+def cells(folder: Path) -> list[tuple[str, str, float, float, float]]:
+    """(label, baseline, gain, low, high) of BQUIC against the baseline in each cell of a
+    folder; the label ends with the cell's runs per transport."""
     metadata = json.loads((folder / "metadata.json").read_text())
     params = (metadata.get("experiment") or {}).get("topology", {}).get("params", {})
     stations = int(params.get("stations", 1))
     found = []
     with open(folder / "gains.csv") as handle:
         for row in csv.DictReader(handle):
-            if row["metric"] != "goodput" or row["transport"] != TARGET or not row["gain"]:
+            if row["metric"] != "goodput" or row["transport"] not in TARGETS or not row["gain"]:
                 continue
             words = [
-                SETTING_WORDS[key].format(value)
+                SETTING_WORDS[key].format("off" if value == "False" else value)
                 for key, value in row.items()
                 if key in SETTING_WORDS and value and BASELINE_CELL.get(key) != value
             ]
+            if row["transport"] == "bquic":  # (aioquic's; the others are quinn's)
+                words.append("aioquic")
             if stations > 1:
                 words.append(f"{stations} stations")
             label = f"{', '.join(words) or 'E1 cell'} ({row['n_transport']} runs)"
-            found.append((label, float(row["gain"]), float(row["ci_low"]), float(row["ci_high"])))
+            gain = (float(row["gain"]), float(row["ci_low"]), float(row["ci_high"]))
+            found.append((label, row["baseline"], *gain))
     return found
 
 
@@ -63,9 +80,14 @@ def main() -> None:
 
     found = [(folder, cells(folder)) for folder in args.folders]
     labels = [row[0] for _, rows in found for row in rows]
-    # a cell measured in two folders is told apart by its folder
+    baselines = sorted({row[1] for _, rows in found for row in rows})
+    # a cell measured in two folders is told apart by its folder, and against which QUIC
     rows = [
-        (f"{row[0]}, {folder.name}" if labels.count(row[0]) > 1 else row[0], *row[1:])
+        (
+            (f"{row[0]}, {folder.name}" if labels.count(row[0]) > 1 else row[0])
+            + (f", against {row[1]}" if len(baselines) > 1 else ""),
+            *row[2:],
+        )
         for folder, folder_rows in found
         for row in folder_rows
     ]
@@ -79,7 +101,8 @@ def main() -> None:
     axes.set_yticks(range(len(rows)), [row[0] for row in rows])
     axes.axvline(0, color="black", linewidth=0.8)
     axes.axvline(100 * GAIN_LINE, color="grey", linestyle="--", linewidth=0.8)
-    axes.set_xlabel("BQUIC's goodput gain over QUIC paced 2 packets at a time\n(%, 95 % interval; dashed: +10 %)")
+    against = " or ".join(PACERS.get(name, name) for name in baselines)
+    axes.set_xlabel(f"BQUIC's goodput gain over QUIC paced {against}\n(%, 95 % interval; dashed: +10 %)")
     axes.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
     figure.savefig(args.out, metadata={"Date": None})
