@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from quicbed.host.clock import VIRTUAL
 from quicbed.devices import DEVICE_CLASSES, device_class
+from quicbed.host.clock import VIRTUAL
 from quicbed.host.device_cpu import CLIENT_PACKET_COSTS, device_packet_costs
 
 #: a debt below this is carried to the next datagram, not slept (each sleep overshoots by the
