@@ -53,6 +53,14 @@ def assert_count_in_interval(count: int, model, packets: int) -> None:
     assert low <= count <= high, f"{count} of {packets} outside the 99.9 % interval [{low:.0f}, {high:.0f}]"
 
 
+def test_the_hosts_know_each_other_before_any_probe(calibrator):
+    """An ARP request lost on the shaped link would discard up to a second of a probe's datagrams
+    and pass for link loss: the calibrator pins both neighbour entries first."""
+    for node, peer in (("a", "b"), ("b", "a")):
+        entry = calibrator.network.node(node).run(["ip", "neigh", "show", calibrator.network.node(peer).address])
+        assert "PERMANENT" in entry.stdout, entry.stdout
+
+
 def test_bernoulli_loss(calibrator):
     plan = ProbePlan(count=4000, rate=1000)
     shape, stats = calibrator.probe({"loss": 5}, plan)
