@@ -65,3 +65,7 @@ class VmError(QuicbedError):
 
 class VmTimeout(VmError):
     """The microVM did not finish within the timeout and was killed."""
+
+
+class VmStalled(VmTimeout):
+    """A watchdog found the guest's command stuck (e.g. one test that never ends) and killed the guest."""

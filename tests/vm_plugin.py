@@ -26,6 +26,11 @@ in-VM pytest runs them directly, modules for the features loaded first). Each ho
 test is then reported from junit.xml: passed, failed (with the in-VM failure text) or
 skipped (with the in-VM reason). Fixtures of these tests run only inside the VM.
 
+A test that runs longer than --vm-test-timeout seconds of host time in a guest is failed as
+hung (the in-guest pytest writes "start NODEID" and "end NODEID" to JOB/progress, which the
+host follows), and the other tests run again in a new boot: in virtual time a loop that polls
+without sleeping never lets the clock move, so a test's own timeouts cannot end it.
+
 If the VM is not available (no vng, QEMU or cached kernel, or not root) the tests are
 skipped with the reason and the fix ('quicbed vm setup'). --no-vm skips instead of
 booting; --vm-verbose shows the VM console and the in-VM pytest output.
@@ -58,6 +63,15 @@ VM_MODULES = {**FEATURES, "mac80211_hwsim": "mac80211_hwsim radios=0"}
 
 #: the guest kernels, by what the plugin calls them
 MICROVM, UML = "microVM", "virtual-time kernel"
+#: host seconds a test in a guest may take before it counts as hung. In virtual time a busy
+#: loop never ends, so a test can hang where a real-time one would time out by itself. The
+#: slowest took 89-111 s here (the wifi-stack lab's reference solution, virtual-time kernel;
+#: the microVM's slowest, 27 s); the limit leaves five times that for a loaded machine.
+TEST_TIMEOUT = 600.0
+#: boots of one guest's session at most: the first, then one more after each hung test
+MAX_BOOTS = 3
+#: the file in the job folder where the guest's pytest writes "start NODEID" and "end NODEID"
+PROGRESS_FILE = "progress"
 #: the guest an item runs in
 _VM_ITEM = pytest.StashKey[str]()
 _SESSION = pytest.StashKey[dict[str, "VmSession"]]()
@@ -87,6 +101,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="S",
         help="kill a guest's test session after S seconds (default 600 + 120 per test)",
+    )
+    group.addoption(
+        "--vm-test-timeout",
+        type=float,
+        default=TEST_TIMEOUT,
+        metavar="S",
+        help=f"a test in a guest that has not finished after S seconds of host time is failed as hung, "
+        f"and the guest's other tests run in a new boot (default {TEST_TIMEOUT:.0f})",
     )
     group.addoption("--vm-memory", default="2G", help="microVM memory (default 2G)")
     group.addoption(
@@ -279,6 +301,70 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             vm_session.items = guest_items
 
 
+# --- in the guest: which test runs, for the host's watchdog ---------------------------------
+
+
+def _note_progress(event: str, nodeid: str) -> None:
+    job = os.environ.get("QUICBED_VM_JOB_DIR")
+    if not (running_in_vm_session() and job):
+        return
+    # opened per line, so that the host reads each line as soon as it is written
+    with open(Path(job) / PROGRESS_FILE, "a", encoding="utf-8") as file:
+        file.write(f"{event} {nodeid}\n")
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    _note_progress("start", nodeid)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    _note_progress("end", nodeid)
+
+
+@dataclass
+class HungTestWatchdog:
+    """Follows a guest's progress file from the host. A test running for more than ``limit``
+    seconds of host time is hung; so is a guest with no test running that wrote nothing for as
+    long (its boot and collection before the first test, its pytest's end and power-off after
+    the last). Calling it returns why, else ''."""
+
+    progress: Path
+    limit: float
+    running: str = ""
+    #: when the host saw the last line (or made the watchdog, before the first)
+    since: float = field(default_factory=time.monotonic)
+    last_ended: str = ""
+    #: host seconds each finished test took (to within the 0.2 s between two looks)
+    took: dict[str, float] = field(default_factory=dict)
+    _offset: int = 0
+
+    def __call__(self) -> str:
+        try:
+            with open(self.progress, "rb") as file:
+                file.seek(self._offset)
+                data = file.read()
+        except FileNotFoundError:
+            data = b""
+        complete = data[: data.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode("utf-8", "replace").splitlines():
+            event, _, nodeid = line.partition(" ")
+            if event == "start":
+                self.running, self.since = nodeid, time.monotonic()
+            elif event == "end" and nodeid == self.running:
+                self.took[nodeid] = time.monotonic() - self.since
+                self.running, self.last_ended, self.since = "", nodeid, time.monotonic()
+        if time.monotonic() - self.since <= self.limit:
+            return ""
+        if self.running:
+            return (
+                f"the test {self.running} had not finished after {self.limit:.0f} s of host time, so it counts "
+                "as hung (--vm-test-timeout sets the limit)"
+            )
+        when = f"after the test {self.last_ended} ended" if self.last_ended else "before its first test began"
+        return f"the guest's pytest wrote no progress for {self.limit:.0f} s of host time {when}"
+
+
 # --- running: one VM for all, reports from its junit.xml --------------------------------
 
 
@@ -305,6 +391,8 @@ class VmSession:
     #: the in-VM pytest's exit status and its session-level ERROR lines (e.g. leftover folders)
     returncode: int | None = None
     session_errors: list[str] = field(default_factory=list)
+    #: one per boot: which tests ran and how long each took in host time
+    watchdogs: list[HungTestWatchdog] = field(default_factory=list)
 
     def available(self) -> tuple[bool, str]:
         if self.guest == UML:
@@ -328,7 +416,7 @@ class VmSession:
     def outcome(self, item: pytest.Item) -> Outcome:
         if self.outcomes is None:
             self.outcomes = {}
-            self._run()
+            self._run_all()
         if item.nodeid in self.outcomes:
             return self.outcomes[item.nodeid]
         if self.failure:
@@ -346,19 +434,47 @@ class VmSession:
             f"the pytest run inside the {self.guest} reported nothing for {item.nodeid}; see {self.job_dir}/output",
         )
 
-    def _run(self) -> None:
+    def _run_all(self) -> None:
+        """Run the session's tests in one boot; a test that hangs is failed as such, and the
+        others run again in a new boot (at most MAX_BOOTS in all)."""
+        assert self.outcomes is not None
+        pending = [item.nodeid for item in self.items]
+        for boot in range(1, MAX_BOOTS + 1):
+            hung = self._run(pending)
+            if not hung:
+                return
+            limit = self.config.getoption("vm_test_timeout")
+            self.outcomes[hung] = Outcome(
+                "failed", f"hung: not finished after {limit:.0f} s of host time", self.failure
+            )
+            self.failure = ""
+            pending = [nodeid for nodeid in pending if nodeid != hung]
+            if not pending:
+                return
+            if boot < MAX_BOOTS:
+                self._write(f"quicbed: {hung} hung; its {len(pending)} fellow test(s) run again in a new boot")
+        self.failure = (
+            f"not run: {MAX_BOOTS} tests hung in the {self.guest} (each failed as such), so the session's other "
+            "tests were given up"
+        )
+
+    def _run(self, nodeids: list[str]) -> str:
+        """Boot the guest once to run ``nodeids``; their outcomes go to ``outcomes``, a failure of
+        the whole session to ``failure``. Returns the node id of a test that hung ('' if none)."""
         from quicbed.host import vm
 
         config = self.config
-        nodeids = [item.nodeid for item in self.items]
-        features = sorted({f for item in self.items for f in item_features(item)})
+        items = [item for item in self.items if item.nodeid in nodeids]
+        features = sorted({f for item in items for f in item_features(item)})
         timeout = config.getoption("vm_timeout") or 600.0 + 120.0 * len(nodeids)
         verbose = config.getoption("vm_verbose")
         try:
             self.job_dir = vm.new_job_dir()
         except vm.VmError as error:
             self.failure = str(error)
-            return
+            return ""
+        watchdog = HungTestWatchdog(self.job_dir / PROGRESS_FILE, config.getoption("vm_test_timeout"))
+        self.watchdogs.append(watchdog)
         junit = self.job_dir / "junit.xml"
         argv = [
             sys.executable,
@@ -391,18 +507,20 @@ class VmSession:
                 result = run(
                     argv,
                     cwd=config.rootpath,
-                    env={IN_VM_PYTEST: "1"},
+                    # unbuffered: a guest killed as hung still shows what its tests last wrote
+                    env={IN_VM_PYTEST: "1", "PYTHONUNBUFFERED": "1"},
                     timeout=timeout,
                     verbose=verbose,
                     stream=sys.stdout if verbose else None,
                     progress=self._write if verbose else None,
                     job_dir=self.job_dir,
+                    watchdog=watchdog,
                 )
         except vm.VmError as error:
-            self.seconds = time.monotonic() - started
-            self.failure = f"the {self.guest} test session failed after {self.seconds:.0f} s: {error}"
-            return
-        self.seconds = time.monotonic() - started
+            self.seconds += time.monotonic() - started
+            self.failure = f"the {self.guest} test session failed after {time.monotonic() - started:.0f} s: {error}"
+            return watchdog.running if isinstance(error, vm.VmStalled) else ""
+        self.seconds += time.monotonic() - started
         self.returncode = result.returncode
         self.session_errors = [line for line in result.output.splitlines() if line.startswith("ERROR: ")]
         if not junit.exists():
@@ -410,16 +528,18 @@ class VmSession:
                 f"the pytest run inside the {self.guest} wrote no {junit} (exit code {result.returncode}); "
                 f"its output ends with:\n" + "\n".join(result.output.splitlines()[-30:])
             )
-            return
+            return ""
         try:
-            self.outcomes = parse_junit(junit.read_text(), nodeids)
+            assert self.outcomes is not None
+            self.outcomes.update(parse_junit(junit.read_text(), nodeids))
         except ET.ParseError as error:
             self.failure = f"{junit} is not valid XML ({error})"
-            return
+            return ""
         self._write(
-            f"quicbed: {self.guest} test session done in {self.seconds:.0f} s "
+            f"quicbed: {self.guest} test session done in {time.monotonic() - started:.0f} s "
             f"(in-guest pytest exit code {result.returncode}; output in {self.job_dir}/output)"
         )
+        return ""
 
     def _runner(self, features: list[str]) -> tuple[Any, str]:
         """The function that runs a command in this session's guest, and how to describe it."""
@@ -615,6 +735,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"{len(session.items)} test(s) ran in the {guest} in {session.seconds:.0f} s: "
             f"{summary}; job directory {session.job_dir}"
         )
+        took = {nodeid: seconds for watchdog in session.watchdogs for nodeid, seconds in watchdog.took.items()}
+        if took:
+            slowest = max(took, key=took.__getitem__)
+            terminalreporter.write_line(
+                f"slowest: {slowest} in {took[slowest]:.0f} s of host time (a test is failed as hung after "
+                f"{config.getoption('vm_test_timeout'):.0f} s)"
+            )
         if session.failure:
             terminalreporter.write_line(session.failure.splitlines()[0])
         if unexplained_vm_failure(session):

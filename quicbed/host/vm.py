@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
 
-from quicbed.errors import MissingDependency, VmError, VmTimeout
+from quicbed.errors import MissingDependency, VmError, VmStalled, VmTimeout
 from quicbed.host import kernel as kernel_mod
 from quicbed.host import ownership
 from quicbed.host.kernel import KernelImage
@@ -401,6 +401,7 @@ def run_in_vm(
     image: KernelImage | None = None,
     base_modules: bool = True,
     job_dir: Path | str | None = None,
+    watchdog: Callable[[], str] | None = None,
 ) -> VmResult:
     """Boot the microVM, run ``argv`` in ``cwd`` as root, return its exit status and output.
 
@@ -411,7 +412,9 @@ def run_in_vm(
     boot (software emulation if untested). ``timeout``: seconds for the whole VM (boot
     included); on expiry the VM is killed and :class:`VmTimeout` raised. ``job_dir``: a
     directory from :func:`new_job_dir` (so that ``argv`` can name files in it), else a
-    new one; the guest also finds it in ``$QUICBED_VM_JOB_DIR``.
+    new one; the guest also finds it in ``$QUICBED_VM_JOB_DIR``. ``watchdog``: asked every
+    0.2 s while the VM runs; a non-empty answer (why the command is stuck) kills the VM and
+    raises :class:`VmStalled` with it.
     """
     argv, cwd = guest_command(argv, cwd, "the microVM")
     shared = guest_private_dirs([cwd, Path(sys.prefix), Path(source_root() or cwd)])
@@ -449,6 +452,7 @@ def run_in_vm(
         stream=stream,
         verbose=verbose,
         timeout=timeout,
+        watchdog=watchdog,
     )
     result = job_result(
         job,
@@ -527,6 +531,13 @@ def job_result(
     why the guest wrote none (timed out, a module that did not load, the guest died)."""
     output = _read_text(job.dir / "output")
     tail = "\n".join(ended.console[-25:])
+    if ended.stalled:
+        raise VmStalled(
+            f"{guest} was stopped after {ended.seconds:.0f} s ({speed}): {ended.stalled}. Command output "
+            f"(tail):\n{_last_lines(output, 15)}\nConsole (tail, full log {job.log}):\n{tail}",
+            log=job.log,
+            console_tail=tail,
+        )
     if ended.timed_out:
         raise VmTimeout(
             f"{guest} did not finish within {timeout:.0f} s and was stopped ({speed}); give a longer "

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO, TextIO, cast
@@ -137,6 +137,8 @@ class Supervised:
     console: list[str]
     #: the first host process's exit status (vng's is meaningless: the guest writes its own)
     returncode: int | None
+    #: why the watchdog stopped the guest ('' if it did not)
+    stalled: str = ""
 
 
 def supervise(
@@ -150,15 +152,18 @@ def supervise(
     stream: TextIO | BinaryIO | None,
     verbose: bool,
     timeout: float | None,
+    watchdog: Callable[[], str] | None = None,
 ) -> Supervised:
     """Run ``command`` (a guest kernel) in a session of its own until it ends or ``timeout``
     seconds pass: its processes are listed in an ownership record while it runs, its console
     goes to ``log`` (and stderr if ``verbose``), the guest's output file to ``stream``;
-    Ctrl-C, SIGTERM and the timeout kill the whole session."""
+    Ctrl-C, SIGTERM and the timeout kill the whole session. ``watchdog`` is asked every
+    0.2 s; a non-empty answer (why the guest is stuck) kills the session too."""
     record = ownership.Ownership.create(run_id)
     started = time.monotonic()
     follower = OutputFollower(job_dir / "output", stream)
     timed_out = False
+    stalled = ""
     with open(log, "wb") as log_file, sigterm_as_interrupt():
         process = subprocess.Popen(
             command,
@@ -195,6 +200,10 @@ def supervise(
                     timed_out = True
                     kill_session(process)
                     break
+                stalled = watchdog() if watchdog is not None else ""
+                if stalled:
+                    kill_session(process)
+                    break
                 time.sleep(0.2)
         except BaseException:
             kill_session(process)
@@ -211,4 +220,4 @@ def supervise(
                 record.remove()
             follower.poll()
             (job_dir / "finished").write_text(f"{time.monotonic() - started:.1f}\n")
-    return Supervised(time.monotonic() - started, timed_out, list(reader.tail), process.returncode)
+    return Supervised(time.monotonic() - started, timed_out, list(reader.tail), process.returncode, stalled)

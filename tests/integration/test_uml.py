@@ -78,11 +78,23 @@ def test_exit_status_output_and_the_features_the_host_lacks() -> None:
 
 def test_a_timeout_stops_the_kernel_and_every_host_process_it_made() -> None:
     # a busy loop never lets virtual time pass: only the host's timeout ends it
-    others = set(_pids_of(str(KERNEL.binary)))  # type: ignore[union-attr]  # (another run's kernel may be up)
+    others = _kernel_sessions()
     with pytest.raises(VmTimeout, match="did not finish within 8 s"):
         boot.run_in_uml([sys.executable, "-c", "while True: pass"], cwd="/", timeout=8)
     time.sleep(0.5)
-    assert set(_pids_of(str(KERNEL.binary))) - others == set()  # type: ignore[union-attr]
+    assert _kernel_sessions() - others == set()
+
+
+def _kernel_sessions() -> set[int]:
+    """Sessions of the kernel's host processes. Each boot runs in a session of its own, and another
+    run's kernel beside the tests makes and ends processes all the time: its session was there before."""
+    sessions = set()
+    for pid in _pids_of(str(KERNEL.binary)):  # type: ignore[union-attr]
+        try:
+            sessions.add(os.getsid(pid))
+        except ProcessLookupError:
+            continue
+    return sessions
 
 
 def _pids_of(binary: str) -> list[int]:
@@ -163,3 +175,42 @@ def test_same_seeds_give_the_same_figures_whatever_else_the_host_runs(tmp_path: 
     assert [line["status"] for line in quiet + busy] == ["ok", "ok"]
     for name in ("download_time", "goodput", "owd_mean"):
         assert busy[0]["metrics"][name] == pytest.approx(quiet[0]["metrics"][name], rel=1e-3), name
+
+
+def test_a_test_that_hangs_in_virtual_time_fails_as_hung_and_its_fellows_still_run(tmp_path: Path) -> None:
+    """In virtual time a busy loop never ends, so only host time can tell a test that hangs. The
+    plugin fails that test as hung after --vm-test-timeout host seconds and runs the others again
+    in a new boot of the kernel."""
+    plugin_dir = ROOT / "tests"
+    (tmp_path / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(plugin_dir)!r})\npytest_plugins = ['vm_plugin']\n"
+    )
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest\n"
+        "in_guest = pytest.mark.needs_kernel('netem', virtual_time=True)\n"
+        "@in_guest\n"
+        "def test_before():\n    pass\n"
+        "@in_guest\n"
+        "def test_spins():\n    while True:\n        pass\n"
+        "@in_guest\n"
+        "def test_after():\n    pass\n"
+    )
+    others = _kernel_sessions()
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfE"]
+        + ["--vm-test-timeout", "30", "test_sample.py"],  # (the boot before the first test counts too)
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "1 failed, 2 passed" in output, output
+    assert "test_sample.py::test_spins had not finished after 30 s of host time" in output, output
+    assert "its 2 fellow test(s) run again in a new boot" in output, output
+    assert time.monotonic() - started < 300  # bounded by the watchdog, not by the session's timeout
+    time.sleep(0.5)
+    assert _kernel_sessions() - others == set()  # the hung test's kernel is gone

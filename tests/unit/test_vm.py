@@ -649,3 +649,26 @@ def test_vng_finds_its_helpers_through_path(tmp_path, monkeypatch):
     (tmp_path / "virtiofsd" / "bin" / "virtiofsd").touch()
     env = vm.vng_environment("/usr/bin/vng")
     assert env["PATH"].split(":") == ["/usr/bin", str(tmp_path / "virtiofsd" / "bin"), "/bin"]
+
+
+def test_the_hung_test_watchdog_follows_the_guests_progress_file(tmp_path):
+    import vm_plugin
+
+    progress = tmp_path / "progress"
+    watchdog = vm_plugin.HungTestWatchdog(progress, limit=0.05)
+    assert watchdog() == ""  # the guest has not started yet
+    progress.write_text("start t.py::a\nend t.py::a\nstart t.py::b\nend t.p")  # the last line is half written
+    assert watchdog() == "" and watchdog.running == "t.py::b"
+    time.sleep(0.1)
+    assert "the test t.py::b had not finished after 0 s of host time" in watchdog()
+    with progress.open("a") as file:
+        file.write("y::b\nstart t.py::c\n")
+    assert watchdog() == "" and watchdog.running == "t.py::c"  # b ended; c has just started
+    assert watchdog.took["t.py::a"] < 0.05 <= watchdog.took["t.py::b"]  # host seconds, as the host saw them
+    with progress.open("a") as file:
+        file.write("end t.py::c\n")
+    assert watchdog() == ""
+    time.sleep(0.1)  # the guest's pytest never ends, or the guest never powers off
+    assert watchdog() == "the guest's pytest wrote no progress for 0 s of host time after the test t.py::c ended"
+    assert watchdog.running == ""
+    assert "before its first test began" in vm_plugin.HungTestWatchdog(tmp_path / "none", limit=0)()

@@ -25,7 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -203,6 +203,7 @@ def run_in_uml(
     kernel: UmlKernel | None = None,
     job_dir: Path | str | None = None,
     share: Iterable[Path] = (),
+    watchdog: Callable[[], str] | None = None,
 ) -> VmResult:
     """Boot the User-Mode Linux kernel, run ``argv`` in ``cwd`` as root, return its exit status
     and output (as :func:`quicbed.host.vm.run_in_vm` does for the microVM).
@@ -211,7 +212,9 @@ def run_in_uml(
     says how to build it.
     ``share``: folders (made here if missing) that must be the host's even under a private
     tmpfs of the guest, e.g. a results folder under /var/tmp; the working directory, this
-    Python's environment and quicbed's source are always shared.
+    Python's environment and quicbed's source are always shared. ``watchdog``: as for
+    :func:`quicbed.host.vm.run_in_vm` (in virtual time a busy loop never ends, so a stuck
+    command is found by host time).
     """
     argv, cwd = guest_command(argv, cwd, "the virtual-time kernel")
     kernel = kernel or cached_uml_kernel()
@@ -248,6 +251,7 @@ def run_in_uml(
         stream=stream,
         verbose=verbose,
         timeout=timeout,
+        watchdog=watchdog,
     )
     result = job_result(
         job,
