@@ -65,8 +65,8 @@ VM_MODULES = {**FEATURES, "mac80211_hwsim": "mac80211_hwsim radios=0"}
 MICROVM, UML = "microVM", "virtual-time kernel"
 #: host seconds a test in a guest may take before it counts as hung. In virtual time a busy
 #: loop never ends, so a test can hang where a real-time one would time out by itself. The
-#: slowest took 89-111 s here (the wifi-stack lab's reference solution, virtual-time kernel;
-#: the microVM's slowest, 27 s); the limit leaves five times that for a loaded machine.
+#: slowest took 89-111 s here (a lab's reference solution, the clean-after-SIGKILL test, in the
+#: virtual-time kernel; the microVM's slowest, 27 s); the limit leaves five times that.
 TEST_TIMEOUT = 600.0
 #: boots of one guest's session at most: the first, then one more after each hung test
 MAX_BOOTS = 3
