@@ -214,3 +214,35 @@ def test_a_test_that_hangs_in_virtual_time_fails_as_hung_and_its_fellows_still_r
     assert time.monotonic() - started < 300  # bounded by the watchdog, not by the session's timeout
     time.sleep(0.5)
     assert _kernel_sessions() - others == set()  # the hung test's kernel is gone
+
+
+def test_a_guest_that_does_not_end_after_its_results_keeps_them(tmp_path: Path) -> None:
+    """The virtual-time kernel can livelock after the tests (a busy kernel loop that waits for
+    another task, which never runs while no time passes): the results in junit.xml stand, the
+    guest is stopped and the summary says so."""
+    plugin_dir = ROOT / "tests"
+    (tmp_path / "conftest.py").write_text(
+        f"import os, sys\nsys.path.insert(0, {str(plugin_dir)!r})\npytest_plugins = ['vm_plugin']\n"
+        "def pytest_unconfigure(config):\n"
+        "    while os.environ.get('QUICBED_PYTEST_IN_VM') == '1':  # after junit.xml is written\n"
+        "        pass\n"
+    )
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest\n@pytest.mark.needs_kernel('netem', virtual_time=True)\ndef test_in_guest():\n    pass\n"
+    )
+    others = _kernel_sessions()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfE"]
+        + ["--vm-test-timeout", "30", "test_sample.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "1 passed" in output, output
+    assert "WARNING: the virtual-time kernel was stopped after its tests" in output, output
+    assert "did not end within 30 s of host time after its pytest wrote its results" in output, output
+    time.sleep(0.5)
+    assert _kernel_sessions() - others == set()

@@ -672,3 +672,10 @@ def test_the_hung_test_watchdog_follows_the_guests_progress_file(tmp_path):
     assert watchdog() == "the guest's pytest wrote no progress for 0 s of host time after the test t.py::c ended"
     assert watchdog.running == ""
     assert "before its first test began" in vm_plugin.HungTestWatchdog(tmp_path / "none", limit=0)()
+    # once the guest's pytest has written its results, the guest only has to end
+    results = tmp_path / "junit.xml"
+    watchdog.results = results
+    assert not watchdog.results_written()
+    results.write_text("<testsuites/>")
+    assert watchdog.results_written()
+    assert "did not end within 0 s of host time after its pytest wrote its results" in watchdog()
