@@ -330,8 +330,9 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
 class HungTestWatchdog:
     """Follows a guest's progress file from the host. A test running for more than ``limit``
     seconds of host time is hung; so is a guest with no test running that wrote nothing for as
-    long (its boot and collection before the first test, its pytest's end and power-off after
-    the last). Calling it returns why, else ''."""
+    long (its boot and collection before the first test, or after the last), and a guest that
+    has not ended AFTER_RESULTS_TIMEOUT seconds after its pytest wrote ``results``. Calling it
+    returns why, else ''."""
 
     progress: Path
     limit: float

@@ -177,15 +177,35 @@ def test_same_seeds_give_the_same_figures_whatever_else_the_host_runs(tmp_path: 
         assert busy[0]["metrics"][name] == pytest.approx(quiet[0]["metrics"][name], rel=1e-3), name
 
 
+def _pytest_with_the_plugin(folder: Path, conftest_extra: str, tests: str) -> tuple[int, str]:
+    """Run pytest on ``tests`` in ``folder`` with the kernel-feature plugin loaded and a 30 s
+    hung-test limit (the boot before the first test counts too); its exit status and output."""
+    (folder / "conftest.py").write_text(
+        f"import os, sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\npytest_plugins = ['vm_plugin']\n"
+        + conftest_extra
+    )
+    (folder / "test_sample.py").write_text(tests)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(folder), "-rfE"]
+        + ["--vm-test-timeout", "30", "test_sample.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
 def test_a_test_that_hangs_in_virtual_time_fails_as_hung_and_its_fellows_still_run(tmp_path: Path) -> None:
     """In virtual time a busy loop never ends, so only host time can tell a test that hangs. The
     plugin fails that test as hung after --vm-test-timeout host seconds and runs the others again
     in a new boot of the kernel."""
-    plugin_dir = ROOT / "tests"
-    (tmp_path / "conftest.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(plugin_dir)!r})\npytest_plugins = ['vm_plugin']\n"
-    )
-    (tmp_path / "test_sample.py").write_text(
+    others = _kernel_sessions()
+    started = time.monotonic()
+    returncode, output = _pytest_with_the_plugin(
+        tmp_path,
+        "",
         "import pytest\n"
         "in_guest = pytest.mark.needs_kernel('netem', virtual_time=True)\n"
         "@in_guest\n"
@@ -193,21 +213,9 @@ def test_a_test_that_hangs_in_virtual_time_fails_as_hung_and_its_fellows_still_r
         "@in_guest\n"
         "def test_spins():\n    while True:\n        pass\n"
         "@in_guest\n"
-        "def test_after():\n    pass\n"
+        "def test_after():\n    pass\n",
     )
-    others = _kernel_sessions()
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfE"]
-        + ["--vm-test-timeout", "30", "test_sample.py"],  # (the boot before the first test counts too)
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
+    assert returncode == 1, output
     assert "1 failed, 2 passed" in output, output
     assert "test_sample.py::test_spins had not finished after 30 s of host time" in output, output
     assert "its 2 fellow test(s) run again in a new boot" in output, output
@@ -220,28 +228,15 @@ def test_a_guest_that_does_not_end_after_its_results_keeps_them(tmp_path: Path) 
     """The virtual-time kernel can livelock after the tests (a busy kernel loop that waits for
     another task, which never runs while no time passes): the results in junit.xml stand, the
     guest is stopped and the summary says so."""
-    plugin_dir = ROOT / "tests"
-    (tmp_path / "conftest.py").write_text(
-        f"import os, sys\nsys.path.insert(0, {str(plugin_dir)!r})\npytest_plugins = ['vm_plugin']\n"
+    others = _kernel_sessions()
+    returncode, output = _pytest_with_the_plugin(
+        tmp_path,
         "def pytest_unconfigure(config):\n"
         "    while os.environ.get('QUICBED_PYTEST_IN_VM') == '1':  # after junit.xml is written\n"
-        "        pass\n"
+        "        pass\n",
+        "import pytest\n@pytest.mark.needs_kernel('netem', virtual_time=True)\ndef test_in_guest():\n    pass\n",
     )
-    (tmp_path / "test_sample.py").write_text(
-        "import pytest\n@pytest.mark.needs_kernel('netem', virtual_time=True)\ndef test_in_guest():\n    pass\n"
-    )
-    others = _kernel_sessions()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-rfE"]
-        + ["--vm-test-timeout", "30", "test_sample.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0 and "1 passed" in output, output
+    assert returncode == 0 and "1 passed" in output, output
     assert "WARNING: the virtual-time kernel was stopped after its tests" in output, output
     assert "did not end within 30 s of host time after its pytest wrote its results" in output, output
     time.sleep(0.5)
